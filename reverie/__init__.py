@@ -1,0 +1,1 @@
+from reverie.models import *

@@ -1,0 +1,29 @@
+"""One small exception hierarchy; every message says what is wrong and what to do."""
+
+
+class ReverieError(Exception):
+    """Base of every error reverie raises on purpose."""
+
+
+class InvalidInput(ReverieError, ValueError):
+    """The caller passed something reverie cannot use; the message names the field."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(ReverieError, LookupError):
+    """No such item for this user (also raised for another user's item: no existence leak)."""
+
+
+class Conflict(ReverieError):
+    """The request clashes with the current state (for example completing a finished turn)."""
+
+
+class EngineError(ReverieError):
+    """An engine could not produce a usable answer; nothing stored was changed."""
+
+
+class StoreError(ReverieError):
+    """The store could not be opened or migrated."""

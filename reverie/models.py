@@ -1,0 +1,259 @@
+"""The typed shapes that cross reverie's boundaries.
+
+Everything a caller gets back from :class:`reverie.Memory` is one of these
+pydantic models, so the CLI, the REST server and the MCP server all speak the
+same shapes.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EpisodeStatus = Literal["pending", "completed", "interrupted", "failed"]
+FactStatus = Literal["pending", "consolidated", "archived"]
+Route = Literal["shallow", "medium", "deep"]
+FeedbackStatus = Literal["confirmed", "rejected", "ignored", "partial"]
+TagStatus = Literal["unexamined", "active", "deprecated", "merged"]
+TagDimension = Literal["content", "task", "constraint"]
+RelationLevel = Literal["loose", "related", "synonym"]
+KnowledgeScope = Literal["global", "agent", "project"]
+Origin = Literal["learned", "manual", "import", "dream", "sync"]
+
+CATEGORIES: tuple[str, ...] = (
+    "preference",
+    "correction",
+    "context",
+    "goal",
+    "behavior",
+    "identity",
+    "constraint",
+    "decision",
+    "cognitive",
+    "knowledge",
+    "other",
+)
+AREAS: tuple[str, ...] = ("Communication", "Code", "Tools", "Workflow", "General")
+FEEDBACK_STATUSES: tuple[str, ...] = ("confirmed", "rejected", "ignored", "partial")
+USER_SECTIONS: tuple[str, ...] = ("workContext", "personalContext", "topOfMind", "cognitiveStyle")
+HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTermBackground")
+PROFILE_SECTIONS: tuple[str, ...] = tuple(f"user.{s}" for s in USER_SECTIONS) + tuple(
+    f"history.{s}" for s in HISTORY_SECTIONS
+)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC so that every stored time compares."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+class Message(Model):
+    """One message of a conversation, as given to :meth:`Memory.add`."""
+
+    role: str = "user"
+    speaker: str | None = None
+    content: str
+    at: datetime | None = None
+    source_id: str | None = None
+
+
+class TimeRef(Model):
+    """A time the message refers to ("last week", "in May 2023", "去年")."""
+
+    text: str
+    start: datetime
+    end: datetime
+
+
+class Perception(Model):
+    """What the recall line understood about a message before matching."""
+
+    route: Route = "shallow"
+    scene: str = "general"
+    sub_scene: str = ""
+    intent: str = "chat"
+    emotion: str = "neutral"
+    time_refs: list[TimeRef] = Field(default_factory=list)
+    keyphrases: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+
+class Feedback(Model):
+    status: FeedbackStatus
+    reason: str = ""
+    at: datetime = Field(default_factory=utcnow)
+
+
+class Episode(Model):
+    """One exchange: a user message and the reply, or an ingested message group."""
+
+    id: str = Field(default_factory=lambda: new_id("ep"))
+    user: str
+    agent: str | None = None
+    thread: str = "default"
+    created_at: datetime = Field(default_factory=utcnow)
+    completed_at: datetime | None = None
+    occurred_at: datetime = Field(default_factory=utcnow)
+    status: EpisodeStatus = "pending"
+    user_text: str = ""
+    reply_text: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    summary: str = ""
+    overview: str = ""
+    perception: Perception | None = None
+    scene: str = ""
+    sub_scene: str = ""
+    tags: list[str] = Field(default_factory=list)
+    feedback: Feedback | None = None
+    source_ids: list[str] = Field(default_factory=list)
+    learned: bool = False
+    archived: bool = False
+    uses: int = 0
+    last_used_at: datetime | None = None
+
+
+class Provenance(Model):
+    """Where a fact came from, so that every delivered line can say why it exists."""
+
+    origin: Origin = "manual"
+    episodes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    source_ids: list[str] = Field(default_factory=list)
+    facts: list[str] = Field(default_factory=list)
+
+
+class Fact(Model):
+    """One durable line about the user (a Dwsy learning, a deer-flow fact)."""
+
+    id: str = Field(default_factory=lambda: new_id("fact"))
+    user: str
+    agent: str | None = None
+    content: str
+    category: str = "other"
+    original_category: str | None = None
+    area: str | None = None
+    confidence: float = 0.8
+    uses: int = 0
+    status: FactStatus = "pending"
+    tags: list[str] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    last_used_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    archived_reason: str = ""
+
+
+class ProfileSection(Model):
+    summary: str = ""
+    updated_at: datetime | None = Field(default=None, alias="updatedAt")
+
+
+class UserContext(Model):
+    work_context: ProfileSection = Field(default_factory=ProfileSection, alias="workContext")
+    personal_context: ProfileSection = Field(default_factory=ProfileSection, alias="personalContext")
+    top_of_mind: ProfileSection = Field(default_factory=ProfileSection, alias="topOfMind")
+    cognitive_style: ProfileSection = Field(default_factory=ProfileSection, alias="cognitiveStyle")
+
+
+class HistoryContext(Model):
+    recent_months: ProfileSection = Field(default_factory=ProfileSection, alias="recentMonths")
+    earlier_context: ProfileSection = Field(default_factory=ProfileSection, alias="earlierContext")
+    long_term_background: ProfileSection = Field(
+        default_factory=ProfileSection, alias="longTermBackground"
+    )
+
+
+class Profile(Model):
+    """deer-flow's structured profile, per user."""
+
+    user: UserContext = Field(default_factory=UserContext)
+    history: HistoryContext = Field(default_factory=HistoryContext)
+
+    def section(self, name: str) -> ProfileSection:
+        """``profile.section("user.cognitiveStyle")``; KeyError for an unknown name."""
+        group, attr = _SECTION_ATTRS[name]
+        return getattr(getattr(self, group), attr)
+
+    def sections(self) -> dict[str, ProfileSection]:
+        return {name: self.section(name) for name in PROFILE_SECTIONS}
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+_SECTION_ATTRS: dict[str, tuple[str, str]] = {
+    name: (name.split(".")[0], _snake(name.split(".")[1])) for name in PROFILE_SECTIONS
+}
+
+
+class Note(Model):
+    """One line of a user's daily notes."""
+
+    id: str = Field(default_factory=lambda: new_id("note"))
+    user: str
+    date: str  # YYYY-MM-DD
+    content: str
+    created_at: datetime = Field(default_factory=utcnow)
+    episodes: list[str] = Field(default_factory=list)
+    source_ids: list[str] = Field(default_factory=list)
+
+
+class KnowledgeDoc(Model):
+    """A whole markdown document: a reusable pattern, not a one-line learning."""
+
+    id: str = Field(default_factory=lambda: new_id("kn"))
+    user: str
+    title: str
+    body: str
+    tags: list[str] = Field(default_factory=list)
+    scope: KnowledgeScope = "global"
+    agent: str | None = None
+    project: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Tag(Model):
+    """An entry of the tag dictionary (seed 003's TagDictionary)."""
+
+    id: int | None = None
+    user: str
+    name: str
+    dimension: TagDimension = "content"
+    definitions: list[str] = Field(default_factory=list)
+    synonyms: list[str] = Field(default_factory=list)
+    status: TagStatus = "unexamined"
+    merged_to: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TagRelation(Model):
+    user: str
+    source: str
+    target: str
+    level: RelationLevel
