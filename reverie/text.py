@@ -1,0 +1,163 @@
+"""Words, in English and Chinese: the one tokenizer every part of reverie shares.
+
+Full-text search, duplicate detection, tags and keyphrases all split text the
+same way, so that a word found at write time is found again at read time.
+Chinese is segmented with jieba, loaded lazily (only text with CJK pays).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RE = re.compile(f"[{_CJK}]")
+_TOKEN_RE = re.compile(f"[{_CJK}]+|[^\\W_]+(?:['’][^\\W_]+)*", re.UNICODE)
+
+ENGLISH_STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+    don't down during each few for from further had hadn't has hasn't have haven't having he he'd
+    he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
+    is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
+    or other ought our ours ourselves out over own same shan't she she'd she'll she's should
+    shouldn't so some such than that that's the their theirs them themselves then there there's
+    these they they'd they'll they're they've this those through to too under until up very was
+    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
+    who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves also just really yeah yes oh ok okay hey hi hello thanks thank well like
+    got get gets getting go going gone went much many lot lots thing things stuff something anything
+    everything way ways one ones make made makes making know knew think thought feel felt want
+    wanted say said says tell told see saw seen look looking come came take took give gave us will
+    shall may might must still even ever every since though although however yet back now today
+    always never sure good great nice really pretty quite bit kind sort maybe perhaps actually
+    definitely totally super awesome amazing cool glad happy
+    """.split()
+)
+
+CHINESE_STOPWORDS = frozenset(
+    """
+    的 了 是 在 我 你 他 她 它 们 我们 你们 他们 这 那 这个 那个 就 都 也 还 和 与 及 或 而 但 但是
+    因为 所以 如果 虽然 然后 一个 一些 什么 怎么 怎样 为什么 哪 哪里 吗 呢 吧 啊 哦 嗯 呀 么 很 太 非常
+    有 没有 没 不 要 会 能 可以 应该 已经 正在 一下 一直 自己 这样 那样 这里 那里 现在 今天 时候
+    上 下 中 里 对 把 被 给 让 从 到 向 跟 说 看 想 做 去 来 好 好的 谢谢 知道 觉得 东西 事情 问题 一点
+    """.split()
+)
+
+STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
+
+
+def has_cjk(text: str) -> bool:
+    return CJK_RE.search(text) is not None
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def _segment_cjk(run: str) -> list[str]:
+    if len(run) <= 1:
+        return [run]
+    return [w for w in _jieba().lcut(run) if w.strip()]
+
+
+_SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stemmer: enough to fold plurals and -ing/-ed forms together."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix, repl in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            base = word[: -len(suffix)] + repl
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # running -> run, planned -> plan
+            return base
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words in reading order; Chinese runs segmented into words."""
+    out: list[str] = []
+    for match in _TOKEN_RE.finditer(text.lower()):
+        token = match.group(0)
+        if CJK_RE.match(token):
+            out.extend(_segment_cjk(token))
+        else:
+            out.append(token.replace("’", "'"))
+    return out
+
+
+def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Search terms: stemmed words, stopwords dropped (unless asked to keep them)."""
+    result = []
+    for w in words(text):
+        if not keep_stopwords and (w in STOPWORDS or (len(w) == 1 and not has_cjk(w))):
+            continue
+        result.append(stem(w.replace("'", "")))
+    return result
+
+
+def index_text(text: str) -> str:
+    """The text handed to the full-text index: terms separated by spaces."""
+    return " ".join(terms(text, keep_stopwords=False))
+
+
+def token_set(text: str) -> frozenset[str]:
+    """Content terms as a set, CJK-aware: the basis of Jaccard duplicate detection."""
+    return frozenset(terms(text))
+
+
+def jaccard(a: str | frozenset[str], b: str | frozenset[str]) -> float:
+    sa = a if isinstance(a, frozenset) else token_set(a)
+    sb = b if isinstance(b, frozenset) else token_set(b)
+    if not sa and not sb:
+        return 1.0 if (a == b) else 0.0
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def normalize_space(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+_SCRIPTS = {
+    "zh-Hans": r"[\u4e00-\u9fff]",
+    "ja-JP": r"[\u3040-\u30ff]",
+    "ko-KR": r"[\uac00-\ud7af]",
+    "ru-RU": r"[\u0400-\u04FF]",
+    "ar": r"[\u0600-\u06FF]",
+    "hi-IN": r"[\u0900-\u097F]",
+    "th-TH": r"[\u0E00-\u0E7F]",
+    "he-IL": r"[\u0590-\u05FF]",
+    "el-GR": r"[\u0370-\u03FF]",
+}
+_SCRIPT_RES = {lang: re.compile(p) for lang, p in _SCRIPTS.items()}
+_LOCALE_RE = re.compile(r"\b([a-z]{2}-[A-Z]{2})\b")
+LATIN_FALLBACK = "same as the user's latest message"
+
+
+def preferred_language(text: str) -> str:
+    """Seed 001's preferred memory language: an explicit locale, else the dominant script."""
+    if not text.strip():
+        return LATIN_FALLBACK
+    locale = _LOCALE_RE.search(text)
+    if locale:
+        return locale.group(1)
+    counts = {lang: len(rx.findall(text)) for lang, rx in _SCRIPT_RES.items()}
+    lang, count = max(counts.items(), key=lambda kv: kv[1])
+    if lang == "zh-Hans" and counts["ja-JP"]:
+        lang = "ja-JP"  # kana marks Japanese even when kanji outnumber it
+    return lang if count else LATIN_FALLBACK
