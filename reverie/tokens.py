@@ -1,0 +1,185 @@
+"""Token counting that works offline: exact with tiktoken when it is already local, else an estimate.
+
+Recall packs its ``<memory>`` block to a token budget, so every candidate line
+is counted, many times per recall. Two counters serve:
+
+* ``tiktoken:cl100k_base`` when the ``tiktoken`` package is importable *and*
+  the cl100k file already sits, intact, in tiktoken's cache. tiktoken fetches a
+  missing or corrupt file from the network on first use; reverie never lets it.
+* ``estimate`` otherwise: a handful of precompiled regex counts, calibrated
+  against cl100k_base (see ``_estimate``).
+
+>>> count_tokens("The quick brown fox jumps over the lazy dog.")
+10
+>>> truncate_to_tokens("one two three four five six", 3)
+'one two…'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["count_tokens", "counter_name", "truncate_to_tokens", "ELLIPSIS"]
+
+log = logging.getLogger(__name__)
+
+ELLIPSIS = "…"
+
+# tiktoken (since 0.1.2) caches each encoding file under sha1(url) and checks it
+# against this sha256; a mismatch makes it delete the file and download again.
+_CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+# --- the estimate -------------------------------------------------------------
+# cl100k splits text into pieces before BPE: a letter run (with its leading
+# space), a group of at most three digits, a punctuation run. Common English
+# words are one token each, so counting pieces is close; only long words split
+# further. Han characters mostly cost one to two tokens each (3 UTF-8 bytes,
+# only the commonest are whole tokens or merge in pairs).
+#
+# Constants fitted (least squares, then rounded) against real cl100k_base
+# counts, taken with the js-tiktoken port, of ~2,300 English chat turns, ~260
+# Chinese sentences and ~1,000 lines of mixed markdown. Resulting error:
+# English chat +3% on average (5% mean absolute, per line), Chinese prose
+# within 7% on average, markdown/code -2% (13% per line: long runs of
+# dashes or box-drawing characters are its weak spot).
+# Weights err slightly high on prose, since a budget is a ceiling.
+_PIECE_RE = re.compile(r"[A-Za-z]+|\d{1,3}|[!-/:-@\[-`{-~]+")
+_LONG_WORD_RE = re.compile(r"[A-Za-z]{7,}")
+_LONG_WORD_FREE_LETTERS = 6  # words up to this length are a single token
+_LONG_WORD_EXTRA_PER_LETTER = 0.05  # rare long words split into several tokens
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_TOKENS_PER_CHAR = 1.35  # measured 1.3-1.4 for Chinese prose
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+_OTHER_NON_ASCII_TOKENS_PER_CHAR = 0.5  # accents, curly quotes, full-width punctuation
+
+
+def _estimate(text: str) -> int:
+    tokens: float = len(_PIECE_RE.findall(text))
+    long_words = _LONG_WORD_RE.findall(text)
+    if long_words:
+        extra_letters = sum(map(len, long_words)) - _LONG_WORD_FREE_LETTERS * len(long_words)
+        tokens += _LONG_WORD_EXTRA_PER_LETTER * extra_letters
+    if not text.isascii():
+        cjk = len(_CJK_RE.findall(text))
+        other = len(_NON_ASCII_RE.findall(text)) - cjk
+        tokens += _CJK_TOKENS_PER_CHAR * cjk + _OTHER_NON_ASCII_TOKENS_PER_CHAR * other
+    # Whitespace alone is still at least one token.
+    return max(1, int(tokens + 0.5))
+
+
+# --- tiktoken, only from a local file ------------------------------------------
+
+
+def _tiktoken_cache_dir(tiktoken_load: Any) -> str:
+    """The directory the installed tiktoken reads its cache from ("" = caching off)."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            return os.environ[var]
+    default = getattr(tiktoken_load, "_default_cache_dir", None)
+    if default is not None:
+        return default()
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")  # older tiktoken
+
+
+def _cached_cl100k(cache_dir: str) -> Path | None:
+    """The cached cl100k file if tiktoken would use it as is, else None."""
+    if not cache_dir:
+        return None
+    path = Path(cache_dir) / hashlib.sha1(_CL100K_URL.encode()).hexdigest()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return path if hashlib.sha256(data).hexdigest() == _CL100K_SHA256 else None
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any | None:
+    try:
+        import tiktoken
+        import tiktoken.load
+    except ImportError:
+        return None
+    if _cached_cl100k(_tiktoken_cache_dir(tiktoken.load)) is None:
+        log.debug("tiktoken present but cl100k_base is not cached; estimating tokens")
+        return None
+    try:
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # a broken install must not break counting
+        log.warning("tiktoken could not load cl100k_base; estimating tokens", exc_info=True)
+        return None
+
+
+def counter_name() -> str:
+    """Which counter is in use: ``"tiktoken:cl100k_base"`` or ``"estimate"``."""
+    return "tiktoken:cl100k_base" if _encoding() is not None else "estimate"
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in ``text`` (cl100k_base, exact or estimated); 0 for the empty string."""
+    if not text:
+        return 0
+    encoding = _encoding()
+    if encoding is not None:
+        return len(encoding.encode_ordinary(text))
+    return _estimate(text)
+
+
+def _is_word_char(ch: str) -> bool:
+    # CJK has no spaces between words, so any character boundary will do there.
+    return ch.isalnum() and _CJK_RE.match(ch) is None
+
+
+def _boundary_before(text: str, end: int) -> int:
+    """The nearest cut at or before ``end`` that does not split a Latin word or number."""
+    if end <= 0 or end >= len(text) or not (_is_word_char(text[end - 1]) and _is_word_char(text[end])):
+        return end
+    start = end
+    while start > 0 and _is_word_char(text[start - 1]):
+        start -= 1
+    # One endless "word" (a hash, a URL) is cut where it must be.
+    return start if start > 0 else end
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> str:
+    """``text`` if it fits in ``max_tokens``, else its longest fitting prefix ending in "…".
+
+    The cut falls between words (anywhere in CJK runs); trailing spaces and
+    punctuation before the ellipsis are dropped. Returns "" when not even the
+    ellipsis fits.
+
+    >>> truncate_to_tokens("我喜欢在周末去公园散步", 6)
+    '我喜欢在…'
+    """
+    if count_tokens(text) <= max_tokens:
+        return text
+    if max_tokens <= 0 or count_tokens(ELLIPSIS) > max_tokens:
+        return ""
+
+    def fits(end: int) -> bool:
+        return count_tokens(_cut(text, end)) <= max_tokens
+
+    # Counts grow with the prefix, so the longest fitting prefix is found by bisection.
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    end = _boundary_before(text, lo)
+    while end > 0 and not fits(end):  # tiktoken is not strictly monotone across merges
+        end -= 1
+    return _cut(text, end)
+
+
+def _cut(text: str, end: int) -> str:
+    return text[:end].rstrip(" \t\r\n,;:.-–—、，；：") + ELLIPSIS
