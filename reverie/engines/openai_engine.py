@@ -1,0 +1,366 @@
+"""The ``openai`` engine: every step answered by an OpenAI-compatible chat model.
+
+Works with any server that speaks chat completions (Ollama, vLLM, llama.cpp,
+DeepSeek, OpenAI)::
+
+    engine = OpenAIEngine("http://127.0.0.1:11434/v1", "qwen2.5:7b")
+    summary = engine.summarize(SummarizeRequest(messages=[Message(content="...")]))
+
+Each step sends its instructions (``prompts/<step>.md``) and the JSON schema of
+the answer it expects, then reads the answer tolerantly: ``<think>`` blocks,
+code fences and trailing chatter are ignored. Transient failures (timeouts,
+dropped connections, HTTP 429 and 5xx) are retried with exponential backoff;
+an answer that does not parse or validate is asked for again, with the problem
+named. Whatever goes wrong surfaces as one :class:`~reverie.errors.EngineError`,
+so a caller can keep its episode and try later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import string
+import time
+from functools import lru_cache
+from importlib import resources
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from reverie.engines.base import (
+    DistillRequest,
+    DreamPlan,
+    EpisodeSummary,
+    ExtractRequest,
+    Extraction,
+    FactRef,
+    GovernRequest,
+    PerceiveRequest,
+    SummarizeRequest,
+    TagDecisions,
+    TidyPlan,
+)
+from reverie.errors import EngineError, InvalidInput
+from reverie.models import AREAS, CATEGORIES, Perception
+
+logger = logging.getLogger(__name__)
+
+STEP_MARKER = "reverie-step"
+API_KEY_VARIABLES = ("REVERIE_LLM_API_KEY", "OPENAI_API_KEY")
+# local servers ignore the key, but the SDK insists on having one
+PLACEHOLDER_API_KEY = "not-needed"
+_RAW_LOG_CHARS = 2000
+_RETRY_ECHO_CHARS = 4000
+
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+class _BadAnswer(Exception):
+    """The model answered, but not with something usable; the message says why."""
+
+
+class _Transient(Exception):
+    """A failure worth retrying after a pause: timeout, lost connection, 429, 5xx."""
+
+
+class OpenAIEngine:
+    """An engine backed by any OpenAI-compatible chat-completions endpoint.
+
+    ``max_retries`` counts the attempts after the first one; ``backoff`` is the
+    first pause in seconds, doubled after each transient failure. The SDK's own
+    retries are off so that this policy is the only one in force.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        temperature: float = 0.0,
+    ):
+        if max_retries < 0 or backoff < 0 or timeout <= 0:
+            raise InvalidInput(
+                "timeout must be > 0, and max_retries and backoff >= 0",
+                field="max_retries" if max_retries < 0 else "backoff" if backoff < 0 else "timeout",
+            )
+        self.base_url = base_url
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.temperature = temperature
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or _api_key_from_environment(),
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    # ------------------------------------------------------------ the steps
+
+    def perceive(self, request: PerceiveRequest) -> Perception:
+        perception = self._ask("perceive", _dump(request), Perception)
+        known = {tag.casefold(): tag for tag in request.known_tags}
+        # the model may only point at tags that exist; it must not coin new ones here
+        tags = [known[tag.casefold()] for tag in perception.tags if tag.casefold() in known]
+        return perception.model_copy(update={"tags": list(dict.fromkeys(tags))})
+
+    def extract(self, request: ExtractRequest) -> Extraction:
+        return self._ask(
+            "extract",
+            _extract_input(request),
+            Extraction,
+            language=request.language,
+            user_speakers=_user_speakers(request.user_speakers),
+        )
+
+    def summarize(self, request: SummarizeRequest) -> EpisodeSummary:
+        return self._ask("summarize", _dump(request), EpisodeSummary, language=request.language)
+
+    def distill(self, request: DistillRequest) -> DreamPlan:
+        # grounding (every entry citing real input ids) is checked by the dream line
+        return self._ask(
+            "distill", _dump(request), DreamPlan, max_entries=request.max_entries, language=request.language
+        )
+
+    def tidy(self, facts: list[FactRef]) -> TidyPlan:
+        payload = {"facts": [fact.model_dump(mode="json", exclude_none=True) for fact in facts]}
+        return self._ask("tidy", json.dumps(payload, ensure_ascii=False), TidyPlan)
+
+    def govern_tags(self, request: GovernRequest) -> TagDecisions:
+        return self._ask("govern_tags", _dump(request), TagDecisions)
+
+    # ------------------------------------------------------------ one call, with the failure policy
+
+    def _ask(self, step: str, data: str, answer_model: type[Answer], **values: Any) -> Answer:
+        system = {"role": "system", "content": _system_prompt(step, answer_model, values)}
+        user = {"role": "user", "content": data}
+        messages = [system, user]
+        attempts = self.max_retries + 1
+        problem = ""
+        for attempt in range(attempts):
+            raw = ""
+            try:
+                raw = self._complete(step, messages)
+                return parse_answer(raw, answer_model)
+            except _Transient as exc:
+                problem = str(exc)
+                if attempt + 1 < attempts:
+                    pause = self.backoff * 2**attempt
+                    logger.info("%s: %s; retrying in %.2fs", step, problem, pause)
+                    time.sleep(pause)
+            except _BadAnswer as exc:
+                problem = str(exc)
+                logger.info("%s: unusable answer (%s)", step, problem)
+                messages = [system, user, *_correction(raw, problem)]
+        if raw:
+            logger.warning("%s: last raw answer from %s: %s", step, self.model, _truncate(raw, _RAW_LOG_CHARS))
+        raise EngineError(
+            f"{step}: model {self.model!r} at {self.base_url} gave no usable answer "
+            f"after {attempts} attempt(s): {problem}"
+        )
+
+    def _complete(self, step: str, messages: list[dict[str, str]]) -> str:
+        try:
+            completion = self._client.chat.completions.create(
+                model=self.model, messages=messages, temperature=self.temperature  # type: ignore[arg-type]
+            )
+        except openai.APITimeoutError as exc:
+            raise _Transient(f"no answer within {self.timeout}s") from exc
+        except openai.APIConnectionError as exc:
+            raise _Transient(f"connection failed ({exc.__cause__ or exc})") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code == 429 or exc.status_code >= 500:
+                raise _Transient(f"the server is busy or failing ({exc.message})") from exc
+            raise EngineError(
+                f"{step}: {self.base_url} refused the request ({exc.message}); "
+                "check the base URL, the model name and the API key"
+            ) from exc
+        except openai.OpenAIError as exc:
+            raise EngineError(f"{step}: the OpenAI client failed: {exc}") from exc
+        if not completion.choices or not completion.choices[0].message.content:
+            raise _BadAnswer("the answer was empty")
+        return completion.choices[0].message.content
+
+
+# ---------------------------------------------------------------- reading answers
+
+_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.I)
+_THINK_OPEN = re.compile(r"<think(?:ing)?>", re.I)
+# an unclosed reasoning block ends where the answer visibly starts
+_ANSWER_START = re.compile(r"^[ \t]*(?:\{|```)", re.M)
+_FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.S)
+
+
+def parse_answer(raw: str, answer_model: type[Answer]) -> Answer:
+    """Read a model's answer into ``answer_model``, or raise ``_BadAnswer`` saying why."""
+    data = _first_json_object(_without_reasoning(raw))
+    return _validate(_clean(data), answer_model)
+
+
+def _without_reasoning(raw: str) -> str:
+    text = _THINK_BLOCK.sub("", raw)
+    closers = list(_THINK_CLOSE.finditer(text))
+    if closers:  # the chat template opened the block, so only its end is in the answer
+        text = text[closers[-1].end() :]
+    opener = _THINK_OPEN.search(text)
+    if opener:
+        start = _ANSWER_START.search(text, opener.end())
+        text = text[: opener.start()] + (text[start.start() :] if start else "")
+    return text
+
+
+def _first_json_object(text: str) -> dict[str, Any]:
+    fenced = [m.group(1) for m in _FENCE.finditer(text) if "{" in m.group(1)]
+    if fenced:
+        text = fenced[0]
+    start = text.find("{")
+    if start < 0:
+        raise _BadAnswer("no JSON object in the answer")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise _BadAnswer(f"malformed JSON ({exc.msg} at character {exc.pos - start})") from exc
+    return data
+
+
+def _clean(value: Any) -> Any:
+    """Drop nulls (so defaults apply) and bring every confidence into 0..1."""
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    cleaned = {key: _clean(item) for key, item in value.items() if item is not None}
+    if "confidence" in cleaned:
+        confidence = _confidence(cleaned.pop("confidence"))
+        if confidence is not None:
+            cleaned["confidence"] = confidence
+    return cleaned
+
+
+def _confidence(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            number = float(value.strip()[:-1]) / 100
+        else:
+            number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else min(1.0, max(0.0, number))
+
+
+def _validate(data: dict[str, Any], answer_model: type[Answer]) -> Answer:
+    expected = _field_keys(answer_model)
+    if data and not expected & data.keys():
+        inner = next(iter(data.values()))
+        # some models wrap the answer: {"result": {...}}
+        if len(data) == 1 and isinstance(inner, dict) and expected & inner.keys():
+            data = inner
+        else:
+            raise _BadAnswer(
+                f"the JSON object has none of the expected keys ({', '.join(sorted(expected))}); "
+                f"it has {', '.join(sorted(data))}"
+            )
+    try:
+        return answer_model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(root)'}: {error['msg']}"
+            for error in exc.errors()[:5]
+        )
+        raise _BadAnswer(f"the answer does not match the schema ({problems})") from exc
+
+
+def _field_keys(answer_model: type[BaseModel]) -> set[str]:
+    keys = set(answer_model.model_fields)
+    keys.update(f.alias for f in answer_model.model_fields.values() if f.alias)
+    return keys
+
+
+def _correction(raw: str, problem: str) -> list[dict[str, str]]:
+    return [
+        {"role": "assistant", "content": _truncate(raw, _RETRY_ECHO_CHARS)},
+        {
+            "role": "user",
+            "content": f"That answer could not be used: {problem}. "
+            "Answer again with exactly one JSON object that matches the schema, and nothing else.",
+        },
+    ]
+
+
+# ---------------------------------------------------------------- writing prompts
+
+
+@lru_cache(maxsize=None)
+def _template(step: str) -> string.Template:
+    text = resources.files("reverie.engines").joinpath("prompts", f"{step}.md").read_text(encoding="utf-8")
+    return string.Template(text)
+
+
+@lru_cache(maxsize=None)
+def _schema(answer_model: type[BaseModel]) -> str:
+    return json.dumps(answer_model.model_json_schema(by_alias=True), ensure_ascii=False)
+
+
+def _system_prompt(step: str, answer_model: type[BaseModel], values: dict[str, Any]) -> str:
+    instructions = _template(step).substitute(
+        categories=", ".join(CATEGORIES), areas=", ".join(AREAS), **values
+    )
+    return (
+        f"{STEP_MARKER}: {step}\n\n{instructions.strip()}\n\n"
+        "Return exactly one JSON object and nothing else. It must match this JSON Schema:\n"
+        f"{_schema(answer_model)}"
+    )
+
+
+def _dump(request: BaseModel) -> str:
+    return request.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _extract_input(request: ExtractRequest) -> str:
+    facts = [
+        {"id": f.id, "content": f.content, "category": f.category, "confidence": f.confidence}
+        for f in request.facts
+    ]
+    lines = []
+    for i, message in enumerate(request.messages):
+        line_id = message.source_id or (request.episode_ids[i] if i < len(request.episode_ids) else f"m{i + 1}")
+        date = f" ({message.at.date().isoformat()})" if message.at else ""
+        lines.append(f"[{line_id}]{date} {message.speaker or message.role}: {message.content}")
+    return (
+        f"Existing profile:\n<profile>\n{json.dumps(request.profile.to_json(), ensure_ascii=False, indent=1)}\n"
+        f"</profile>\n\nExisting facts:\n<facts>\n{json.dumps(facts, ensure_ascii=False, indent=1)}\n</facts>\n\n"
+        "Conversation:\n<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+    )
+
+
+def _user_speakers(names: list[str]) -> str:
+    if names:
+        return (
+            f"The user is {', '.join(names)}. Other speakers are people the user talks with: "
+            "remember what matters about the user, and others only as they matter to the user."
+        )
+    return (
+        "The user is the speaker with the role `user`; `assistant` lines are the AI assistant. "
+        "Remember what matters about the user, not about the assistant."
+    )
+
+
+def _api_key_from_environment() -> str:
+    return next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), PLACEHOLDER_API_KEY)
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... [{len(text) - limit} more characters]"

@@ -1,0 +1,351 @@
+"""The openai engine against a real OpenAI-compatible server on 127.0.0.1 (tests/fake_openai.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import datetime, timezone
+
+import openai
+import pytest
+
+from reverie.engines.base import (
+    STEPS,
+    DistillRequest,
+    DreamPlan,
+    Engine,
+    EpisodeSummary,
+    ExtractRequest,
+    Extraction,
+    FactRef,
+    GovernRequest,
+    NoteRef,
+    PerceiveRequest,
+    SummarizeRequest,
+    TagDecisions,
+    TagInfo,
+    TidyPlan,
+)
+from reverie.engines.openai_engine import OpenAIEngine
+from reverie.errors import EngineError
+from reverie.models import AREAS, CATEGORIES, Message, Perception, Profile
+from tests.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
+
+NOW = datetime(2024, 5, 8, 12, 0, tzinfo=timezone.utc)
+SUMMARY = {"summary": "Planned a trip to Kyoto", "overview": "Booked for June.", "tags": ["kyoto", "travel"]}
+
+
+def make_engine(server: FakeOpenAI, **options) -> OpenAIEngine:
+    settings = {"model": "test-model", "api_key": "sk-test", "timeout": 2.0, "backoff": 0.001} | options
+    return OpenAIEngine(server.base_url, **settings)
+
+
+def summarize(engine: OpenAIEngine) -> EpisodeSummary:
+    return engine.summarize(SummarizeRequest(messages=[Message(content="I'm going to Kyoto in June.")]))
+
+
+# One call per step with a good answer and what it must come back as.
+STEP_CASES = {
+    "perceive": (
+        lambda e: e.perceive(PerceiveRequest(message="what did we say about kyoto?", now=NOW, known_tags=["kyoto"])),
+        {"route": "medium", "scene": "life", "sub_scene": "travel", "intent": "recall", "tags": ["kyoto"]},
+        lambda r: isinstance(r, Perception) and r.route == "medium" and r.tags == ["kyoto"],
+    ),
+    "extract": (
+        lambda e: e.extract(ExtractRequest(messages=[Message(content="I prefer conclusions first.")])),
+        {
+            "user": {"cognitiveStyle": {"summary": "Wants conclusions first.", "shouldUpdate": True}},
+            "newFacts": [{"content": "Prefers conclusions first", "category": "cognitive", "confidence": 0.9}],
+            "factsToReinforce": ["fact_1"],
+            "factsToRemove": [{"id": "fact_2", "reason": "outdated"}],
+        },
+        lambda r: isinstance(r, Extraction)
+        and r.user["cognitiveStyle"].should_update
+        and r.new_facts[0].category == "cognitive"
+        and r.facts_to_reinforce == ["fact_1"]
+        and r.facts_to_remove[0].reason == "outdated",
+    ),
+    "summarize": (
+        summarize,
+        SUMMARY,
+        lambda r: isinstance(r, EpisodeSummary) and r.summary == SUMMARY["summary"] and r.tags == ["kyoto", "travel"],
+    ),
+    "distill": (
+        lambda e: e.distill(
+            DistillRequest(
+                facts=[FactRef(id="fact_1", content="Likes tea")],
+                notes=[NoteRef(id="note_1", date="2024-05-07", content="Moved to Berlin")],
+            )
+        ),
+        {"entries": [{"action": "add", "content": "Lives in Berlin", "category": "context", "sources": ["note_1"]}]},
+        lambda r: isinstance(r, DreamPlan) and r.entries[0].action == "add" and r.entries[0].sources == ["note_1"],
+    ),
+    "tidy": (
+        lambda e: e.tidy([FactRef(id="fact_1", content="User likes tea a lot, really a lot")]),
+        {"actions": [{"op": "rewrite", "fact_id": "fact_1", "content": "Likes tea", "reason": "verbose"}]},
+        lambda r: isinstance(r, TidyPlan) and r.actions[0].op == "rewrite" and r.actions[0].fact_id == "fact_1",
+    ),
+    "govern_tags": (
+        lambda e: e.govern_tags(
+            GovernRequest(candidates=[TagInfo(name="tag pool"), TagInfo(name="thing")], existing=[TagInfo(name="tag library")])
+        ),
+        {
+            "relations": [{"source": "tag pool", "target": "tag library", "level": "synonym"}],
+            "activate": ["tag pool"],
+            "deprecate": ["thing"],
+        },
+        lambda r: isinstance(r, TagDecisions) and r.relations[0].level == "synonym" and r.deprecate == ["thing"],
+    ),
+}
+
+
+def test_engine_implements_the_engine_protocol(fake_openai):
+    engine = make_engine(fake_openai)
+    assert isinstance(engine, Engine)
+    assert engine.name == "openai"
+    assert set(STEP_CASES) == set(STEPS)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_good_json_parses_into_the_steps_answer_model(fake_openai, step):
+    call, answer, check = STEP_CASES[step]
+    fake_openai.push(answer)
+    assert check(call(make_engine(fake_openai)))
+    assert [r.step for r in fake_openai.requests] == [step]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply.thinking(SUMMARY, thought='Maybe {"summary": "wrong"}?\n{"also": "not it"}'),
+        Reply.text("<think>\nthe user travels, so {trip}\n" + json.dumps(SUMMARY)),  # never closed
+        Reply.text("the template opened the block\n</think>\n" + json.dumps(SUMMARY)),  # never opened
+        Reply.fenced(SUMMARY),
+        Reply.chatter(SUMMARY),
+        Reply.text("Sure! Here is the summary: " + json.dumps(SUMMARY) + " Anything else?"),
+    ],
+    ids=["think", "unclosed-think", "unopened-think", "fences", "trailing-chatter", "leading-chatter"],
+)
+def test_reasoning_fences_and_chatter_are_tolerated(fake_openai, reply):
+    fake_openai.push(reply)
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+    assert len(fake_openai.requests) == 1
+
+
+def test_malformed_json_is_asked_again_and_the_retry_names_the_problem(fake_openai):
+    fake_openai.push(Reply.malformed(), SUMMARY)
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+    assert len(fake_openai.requests) == 2
+    retry = fake_openai.requests[1].body["messages"]
+    assert retry[-2] == {"role": "assistant", "content": Reply.malformed().content}
+    assert "malformed JSON" in retry[-1]["content"]
+
+
+def test_malformed_every_time_raises_after_max_retries_plus_one_attempts(fake_openai, caplog):
+    fake_openai.push(*[Reply.malformed()] * 3)
+    with caplog.at_level(logging.WARNING), pytest.raises(EngineError, match="malformed JSON") as error:
+        summarize(make_engine(fake_openai, max_retries=2))
+    assert len(fake_openai.requests) == 3
+    assert "3 attempt(s)" in str(error.value)
+    assert Reply.malformed().content in caplog.text  # the raw answer is logged for diagnosis
+
+
+def test_raw_answer_in_the_log_is_truncated(fake_openai, caplog):
+    fake_openai.push(Reply.text("no json here " * 1000))
+    with caplog.at_level(logging.WARNING), pytest.raises(EngineError, match="no JSON object"):
+        summarize(make_engine(fake_openai, max_retries=0))
+    assert "more characters]" in caplog.text
+    assert len(caplog.text) < 4000
+
+
+@pytest.mark.parametrize("status", [500, 502, 429])
+def test_server_errors_and_rate_limits_are_retried(fake_openai, status):
+    fake_openai.push(Reply.error(status), SUMMARY)
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+    assert len(fake_openai.requests) == 2
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_not_retried(fake_openai, status):
+    fake_openai.push(Reply.error(status, "model not found"), SUMMARY)
+    with pytest.raises(EngineError, match="model not found"):
+        summarize(make_engine(fake_openai))
+    assert len(fake_openai.requests) == 1
+    assert fake_openai.pending() == 1
+
+
+def test_backoff_doubles_between_transient_failures(fake_openai):
+    fake_openai.push(Reply.error(503), Reply.error(503), SUMMARY)
+    started = time.monotonic()
+    summarize(make_engine(fake_openai, backoff=0.1))
+    assert time.monotonic() - started >= 0.1 + 0.2
+    assert len(fake_openai.requests) == 3
+
+
+def test_timeout_is_retried_then_raises_within_a_bounded_time(fake_openai):
+    fake_openai.push(Reply.delayed(1.0, SUMMARY), Reply.delayed(1.0, SUMMARY))
+    started = time.monotonic()
+    with pytest.raises(EngineError, match=r"no answer within 0\.3s"):
+        summarize(make_engine(fake_openai, timeout=0.3, max_retries=1))
+    assert time.monotonic() - started < 1.5
+    assert len(fake_openai.requests) == 2
+
+
+def test_timeout_then_good_answer_succeeds(fake_openai):
+    fake_openai.push(Reply.delayed(1.0, {"summary": "late"}), SUMMARY)
+    assert summarize(make_engine(fake_openai, timeout=0.3)).summary == SUMMARY["summary"]
+
+
+def test_dropped_connection_is_retried(fake_openai):
+    fake_openai.push(Reply.dropped(), SUMMARY)
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+    assert len(fake_openai.requests) == 2
+
+
+def test_unreachable_server_raises_engine_error():
+    with FakeOpenAI() as server:
+        base_url = server.base_url
+    engine = OpenAIEngine(base_url, "test-model", max_retries=1, backoff=0.001)
+    with pytest.raises(EngineError, match="connection failed"):
+        summarize(engine)
+
+
+def test_wrong_schema_raises_engine_error_naming_the_field(fake_openai):
+    fake_openai.push({"entries": [{"action": "explode", "content": "x"}]})
+    with pytest.raises(EngineError, match=r"entries\.0\.action"):
+        make_engine(fake_openai, max_retries=0).distill(DistillRequest(facts=[], notes=[]))
+
+
+def test_object_with_none_of_the_expected_keys_is_rejected(fake_openai):
+    fake_openai.push({"answer": "Kyoto", "mood": "happy"})
+    with pytest.raises(EngineError, match=r"none of the expected keys .*summary.*; it has answer, mood"):
+        summarize(make_engine(fake_openai, max_retries=0))
+
+
+def test_answer_wrapped_in_one_outer_key_is_unwrapped(fake_openai):
+    fake_openai.push({"result": SUMMARY})
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+
+
+def test_empty_answer_is_retried(fake_openai):
+    fake_openai.push("", SUMMARY)
+    assert summarize(make_engine(fake_openai)).summary == SUMMARY["summary"]
+    assert len(fake_openai.requests) == 2
+
+
+def test_request_carries_model_key_temperature_step_marker_and_schema(fake_openai):
+    fake_openai.push(SUMMARY)
+    summarize(make_engine(fake_openai, model="qwen-test", api_key="sk-secret", temperature=0.2))
+    request = fake_openai.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.body["model"] == "qwen-test"
+    assert request.body["temperature"] == 0.2
+    assert request.headers["authorization"] == "Bearer sk-secret"
+    system = request.message("system")
+    assert system.startswith("reverie-step: summarize")
+    assert '"overview"' in system and "JSON Schema" in system
+    assert "Kyoto in June" in request.message("user")
+
+
+def test_api_key_comes_from_the_environment_only_when_none_is_given(fake_openai, monkeypatch):
+    monkeypatch.setenv("REVERIE_LLM_API_KEY", "sk-from-env")
+    fake_openai.push(SUMMARY, SUMMARY)
+    summarize(OpenAIEngine(fake_openai.base_url, "m", backoff=0.001))
+    summarize(make_engine(fake_openai, api_key="sk-explicit"))
+    assert [r.headers["authorization"] for r in fake_openai.requests] == ["Bearer sk-from-env", "Bearer sk-explicit"]
+
+
+def test_missing_api_key_uses_a_placeholder(fake_openai, monkeypatch):
+    monkeypatch.delenv("REVERIE_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake_openai.push(SUMMARY)
+    summarize(OpenAIEngine(fake_openai.base_url, "m"))
+    assert fake_openai.requests[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_perceive_keeps_only_known_tags_in_their_known_spelling(fake_openai):
+    fake_openai.push({"route": "deep", "tags": ["Kyoto", "invented-tag", "budget", "kyoto"], "keyphrases": ["trip"]})
+    perception = make_engine(fake_openai).perceive(
+        PerceiveRequest(message="exact hotel name in Kyoto?", now=NOW, known_tags=["kyoto", "budget", "work"])
+    )
+    assert perception.tags == ["kyoto", "budget"]
+    assert perception.keyphrases == ["trip"]  # keyphrases are free text, not filtered
+    assert perception.time_refs == []
+    assert json.loads(fake_openai.requests[0].message("user"))["known_tags"] == ["kyoto", "budget", "work"]
+
+
+def test_perceive_accepts_time_references(fake_openai):
+    fake_openai.push(
+        {
+            "route": "medium",
+            "time_refs": [{"text": "last week", "start": "2024-04-29T00:00:00Z", "end": "2024-05-06T00:00:00Z"}],
+        }
+    )
+    perception = make_engine(fake_openai).perceive(PerceiveRequest(message="what happened last week?", now=NOW))
+    assert perception.time_refs[0].start == datetime(2024, 4, 29, tzinfo=timezone.utc)
+
+
+def test_confidence_is_coerced_into_zero_to_one_and_unknown_categories_pass(fake_openai):
+    facts = [
+        {"content": "a", "confidence": 1.7},
+        {"content": "b", "confidence": -0.2},
+        {"content": "c", "confidence": "85%"},
+        {"content": "d", "confidence": "very sure"},
+        {"content": "e", "confidence": None, "category": "tech_stack", "area": None},
+    ]
+    fake_openai.push({"newFacts": facts})
+    extraction = make_engine(fake_openai).extract(ExtractRequest(messages=[Message(content="hi")]))
+    assert [f.confidence for f in extraction.new_facts] == [1.0, 0.0, 0.85, 0.8, 0.8]
+    assert extraction.new_facts[4].category == "tech_stack"
+
+
+def test_extract_prompt_carries_profile_facts_conversation_language_and_rules(fake_openai):
+    profile = Profile.model_validate({"user": {"workContext": {"summary": "Backend engineer at a bank"}}})
+    request = ExtractRequest(
+        messages=[
+            Message(role="user", speaker="Caroline", content="I moved to Berlin.", source_id="D1:3", at=NOW),
+            Message(role="user", speaker="Mel", content="Congrats!"),
+        ],
+        episode_ids=["ep_1", "ep_2"],
+        profile=profile,
+        facts=[FactRef(id="fact_9", content="Lives in Paris", category="context", confidence=0.7)],
+        language="zh-Hans",
+        user_speakers=["Caroline"],
+    )
+    fake_openai.push({})
+    make_engine(fake_openai).extract(request)
+    system = fake_openai.requests[0].message("system")
+    user = fake_openai.requests[0].message("user")
+    assert system.startswith("reverie-step: extract")
+    assert "zh-Hans" in system
+    assert all(c in system for c in CATEGORIES) and all(a in system for a in AREAS)
+    assert "shouldUpdate" in system and "cognitiveStyle" in system and "120 characters" in system
+    assert "sensitive" in system and "The user is Caroline" in system
+    assert "Backend engineer at a bank" in user
+    assert '"id": "fact_9"' in user and '"confidence": 0.7' in user
+    assert "[D1:3] (2024-05-08) Caroline: I moved to Berlin." in user
+    assert "[ep_2] Mel: Congrats!" in user
+
+
+def test_distill_prompt_asks_for_sources_and_passes_the_plan_through(fake_openai):
+    plan = {"entries": [{"action": "merge", "content": "Likes tea", "sources": ["fact_1", "ghost"]}]}
+    fake_openai.push(plan)
+    result = make_engine(fake_openai).distill(
+        DistillRequest(facts=[FactRef(id="fact_1", content="Likes tea")], notes=[], max_entries=12)
+    )
+    assert result.entries[0].sources == ["fact_1", "ghost"]  # grounding is the dream line's job
+    system = fake_openai.requests[0].message("system")
+    assert "at most 12 entries" in system and "No fabrication" in system
+
+
+def test_fake_server_lists_models_and_routes_answers_by_step(fake_openai):
+    client = openai.OpenAI(base_url=fake_openai.base_url, api_key="x", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["fake-model"]
+    fake_openai.respond_by_step({"summarize": SUMMARY, "perceive": lambda body: {"route": "deep"}})
+    engine = make_engine(fake_openai)
+    assert engine.perceive(PerceiveRequest(message="hm", now=NOW)).route == "deep"
+    assert summarize(engine).summary == SUMMARY["summary"]
+    with pytest.raises(EngineError, match="no answer scripted for step 'tidy'"):
+        engine.tidy([])
+    assert [r.step for r in fake_openai.chat_requests] == ["perceive", "summarize", "tidy"]
