@@ -128,6 +128,9 @@ class Episode(Model):
     archived: bool = False
     uses: int = 0
     last_used_at: datetime | None = None
+    # which process holds a pending frame ("host:pid"), so start-up recovery
+    # interrupts only frames whose process is gone
+    owner: str | None = None
 
 
 class Provenance(Model):

@@ -1,0 +1,58 @@
+"""Engines: who perceives, extracts, summarizes, distills, tidies and governs tags.
+
+Configuration picks an engine per step (``engine = "heuristic"`` for all,
+``[engines] extract = "openai"`` for one). Engines are built lazily, once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reverie.engines.base import STEPS, Engine
+from reverie.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from reverie.settings import Settings
+
+__all__ = ["Engine", "Engines", "STEPS", "build_engine"]
+
+
+def build_engine(name: str, settings: "Settings") -> Engine:
+    if name == "heuristic":
+        from reverie.engines.heuristic import HeuristicEngine
+
+        return HeuristicEngine()
+    if name == "openai":
+        from reverie.engines.openai_engine import OpenAIEngine
+
+        llm = settings.llm
+        if not llm.base_url:
+            raise InvalidInput(
+                "the openai engine needs a base URL: set llm.base_url in config.toml, "
+                "REVERIE_LLM_BASE_URL, or pass --base-url",
+                field="llm.base_url",
+            )
+        return OpenAIEngine(
+            base_url=llm.base_url, model=llm.model, api_key=llm.api_key,
+            timeout=llm.timeout, max_retries=llm.max_retries,
+        )
+    raise InvalidInput(f"unknown engine {name!r}", field="engine")
+
+
+class Engines:
+    """The engine for each step, e.g. ``engines.extract.extract(request)``."""
+
+    def __init__(self, settings: "Settings"):
+        self._settings = settings
+        self._built: dict[str, Engine] = {}
+
+    def for_step(self, step: str) -> Engine:
+        name = self._settings.engine_for(step)
+        if name not in self._built:
+            self._built[name] = build_engine(name, self._settings)
+        return self._built[name]
+
+    def __getattr__(self, step: str) -> Engine:
+        if step in STEPS:
+            return self.for_step(step)
+        raise AttributeError(step)

@@ -1,0 +1,98 @@
+"""The ``reverie`` command: a thin typer layer over :class:`reverie.Memory`.
+
+Every command works on ``--home`` (or ``$REVERIE_HOME``) and, where it is about
+one person, ``--user``. ``--json`` prints machine-readable output; people get
+rich tables. Command groups live in sibling modules and register themselves
+on ``app``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterator
+
+import typer
+from rich.console import Console
+
+from reverie.errors import ReverieError
+
+app = typer.Typer(
+    name="reverie",
+    help="Local-first long-term memory for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+Home = Annotated[
+    Path | None,
+    typer.Option("--home", envvar="REVERIE_HOME", help="Memory home folder (default ~/.reverie).", show_default=False),
+]
+User = Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="Whose memory.")]
+Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Engine = Annotated[str | None, typer.Option("--engine", help="Engine for every step: heuristic or openai.")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")]
+Model = Annotated[str | None, typer.Option("--model", help="Model name for the openai engine.")]
+ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="REVERIE_LLM_API_KEY", help="API key for the openai engine.")]
+
+
+@contextmanager
+def open_memory(
+    home: Path | None,
+    *,
+    engine: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    background: bool = False,
+) -> Iterator[Any]:
+    """A Memory for one command; errors become a clear message and exit code 2."""
+    from reverie.memory import Memory
+
+    llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
+    overrides: dict[str, Any] = {}
+    if engine:
+        overrides["engine"] = engine
+    if llm:
+        overrides["llm"] = llm
+    with fail_cleanly():
+        mem = Memory(home, background=background, **overrides)
+        try:
+            yield mem
+        finally:
+            mem.close()
+
+
+@contextmanager
+def fail_cleanly() -> Iterator[None]:
+    try:
+        yield
+    except ReverieError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def dump(model: Any) -> Any:
+    if isinstance(model, list):
+        return [dump(m) for m in model]
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True)
+    return model
+
+
+def main() -> None:
+    app()
+
+
+# command groups register themselves on import
+from reverie.cli import memory_cmds as _memory_cmds  # noqa: E402,F401

@@ -1,0 +1,335 @@
+"""Core memory commands: ingest, remember, facts, profile, episodes, recall, export/import..."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from reverie.cli import (
+    ApiKey,
+    BaseUrl,
+    Engine,
+    Home,
+    Json,
+    Model,
+    User,
+    app,
+    console,
+    dump,
+    emit_json,
+    fail_cleanly,
+    open_memory,
+)
+from reverie.ingest import load_conversations
+
+tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
+app.add_typer(tags_app, name="tags")
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="JSON / JSONL messages, 'Speaker: text' lines, or a LoCoMo file.", exists=True, dir_okay=False)],
+    user: User,
+    home: Home = None,
+    thread: Annotated[Optional[str], typer.Option(help="Thread for the messages (default: from the file, else 'default').")] = None,
+    learn: Annotated[bool, typer.Option("--learn/--no-learn", help="Learn right away instead of after the debounce.")] = True,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
+    as_json: Json = False,
+) -> None:
+    """Ingest a past conversation from a file, then learn from it."""
+    from rich.progress import Progress
+
+    with fail_cleanly():
+        conversations = load_conversations(file)
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
+        episodes = 0
+        with Progress(console=console, transient=True, disable=as_json) as progress:
+            task = progress.add_task("ingesting", total=len(conversations))
+            for conv in conversations:
+                episodes += len(mem.add(conv.messages, user=user, thread=thread or conv.thread))
+                progress.advance(task)
+            learned = 0
+            if learn:
+                progress.add_task("learning", total=None)
+                learned = mem.flush(user=user)
+        stats = mem.stats(user=user)["users"][user]
+        result = {"episodes": episodes, "learned": learned, "facts": stats["facts"], "tags": stats["tags"]}
+        if as_json:
+            emit_json(result)
+        else:
+            console.print(
+                f"Ingested [bold]{episodes}[/] episodes from {len(conversations)} conversation(s); "
+                f"learned from {learned}. {stats['facts']} facts stored."
+            )
+
+
+@app.command()
+def remember(
+    content: Annotated[str, typer.Argument(help="The fact, one line.")],
+    user: User,
+    home: Home = None,
+    category: Annotated[str, typer.Option(help="preference, correction, context, goal, behavior, identity, constraint, decision, cognitive, knowledge, other")] = "other",
+    area: Annotated[Optional[str], typer.Option(help="For preferences: Communication, Code, Tools, Workflow, General.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Store a fact you vouch for (a near-duplicate reinforces the existing one)."""
+    with open_memory(home) as mem:
+        fact = mem.remember(content, user=user, category=category, area=area)
+        if as_json:
+            emit_json(dump(fact))
+        else:
+            console.print(f"[green]remembered[/] {fact.id} [{fact.category} {fact.uses}x] {escape(fact.content)}")
+
+
+@app.command()
+def facts(
+    user: User,
+    home: Home = None,
+    status: Annotated[Optional[str], typer.Option(help="pending, consolidated or archived (default: both live tiers).")] = None,
+    category: Annotated[Optional[str], typer.Option(help="Only this category.")] = None,
+    as_json: Json = False,
+) -> None:
+    """List facts, most used first."""
+    with open_memory(home) as mem:
+        items = mem.facts(user=user, status=status, category=category)
+        if as_json:
+            emit_json(dump(items))
+            return
+        table = Table(title=f"facts of {user}", show_lines=False)
+        for col in ("id", "uses", "status", "category", "conf", "content"):
+            table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
+        for f in items:
+            table.add_row(f.id, f"[{f.uses}x]", f.status, f.category, f"{f.confidence:.2f}", escape(f.content))
+        console.print(table)
+
+
+@app.command()
+def profile(user: User, home: Home = None, as_json: Json = False) -> None:
+    """Show the structured profile (work, personal, top of mind, thinking style, history)."""
+    with open_memory(home) as mem:
+        prof = mem.profile(user=user)
+        if as_json:
+            emit_json(prof.to_json())
+            return
+        table = Table(title=f"profile of {user}")
+        table.add_column("section")
+        table.add_column("summary", overflow="fold")
+        table.add_column("updated")
+        for name, section in prof.sections().items():
+            updated = section.updated_at.strftime("%Y-%m-%d %H:%M") if section.updated_at else ""
+            table.add_row(name, escape(section.summary) or "[dim]-[/]", updated)
+        console.print(table)
+
+
+@app.command()
+def episodes(
+    user: User,
+    home: Home = None,
+    thread: Annotated[Optional[str], typer.Option(help="Only this thread.")] = None,
+    status: Annotated[Optional[str], typer.Option(help="pending, completed, interrupted or failed.")] = None,
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+    as_json: Json = False,
+) -> None:
+    """List episodes, newest first."""
+    with open_memory(home) as mem:
+        items = mem.episodes(user=user, thread=thread, status=status, limit=limit)
+        if as_json:
+            emit_json(dump(items))
+            return
+        table = Table(title=f"episodes of {user}")
+        for col in ("id", "when", "thread", "status", "summary"):
+            table.add_column(col, overflow="fold" if col == "summary" else "ellipsis")
+        for e in items:
+            text = e.summary or e.user_text
+            table.add_row(e.id, e.occurred_at.strftime("%Y-%m-%d %H:%M"), e.thread, e.status, escape(text[:200]))
+        console.print(table)
+
+
+@app.command()
+def forget(
+    fact_id: Annotated[str, typer.Argument(help="The fact's id.")],
+    user: User,
+    home: Home = None,
+    hard: Annotated[bool, typer.Option("--hard", help="Delete for good instead of archiving.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Archive a fact (or delete it with --hard)."""
+    with open_memory(home) as mem:
+        fact = mem.forget(fact_id, user=user, hard=hard)
+        if as_json:
+            emit_json({"id": fact.id, "deleted": hard, "status": "deleted" if hard else fact.status})
+        else:
+            console.print(f"{'deleted' if hard else 'archived'} {fact.id}: {escape(fact.content)}")
+
+
+@app.command()
+def reinforce(
+    fact_id: Annotated[str, typer.Argument(help="The fact's id.")],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Count one more use of a fact ([Nx] + 1)."""
+    with open_memory(home) as mem:
+        fact = mem.reinforce(fact_id, user=user)
+        if as_json:
+            emit_json(dump(fact))
+        else:
+            console.print(f"reinforced {fact.id} -> [{fact.uses}x] {escape(fact.content)}")
+
+
+@app.command()
+def feedback(
+    episode_id: Annotated[str, typer.Argument(help="The episode's id.")],
+    status: Annotated[str, typer.Argument(help="confirmed, rejected, ignored or partial.")],
+    user: User,
+    home: Home = None,
+    reason: Annotated[str, typer.Option(help="Why.")] = "",
+    as_json: Json = False,
+) -> None:
+    """Record how a recalled episode worked out (rejected ones are never recalled again)."""
+    with open_memory(home) as mem:
+        ep = mem.feedback(episode_id, status, reason=reason, user=user)
+        if as_json:
+            emit_json(dump(ep))
+        else:
+            console.print(f"feedback on {ep.id}: {status}")
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="The new message.")],
+    user: User,
+    home: Home = None,
+    budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 2000,
+    thread: Annotated[Optional[str], typer.Option(help="The current thread.")] = None,
+    why: Annotated[bool, typer.Option("--why", help="Show every item's score parts and matched tags.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Print the <memory> block for a message (read-only apart from usage counts)."""
+    with open_memory(home) as mem:
+        result = mem.recall(query, user=user, budget=budget, thread=thread, explain=why)
+        if as_json:
+            emit_json(result.as_dict())
+            return
+        p = result.perception
+        console.print(
+            f"[dim]route[/] {p.route}  [dim]scene[/] {p.scene}/{p.sub_scene or '-'}  [dim]intent[/] {p.intent}  "
+            f"[dim]tags[/] {', '.join(p.tags) or '-'}  [dim]tokens[/] {result.tokens}/{result.budget}"
+        )
+        console.print(escape(result.context) if result.context else "[dim](no memory for this message)[/]")
+        if why:
+            print_why(result)
+
+
+def print_why(result) -> None:
+    table = Table(title="why each item was chosen")
+    for col in ("kind", "depth", "score", "parts", "tags", "from"):
+        table.add_column(col, overflow="fold")
+    for item in result.items:
+        parts = " ".join(f"{k}={v:.2f}" for k, v in item.parts.items())
+        origin = ", ".join(item.source_ids[:4] or item.provenance[:2])
+        table.add_row(item.kind, item.depth, f"{item.score:.3f}", parts, ", ".join(item.matched_tags), origin)
+    console.print(table)
+
+
+@app.command("flush")
+def flush_cmd(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user.")] = None, home: Home = None, as_json: Json = False) -> None:
+    """Learn now from every episode still waiting in the queue."""
+    with open_memory(home) as mem:
+        learned = mem.flush(user=user)
+        emit_json({"learned": learned}) if as_json else console.print(f"learned from {learned} episodes")
+
+
+@app.command("export")
+def export_cmd(
+    user: User,
+    home: Home = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+) -> None:
+    """Export a user's whole memory as one JSON envelope."""
+    with open_memory(home) as mem:
+        text = json.dumps(mem.export(user=user), ensure_ascii=False, indent=2)
+        if output:
+            output.write_text(text + "\n", encoding="utf-8")
+            console.print(f"exported to {output}")
+        else:
+            print(text)
+
+
+@app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="An export envelope or a deer-flow memory.json.", exists=True, dir_okay=False)],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Import an export (or a deer-flow memory.json); all or nothing."""
+    with open_memory(home) as mem:
+        counts = mem.import_(file.read_text(encoding="utf-8"), user=user)
+        if as_json:
+            emit_json(counts)
+        else:
+            console.print("imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
+@app.command()
+def stats(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user.")] = None, home: Home = None, as_json: Json = False) -> None:
+    """Counts per user: episodes, facts, notes, tags."""
+    with open_memory(home) as mem:
+        data = mem.stats(user=user)
+        if as_json:
+            emit_json(data)
+            return
+        table = Table(title=f"reverie at {data['home']} (schema v{data['schema_version']})")
+        for col in ("user", "episodes", "facts", "notes", "knowledge", "tags", "threads"):
+            table.add_column(col)
+        for name, s in data["users"].items():
+            tags = ", ".join(f"{k} {v}" for k, v in s["tags"].items())
+            table.add_row(name, str(s["episodes"]), str(s["facts"]), str(s["notes"]), str(s["knowledge"]), tags, str(len(s["threads"])))
+        console.print(table)
+
+
+@tags_app.command("list")
+def tags_list(
+    user: User,
+    home: Home = None,
+    status: Annotated[Optional[str], typer.Option(help="unexamined, active, deprecated or merged.")] = None,
+    as_json: Json = False,
+) -> None:
+    """List tags with their status and how many items carry them."""
+    with open_memory(home) as mem:
+        tags = mem.tags(user=user, status=status)
+        if as_json:
+            emit_json(tags)
+            return
+        table = Table(title=f"tags of {user}")
+        for col in ("name", "status", "items", "relations", "merged to"):
+            table.add_column(col)
+        for t in tags:
+            rel = ", ".join(f"{r['target']} ({r['level']})" for r in t["relations"])
+            table.add_row(t["name"], t["status"], str(t["items"]), rel, t["merged_to"] or "")
+        console.print(table)
+
+
+@tags_app.command("merge")
+def tags_merge(
+    old: Annotated[str, typer.Argument(help="The tag to retire (kept as a redirect).")],
+    new: Annotated[str, typer.Argument(help="The tag that takes its items.")],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Merge tag OLD into NEW (irreversible: only by this explicit command)."""
+    with open_memory(home) as mem:
+        moved = mem.merge_tags(old, new, user=user)
+        emit_json({"moved": moved}) if as_json else console.print(f"merged {old!r} into {new!r}: {moved} items moved")
+

@@ -1,0 +1,130 @@
+"""Reading conversations from files: JSON, JSONL, 'Speaker: text' lines, LoCoMo.
+
+Every format becomes a list of :class:`Conversation` whose messages
+:meth:`Memory.add` takes as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from reverie.errors import InvalidInput
+
+LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
+MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})[:：]\s*(.+)$")
+
+
+@dataclass
+class Conversation:
+    thread: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_locomo_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> an aware datetime (UTC)."""
+    m = LOCOMO_DATE.search(text)
+    if not m:
+        raise InvalidInput(f"cannot read the session date {text!r}", field="session_date_time")
+    hour, minute, ampm, day, month, year = m.groups()
+    hour = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
+    month_no = MONTHS.get(month.lower())
+    if month_no is None:
+        raise InvalidInput(f"unknown month in {text!r}", field="session_date_time")
+    return datetime(int(year), month_no, int(day), hour, int(minute), tzinfo=timezone.utc)
+
+
+def is_locomo(data: Any) -> bool:
+    return isinstance(data, dict) and "speaker_a" in data and "session_1" in data
+
+
+def locomo_sessions(data: dict) -> list[tuple[int, datetime, list[dict]]]:
+    """(number, date, turns) for each session that has turns, in order."""
+    out = []
+    numbers = sorted(int(k.split("_")[1]) for k in data if re.fullmatch(r"session_\d+", k))
+    for n in numbers:
+        turns = data.get(f"session_{n}") or []
+        date_text = data.get(f"session_{n}_date_time")
+        if turns and date_text:
+            out.append((n, parse_locomo_date(date_text), turns))
+    return out
+
+
+def locomo_conversation(data: dict, thread: str = "locomo") -> Conversation:
+    """All sessions' turns, each stamped with its session's date (a minute apart, in order)."""
+    from datetime import timedelta
+
+    messages = []
+    for _, when, turns in locomo_sessions(data):
+        for i, turn in enumerate(turns):
+            text = turn.get("text", "")
+            if turn.get("blip_caption"):
+                text = f"{text} [shares a photo: {turn['blip_caption']}]"
+            messages.append(
+                {"speaker": turn["speaker"], "content": text, "at": when + timedelta(minutes=i), "source_id": turn["dia_id"]}
+            )
+    return Conversation(thread=thread, messages=messages)
+
+
+def load_conversations(path: Path) -> list[Conversation]:
+    text = path.read_text(encoding="utf-8")
+    thread = path.stem
+    if path.suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg}", field=f"line {number}") from exc
+        return [Conversation(thread, rows)]
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path.name} is not valid JSON: {exc}", field="$") from exc
+        return _from_json(data, thread, path.name)
+    return [_from_lines(text, thread)]
+
+
+def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
+    if is_locomo(data):
+        return [locomo_conversation(data, thread)]
+    if isinstance(data, list) and data and all(is_locomo(d) for d in data):
+        return [locomo_conversation(d, f"{thread}-{i}") for i, d in enumerate(data)]
+    if isinstance(data, list):
+        return [Conversation(thread, data)]
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        return [Conversation(str(data.get("thread") or thread), data["messages"])]
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        out = []
+        for i, conv in enumerate(data["conversations"]):
+            if not isinstance(conv, dict) or not isinstance(conv.get("messages"), list):
+                raise InvalidInput(f"conversations[{i}] needs a messages array", field=f"conversations[{i}].messages")
+            out.append(Conversation(str(conv.get("thread") or f"{thread}-{i}"), conv["messages"]))
+        return out
+    raise InvalidInput(
+        f"{name}: expected a list of messages, {{\"messages\": [...]}}, {{\"conversations\": [...]}} or a LoCoMo file",
+        field="$",
+    )
+
+
+def _from_lines(text: str, thread: str) -> Conversation:
+    messages = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = SPEAKER_LINE.match(line)
+        if m:
+            messages.append({"speaker": m.group(1).strip(), "content": m.group(2).strip()})
+        elif messages:
+            messages[-1]["content"] += "\n" + line.strip()
+        else:
+            messages.append({"role": "user", "content": line.strip()})
+    return Conversation(thread, messages)

@@ -1,0 +1,540 @@
+"""``Memory``: the one object an agent holds. Every front door (CLI, REST, MCP) calls it.
+
+    >>> from reverie import Memory
+    >>> mem = Memory(home="./mem")
+    >>> with mem.turn("I always want the conclusion first", user="ana", thread="t1") as turn:
+    ...     prompt_context = turn.context      # the <memory> block for this message
+    ...     turn.complete("Noted.")
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import socket
+import weakref
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Iterable
+
+from reverie import redact as _redact
+from reverie.engines import Engines
+from reverie.errors import InvalidInput, NotFound
+from reverie.learn import Learner
+from reverie.models import (
+    AREAS,
+    CATEGORIES,
+    FEEDBACK_STATUSES,
+    PROFILE_SECTIONS,
+    Episode,
+    Fact,
+    Feedback,
+    KnowledgeDoc,
+    Message,
+    Profile,
+    Provenance,
+    as_utc,
+    utcnow,
+)
+from reverie.recall import Recall, Recaller
+from reverie.settings import Settings
+from reverie.store import SQLiteStore, Store
+from reverie.tags import TagWriter
+from reverie.text import normalize_space
+from reverie.turn import Turn
+
+log = logging.getLogger("reverie")
+
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # another machine's frame: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_text(text: Any, field: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
+    cleaned = _redact.redact(text.strip())
+    if not cleaned:
+        raise InvalidInput(f"{field} is empty", field=field)
+    return cleaned
+
+
+def check_user(user: Any) -> str:
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidInput("user is required: pass user='name'", field="user")
+    if len(user) > 200 or any(c in user for c in "/\\\0"):
+        raise InvalidInput("user must be a plain name without slashes", field="user")
+    return user.strip()
+
+
+def normalize_category(category: str | None) -> tuple[str, str | None]:
+    """(category, original): an unknown category is stored as other, the original kept."""
+    value = (category or "other").strip()
+    low = value.lower()
+    if low in CATEGORIES:
+        return low, None
+    return "other", value
+
+
+class Memory:
+    """Long-term memory for one home (a folder with ``reverie.db`` and markdown views)."""
+
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        background: bool = True,
+        **overrides: Any,
+    ):
+        self.settings = settings or Settings.load(home, **overrides)
+        self.home = Path(self.settings.home)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.store = store or SQLiteStore(self.home / "reverie.db")
+        self.engines = Engines(self.settings)
+        self.recaller = Recaller(self)
+        self.learner = Learner(self, background=background)
+        self._closed = False
+        self._recover()
+        self._finalizer = weakref.finalize(self, Memory._atexit_close, weakref.ref(self))
+        atexit.register(self._finalizer)
+
+    # ------------------------------------------------------------ lifecycle
+    def _recover(self) -> None:
+        """Frames left pending by a dead process become interrupted; unlearned episodes re-queue."""
+        stale = [
+            ep
+            for user in self.store.users()
+            for ep in self.store.list_episodes(user, status="pending", archived=None)
+            if not _owner_alive(ep.owner)
+        ]
+        if stale:
+            with self.store.transaction():
+                for ep in stale:
+                    ep.status = "interrupted"
+                    self.store.put_episode(ep)
+            log.info("marked %d frames from a crashed process as interrupted", len(stale))
+        self.learner.requeue_unlearned()
+
+    @staticmethod
+    def _atexit_close(ref: "weakref.ref[Memory]") -> None:
+        mem = ref()
+        if mem is not None:
+            mem.close()
+
+    def close(self) -> None:
+        """Drain the learning queue, then close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.learner.stop(drain=True)
+        finally:
+            self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ turns
+    def turn(
+        self,
+        message: str,
+        *,
+        user: str,
+        thread: str = "default",
+        agent: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> Turn:
+        """Open a turn: store the pending frame, then recall context for ``message``.
+
+        Use it as a context manager and call ``turn.complete(reply)``; leaving the
+        block without it marks the episode interrupted, an exception marks it failed.
+        """
+        return Turn.open(self, message, user=check_user(user), thread=thread, agent=agent, budget=budget, at=at)
+
+    def complete_turn(self, frame_id: str, reply: str, *, user: str | None = None) -> Episode:
+        """Phase two of a turn opened elsewhere (the REST and MCP doors use this)."""
+        return Turn.resume(self, frame_id, user=user).complete(reply)
+
+    # ------------------------------------------------------------ ingest
+    def add(
+        self,
+        messages: Iterable[dict | Message | str],
+        *,
+        user: str,
+        thread: str = "default",
+        agent: str | None = None,
+        at: datetime | None = None,
+        source: str | None = None,
+        group: str = "exchange",
+    ) -> list[Episode]:
+        """Ingest past conversation as completed episodes and queue it for learning.
+
+        ``messages`` are ``{role|speaker, content|text, at?, source_id?}`` dicts (or
+        Message objects, or plain strings from the user). Messages are grouped into
+        exchanges (a message and the replies to it); ``group="message"`` keeps one
+        episode per message. One transaction for the whole call.
+        """
+        user = check_user(user)
+        msgs = [self._message(m, i, at) for i, m in enumerate(messages)]
+        if not msgs:
+            raise InvalidInput("messages is empty: nothing to add", field="messages")
+        now = utcnow()
+        episodes = []
+        for group_msgs in _group(msgs, group):
+            first = group_msgs[0]
+            ids = [m.source_id for m in group_msgs if m.source_id]
+            episodes.append(
+                Episode(
+                    user=user,
+                    agent=agent,
+                    thread=thread,
+                    created_at=now,
+                    completed_at=now,
+                    occurred_at=first.at or now,
+                    status="completed",
+                    user_text=first.content,
+                    reply_text="\n".join(_line(m) for m in group_msgs[1:]),
+                    messages=group_msgs,
+                    source_ids=ids + ([source] if source else []),
+                )
+            )
+        with self.store.transaction():
+            for ep in episodes:
+                self.store.put_episode(ep)
+        self.learner.enqueue(episodes)
+        return episodes
+
+    def _message(self, raw: Any, index: int, at: datetime | None) -> Message:
+        field = f"messages[{index}]"
+        if isinstance(raw, Message):
+            data = raw.model_dump()
+        elif isinstance(raw, str):
+            data = {"role": "user", "content": raw}
+        elif isinstance(raw, dict):
+            data = dict(raw)
+            data.setdefault("content", data.pop("text", None))
+            if "source_id" not in data:
+                data["source_id"] = data.pop("dia_id", None) or data.pop("id", None)
+        else:
+            raise InvalidInput(f"{field} must be an object with content, not {type(raw).__name__}", field=field)
+        content = data.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
+        role = data.get("role") or ("user" if not data.get("speaker") else "speaker")
+        when = data.get("at") or at
+        if isinstance(when, str):
+            try:
+                when = datetime.fromisoformat(when)
+            except ValueError as exc:
+                raise InvalidInput(f"{field}.at is not an ISO date-time: {when!r}", field=f"{field}.at") from exc
+        return Message(
+            role=str(role),
+            speaker=data.get("speaker"),
+            content=clean_text(content, f"{field}.content"),
+            at=as_utc(when) if when else None,
+            source_id=str(data["source_id"]) if data.get("source_id") else None,
+        )
+
+    # ------------------------------------------------------------ facts
+    def remember(
+        self,
+        content: str,
+        *,
+        user: str,
+        category: str = "other",
+        area: str | None = None,
+        agent: str | None = None,
+        confidence: float = 1.0,
+        tags: list[str] | None = None,
+    ) -> Fact:
+        """Store a fact a person vouches for (consolidated at once). A near-duplicate of an
+        existing fact reinforces that fact instead of adding a second."""
+        user = check_user(user)
+        content = normalize_space(clean_text(content, "content"))
+        category, original = normalize_category(category)
+        if area is not None and area not in AREAS:
+            raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
+        if not 0.0 <= float(confidence) <= 1.0:
+            raise InvalidInput("confidence must be between 0 and 1", field="confidence")
+        fact = Fact(
+            user=user,
+            agent=agent,
+            content=content,
+            category=category,
+            original_category=original,
+            area=area or ("General" if category == "preference" else None),
+            confidence=float(confidence),
+            status="consolidated",
+            provenance=Provenance(origin="manual"),
+        )
+        with self.store.transaction():
+            stored = self.learner.add_fact(TagWriter(self.store, user), fact, tags or [])
+            if stored is not fact and stored.status == "pending":
+                stored.status = "consolidated"  # a person vouched for it: promote
+                self.store.put_fact(stored)
+        return stored
+
+    def facts(
+        self,
+        *,
+        user: str,
+        status: str | None = None,
+        category: str | None = None,
+        agent: str | None = None,
+    ) -> list[Fact]:
+        """Facts, most used first. ``status`` is pending, consolidated or archived
+        (default: pending and consolidated)."""
+        if status is not None and status not in ("pending", "consolidated", "archived"):
+            raise InvalidInput("status must be pending, consolidated or archived", field="status")
+        facts = self.store.list_facts(check_user(user), status=status, category=category, agent=agent)
+        return sorted(facts, key=lambda f: (-f.uses, -f.confidence, f.created_at))
+
+    def fact(self, fact_id: str, *, user: str | None = None) -> Fact:
+        fact = self.store.get_fact(fact_id)
+        if fact is None or (user is not None and fact.user != user):
+            raise NotFound(f"no fact {fact_id!r}" + (f" for user {user!r}" if user else ""))
+        return fact
+
+    def update_fact(self, fact_id: str, *, user: str | None = None, **changes: Any) -> Fact:
+        """Edit a fact's content, category, area, confidence or status."""
+        fact = self.fact(fact_id, user=user)
+        allowed = {"content", "category", "area", "confidence", "status"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
+        if changes.get("content") is not None:
+            fact.content = normalize_space(clean_text(changes["content"], "content"))
+        if changes.get("category") is not None:
+            fact.category, fact.original_category = normalize_category(changes["category"])
+        if changes.get("area") is not None:
+            if changes["area"] not in AREAS:
+                raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
+            fact.area = changes["area"]
+        if changes.get("confidence") is not None:
+            if not 0.0 <= float(changes["confidence"]) <= 1.0:
+                raise InvalidInput("confidence must be between 0 and 1", field="confidence")
+            fact.confidence = float(changes["confidence"])
+        if changes.get("status") is not None:
+            if changes["status"] not in ("pending", "consolidated", "archived"):
+                raise InvalidInput("status must be pending, consolidated or archived", field="status")
+            fact.status = changes["status"]
+        fact.updated_at = utcnow()
+        with self.store.transaction():
+            self.learner.index_fact(fact, fact.tags)
+        return fact
+
+    def forget(self, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
+        """Archive a fact (reversible: ``update_fact(id, status="consolidated")``);
+        ``hard=True`` deletes it for good."""
+        fact = self.fact(fact_id, user=user)
+        with self.store.transaction():
+            if hard:
+                self.store.delete_fact(fact.id)
+            else:
+                fact.status, fact.archived_reason, fact.updated_at = "archived", "forgotten", utcnow()
+                self.store.put_fact(fact)
+        return fact
+
+    def reinforce(self, fact_id: str, *, user: str | None = None) -> Fact:
+        """``[Nx]`` + 1 (seed 002); a pending fact reinforced by hand is promoted."""
+        fact = self.fact(fact_id, user=user)
+        if fact.status == "archived":
+            raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing", field="id")
+        with self.store.transaction():
+            fact.uses += 1
+            fact.status = "consolidated"
+            fact.last_used_at = fact.updated_at = utcnow()
+            self.store.put_fact(fact)
+        return fact
+
+    # ------------------------------------------------------------ profile, episodes, knowledge
+    def profile(self, *, user: str) -> Profile:
+        return self.store.get_profile(check_user(user))
+
+    def set_profile(self, section: str, summary: str, *, user: str) -> Profile:
+        """Set one profile section by hand, e.g. ``set_profile("user.cognitiveStyle", ...)``."""
+        user = check_user(user)
+        if section not in PROFILE_SECTIONS:
+            raise InvalidInput(f"unknown profile section {section!r}; one of {', '.join(PROFILE_SECTIONS)}", field="section")
+        if not isinstance(summary, str):
+            raise InvalidInput("summary must be text", field="summary")
+        with self.store.transaction():
+            self.store.put_profile_section(user, section, _redact.redact(summary.strip()), utcnow())
+        return self.store.get_profile(user)
+
+    def episodes(
+        self,
+        *,
+        user: str,
+        thread: str | None = None,
+        status: str | None = None,
+        limit: int | None = 50,
+        archived: bool | None = False,
+    ) -> list[Episode]:
+        """Episodes of a user, newest first."""
+        return self.store.list_episodes(check_user(user), thread=thread, status=status, limit=limit, archived=archived)
+
+    def episode(self, episode_id: str, *, user: str | None = None) -> Episode:
+        ep = self.store.get_episode(episode_id)
+        if ep is None or (user is not None and ep.user != user):
+            raise NotFound(f"no episode {episode_id!r}" + (f" for user {user!r}" if user else ""))
+        return ep
+
+    def feedback(self, episode_id: str, status: str, *, reason: str = "", user: str | None = None) -> Episode:
+        """How a recalled episode worked out: confirmed (ranked up), rejected (never
+        recalled again), ignored or partial."""
+        if status not in FEEDBACK_STATUSES:
+            raise InvalidInput(f"feedback must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
+        ep = self.episode(episode_id, user=user)
+        with self.store.transaction():
+            ep.feedback = Feedback(status=status, reason=_redact.redact(reason))
+            self.store.put_episode(ep)
+        return ep
+
+    def add_knowledge(
+        self, title: str, body: str, *, user: str, tags: list[str] | None = None, scope: str = "global",
+        agent: str | None = None, project: str | None = None,
+    ) -> KnowledgeDoc:
+        """A whole markdown document (a reusable pattern), recalled when matched."""
+        doc = KnowledgeDoc(
+            user=check_user(user), title=clean_text(title, "title"), body=clean_text(body, "body"),
+            tags=tags or [], scope=scope, agent=agent, project=project,
+        )
+        with self.store.transaction():
+            self.learner.index_knowledge(doc)
+        return doc
+
+    def knowledge(self, *, user: str) -> list[KnowledgeDoc]:
+        return self.store.list_knowledge(check_user(user))
+
+    # ------------------------------------------------------------ tags
+    def tags(self, *, user: str, status: str | None = None) -> list[dict[str, Any]]:
+        """The tag dictionary with item counts and relations."""
+        user = check_user(user)
+        tags = self.store.list_tags(user, status=status)
+        counts = self.store.tag_counts(user)
+        relations: dict[str, list[dict[str, str]]] = {}
+        for rel in self.store.relations(user, [t.name for t in tags]):
+            relations.setdefault(rel.source, []).append({"target": rel.target, "level": rel.level})
+        return [
+            {
+                "name": t.name, "status": t.status, "dimension": t.dimension, "merged_to": t.merged_to,
+                "items": counts.get(t.name, 0), "relations": relations.get(t.name, []),
+            }
+            for t in tags
+        ]
+
+    def merge_tags(self, old: str, new: str, *, user: str) -> int:
+        """A person's explicit merge: OLD's items move to NEW; OLD stays as a redirect."""
+        return TagWriter(self.store, check_user(user)).merge(old, new)
+
+    # ------------------------------------------------------------ recall and learning
+    def recall(
+        self,
+        query: str,
+        *,
+        user: str,
+        budget: int | None = None,
+        thread: str | None = None,
+        agent: str | None = None,
+        at: datetime | None = None,
+        explain: bool = False,
+        track: bool = True,
+    ) -> Recall:
+        """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
+        return self.recaller.recall(
+            query, user=check_user(user), budget=budget or self.settings.budget, thread=thread,
+            agent=agent, at=at, explain=explain, track=track,
+        )
+
+    def flush(self, *, user: str | None = None) -> int:
+        """Learn from everything queued now instead of after the debounce; returns episodes learned."""
+        return self.learner.flush(user=user)
+
+    # ------------------------------------------------------------ export / import
+    def export(self, *, user: str) -> dict:
+        from reverie.portability import export_user
+
+        return export_user(self, check_user(user))
+
+    def import_(self, data: dict | str, *, user: str) -> dict:
+        """Import an export envelope (or a deer-flow memory.json): strict about the
+        envelope, lenient inside it; all or nothing."""
+        from reverie.portability import import_user
+
+        return import_user(self, data, check_user(user))
+
+    # ------------------------------------------------------------ stats
+    def stats(self, *, user: str | None = None) -> dict[str, Any]:
+        users = [check_user(user)] if user else self.store.users()
+        out: dict[str, Any] = {"home": str(self.home), "schema_version": self.store.schema_version(), "users": {}}
+        for name in users:
+            eps = self.store.list_episodes(name, archived=None)
+            facts = self.store.list_facts(name, status=("pending", "consolidated", "archived"))
+            out["users"][name] = {
+                "episodes": len(eps),
+                "episodes_by_status": _count(e.status for e in eps),
+                "facts": len(facts),
+                "facts_by_status": _count(f.status for f in facts),
+                "notes": len(self.store.list_notes(name)),
+                "knowledge": len(self.store.list_knowledge(name)),
+                "tags": _count(t.status for t in self.store.list_tags(name)),
+                "threads": sorted({e.thread for e in eps}),
+            }
+        return out
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _line(message: Message) -> str:
+    return f"{message.speaker}: {message.content}" if message.speaker else message.content
+
+
+def _group(messages: list[Message], mode: str) -> list[list[Message]]:
+    """Exchanges: a new group starts at each message from the side that opened the
+    conversation, once the other side has spoken."""
+    if mode == "message":
+        return [[m] for m in messages]
+    if mode != "exchange":
+        raise InvalidInput("group must be 'exchange' or 'message'", field="group")
+    opener = _side(messages[0])
+    groups: list[list[Message]] = []
+    for m in messages:
+        if not groups or (_side(m) == opener and any(_side(x) != opener for x in groups[-1])):
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
+
+
+def _side(message: Message) -> str:
+    return message.speaker or message.role
+
+
+def days_between(a: datetime, b: datetime) -> float:
+    return abs((as_utc(a) - as_utc(b)) / timedelta(days=1))

@@ -1,0 +1,260 @@
+"""Export and import: reverie's envelope, and deer-flow's ``memory.json``.
+
+Strict about the envelope (a wrong one is rejected with a message naming the
+field, and nothing changes), lenient inside it (missing sections filled,
+confidence coerced into 0..1, unknown categories kept as ``other`` with the
+original). A user's import is all or nothing: one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from reverie.errors import InvalidInput
+from reverie.models import (
+    HISTORY_SECTIONS,
+    USER_SECTIONS,
+    Episode,
+    Fact,
+    KnowledgeDoc,
+    Note,
+    Profile,
+    Provenance,
+    utcnow,
+)
+from reverie.redact import redact, redact_obj
+from reverie.tags import TagWriter
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+log = logging.getLogger("reverie.portability")
+
+EXPORT_VERSION = 1
+SECTIONS = ("profile", "facts", "episodes", "notes", "knowledge")
+
+
+def export_user(memory: "Memory", user: str) -> dict[str, Any]:
+    store = memory.store
+    facts = store.list_facts(user, status=("pending", "consolidated", "archived"))
+    episodes = store.list_episodes(user, archived=None, newest_first=False)
+    return {
+        "version": EXPORT_VERSION,
+        "exportedAt": utcnow().isoformat(),
+        "user": user,
+        "profile": store.get_profile(user).to_json(),
+        "facts": [f.model_dump(mode="json") for f in facts],
+        "episodes": [e.model_dump(mode="json", exclude={"owner"}) for e in episodes],
+        "notes": [n.model_dump(mode="json") for n in store.list_notes(user)],
+        "knowledge": [k.model_dump(mode="json") for k in store.list_knowledge(user)],
+    }
+
+
+def import_user(memory: "Memory", data: dict | str, user: str, *, strict: bool = True) -> dict[str, int]:
+    """Import ``data`` for ``user``; returns counts per section. ``strict=False`` (background
+    reads) skips unusable entries with a warning instead of failing."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"import is not valid JSON: {exc}", field="$") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("import must be a JSON object (an export envelope)", field="$")
+    data = redact_obj(data)
+    if _is_deerflow(data):
+        parsed = _parse_deerflow(data, user, strict)
+    else:
+        parsed = _parse_envelope(data, user, strict)
+    return _apply(memory, user, parsed)
+
+
+def _is_deerflow(data: dict) -> bool:
+    return isinstance(data.get("user"), dict) or ("history" in data and "exportedAt" not in data)
+
+
+def _require(data: dict, name: str, kind: type, label: str) -> Any:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise InvalidInput(f"{name} must be {label}, not {type(value).__name__}", field=name)
+    return value
+
+
+def _parse_envelope(data: dict, user: str, strict: bool) -> dict[str, list]:
+    if "version" not in data:
+        raise InvalidInput("not a reverie export: the envelope has no version", field="version")
+    if data["version"] != EXPORT_VERSION:
+        raise InvalidInput(f"unsupported export version {data['version']!r}; expected {EXPORT_VERSION}", field="version")
+    if "user" in data and not isinstance(data["user"], str):
+        raise InvalidInput("user must be a string", field="user")
+    if "exportedAt" in data and not isinstance(data["exportedAt"], str):
+        raise InvalidInput("exportedAt must be an ISO date-time string", field="exportedAt")
+    unknown = set(data) - {"version", "exportedAt", "user", *SECTIONS}
+    if unknown:
+        raise InvalidInput(f"unknown envelope field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
+    profile = _require(data, "profile", dict, "an object") or {}
+    lists = {name: _require(data, name, list, "an array") or [] for name in SECTIONS[1:]}
+    return {
+        "profile": [_profile(profile)],
+        "facts": _items(lists["facts"], "facts", user, strict, _fact),
+        "episodes": _items(lists["episodes"], "episodes", user, strict, lambda d, u: Episode.model_validate({**d, "user": u})),
+        "notes": _items(lists["notes"], "notes", user, strict, lambda d, u: Note.model_validate({**d, "user": u})),
+        "knowledge": _items(lists["knowledge"], "knowledge", user, strict, lambda d, u: KnowledgeDoc.model_validate({**d, "user": u})),
+    }
+
+
+def _parse_deerflow(data: dict, user: str, strict: bool) -> dict[str, list]:
+    for name in ("user", "history"):
+        if name in data and not isinstance(data[name], dict):
+            raise InvalidInput(f"{name} must be an object in a deer-flow memory.json", field=name)
+    if "facts" in data and not isinstance(data["facts"], list):
+        raise InvalidInput("facts must be an array in a deer-flow memory.json", field="facts")
+    profile = _profile({"user": data.get("user") or {}, "history": data.get("history") or {}})
+
+    def fact(raw: dict, u: str) -> Fact:
+        source = raw.get("source")
+        converted = {
+            "id": raw.get("id"),
+            "content": raw.get("content"),
+            "category": raw.get("category"),
+            "confidence": raw.get("confidence"),
+            "created_at": raw.get("createdAt"),
+            "updated_at": raw.get("createdAt"),
+            "status": "consolidated",
+            "provenance": {"origin": "import", "source_ids": [str(source)] if source else []},
+        }
+        return _fact({k: v for k, v in converted.items() if v is not None}, u)
+
+    return {
+        "profile": [profile],
+        "facts": _items(data.get("facts") or [], "facts", user, strict, fact),
+        "episodes": [], "notes": [], "knowledge": [],
+    }
+
+
+def _profile(raw: dict) -> Profile:
+    user = raw.get("user") if isinstance(raw.get("user"), dict) else {}
+    history = raw.get("history") if isinstance(raw.get("history"), dict) else {}
+    clean: dict[str, dict] = {"user": {}, "history": {}}
+    for group, keys, source in (("user", USER_SECTIONS, user), ("history", HISTORY_SECTIONS, history)):
+        for key in keys:
+            section = source.get(key)
+            if isinstance(section, dict) and isinstance(section.get("summary"), str):
+                clean[group][key] = {"summary": section["summary"], "updatedAt": _date_or_none(section.get("updatedAt"))}
+    return Profile.model_validate(clean)
+
+
+def _date_or_none(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _coerce_confidence(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.5
+    if number != number:  # NaN
+        return 0.5
+    return min(1.0, max(0.0, number))
+
+
+def _fact(raw: dict, user: str) -> Fact:
+    from reverie.memory import normalize_category
+
+    content = raw.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("content is missing or empty")
+    data = dict(raw)
+    data["user"] = user
+    data["content"] = content.strip()
+    category, original = normalize_category(str(raw.get("category") or "other"))
+    data["category"] = category
+    data["original_category"] = raw.get("original_category") or original
+    data["confidence"] = _coerce_confidence(raw.get("confidence", 0.8))
+    if data.get("status") not in ("pending", "consolidated", "archived"):
+        data["status"] = "consolidated"
+    if not isinstance(data.get("provenance"), dict):
+        data["provenance"] = Provenance(origin="import").model_dump()
+    if not isinstance(data.get("uses"), int) or data["uses"] < 0:
+        data["uses"] = 0
+    for stamp in ("created_at", "updated_at"):
+        if _date_or_none(data.get(stamp)) is None:
+            data.pop(stamp, None)
+    return Fact.model_validate(data)
+
+
+def _items(raw_items: list, section: str, user: str, strict: bool, parse) -> list:
+    out = []
+    for index, raw in enumerate(raw_items):
+        where = f"{section}[{index}]"
+        try:
+            if not isinstance(raw, dict):
+                raise ValueError(f"must be an object, not {type(raw).__name__}")
+            out.append(parse(raw, user))
+        except (ValueError, ValidationError) as exc:
+            message = _first_error(exc)
+            if strict:
+                raise InvalidInput(f"{where}: {message}; nothing was imported", field=where) from exc
+            log.warning("skipping %s: %s", where, message)
+    return out
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc)
+
+
+def _apply(memory: "Memory", user: str, parsed: dict[str, list]) -> dict[str, int]:
+    store = memory.store
+    writer = TagWriter(store, user)
+    counts = {name: 0 for name in SECTIONS}
+    with store.transaction():
+        profile: Profile = parsed["profile"][0]
+        for name, section in profile.sections().items():
+            if section.summary:
+                store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())
+                counts["profile"] += 1
+        for fact in parsed["facts"]:
+            _own_id(store.get_fact(fact.id), fact, user, "fact")
+            memory.learner.index_fact(fact, fact.tags, writer=writer)
+            counts["facts"] += 1
+        for ep in parsed["episodes"]:
+            _own_id(store.get_episode(ep.id), ep, user, "ep")
+            ep.tags = writer.ensure(ep.tags)
+            store.put_episode(ep)
+            store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
+            counts["episodes"] += 1
+        for note in parsed["notes"]:
+            _own_id(next(iter(store.get_notes([note.id]).values()), None), note, user, "note")
+            store.put_note(note)
+            counts["notes"] += 1
+        for doc in parsed["knowledge"]:
+            _own_id(next(iter(store.get_knowledge([doc.id]).values()), None), doc, user, "kn")
+            memory.learner.index_knowledge(doc)
+            counts["knowledge"] += 1
+    from reverie.notes import mirror_notes
+
+    mirror_notes(memory, user, {n.date for n in parsed["notes"]})
+    return counts
+
+
+def _own_id(existing: Any, item: Any, user: str, prefix: str) -> None:
+    """An id already taken by another user's item gets a fresh one (no cross-user overwrite)."""
+    if existing is not None and existing.user != user:
+        from reverie.models import new_id
+
+        item.id = new_id(prefix)

@@ -1,0 +1,131 @@
+"""One settings object: defaults < ``<home>/config.toml`` < ``REVERIE_*`` environment < explicit arguments.
+
+Example ``config.toml``::
+
+    engine = "heuristic"
+    debounce_seconds = 10
+
+    [engines]           # per-step override
+    extract = "openai"
+
+    [llm]
+    base_url = "http://127.0.0.1:11434/v1"
+    model = "qwen2.5:7b"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from reverie.engines.base import STEPS
+from reverie.errors import InvalidInput
+
+ENGINE_NAMES = ("heuristic", "openai")
+
+
+class LLMSettings(BaseModel):
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key: str | None = None
+    timeout: float = 30.0
+    max_retries: int = 2
+
+
+class Settings(BaseModel):
+    home: Path = Field(default_factory=lambda: Path(os.environ.get("REVERIE_HOME") or Path.home() / ".reverie"))
+    engine: str = "heuristic"
+    engines: dict[str, str] = Field(default_factory=dict)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    # learning line
+    debounce_seconds: float = 30.0
+    fact_confidence_threshold: float = 0.7
+    fact_capacity: int = 100
+    duplicate_jaccard: float = 0.7
+    max_message_chars: int = 4000
+    # recall line
+    budget: int = 2000
+    correction_budget_share: float = 0.15
+    promote_score: float = 0.5
+    # dream line
+    dream_days: int = 3
+    dream_max_entries: int = 30
+    dream_time: str = "23:55"
+    consolidate_jaccard: float = 0.9
+    clean_weight_threshold: float = 0.05
+    clean_min_age_days: int = 30
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        if value not in ENGINE_NAMES:
+            raise ValueError(f"unknown engine {value!r}; choose one of {', '.join(ENGINE_NAMES)}")
+        return value
+
+    @field_validator("engines")
+    @classmethod
+    def _known_steps(cls, value: dict[str, str]) -> dict[str, str]:
+        for step, engine in value.items():
+            if step not in STEPS:
+                raise ValueError(f"unknown engine step {step!r}; steps are {', '.join(STEPS)}")
+            if engine not in ENGINE_NAMES:
+                raise ValueError(f"unknown engine {engine!r} for step {step!r}")
+        return value
+
+    def engine_for(self, step: str) -> str:
+        return self.engines.get(step, self.engine)
+
+    @classmethod
+    def load(cls, home: str | Path | None = None, **overrides: Any) -> "Settings":
+        """Settings for ``home`` (default ``$REVERIE_HOME``, else ``~/.reverie``)."""
+        home_path = Path(home or os.environ.get("REVERIE_HOME") or Path.home() / ".reverie").expanduser()
+        data: dict[str, Any] = {}
+        config = home_path / "config.toml"
+        if config.is_file():
+            try:
+                data = tomllib.loads(config.read_text(encoding="utf-8"))
+            except tomllib.TOMLDecodeError as exc:
+                raise InvalidInput(f"{config} is not valid TOML: {exc}", field="config.toml") from exc
+        _merge(data, _from_environment())
+        _merge(data, {k: v for k, v in overrides.items() if v is not None})
+        data["home"] = home_path
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise InvalidInput(f"bad setting {field}: {first['msg']}", field=field) from exc
+
+
+def _from_environment() -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    simple = {name: name.upper() for name in Settings.model_fields if name not in ("home", "engines", "llm")}
+    for name, suffix in simple.items():
+        value = os.environ.get(f"REVERIE_{suffix}")
+        if value is not None:
+            env[name] = value
+    llm = {
+        name: os.environ[f"REVERIE_LLM_{name.upper()}"]
+        for name in LLMSettings.model_fields
+        if f"REVERIE_LLM_{name.upper()}" in os.environ
+    }
+    if llm:
+        env["llm"] = llm
+    for step in STEPS:
+        value = os.environ.get(f"REVERIE_ENGINE_{step.upper()}")
+        if value:
+            env.setdefault("engines", {})[step] = value
+    return env
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value

@@ -1,0 +1,241 @@
+"""The store interface: everything reverie keeps, with no database types leaking out.
+
+The SQLite store is the embedded default; a PostgreSQL store implements the
+same methods. Callers group several calls into one logical write with
+``with store.transaction():`` - nested blocks join the outer one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Literal
+
+from reverie.models import Episode, Fact, KnowledgeDoc, Note, Profile, Tag, TagRelation
+
+ItemKind = Literal["episode", "fact", "note", "knowledge"]
+ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A full-text match: which item, and its BM25 relevance (higher is better)."""
+
+    kind: str
+    id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One entry of a tag's posting list: the item, and the tag it carries."""
+
+    kind: str
+    id: str
+    tag: str
+    weight: float
+
+
+@dataclass(slots=True)
+class ApiKey:
+    id: str
+    user: str
+    name: str
+    admin: bool
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class DreamRun:
+    id: str
+    user: str
+    status: str  # queued / running / done / skipped / failed
+    days: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    input_hash: str = ""
+    report: dict[str, Any] | None = None
+    error: str = ""
+
+
+class Store(ABC):
+    """Persistence for one reverie home. Every method is safe to call from any thread."""
+
+    # ------------------------------------------------------------ lifecycle
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """One logical write: all or nothing. Nested blocks join the outer one."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def users(self) -> list[str]:
+        """Every user with anything stored."""
+
+    # ------------------------------------------------------------ episodes
+    @abstractmethod
+    def put_episode(self, episode: Episode) -> None:
+        """Insert or replace an episode (and its full-text row)."""
+
+    @abstractmethod
+    def get_episode(self, episode_id: str) -> Episode | None: ...
+
+    @abstractmethod
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]: ...
+
+    @abstractmethod
+    def list_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[Episode]: ...
+
+    @abstractmethod
+    def interrupt_pending(self, before: datetime) -> int:
+        """Frames left pending by a crashed process become interrupted; returns how many."""
+
+    @abstractmethod
+    def unlearned_episodes(self, limit: int = 1000) -> list[Episode]:
+        """Completed episodes the learning line has not processed yet (oldest first)."""
+
+    @abstractmethod
+    def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None: ...
+
+    # ------------------------------------------------------------ facts
+    @abstractmethod
+    def put_fact(self, fact: Fact) -> None: ...
+
+    @abstractmethod
+    def get_fact(self, fact_id: str) -> Fact | None: ...
+
+    @abstractmethod
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]: ...
+
+    @abstractmethod
+    def list_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        agent: str | None = None,
+    ) -> list[Fact]:
+        """Facts of a user; ``status=None`` means pending and consolidated (not archived)."""
+
+    @abstractmethod
+    def delete_fact(self, fact_id: str) -> None: ...
+
+    # ------------------------------------------------------------ profile
+    @abstractmethod
+    def get_profile(self, user: str) -> Profile: ...
+
+    @abstractmethod
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None: ...
+
+    # ------------------------------------------------------------ notes and knowledge
+    @abstractmethod
+    def put_note(self, note: Note) -> None: ...
+
+    @abstractmethod
+    def list_notes(
+        self, user: str, *, since: str | None = None, until: str | None = None
+    ) -> list[Note]:
+        """Daily-note lines with since <= date <= until (YYYY-MM-DD), oldest first."""
+
+    @abstractmethod
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]: ...
+
+    @abstractmethod
+    def put_knowledge(self, doc: KnowledgeDoc) -> None: ...
+
+    @abstractmethod
+    def list_knowledge(self, user: str) -> list[KnowledgeDoc]: ...
+
+    @abstractmethod
+    def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]: ...
+
+    # ------------------------------------------------------------ search and usage
+    @abstractmethod
+    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+        """BM25 over the items' indexed text. Only completed, unarchived episodes and
+        unarchived facts are returned."""
+
+    @abstractmethod
+    def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
+        """Usage: uses + 1 and last used = at, for items the recall line delivered."""
+
+    # ------------------------------------------------------------ tags
+    @abstractmethod
+    def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
+        """Tags by normalized name (see reverie.tags.normalize_tag)."""
+
+    @abstractmethod
+    def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...
+
+    @abstractmethod
+    def put_tag(self, tag: Tag) -> Tag: ...
+
+    @abstractmethod
+    def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
+        """Replace the tags an item carries (name -> weight); the names must exist."""
+
+    @abstractmethod
+    def postings(self, user: str, tag_names: Iterable[str], kinds: Iterable[str]) -> list[Posting]: ...
+
+    @abstractmethod
+    def tag_counts(self, user: str) -> dict[str, int]:
+        """How many items carry each tag."""
+
+    @abstractmethod
+    def put_relation(self, relation: TagRelation) -> None:
+        """Write a relation both ways (the caller enforces upgrade-only)."""
+
+    @abstractmethod
+    def relations(self, user: str, names: Iterable[str]) -> list[TagRelation]:
+        """Relations whose source is one of ``names``."""
+
+    @abstractmethod
+    def retag(self, user: str, old: str, new: str) -> int:
+        """Move every posting of ``old`` to ``new`` (tag merge); returns how many moved."""
+
+    # ------------------------------------------------------------ runs, keys, settings
+    @abstractmethod
+    def put_dream_run(self, run: DreamRun) -> None: ...
+
+    @abstractmethod
+    def get_dream_run(self, run_id: str) -> DreamRun | None: ...
+
+    @abstractmethod
+    def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None: ...
+
+    @abstractmethod
+    def put_api_key(self, key: ApiKey, key_hash: str) -> None: ...
+
+    @abstractmethod
+    def find_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    @abstractmethod
+    def list_api_keys(self) -> list[ApiKey]: ...
+
+    @abstractmethod
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool: ...
+
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...

@@ -1,0 +1,700 @@
+"""The embedded default store: one SQLite file, WAL, one transaction per logical write.
+
+Full-text search uses FTS5 over pre-segmented text (reverie.text.index_text),
+so Chinese words segmented by jieba are found the same way English words are.
+Several processes may open the same file: writers take the lock up front
+(BEGIN IMMEDIATE) and wait for each other through the busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from reverie.errors import StoreError
+from reverie.models import (
+    PROFILE_SECTIONS,
+    Episode,
+    Fact,
+    KnowledgeDoc,
+    Note,
+    Profile,
+    ProfileSection,
+    Tag,
+    TagRelation,
+    as_utc,
+)
+from reverie.store.base import ApiKey, DreamRun, Hit, Posting, Store
+from reverie.text import index_text
+
+MIGRATIONS: list[str] = [
+    # 1: the whole model
+    """
+    CREATE TABLE episodes (
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user TEXT NOT NULL,
+        agent TEXT,
+        thread TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        completed_at TEXT,
+        occurred_at TEXT NOT NULL,
+        archived INTEGER NOT NULL DEFAULT 0,
+        learned INTEGER NOT NULL DEFAULT 0,
+        learn_error TEXT NOT NULL DEFAULT '',
+        uses INTEGER NOT NULL DEFAULT 0,
+        last_used_at TEXT,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX episodes_user_time ON episodes(user, occurred_at);
+    CREATE INDEX episodes_user_thread ON episodes(user, thread, occurred_at);
+    CREATE INDEX episodes_status ON episodes(status, learned);
+    CREATE VIRTUAL TABLE episodes_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+
+    CREATE TABLE facts (
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user TEXT NOT NULL,
+        agent TEXT,
+        status TEXT NOT NULL,
+        category TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        uses INTEGER NOT NULL DEFAULT 0,
+        last_used_at TEXT,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX facts_user ON facts(user, status);
+    CREATE VIRTUAL TABLE facts_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+
+    CREATE TABLE profile (
+        user TEXT NOT NULL,
+        section TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user, section)
+    );
+
+    CREATE TABLE notes (
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user TEXT NOT NULL,
+        date TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX notes_user_date ON notes(user, date);
+    CREATE VIRTUAL TABLE notes_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+
+    CREATE TABLE knowledge (
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX knowledge_user ON knowledge(user);
+    CREATE VIRTUAL TABLE knowledge_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+
+    CREATE TABLE tags (
+        id INTEGER PRIMARY KEY,
+        user TEXT NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        merged_to TEXT,
+        body TEXT NOT NULL,
+        UNIQUE (user, name)
+    );
+    CREATE TABLE item_tags (
+        user TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        weight REAL NOT NULL DEFAULT 1.0,
+        PRIMARY KEY (user, tag, kind, item_id)
+    );
+    CREATE INDEX item_tags_item ON item_tags(kind, item_id);
+    CREATE TABLE tag_relations (
+        user TEXT NOT NULL,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        level TEXT NOT NULL,
+        PRIMARY KEY (user, source, target)
+    );
+
+    CREATE TABLE dream_runs (
+        id TEXT PRIMARY KEY,
+        user TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX dream_runs_user ON dream_runs(user, started_at);
+
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        user TEXT NOT NULL,
+        name TEXT NOT NULL,
+        admin INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    );
+
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+]
+
+_FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
+_MAIN_TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
+_SEARCH_FILTER = {
+    "episode": "AND m.status = 'completed' AND m.archived = 0",
+    "fact": "AND m.status != 'archived'",
+    "note": "",
+    "knowledge": "",
+}
+
+
+def _ts(value: datetime | None) -> str | None:
+    return as_utc(value).isoformat() if value is not None else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _in(values: list[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+def fts_query(query_terms: Iterable[str]) -> str:
+    """An OR query of quoted terms: FTS5 syntax characters in user text stay inert."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(query_terms) if t]
+    return " OR ".join(quoted)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30000):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._migrate()
+
+    # ------------------------------------------------------------ connections
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_ms / 1000
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            self._local.depth = 0
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        conn = self._conn()
+        if self._local.depth:
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        self._local.depth = 1
+        try:
+            yield
+        except BaseException:
+            self._local.depth = 0
+            conn.execute("ROLLBACK")
+            raise
+        self._local.depth = 0
+        conn.execute("COMMIT")
+
+    def _x(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self._conn().execute(sql, tuple(params))
+
+    def _migrate(self) -> None:
+        conn = self._conn()
+        with self.transaction():
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            version = row[0] if row else 0
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the store at {self.path} has schema version {version}, newer than this "
+                    f"reverie understands ({len(MIGRATIONS)}); upgrade reverie"
+                )
+            for number in range(version, len(MIGRATIONS)):
+                for statement in MIGRATIONS[number].split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
+            if row is None:
+                conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
+            else:
+                conn.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
+
+    def schema_version(self) -> int:
+        return self._x("SELECT version FROM schema_version").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+
+    def users(self) -> list[str]:
+        rows = self._x(
+            "SELECT user FROM episodes UNION SELECT user FROM facts UNION SELECT user FROM profile "
+            "UNION SELECT user FROM notes UNION SELECT user FROM knowledge ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------ shared row writing
+    def _write(self, kind: str, columns: dict[str, Any], search_text: str) -> None:
+        table = _MAIN_TABLE[kind]
+        with self.transaction():
+            row = self._x(f"SELECT pk FROM {table} WHERE id = ?", (columns["id"],)).fetchone()
+            names = list(columns)
+            if row is None:
+                cur = self._x(
+                    f"INSERT INTO {table} ({', '.join(names)}) VALUES ({_in(names)})", columns.values()
+                )
+                pk = cur.lastrowid
+            else:
+                pk = row[0]
+                sets = ", ".join(f"{n} = ?" for n in names)
+                self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
+                self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
+            self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text)))
+
+    def _bodies(self, kind: str, ids: Iterable[str]) -> list[str]:
+        ids = list(dict.fromkeys(ids))
+        out: list[str] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            out += [r[0] for r in self._x(f"SELECT body FROM {_MAIN_TABLE[kind]} WHERE id IN ({_in(chunk)})", chunk)]
+        return out
+
+    # ------------------------------------------------------------ episodes
+    def put_episode(self, episode: Episode) -> None:
+        text = " ".join(
+            [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
+            or [episode.user_text, episode.reply_text]
+        )
+        text = " ".join([text, episode.summary, " ".join(episode.tags)])
+        self._write(
+            "episode",
+            {
+                "id": episode.id,
+                "user": episode.user,
+                "agent": episode.agent,
+                "thread": episode.thread,
+                "status": episode.status,
+                "created_at": _ts(episode.created_at),
+                "completed_at": _ts(episode.completed_at),
+                "occurred_at": _ts(episode.occurred_at),
+                "archived": int(episode.archived),
+                "learned": int(episode.learned),
+                "uses": episode.uses,
+                "last_used_at": _ts(episode.last_used_at),
+                "body": episode.model_dump_json(),
+            },
+            text,
+        )
+
+    def _episode(self, row: sqlite3.Row) -> Episode:
+        episode = Episode.model_validate_json(row["body"])
+        # counters live in columns so that touch() needs no JSON rewrite
+        episode.uses = row["uses"]
+        episode.last_used_at = _dt(row["last_used_at"])
+        episode.learned = bool(row["learned"])
+        episode.archived = bool(row["archived"])
+        episode.status = row["status"]
+        return episode
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        row = self._x("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return self._episode(row) if row else None
+
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, Episode] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for row in self._x(f"SELECT * FROM episodes WHERE id IN ({_in(chunk)})", chunk):
+                out[row["id"]] = self._episode(row)
+        return out
+
+    def list_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[Episode]:
+        sql, params = "SELECT * FROM episodes WHERE user = ?", [user]
+        for clause, value in (
+            ("thread = ?", thread),
+            ("status = ?", status),
+            ("archived = ?", None if archived is None else int(archived)),
+            ("occurred_at >= ?", _ts(since)),
+            ("occurred_at <= ?", _ts(until)),
+        ):
+            if value is not None:
+                sql += f" AND {clause}"
+                params.append(value)
+        sql += f" ORDER BY occurred_at {'DESC' if newest_first else 'ASC'}, pk {'DESC' if newest_first else 'ASC'}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [self._episode(r) for r in self._x(sql, params)]
+
+    def interrupt_pending(self, before: datetime) -> int:
+        with self.transaction():
+            rows = self._x(
+                "SELECT * FROM episodes WHERE status = 'pending' AND created_at < ?", (_ts(before),)
+            ).fetchall()
+            for row in rows:
+                episode = self._episode(row)
+                episode.status = "interrupted"
+                self.put_episode(episode)
+        return len(rows)
+
+    def unlearned_episodes(self, limit: int = 1000) -> list[Episode]:
+        rows = self._x(
+            "SELECT * FROM episodes WHERE status = 'completed' AND learned = 0 ORDER BY pk LIMIT ?", (limit,)
+        )
+        return [self._episode(r) for r in rows]
+
+    def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None:
+        ids = list(episode_ids)
+        if ids:
+            self._x(
+                f"UPDATE episodes SET learned = ?, learn_error = ? WHERE id IN ({_in(ids)})",
+                [int(learned), error, *ids],
+            )
+
+    # ------------------------------------------------------------ facts
+    def put_fact(self, fact: Fact) -> None:
+        self._write(
+            "fact",
+            {
+                "id": fact.id,
+                "user": fact.user,
+                "agent": fact.agent,
+                "status": fact.status,
+                "category": fact.category,
+                "updated_at": _ts(fact.updated_at),
+                "uses": fact.uses,
+                "last_used_at": _ts(fact.last_used_at),
+                "body": fact.model_dump_json(),
+            },
+            " ".join([fact.content, " ".join(fact.tags)]),
+        )
+
+    def _fact(self, row: sqlite3.Row) -> Fact:
+        fact = Fact.model_validate_json(row["body"])
+        fact.uses = row["uses"]
+        fact.last_used_at = _dt(row["last_used_at"])
+        fact.status = row["status"]
+        return fact
+
+    def get_fact(self, fact_id: str) -> Fact | None:
+        row = self._x("SELECT * FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        return self._fact(row) if row else None
+
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, Fact] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for row in self._x(f"SELECT * FROM facts WHERE id IN ({_in(chunk)})", chunk):
+                out[row["id"]] = self._fact(row)
+        return out
+
+    def list_facts(self, user, *, status=None, category=None, agent=None) -> list[Fact]:
+        statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
+        sql = f"SELECT * FROM facts WHERE user = ? AND status IN ({_in(statuses)})"
+        params: list[Any] = [user, *statuses]
+        if category is not None:
+            sql += " AND category = ?"
+            params.append(category)
+        if agent is not None:
+            sql += " AND (agent = ? OR agent IS NULL)"
+            params.append(agent)
+        return [self._fact(r) for r in self._x(sql + " ORDER BY pk", params)]
+
+    def delete_fact(self, fact_id: str) -> None:
+        with self.transaction():
+            row = self._x("SELECT pk FROM facts WHERE id = ?", (fact_id,)).fetchone()
+            if row:
+                self._x("DELETE FROM facts_fts WHERE rowid = ?", (row[0],))
+                self._x("DELETE FROM facts WHERE pk = ?", (row[0],))
+                self._x("DELETE FROM item_tags WHERE kind = 'fact' AND item_id = ?", (fact_id,))
+
+    # ------------------------------------------------------------ profile
+    def get_profile(self, user: str) -> Profile:
+        profile = Profile()
+        for row in self._x("SELECT section, summary, updated_at FROM profile WHERE user = ?", (user,)):
+            if row["section"] in PROFILE_SECTIONS:
+                section = profile.section(row["section"])
+                section.summary = row["summary"]
+                section.updated_at = _dt(row["updated_at"])
+        return profile
+
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None:
+        ProfileSection(summary=summary)  # validates the type before it lands
+        self._x(
+            "INSERT INTO profile (user, section, summary, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (user, section) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
+            (user, section, summary, _ts(updated_at)),
+        )
+
+    # ------------------------------------------------------------ notes and knowledge
+    def put_note(self, note: Note) -> None:
+        self._write(
+            "note",
+            {"id": note.id, "user": note.user, "date": note.date, "body": note.model_dump_json()},
+            note.content,
+        )
+
+    def list_notes(self, user: str, *, since: str | None = None, until: str | None = None) -> list[Note]:
+        rows = self._x(
+            "SELECT body FROM notes WHERE user = ? AND date >= ? AND date <= ? ORDER BY date, pk",
+            (user, since or "0000-00-00", until or "9999-99-99"),
+        )
+        return [Note.model_validate_json(r[0]) for r in rows]
+
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
+        notes = (Note.model_validate_json(b) for b in self._bodies("note", ids))
+        return {n.id: n for n in notes}
+
+    def put_knowledge(self, doc: KnowledgeDoc) -> None:
+        self._write(
+            "knowledge",
+            {"id": doc.id, "user": doc.user, "body": doc.model_dump_json()},
+            " ".join([doc.title, doc.body, " ".join(doc.tags)]),
+        )
+
+    def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
+        rows = self._x("SELECT body FROM knowledge WHERE user = ? ORDER BY pk", (user,))
+        return [KnowledgeDoc.model_validate_json(r[0]) for r in rows]
+
+    def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]:
+        docs = (KnowledgeDoc.model_validate_json(b) for b in self._bodies("knowledge", ids))
+        return {d.id: d for d in docs}
+
+    # ------------------------------------------------------------ search and usage
+    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+        match = fts_query(query_terms)
+        if not match:
+            return []
+        hits: list[Hit] = []
+        for kind in kinds:
+            fts, main = _FTS_TABLE[kind], _MAIN_TABLE[kind]
+            rows = self._x(
+                f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
+                f"WHERE {fts} MATCH ? AND m.user = ? {_SEARCH_FILTER[kind]} ORDER BY rank LIMIT ?",
+                (match, user, limit),
+            )
+            hits += [Hit(kind, r[0], -r[1]) for r in rows]
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:limit]
+
+    def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
+        ids = list(ids)
+        if ids and kind in ("episode", "fact"):
+            self._x(
+                f"UPDATE {_MAIN_TABLE[kind]} SET uses = uses + 1, last_used_at = ? WHERE id IN ({_in(ids)})",
+                [_ts(at), *ids],
+            )
+
+    # ------------------------------------------------------------ tags
+    def _tag(self, row: sqlite3.Row) -> Tag:
+        tag = Tag.model_validate_json(row["body"])
+        tag.id, tag.status, tag.merged_to = row["id"], row["status"], row["merged_to"]
+        return tag
+
+    def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        rows = self._x(f"SELECT * FROM tags WHERE user = ? AND name IN ({_in(names)})", [user, *names])
+        return {r["name"]: self._tag(r) for r in rows}
+
+    def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
+        sql, params = "SELECT * FROM tags WHERE user = ?", [user]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        return [self._tag(r) for r in self._x(sql + " ORDER BY name", params)]
+
+    def put_tag(self, tag: Tag) -> Tag:
+        body = tag.model_copy(update={"id": None}).model_dump_json()
+        self._x(
+            "INSERT INTO tags (user, name, status, merged_to, body) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (user, name) DO UPDATE SET status = excluded.status, "
+            "merged_to = excluded.merged_to, body = excluded.body",
+            (tag.user, tag.name, tag.status, tag.merged_to, body),
+        )
+        return self.get_tags(tag.user, [tag.name])[tag.name]
+
+    def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
+        with self.transaction():
+            self._x("DELETE FROM item_tags WHERE kind = ? AND item_id = ?", (kind, item_id))
+            self._conn().executemany(
+                "INSERT INTO item_tags (user, tag, kind, item_id, weight) VALUES (?, ?, ?, ?, ?)",
+                [(user, name, kind, item_id, weight) for name, weight in tags.items()],
+            )
+
+    def postings(self, user: str, tag_names: Iterable[str], kinds: Iterable[str]) -> list[Posting]:
+        names, kinds = list(dict.fromkeys(tag_names)), list(kinds)
+        if not names or not kinds:
+            return []
+        rows = self._x(
+            f"SELECT kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) "
+            f"AND kind IN ({_in(kinds)})",
+            [user, *names, *kinds],
+        )
+        return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def tag_counts(self, user: str) -> dict[str, int]:
+        rows = self._x("SELECT tag, COUNT(*) FROM item_tags WHERE user = ? GROUP BY tag", (user,))
+        return {r[0]: r[1] for r in rows}
+
+    def put_relation(self, relation: TagRelation) -> None:
+        with self.transaction():
+            for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
+                self._x(
+                    "INSERT INTO tag_relations (user, source, target, level) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (user, source, target) DO UPDATE SET level = excluded.level",
+                    (relation.user, a, b, relation.level),
+                )
+
+    def relations(self, user: str, names: Iterable[str]) -> list[TagRelation]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return []
+        rows = self._x(
+            f"SELECT source, target, level FROM tag_relations WHERE user = ? AND source IN ({_in(names)})",
+            [user, *names],
+        )
+        return [TagRelation(user=user, source=r[0], target=r[1], level=r[2]) for r in rows]
+
+    def retag(self, user: str, old: str, new: str) -> int:
+        with self.transaction():
+            moved = self._x(
+                "INSERT OR IGNORE INTO item_tags (user, tag, kind, item_id, weight) "
+                "SELECT user, ?, kind, item_id, weight FROM item_tags WHERE user = ? AND tag = ?",
+                (new, user, old),
+            ).rowcount
+            self._x("DELETE FROM item_tags WHERE user = ? AND tag = ?", (user, old))
+        return moved
+
+    # ------------------------------------------------------------ runs, keys, meta
+    def put_dream_run(self, run: DreamRun) -> None:
+        body = json.dumps(
+            {
+                "days": run.days,
+                "finished_at": _ts(run.finished_at),
+                "input_hash": run.input_hash,
+                "report": run.report,
+                "error": run.error,
+            },
+            ensure_ascii=False,
+        )
+        self._x(
+            "INSERT INTO dream_runs (id, user, status, started_at, body) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body",
+            (run.id, run.user, run.status, _ts(run.started_at), body),
+        )
+
+    def _run(self, row: sqlite3.Row) -> DreamRun:
+        body = json.loads(row["body"])
+        return DreamRun(
+            id=row["id"],
+            user=row["user"],
+            status=row["status"],
+            days=body["days"],
+            started_at=_dt(row["started_at"]),
+            finished_at=_dt(body["finished_at"]),
+            input_hash=body["input_hash"],
+            report=body["report"],
+            error=body["error"],
+        )
+
+    def get_dream_run(self, run_id: str) -> DreamRun | None:
+        row = self._x("SELECT * FROM dream_runs WHERE id = ?", (run_id,)).fetchone()
+        return self._run(row) if row else None
+
+    def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None:
+        sql, params = "SELECT * FROM dream_runs WHERE user = ?", [user]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        row = self._x(sql + " ORDER BY started_at DESC LIMIT 1", params).fetchone()
+        return self._run(row) if row else None
+
+    def put_api_key(self, key: ApiKey, key_hash: str) -> None:
+        self._x(
+            "INSERT INTO api_keys (id, key_hash, user, name, admin, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key.id, key_hash, key.user, key.name, int(key.admin), _ts(key.created_at), _ts(key.revoked_at)),
+        )
+
+    def _key(self, row: sqlite3.Row) -> ApiKey:
+        return ApiKey(
+            id=row["id"],
+            user=row["user"],
+            name=row["name"],
+            admin=bool(row["admin"]),
+            created_at=_dt(row["created_at"]),
+            revoked_at=_dt(row["revoked_at"]),
+        )
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        row = self._x("SELECT * FROM api_keys WHERE key_hash = ?", (key_hash,)).fetchone()
+        return self._key(row) if row else None
+
+    def list_api_keys(self) -> list[ApiKey]:
+        return [self._key(r) for r in self._x("SELECT * FROM api_keys ORDER BY created_at")]
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        cur = self._x("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_ts(at), key_id))
+        return cur.rowcount > 0
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._x("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._x(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )

@@ -1,0 +1,190 @@
+"""The feature-tag engine (seed 003): dictionary, relations, lifecycle, expansion.
+
+Two sides with different rights:
+
+* ``expand`` is the recall line's view: read-only. A query word that is not a
+  tag never becomes one; merged tags redirect; deprecated tags never match;
+  synonyms expand up to 3 hops, related tags 1 hop, loose relations never.
+* ``TagWriter`` is the learning line's: the only code that creates tags,
+  activates or deprecates them, and writes relations (both ways, upgrade-only,
+  no self-loops, never creating a tag). Merging is a person's explicit command.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from reverie.errors import InvalidInput, NotFound
+from reverie.models import RelationLevel, Tag, TagRelation, utcnow
+from reverie.store.base import Store
+from reverie.text import STOPWORDS, has_cjk, stem
+
+SYNONYM_HOPS = 3
+MERGE_HOPS = 3
+LEVEL_ORDER: dict[str, int] = {"loose": 0, "related": 1, "synonym": 2}
+# how strongly an expanded tag still points at the query's meaning
+SYNONYM_DECAY = 0.85
+RELATED_WEIGHT = 0.5
+
+# generic words that can never point at a class of memory (extendable)
+GENERIC_TAGS: set[str] = {
+    "thing", "things", "stuff", "time", "day", "days", "people", "person", "something", "anything",
+    "everything", "way", "lot", "question", "problem", "issue", "today", "yesterday", "tomorrow",
+    "week", "month", "year", "good", "great", "nice", "new", "old", "other", "idea", "work", "life",
+    "事情", "东西", "时候", "问题", "今天", "昨天", "明天", "人", "我们", "大家", "一下", "工作", "生活",
+}
+
+
+def normalize_tag(name: str) -> str:
+    """One spelling per tag: lower case, single spaces, trailing word stemmed.
+
+    "Code-Review", "code review" and "code reviews" all become "code review".
+    """
+    text = re.sub(r"[\s_\-]+", " ", name.strip().lower()).strip(" .,;:!?\"'#")
+    if not text or has_cjk(text):
+        return text
+    parts = text.split(" ")
+    parts[-1] = stem(parts[-1])
+    return " ".join(parts)
+
+
+def is_generic(name: str) -> bool:
+    norm = normalize_tag(name)
+    return not norm or norm in GENERIC_TAGS or norm in STOPWORDS or (len(norm) < 2) or norm.isdigit()
+
+
+@dataclass(slots=True)
+class Expansion:
+    """The tags a query reaches, each with a strength and the query tag that led to it."""
+
+    weights: dict[str, float] = field(default_factory=dict)
+    via: dict[str, str] = field(default_factory=dict)
+
+    def add(self, tag: str, weight: float, origin: str) -> None:
+        if weight > self.weights.get(tag, 0.0):
+            self.weights[tag] = weight
+            self.via[tag] = origin
+
+
+def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
+    """Map query names to live tag names: merged tags redirect (cycle-safe, <= 3 hops),
+    deprecated and unknown names drop out."""
+    wanted = {normalize_tag(n): n for n in names if normalize_tag(n)}
+    found = store.get_tags(user, wanted)
+    out: dict[str, str] = {}
+    for norm in wanted:
+        tag, seen = found.get(norm), set()
+        for _ in range(MERGE_HOPS + 1):
+            if tag is None or tag.status != "merged" or not tag.merged_to or tag.name in seen:
+                break
+            seen.add(tag.name)
+            tag = store.get_tags(user, [tag.merged_to]).get(tag.merged_to)
+        if tag is not None and tag.status in ("active", "unexamined"):
+            out[norm] = tag.name
+    return out
+
+
+def expand(store: Store, user: str, names: list[str]) -> Expansion:
+    """The recall line's tag expansion (read-only)."""
+    expansion = Expansion()
+    roots = resolve(store, user, names)
+    for origin, tag in roots.items():
+        expansion.add(tag, 1.0, origin)
+    frontier = dict(expansion.weights)
+    for hop in range(1, SYNONYM_HOPS + 1):
+        if not frontier:
+            break
+        nxt: dict[str, float] = {}
+        for rel in store.relations(user, frontier):
+            origin = expansion.via[rel.source]
+            if rel.level == "synonym":
+                weight = frontier[rel.source] * SYNONYM_DECAY
+                if weight > expansion.weights.get(rel.target, 0.0):
+                    nxt[rel.target] = weight
+                    expansion.add(rel.target, weight, origin)
+            elif rel.level == "related" and hop == 1 and rel.source in roots.values():
+                expansion.add(rel.target, RELATED_WEIGHT, origin)
+        frontier = nxt
+    live = store.get_tags(user, expansion.weights)
+    for name in list(expansion.weights):
+        tag = live.get(name)
+        if tag is None or tag.status not in ("active", "unexamined"):
+            del expansion.weights[name]
+            expansion.via.pop(name, None)
+    return expansion
+
+
+class TagWriter:
+    """The learning line's tag governance. Every method runs inside the caller's transaction."""
+
+    def __init__(self, store: Store, user: str):
+        self.store = store
+        self.user = user
+
+    def ensure(self, names: list[str], *, dimension: str = "content") -> list[str]:
+        """Tags for ``names``, creating new ones as ``unexamined``; generic words are refused
+        (and an existing generic tag is deprecated). Returns the live tag names, in order."""
+        wanted = [normalize_tag(n) for n in names]
+        existing = self.store.get_tags(self.user, wanted)
+        out: list[str] = []
+        for norm in dict.fromkeys(wanted):
+            if not norm:
+                continue
+            tag = existing.get(norm)
+            if is_generic(norm):
+                if tag is not None and tag.status != "deprecated":
+                    self.set_status(norm, "deprecated")
+                continue
+            if tag is None:
+                tag = self.store.put_tag(Tag(user=self.user, name=norm, dimension=dimension))
+            for _ in range(MERGE_HOPS):
+                if tag.status != "merged" or not tag.merged_to:
+                    break
+                tag = self.store.get_tags(self.user, [tag.merged_to]).get(tag.merged_to) or tag
+            if tag.status in ("active", "unexamined"):
+                out.append(tag.name)
+        return out
+
+    def set_status(self, name: str, status: str) -> Tag:
+        tag = self._get(name)
+        tag.status = status  # type: ignore[assignment]
+        tag.updated_at = utcnow()
+        return self.store.put_tag(tag)
+
+    def relate(self, source: str, target: str, level: RelationLevel) -> bool:
+        """Write a relation both ways; only upgrades; never creates a tag; no self-loops.
+        Returns whether anything changed."""
+        a, b = normalize_tag(source), normalize_tag(target)
+        if a == b or level not in LEVEL_ORDER:
+            return False
+        tags = self.store.get_tags(self.user, [a, b])
+        if a not in tags or b not in tags:
+            return False
+        current = {r.target: r.level for r in self.store.relations(self.user, [a])}.get(b)
+        if current is not None and LEVEL_ORDER[current] >= LEVEL_ORDER[level]:
+            return False
+        self.store.put_relation(TagRelation(user=self.user, source=a, target=b, level=level))
+        return True
+
+    def merge(self, old: str, new: str) -> int:
+        """A person's explicit merge: postings move to ``new``; ``old`` stays as a redirect."""
+        source, target = self._get(old), self._get(new)
+        if source.name == target.name:
+            raise InvalidInput("cannot merge a tag into itself", field="tag")
+        if target.status in ("merged", "deprecated"):
+            raise InvalidInput(f"cannot merge into {target.name!r}: it is {target.status}", field="tag")
+        with self.store.transaction():
+            moved = self.store.retag(self.user, source.name, target.name)
+            source.status, source.merged_to, source.updated_at = "merged", target.name, utcnow()
+            self.store.put_tag(source)
+            if target.status == "unexamined":
+                self.set_status(target.name, "active")
+        return moved
+
+    def _get(self, name: str) -> Tag:
+        norm = normalize_tag(name)
+        tag = self.store.get_tags(self.user, [norm]).get(norm)
+        if tag is None:
+            raise NotFound(f"no tag {name!r} for user {self.user!r}")
+        return tag
