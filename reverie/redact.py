@@ -1,0 +1,485 @@
+"""Keep sensitive data out of memory: find it, and replace it with a typed placeholder.
+
+Every write path (perceived messages, engine answers, imports) runs its text
+through :func:`redact` before anything is stored, so reverie never holds an
+email address, a phone or card number, an identity number, an IBAN, a
+password, an API key or a token. Detection is precise on purpose: dates,
+times, prices, versions, ports, issue numbers and sentences that merely talk
+about passwords stay as they are, because memory that loses them is worse.
+
+>>> redact("Call me at +1 415-555-0132 tomorrow")
+'Call me at [phone] tomorrow'
+>>> redact("我的密码是abc123，别告诉别人")
+'我的密码是[password]，别告诉别人'
+>>> redact("I forgot my password again on 8 May, 2023")
+'I forgot my password again on 8 May, 2023'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_obj"]
+
+Kind = Literal["email", "phone", "card", "id-number", "iban", "password", "api-key", "token", "private-key"]
+KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One piece of sensitive data: its kind and where it sits in the text (``text[start:end]``)."""
+
+    kind: Kind
+    start: int
+    end: int
+
+    @property
+    def placeholder(self) -> str:
+        return f"[{self.kind}]"
+
+
+# A value that is already a placeholder is never found again: redact is idempotent.
+_PLACEHOLDER = r"\[(?:" + "|".join(re.escape(k) for k in KINDS) + r")\]"
+_PLACEHOLDER_RE = re.compile(_PLACEHOLDER)
+
+# Numbers are only taken whole: not glued to letters, digits, ids (``fact_123``,
+# uuids) or decimals (``3.14159265358``). CJK letters around a number are fine.
+_NUM_START = r"(?<![0-9A-Za-z_-])(?<![0-9][.,])"
+_NUM_END = r"(?![0-9A-Za-z_])(?![.,][0-9])"
+_ASCII_START = r"(?<![0-9A-Za-z])"
+_ASCII_END = r"(?![0-9A-Za-z])"
+
+Check = Callable[[re.Match[str]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Detector:
+    kind: Kind
+    pattern: re.Pattern[str]
+    check: Check | None = None
+    # Keyword forms ("password: x") redact only the value, held in one of these groups.
+    value_groups: tuple[str, ...] = ()
+
+    def find(self, text: str) -> list[Finding]:
+        found = []
+        for m in self.pattern.finditer(text):
+            if self.check is not None and not self.check(m):
+                continue
+            start, end = _value_span(m, self.value_groups)
+            found.append(Finding(self.kind, start, end))
+        return found
+
+
+def _value_span(m: re.Match[str], groups: tuple[str, ...]) -> tuple[int, int]:
+    for name in groups:
+        if m.group(name) is not None:
+            return m.span(name)
+    return m.span()
+
+
+def _digits(s: str) -> str:
+    return "".join(ch for ch in s if ch.isdigit())
+
+
+# --- checksums -----------------------------------------------------------------
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_ok(m: re.Match[str]) -> bool:
+    digits = _digits(m.group())
+    # Issuers start with 2-6 (Mastercard, Amex/Diners, Visa, Mastercard, Discover/UnionPay).
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and _luhn_ok(digits)
+
+
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+
+
+def _cn_id_ok(m: re.Match[str]) -> bool:
+    """GB 11643 check character (ISO 7064 MOD 11-2) of an 18-character resident ID."""
+    value = m.group().upper()
+    total = sum(int(d) * w for d, w in zip(value[:17], _CN_ID_WEIGHTS))
+    return "10X98765432"[total % 11] == value[17]
+
+
+def _iban_ok(m: re.Match[str]) -> bool:
+    value = m.group().replace(" ", "")
+    if not 15 <= len(value) <= 34:
+        return False
+    rearranged = value[4:] + value[:4]
+    return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
+
+
+def _phone_ok(m: re.Match[str]) -> bool:
+    digits = _digits(m.group())
+    # Round figures ("14000000000") are amounts, not subscribers.
+    return 8 <= len(digits) <= 15 and "0000000" not in digits
+
+
+# --- what a secret value looks like -------------------------------------------------
+
+# Words that follow "password is" in sentences that give no password.
+_NOT_A_PASSWORD = frozenset(
+    """
+    a an the not no too so very really quite still also now just only all any my your his her our
+    their its this that it in on at for of to by with from under into inside here there what which
+    how why where when who same different wrong right correct incorrect invalid valid weak strong
+    long short simple easy hard difficult secure insecure safe unsafe secret private public empty
+    blank missing required optional expired locked changed reset saved stored written hidden known
+    unknown new old good bad fine ok okay none null something anything nothing somewhere being
+    case usually always never please stolen leaked compromised forgotten lost mine yours hers ours
+    theirs one two three four five six seven eight nine ten twelve
+    """.split()
+)
+_ENGLISH_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ive", "ful", "ous", "less", "tion")
+
+
+def _plain_word(value: str) -> bool:
+    """An ordinary lower-case English word or phrase-word, not something a person made up."""
+    bare = value.rstrip(".,;:!?")
+    if bare in _NOT_A_PASSWORD:
+        return True
+    if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", bare):
+        return False
+    return "-" in bare or (len(bare) >= 5 and bare.endswith(_ENGLISH_SUFFIXES))
+
+
+def _random_looking(value: str) -> bool:
+    """A machine-made secret: letters and digits mixed, or mixed case, or simply long."""
+    has_digit = any(ch.isdigit() for ch in value)
+    has_alpha = any(ch.isalpha() for ch in value)
+    mixed_case = any(ch.isupper() for ch in value[1:]) and any(ch.islower() for ch in value)
+    return (has_digit and has_alpha) or mixed_case or len(value) >= 24
+
+
+def _password_ok(m: re.Match[str]) -> bool:
+    key = m.group("key").lower()
+    quoted = m.group("quoted")
+    value = quoted if quoted is not None else m.group("bare")
+    if key.startswith("pin"):
+        return value.isdigit() and 4 <= len(value) <= 8
+    if quoted is not None:
+        return True
+    # "password is 8 characters", "密码是6位数": a length, not a password.
+    return not (value.isdigit() and len(value) < 4) and not _plain_word(value)
+
+
+def _secret_value_ok(m: re.Match[str]) -> bool:
+    quoted = m.group("quoted")
+    value = quoted if quoted is not None else m.group("bare")
+    return len(value) >= 6 and _random_looking(value)
+
+
+def _bare_password_ok(m: re.Match[str]) -> bool:
+    """"密码 abc123" with no verb: only a value with a digit counts, as a number or code."""
+    return any(ch.isdigit() for ch in m.group("bare")) and len(m.group("bare")) >= 6
+
+
+def _value(bare: str) -> str:
+    """A secret value: quoted (anything up to the closing quote) or bare; never a placeholder."""
+    return (
+        rf"(?:[\"'“‘`](?P<quoted>(?!{_PLACEHOLDER}[\"'”’`])[^\"'”’`\n]{{1,128}})[\"'”’`]"
+        rf"|(?P<bare>(?!{_PLACEHOLDER}){bare}))"
+    )
+
+
+# A bare value ends before trailing punctuation and the next space (or, for
+# values that follow Chinese words, the next non-ASCII character).
+_BARE_SPACED = r"[^\s\"'“”‘’`，。；、！？]+?(?=[.,;:!?)\]]*(?:[\s，。；、！？]|$))"
+_BARE_ASCII = r"[!-~]+?(?=[.,;:!?)\]]*(?:[^!-~]|$))"
+_BARE_TOKEN = r"[A-Za-z0-9._~+/=-]+?(?=[.,;:!?)\]]*(?:[^A-Za-z0-9._~+/=-]|$))"
+
+_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:\s?code)?"
+_ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags | re.VERBOSE)
+
+
+_SECRET_DETECTORS: tuple[_Detector, ...] = (
+    _Detector(
+        "private-key",
+        _compile(
+            r"""-----BEGIN[ ](?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY-----
+            (?:.*?-----END[ ](?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY-----|[A-Za-z0-9+/=\s]*)""",
+            re.DOTALL,
+        ),
+    ),
+    _Detector(
+        "token",  # a JSON Web Token: base64url header "{"..., payload, signature
+        _compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+"),
+    ),
+    _Detector(
+        "api-key",
+        _compile(
+            r"""(?<![A-Za-z0-9])(?:
+                sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-|admin-)?[A-Za-z0-9_-]{20,}   # OpenAI, Anthropic
+              | [spr]k_(?:live|test)_[A-Za-z0-9]{16,}                              # Stripe
+              | gh[pousr]_[A-Za-z0-9]{30,} | github_pat_[A-Za-z0-9_]{22,}          # GitHub
+              | (?:AKIA|ASIA)[A-Z0-9]{16}                                          # AWS access key id
+              | AIza[0-9A-Za-z_-]{35}                                              # Google
+              | xox[abposr]-[A-Za-z0-9-]{10,}                                      # Slack
+              | hf_[A-Za-z0-9]{30,} | glpat-[A-Za-z0-9_-]{20,}                     # Hugging Face, GitLab
+            )(?![A-Za-z0-9])"""
+        ),
+        check=lambda m: _random_looking(m.group()),
+    ),
+    _Detector(
+        "token",
+        _compile(r"(?<![A-Za-z0-9])[Bb]earer\s+" + _value(r"[A-Za-z0-9._~+/=-]{12,}")),
+        check=_secret_value_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "token",
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:(?:(?:access|auth|refresh|id|session|api|bot|github|slack|bearer)[\s_-]?)?token)
+                | 令牌 | 访问令牌)
+            ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
+        ),
+        check=_secret_value_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "api-key",
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:(?:api|access|secret|private|client|app)[\s_-]?key(?:[\s_-]?id)?
+                | apikey | client[\s_-]?secret | secret(?:[\s_-]?access[\s_-]?key)?)
+                | (?i:api)?密钥 | 秘钥)
+            ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
+        ),
+        check=_secret_value_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "password",  # "password: x", "pwd=x", "PIN = 1234"
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))["']?\s*(?:[:=：]|=>)\s*""" + _value(_BARE_SPACED)
+        ),
+        check=_password_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "password",  # "my password is hunter2", "the password for the wifi was now 'x'"
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'-]+){{1,3}}?)?
+            (?:\s+(?i:is|was)|'s)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+"""
+            + _value(_BARE_SPACED)
+        ),
+        check=_password_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "password",  # "密码是abc123", "密码：x", "支付密码改成了 654321"
+        _compile(
+            rf"""(?P<key>{_ZH_PASSWORD_WORD})
+            \s*(?:是|为|為|：|:|=|就是|改成了?|改为|设置为|设为|设成)\s*(?:[：:]\s*)?"""
+            + _value(_BARE_ASCII)
+        ),
+        check=_password_ok,
+        value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "password",  # "wifi密码 12345678"
+        _compile(rf"(?:{_ZH_PASSWORD_WORD})\s*(?P<bare>(?!{_PLACEHOLDER})[A-Za-z0-9!-/:-@\[-`{{-~]+?)(?=[^!-~]|$)"),
+        check=_bare_password_ok,
+        value_groups=("bare",),
+    ),
+)
+
+_EMAIL_DETECTORS = (
+    _Detector(
+        "email",
+        re.compile(
+            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@"
+            r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+        ),
+    ),
+)
+
+_NUMBER_DETECTORS = (
+    _Detector(
+        "id-number",  # Chinese resident ID: region, birth date, sequence, check character
+        _compile(
+            _NUM_START
+            + r"[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
+            + _NUM_END
+        ),
+        check=_cn_id_ok,
+    ),
+    _Detector(
+        "card",
+        _compile(
+            _NUM_START
+            + r"""(?:\d{13,19}
+                | \d{4}(?P<s1>[ -])\d{4}(?P=s1)\d{4}(?P=s1)\d{1,4}(?:(?P=s1)\d{1,3})?   # 4-4-4-4(-3)
+                | \d{4}(?P<s2>[ -])\d{6}(?P=s2)\d{4,5})                                 # Amex, Diners
+            """
+            + _NUM_END
+        ),
+        check=_card_ok,
+    ),
+    _Detector(
+        "id-number",  # US social security number
+        _compile(_NUM_START + r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}" + _NUM_END),
+    ),
+    _Detector(
+        "phone",  # North American area codes and exchanges never start with 0 or 1
+        _compile(
+            _NUM_START
+            + r"""(?:
+                \+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}                 # +1 415-555-0132
+              | (?:1[ .-])?(?:\([2-9]\d\d\)[ .-]?|[2-9]\d\d[ .-])[2-9]\d\d[ .-]\d{4}   # (415) 555 0132
+              | 1[3-9]\d(?:[ -]?\d{4}){2}                                             # 138 0013 8000
+              | (?:\(0\d{1,4}\)[ -]?|0\d{1,4}[ -])\d{3,8}(?:[ -]\d{3,4})?             # 010-12345678
+            )"""
+            + _NUM_END
+        ),
+        check=_phone_ok,
+    ),
+)
+
+_CODE_DETECTORS = (
+    _Detector(
+        "iban",
+        _compile(_ASCII_START + r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?" + _ASCII_END),
+        check=_iban_ok,
+    ),
+    _Detector(
+        "id-number",  # UK National Insurance number
+        _compile(
+            _ASCII_START
+            + r"(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z][ ]?\d{2}[ ]?\d{2}[ ]?\d{2}[ ]?[A-D]"
+            + _ASCII_END
+        ),
+    ),
+)
+
+# Each family runs only when a cheap look at the text says it could match:
+# most sentences have no digits, no "@" and no secret words, and cost four searches.
+# The secret cue is searched in lower case, which is several times faster than IGNORECASE.
+_SECRET_CUE = re.compile(
+    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_"
+    r"|bearer|p(?:ass|wd?|in)|token|key|secret|密码|密碼|口令|令牌|密钥|秘钥"
+)
+_NUMBER_CUE = re.compile(r"\d(?:[\s().-]{0,3}\d){6}")
+_CODE_CUE = re.compile(r"[A-Z]{2} ?\d{2}")
+
+_FAMILIES: tuple[tuple[Callable[[str], object], tuple[_Detector, ...]], ...] = (
+    (lambda text: _SECRET_CUE.search(text.lower()), _SECRET_DETECTORS),
+    (lambda text: "@" in text, _EMAIL_DETECTORS),
+    (_NUMBER_CUE.search, _NUMBER_DETECTORS),
+    (_CODE_CUE.search, _CODE_DETECTORS),
+)
+
+
+def find_sensitive(text: str) -> list[Finding]:
+    """The sensitive spans in ``text``, in order and never overlapping.
+
+    Where two detectors claim overlapping text, the one that starts first wins,
+    then the longer one, then the more specific (secrets before numbers).
+
+    >>> find_sensitive("mail bob@example.com")
+    [Finding(kind='email', start=5, end=20)]
+    """
+    candidates: list[tuple[int, int, int, Finding]] = []
+    rank = 0
+    for could_match, detectors in _FAMILIES:
+        if not could_match(text):
+            rank += len(detectors)
+            continue
+        for detector in detectors:
+            candidates.extend((f.start, f.start - f.end, rank, f) for f in detector.find(text) if f.end > f.start)
+            rank += 1
+    candidates.sort(key=lambda c: c[:3])
+    chosen: list[Finding] = []
+    for _, _, _, finding in candidates:
+        if not chosen or finding.start >= chosen[-1].end:
+            chosen.append(finding)
+    return chosen
+
+
+def redact(text: str) -> str:
+    """``text`` with every sensitive span replaced by its placeholder (``[email]``, ``[phone]``...).
+
+    Idempotent: ``redact(redact(x)) == redact(x)``.
+    """
+    findings = find_sensitive(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos : f.start])
+        parts.append(f.placeholder)
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# Fields whose whole value is a secret whatever it looks like ({"password": "tulip"}).
+_SECRET_FIELDS: dict[str, Kind] = {
+    "password": "password",
+    "passwd": "password",
+    "pwd": "password",
+    "passphrase": "password",
+    "pin": "password",
+    "secret": "api-key",
+    "clientsecret": "api-key",
+    "apikey": "api-key",
+    "secretkey": "api-key",
+    "privatekey": "private-key",
+    "token": "token",
+    "accesstoken": "token",
+    "authtoken": "token",
+    "refreshtoken": "token",
+    "idtoken": "token",
+    "bearertoken": "token",
+}
+
+
+def _secret_field_kind(key: Any) -> Kind | None:
+    if not isinstance(key, str):
+        return None
+    return _SECRET_FIELDS.get(re.sub(r"[\s_-]", "", key).lower())
+
+
+def redact_obj(value: Any) -> Any:
+    """A copy of ``value`` (str, list, tuple, dict, nested) with every string redacted.
+
+    Dict keys are redacted too, and the string value of a field named like a
+    secret (``password``, ``api_key``, ``token``...) is replaced whole. Other
+    types pass through unchanged.
+
+    >>> redact_obj({"note": "mail me at bob@example.com", "password": "tulip", "n": 3})
+    {'note': 'mail me at [email]', 'password': '[password]', 'n': 3}
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_obj(k): _redact_field(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_obj(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_obj(v) for v in value)
+    return value
+
+
+def _redact_field(key: Any, value: Any) -> Any:
+    kind = _secret_field_kind(key)
+    if kind is not None and isinstance(value, str) and value.strip() and not _PLACEHOLDER_RE.fullmatch(value):
+        return f"[{kind}]"
+    return redact_obj(value)

@@ -1,0 +1,221 @@
+import time
+
+import pytest
+
+from reverie.redact import KINDS, Finding, find_sensitive, redact, redact_obj
+
+# Key-shaped test values are assembled from parts so that secret scanners do
+# not mistake this file for a leak; none of them is a real credential.
+OPENAI_KEY = "sk-" + "proj-4fT9xQ2mZ7LkP1vB8nR3sY6wE0uJ5hG2"
+GITHUB_TOKEN = "gh" + "p_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
+GITHUB_PAT = "github" + "_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+SLACK_TOKEN = "xo" + "xb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+GOOGLE_KEY = "AI" + "zaSyD-1234567890abcdefghijklmnopqrstu"
+JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xQ2\nZm9vYmFy\n-----END RSA PRIVATE KEY-----"
+
+# (text, the sensitive part, the placeholder kind)
+CAUGHT = [
+    ("Call me at +1 415-555-0132 tomorrow", "+1 415-555-0132", "phone"),
+    ("my number is (415) 555 0132", "(415) 555 0132", "phone"),
+    ("call 1-800-555-0199 after nine", "1-800-555-0199", "phone"),
+    ("UK office: +44 20 7946 0958", "+44 20 7946 0958", "phone"),
+    ("手机 138 0013 8000，晚上打", "138 0013 8000", "phone"),
+    ("我的手机号是13800138000，有事打给我", "13800138000", "phone"),
+    ("办公室电话010-12345678", "010-12345678", "phone"),
+    ("他的号码是+86 139 1234 5678", "+86 139 1234 5678", "phone"),
+    ("email me at jane.doe+work@example.co.uk please", "jane.doe+work@example.co.uk", "email"),
+    ("我的邮箱是zhangsan@qq.com谢谢", "zhangsan@qq.com", "email"),
+    ("card 4111 1111 1111 1111 exp 12/26", "4111 1111 1111 1111", "card"),
+    ("pay with 5555-5555-5555-4444 please", "5555-5555-5555-4444", "card"),
+    ("amex 3782 822463 10005", "3782 822463 10005", "card"),
+    ("银行卡号6217001234567890122", "6217001234567890122", "card"),
+    ("身份证号11010519491231002X", "11010519491231002X", "id-number"),
+    ("我的身份证是 440304199003073411 记一下", "440304199003073411", "id-number"),
+    ("my SSN is 123-45-6789", "123-45-6789", "id-number"),
+    ("NI number AB 12 34 56 C", "AB 12 34 56 C", "id-number"),
+    ("IBAN GB82 WEST 1234 5698 7654 32 for the rent", "GB82 WEST 1234 5698 7654 32", "iban"),
+    ("transfer to DE89370400440532013000 today", "DE89370400440532013000", "iban"),
+    ("my password is hunter2", "hunter2", "password"),
+    ("password: x", "x", "password"),
+    ("pwd=s3cr3tValue", "s3cr3tValue", "password"),
+    ('The wifi password is "correct horse"', "correct horse", "password"),
+    ("the password for the router is Tr0ub4dor&3", "Tr0ub4dor&3", "password"),
+    ("my bank PIN is 4821", "4821", "password"),
+    ("密码是abc123", "abc123", "password"),
+    ("邮箱密码：qwerty!@#", "qwerty!@#", "password"),
+    ("WiFi密码 12345678", "12345678", "password"),
+    ("支付密码改成了 654321，记住", "654321", "password"),
+    (f"export OPENAI_API_KEY={OPENAI_KEY}", OPENAI_KEY, "api-key"),
+    (f"my key is {OPENAI_KEY}", OPENAI_KEY, "api-key"),
+    (f"push with {GITHUB_TOKEN}", GITHUB_TOKEN, "api-key"),
+    (f"new fine-grained token {GITHUB_PAT}", GITHUB_PAT, "api-key"),
+    (f"aws id {AWS_KEY}", AWS_KEY, "api-key"),
+    (f"slack bot uses {SLACK_TOKEN}", SLACK_TOKEN, "api-key"),
+    (f"maps key {GOOGLE_KEY}", GOOGLE_KEY, "api-key"),
+    ("api_key=a1b2c3d4e5f6", "a1b2c3d4e5f6", "api-key"),
+    ("API密钥：AbCdEf123456", "AbCdEf123456", "api-key"),
+    ("Authorization: Bearer abc123def456ghi789jkl", "abc123def456ghi789jkl", "token"),
+    (f"the session cookie holds {JWT}", JWT, "token"),
+    ("token: 9f8e7d6c5b4a3210", "9f8e7d6c5b4a3210", "token"),
+    ("访问令牌是 ab12cd34ef56gh78", "ab12cd34ef56gh78", "token"),
+    (f"deploy key:\n{PEM}\nkeep it safe", PEM, "private-key"),
+]
+
+LEFT_ALONE = [
+    "I forgot my password",
+    "I forgot my password again, can you help me reset it?",
+    "the token budget is 2000",
+    "use an API key from the settings page",
+    "The password is case-sensitive",
+    "my password is wrong",
+    "What is the password for the wifi?",
+    "the password is stored in the keychain",
+    "the password is 8 characters long",
+    "The secret is patience.",
+    "set max_tokens=2000 in the request",
+    "密码要定期更换",
+    "我忘记密码了",
+    "密码是什么？",
+    "密码是6位数字",
+    "密码长度至少8位",
+    "2023-05-08",
+    "It was 1:56 pm on 8 May, 2023",
+    "我们在2023年5月8日见面",
+    "Between 2019 and 2021 I lived in Lisbon",
+    "the years 2019 2020 2021 2022 were hard",
+    "Python 3.11.7 and v2.3.0",
+    "the server runs on port 3000",
+    "it costs $1,299.99",
+    "这个要¥3000，有点贵",
+    "see issue #1234",
+    "see D1:3 and D12:45",
+    "commit a1b2c3d fixed it",
+    "request id 123e4567-e89b-12d3-a456-426614174000",
+    "population 1400000000 people",
+    "pi is 3.14159265358979",
+    "timestamp 1683561600000",
+    "fact_13800138000abcd",
+    "he scored 12 points, 7 rebounds",
+    "Caroline went to the LGBTQ support group on 7 May 2023",
+    "他的电话号码我忘了",
+    "我最近在学习机器学习，每天晚上花两个小时看课程。",
+    "My PIN is wrong",
+    "ISBN 978-3-16-148410-0",
+    "scores this season: 100 200 3000",
+    "room 0123 456",
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", CAUGHT, ids=[c[2] + ":" + c[0][:30] for c in CAUGHT])
+def test_sensitive_data_is_replaced_by_its_placeholder(text, secret, kind):
+    out = redact(text)
+    assert secret not in out
+    assert f"[{kind}]" in out
+    assert out == text.replace(secret, f"[{kind}]")
+
+
+@pytest.mark.parametrize("text", LEFT_ALONE)
+def test_ordinary_text_is_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("text", [c[0] for c in CAUGHT] + LEFT_ALONE)
+def test_redact_is_idempotent(text):
+    once = redact(text)
+    assert redact(once) == once
+
+
+def test_surrounding_words_survive():
+    assert redact("Call me at (415) 555 0132 tomorrow") == "Call me at [phone] tomorrow"
+    assert redact("我的密码是abc123，别告诉别人") == "我的密码是[password]，别告诉别人"
+    assert (
+        redact("mail jo@example.org or call 13800138000; my password is hunter2.")
+        == "mail [email] or call [phone]; my password is [password]."
+    )
+
+
+def test_findings_point_at_the_sensitive_text():
+    text = "write to bob@example.com, card 4111-1111-1111-1111"
+    findings = find_sensitive(text)
+    assert [(f.kind, text[f.start : f.end]) for f in findings] == [
+        ("email", "bob@example.com"),
+        ("card", "4111-1111-1111-1111"),
+    ]
+    assert all(f.kind in KINDS and f.placeholder == f"[{f.kind}]" for f in findings)
+
+
+def test_overlapping_detectors_yield_one_finding():
+    text = f"token: {OPENAI_KEY}"
+    assert find_sensitive(text) == [Finding("api-key", 7, len(text))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1112",  # fails the Luhn check
+        "身份证号110105194912310021",  # wrong check digit
+        "IBAN GB82 WEST 1234 5698 7654 33",  # fails mod-97
+        "order 1234567890123456",  # 16 digits that are no card
+    ],
+)
+def test_numbers_failing_their_checksum_are_kept(text):
+    assert redact(text) == text
+
+
+def test_redact_obj_walks_nested_data_and_keeps_other_types():
+    data = {
+        "facts": [
+            {"content": "Works at Acme, email ann@acme.io", "confidence": 0.9, "tags": ("work", "call 13800138000")},
+            {"content": "密码是abc123", "confidence": None, "pinned": True},
+        ],
+        "count": 2,
+        "ann@acme.io": "a key that is itself an address",
+    }
+    out = redact_obj(data)
+    assert out == {
+        "facts": [
+            {"content": "Works at Acme, email [email]", "confidence": 0.9, "tags": ("work", "call [phone]")},
+            {"content": "密码是[password]", "confidence": None, "pinned": True},
+        ],
+        "count": 2,
+        "[email]": "a key that is itself an address",
+    }
+    assert data["facts"][0]["content"] == "Works at Acme, email ann@acme.io", "input must not be changed"
+    assert redact_obj(out) == out
+
+
+def test_redact_obj_replaces_fields_named_like_secrets():
+    out = redact_obj({"user": "ann", "password": "tulip", "api_key": "abc", "Access-Token": "zz", "token_budget": 500})
+    assert out == {
+        "user": "ann",
+        "password": "[password]",
+        "api_key": "[api-key]",
+        "Access-Token": "[token]",
+        "token_budget": 500,
+    }
+
+
+def test_redact_obj_on_plain_values():
+    assert redact_obj("mail ann@acme.io") == "mail [email]"
+    assert redact_obj(42) == 42
+    assert redact_obj(None) is None
+
+
+def test_clean_short_sentence_is_fast():
+    line = "I went hiking with my sister last weekend and it was lovely."
+    redact(line)
+    start = time.perf_counter()
+    for _ in range(5_000):
+        redact(line)
+    assert (time.perf_counter() - start) / 5_000 < 50e-6
+
+
+def test_long_pathological_input_stays_linear():
+    texts = ["token" + " " * 20_000 + "x", "password: " + "a." * 10_000, "+1 " + "1 " * 5_000, "a@" + "b-" * 10_000]
+    start = time.perf_counter()
+    for text in texts:
+        redact(text)
+    assert time.perf_counter() - start < 1.0
