@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_obj"]
 
 Kind = Literal["email", "phone", "card", "id-number", "iban", "password", "api-key", "token", "private-key"]
-KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+KINDS: tuple[str, ...] = get_args(Kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +182,7 @@ def _secret_value_ok(m: re.Match[str]) -> bool:
 
 
 def _bare_password_ok(m: re.Match[str]) -> bool:
-    """"密码 abc123" with no verb: only a value with a digit counts, as a number or code."""
+    """A password given without a verb ("密码 abc123") counts only if it holds a digit."""
     return any(ch.isdigit() for ch in m.group("bare")) and len(m.group("bare")) >= 6
 
 
@@ -246,7 +246,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         "token",
         _compile(
             r"""(?:(?<![A-Za-z0-9])(?i:(?:(?:access|auth|refresh|id|session|api|bot|github|slack|bearer)[\s_-]?)?token)
-                | 令牌 | 访问令牌)
+                | 令牌)
             ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
         ),
         check=_secret_value_ok,
@@ -294,7 +294,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",  # "wifi密码 12345678"
-        _compile(rf"(?:{_ZH_PASSWORD_WORD})\s*(?P<bare>(?!{_PLACEHOLDER})[A-Za-z0-9!-/:-@\[-`{{-~]+?)(?=[^!-~]|$)"),
+        _compile(rf"(?:{_ZH_PASSWORD_WORD})\s*(?P<bare>(?!{_PLACEHOLDER})[!-~]+?)(?=[^!-~]|$)"),
         check=_bare_password_ok,
         value_groups=("bare",),
     ),
