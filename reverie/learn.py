@@ -80,14 +80,33 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:half]} […] {text[-half:]}"
 
 
+EXCLUSIVE = re.compile(
+    r"\b(prefers?|preferred|uses?|using|lives? in|works? (?:at|as|for|on)|based in|moved to|switched to|"
+    r"decided|chose|favou?rite|name is|(?:i|user) (?:am|is) an?)\b|偏好|更喜欢|改用|用|住在|工作|决定|最喜欢",
+    re.IGNORECASE,
+)
+
+
 def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
-    """"duplicate", "conflict" (same subject, different claim) or None."""
-    score = jaccard(new, old)
+    """"duplicate", "conflict" (same subject, a different claim) or None.
+
+    A conflict is either the same statement with its polarity flipped ("likes
+    coffee" / "doesn't like coffee") or an exclusive slot holding another value
+    ("prefers vim" / "prefers emacs"); additive statements ("likes hiking" /
+    "likes painting") never conflict.
+    """
+    a, b = token_set(new), token_set(old)
+    score = jaccard(a, b)
     negated_differs = bool(NEGATION.search(new)) != bool(NEGATION.search(old))
     if score >= duplicate_at and not negated_differs:
         return "duplicate"
-    if score >= 0.5:
+    if negated_differs and score >= 0.5:
         return "conflict"
+    slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
+    if slot_a and slot_b and slot_a.group(0).lower() == slot_b.group(0).lower():
+        only_a, only_b = a - b, b - a
+        if a & b and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2 and score >= 0.25:
+            return "conflict"
     return None
 
 

@@ -503,6 +503,9 @@ class Memory:
             }
         return out
 
+    # ------------------------------------------------------------ dream line and maintenance
+    # (thin wrappers over reverie.dream and reverie.maintenance; keep logic there)
+
 
 def _count(values: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}

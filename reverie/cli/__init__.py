@@ -96,3 +96,4 @@ def main() -> None:
 
 # command groups register themselves on import
 from reverie.cli import memory_cmds as _memory_cmds  # noqa: E402,F401
+from reverie.cli import demo_cmd as _demo_cmd  # noqa: E402,F401

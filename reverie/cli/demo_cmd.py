@@ -1,0 +1,54 @@
+"""``reverie demo``: the whole loop on a bundled conversation, offline, in seconds."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+
+from reverie.cli import Home, Json, app, console, emit_json, open_memory
+from reverie.cli.memory_cmds import print_why
+
+
+def load_sample() -> dict:
+    return json.loads(resources.files("reverie.data").joinpath("sample_conversation.json").read_text(encoding="utf-8"))
+
+
+@app.command()
+def demo(
+    home: Home = None,
+    budget: Annotated[int, typer.Option(help="Token budget of each block.")] = 600,
+    as_json: Json = False,
+    question: Annotated[Optional[list[str]], typer.Option("--question", "-q", help="Ask your own question(s) instead.")] = None,
+) -> None:
+    """Ingest a sample conversation (English and Chinese, several days and threads) and show recall."""
+    sample = load_sample()
+    user = sample["user"]
+    folder = home or Path(tempfile.mkdtemp(prefix="reverie-demo-"))
+    with open_memory(folder) as mem:
+        for conv in sample["conversations"]:
+            mem.add(conv["messages"], user=user, thread=conv["thread"])
+        learned = mem.flush(user=user)
+        facts = mem.facts(user=user)
+        results = [mem.recall(q, user=user, budget=budget, explain=True) for q in (question or sample["questions"])]
+        if as_json:
+            emit_json({"home": str(folder), "learned": learned, "facts": [f.content for f in facts],
+                       "recalls": [r.as_dict() for r in results]})
+            return
+        console.print(f"[bold]reverie demo[/] - memory home: {folder}")
+        console.print(f"Ingested {len(sample['conversations'])} conversations, learned from {learned} episodes, "
+                      f"{len(facts)} facts (secrets stripped on write).")
+        for f in facts:
+            console.print(f"  [dim]-[/] [{f.category} {f.uses}x] {escape(f.content)}")
+        for result in results:
+            p = result.perception
+            title = f"{escape(result.query)}  [dim](route {p.route}, {result.tokens}/{result.budget} tokens)[/]"
+            console.print(Panel(escape(result.context) or "[dim](nothing recalled)[/]", title=title, title_align="left"))
+            print_why(result)
+        console.print(f"Try: [bold]reverie recall \"...\" --user {user} --home {folder} --why[/]")

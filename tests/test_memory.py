@@ -1,0 +1,227 @@
+"""The Memory facade: facts, turns (two-phase), ingest, feedback, crash recovery."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+
+import pytest
+
+from reverie import Conflict, InvalidInput, Memory, NotFound
+
+
+# ---------------------------------------------------------------- facts
+
+def test_remember_stores_a_consolidated_manual_fact(mem):
+    fact = mem.remember("Prefers trash over rm", user="ana", category="preference", area="Tools")
+    stored = mem.fact(fact.id)
+    assert stored.status == "consolidated"
+    assert stored.provenance.origin == "manual"
+    assert stored.area == "Tools" and stored.uses == 0
+
+
+def test_remember_of_a_near_duplicate_reinforces_instead_of_adding(mem):
+    first = mem.remember("Prefers trash over rm", user="ana", category="preference")
+    again = mem.remember("prefers trash over rm!", user="ana", category="preference")
+    assert again.id == first.id
+    assert again.uses == 1
+    assert len(mem.facts(user="ana")) == 1
+
+
+def test_unknown_category_is_stored_as_other_keeping_the_original(mem):
+    fact = mem.remember("Runs on oat milk", user="ana", category="beverages")
+    assert fact.category == "other" and fact.original_category == "beverages"
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"content": "   "}, "content"),
+        ({"content": "x", "confidence": 1.5}, "confidence"),
+        ({"content": "x", "area": "Kitchen"}, "area"),
+        ({"content": 42}, "content"),
+        ({"content": "x", "user": ""}, "user"),
+    ],
+)
+def test_bad_remember_names_the_field(mem, kwargs, field):
+    args = {"user": "ana", **kwargs}
+    with pytest.raises(InvalidInput) as err:
+        mem.remember(args.pop("content"), **args)
+    assert err.value.field == field
+    assert mem.facts(user="ana") == []
+
+
+def test_newer_contradicting_fact_archives_the_older_with_links(mem):
+    old = mem.remember("Prefers vim", user="ana", category="preference")
+    new = mem.remember("Prefers emacs", user="ana", category="preference")
+    old_now = mem.fact(old.id)
+    assert old_now.status == "archived" and old_now.superseded_by == new.id
+    assert mem.fact(new.id).supersedes == old.id
+    # reversible: the older fact can be brought back
+    assert mem.update_fact(old.id, status="consolidated").status == "consolidated"
+
+
+def test_forget_archives_and_hard_forget_deletes(mem):
+    a = mem.remember("Likes tea", user="ana")
+    b = mem.remember("Owns a red bicycle", user="ana")
+    mem.forget(a.id)
+    assert [f.id for f in mem.facts(user="ana")] == [b.id]
+    assert [f.id for f in mem.facts(user="ana", status="archived")] == [a.id]
+    mem.forget(b.id, hard=True)
+    with pytest.raises(NotFound):
+        mem.fact(b.id)
+
+
+def test_reinforce_counts_uses_and_refuses_archived(mem):
+    fact = mem.remember("Uses Go for services", user="ana")
+    assert mem.reinforce(fact.id).uses == 1
+    assert mem.reinforce(fact.id).uses == 2
+    mem.forget(fact.id)
+    with pytest.raises(InvalidInput):
+        mem.reinforce(fact.id)
+
+
+def test_another_users_fact_is_not_found(mem):
+    fact = mem.remember("Bob's secret hobby is chess", user="bob")
+    with pytest.raises(NotFound):
+        mem.forget(fact.id, user="ana")
+    assert mem.fact(fact.id).status == "consolidated"
+
+
+def test_secrets_are_stripped_on_remember_and_profile(mem):
+    fact = mem.remember("Email me at ana@example.com, key sk-abcdefghijklmnopqrstuvwx123456", user="ana")
+    assert "ana@example.com" not in fact.content and "sk-abcdef" not in fact.content
+    prof = mem.set_profile("user.personalContext", "Phone +1 415-555-0132", user="ana")
+    assert "555-0132" not in prof.user.personal_context.summary
+
+
+# ---------------------------------------------------------------- ingest
+
+def test_add_groups_messages_into_exchanges_with_source_ids(mem):
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    episodes = mem.add(
+        [
+            {"speaker": "Caroline", "text": "I went to a support group yesterday.", "dia_id": "D1:1"},
+            {"speaker": "Melanie", "text": "How was it?", "dia_id": "D1:2"},
+            {"speaker": "Caroline", "text": "Really moving.", "dia_id": "D1:3"},
+        ],
+        user="conv", thread="s1", at=when,
+    )
+    assert [e.source_ids for e in episodes] == [["D1:1", "D1:2"], ["D1:3"]]
+    assert all(e.status == "completed" and e.occurred_at == when for e in episodes)
+    assert episodes[0].messages[1].speaker == "Melanie"
+
+
+def test_add_with_a_bad_message_names_it_and_stores_nothing(mem):
+    with pytest.raises(InvalidInput) as err:
+        mem.add([{"role": "user", "content": "fine"}, {"role": "user", "content": ""}], user="ana")
+    assert err.value.field == "messages[1].content"
+    assert mem.episodes(user="ana") == []
+
+
+def test_add_rejects_a_bad_timestamp(mem):
+    with pytest.raises(InvalidInput) as err:
+        mem.add([{"content": "hello there", "at": "last tuesday"}], user="ana")
+    assert err.value.field == "messages[0].at"
+
+
+# ---------------------------------------------------------------- turns
+
+def test_turn_frame_is_stored_pending_before_the_reply(mem):
+    with mem.turn("I always want the conclusion first", user="ana", thread="t1") as turn:
+        assert mem.episode(turn.id).status == "pending"
+        assert isinstance(turn.context, str)
+        turn.complete("Noted.")
+    ep = mem.episode(turn.id)
+    assert ep.status == "completed" and ep.reply_text == "Noted." and ep.completed_at is not None
+
+
+def test_leaving_a_turn_without_complete_marks_it_interrupted(mem):
+    with mem.turn("Something I started to ask", user="ana") as turn:
+        pass
+    assert mem.episode(turn.id).status == "interrupted"
+
+
+def test_an_exception_inside_a_turn_marks_it_failed(mem):
+    with pytest.raises(RuntimeError):
+        with mem.turn("This will blow up", user="ana") as turn:
+            raise RuntimeError("model crashed")
+    assert mem.episode(turn.id).status == "failed"
+
+
+def test_completing_a_turn_twice_is_a_conflict(mem):
+    with mem.turn("Hello there, remember my cat Miso", user="ana") as turn:
+        turn.complete("Hi!")
+    with pytest.raises(Conflict):
+        mem.complete_turn(turn.id, "again")
+
+
+def test_learning_fills_summary_and_tags_after_completion(mem):
+    with mem.turn("We decided to migrate billing to Postgres with logical replication", user="ana") as turn:
+        turn.complete("Good plan: logical replication keeps downtime short.")
+    assert mem.flush() == 1
+    ep = mem.episode(turn.id)
+    assert ep.learned and ep.summary and ep.tags
+
+
+def test_a_pending_frame_left_by_a_crashed_process_becomes_interrupted(home):
+    Memory(home, background=False).close()
+    script = textwrap.dedent(
+        f"""
+        import os
+        from reverie import Memory
+        mem = Memory({str(home)!r}, background=False)
+        turn = mem.turn("Crash right after the frame is stored", user="ana")
+        print(turn.id, flush=True)
+        os._exit(1)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    frame_id = out.stdout.strip()
+    assert frame_id.startswith("ep_"), out.stderr
+    mem = Memory(home, background=False)
+    ep = mem.episode(frame_id)
+    assert ep.status == "interrupted"
+    assert ep.user_text == "Crash right after the frame is stored"
+    mem.close()
+
+
+def test_a_live_processes_pending_frame_is_left_alone(home):
+    first = Memory(home, background=False)
+    turn = first.turn("Still thinking about this one", user="ana")
+    second = Memory(home, background=False)
+    assert second.episode(turn.id).status == "pending"
+    turn.complete("Done now.")
+    second.close()
+    first.close()
+
+
+def test_completed_episodes_never_learned_are_picked_up_at_start(home):
+    first = Memory(home, background=False)
+    first.add([{"role": "user", "content": "I prefer tabs over spaces in Go code"}], user="ana")
+    first.store.close()  # simulate a crash: no drain at close
+    first._closed = True
+    second = Memory(home, background=False)
+    assert second.flush() == 1
+    assert any("tabs" in f.content.lower() for f in second.facts(user="ana"))
+    second.close()
+
+
+# ---------------------------------------------------------------- feedback
+
+def test_feedback_is_recorded_and_validated(mem):
+    eps = mem.add([{"role": "user", "content": "Our cutover is on November 28"}], user="ana")
+    ep = mem.feedback(eps[0].id, "confirmed", reason="right date")
+    assert ep.feedback.status == "confirmed"
+    with pytest.raises(InvalidInput) as err:
+        mem.feedback(eps[0].id, "meh")
+    assert err.value.field == "status"
+
+
+def test_stats_counts_per_user(mem):
+    mem.remember("Likes tea", user="ana")
+    mem.add([{"role": "user", "content": "hello world of memory"}], user="ana", thread="x")
+    stats = mem.stats(user="ana")["users"]["ana"]
+    assert stats["facts"] == 1 and stats["episodes"] == 1 and stats["threads"] == ["x"]

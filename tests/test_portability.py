@@ -1,0 +1,132 @@
+"""Export and import: round trips (ours and deer-flow's), strict envelope, lenient inside."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from reverie import InvalidInput, Memory
+
+
+def _fill(mem: Memory) -> None:
+    mem.remember("Prefers trash over rm", user="ana", category="preference", area="Tools")
+    mem.remember("Wants the conclusion first", user="ana", category="cognitive", tags=["answer style"])
+    mem.set_profile("user.workContext", "Backend engineer at a logistics startup", user="ana")
+    mem.add(
+        [
+            {"speaker": "ana", "content": "We moved the billing service to Postgres", "source_id": "D1:1"},
+            {"speaker": "bot", "content": "Noted, Postgres for billing.", "source_id": "D1:2"},
+        ],
+        user="ana",
+        thread="t1",
+        at=datetime(2024, 3, 1, tzinfo=timezone.utc),
+    )
+    mem.add_knowledge("Release checklist", "1. tag\n2. build\n3. publish", user="ana", tags=["release"])
+
+
+def _strip_times(data: dict) -> dict:
+    data = dict(data)
+    data.pop("exportedAt")
+    return data
+
+
+def test_export_import_export_is_identical_apart_from_timestamps(tmp_path):
+    first = Memory(tmp_path / "a", background=False)
+    _fill(first)
+    exported = first.export(user="ana")
+    first.close()
+    second = Memory(tmp_path / "b", background=False)
+    counts = second.import_(json.dumps(exported), user="ana")
+    assert counts["facts"] == 2 and counts["episodes"] == 1 and counts["knowledge"] == 1
+    again = second.export(user="ana")
+    second.close()
+    assert _strip_times(again) == _strip_times(exported)
+    assert set(exported) == {"version", "exportedAt", "user", "profile", "facts", "episodes", "notes", "knowledge"}
+
+
+def test_deerflow_memory_json_imports_profile_and_facts(mem):
+    deerflow = {
+        "version": "1.0",
+        "lastUpdated": "2025-01-02T03:04:05Z",
+        "user": {
+            "workContext": {"summary": "Builds agents in Python", "updatedAt": "2025-01-01T00:00:00Z"},
+            "cognitiveStyle": {"summary": "Conclusion first, then details", "updatedAt": ""},
+        },
+        "history": {"recentMonths": {"summary": "Shipped memory v2", "updatedAt": "2025-01-01T00:00:00Z"}},
+        "facts": [
+            {"id": "f1", "content": "Uses uv for Python projects", "category": "tech_stack", "confidence": 0.9,
+             "createdAt": "2024-12-01T00:00:00Z", "source": "thread-7"},
+            {"id": "f2", "content": "Prefers dark mode", "category": "preference", "confidence": 3,
+             "createdAt": "2024-12-02T00:00:00Z", "source": "manual"},
+        ],
+    }
+    mem.import_(deerflow, user="ana")
+    profile = mem.profile(user="ana")
+    assert profile.user.work_context.summary == "Builds agents in Python"
+    assert profile.user.cognitive_style.summary == "Conclusion first, then details"
+    assert profile.history.recent_months.summary == "Shipped memory v2"
+    facts = {f.id: f for f in mem.facts(user="ana")}
+    assert facts["f1"].category == "other" and facts["f1"].original_category == "tech_stack"
+    assert facts["f1"].provenance.source_ids == ["thread-7"]
+    assert facts["f2"].confidence == 1.0  # coerced into 0..1
+
+
+@pytest.mark.parametrize(
+    "envelope, field",
+    [
+        ({"exportedAt": "2025-01-01T00:00:00", "facts": []}, "version"),
+        ({"version": 99, "facts": []}, "version"),
+        ({"version": 1, "facts": {"content": "x"}}, "facts"),
+        ({"version": 1, "profile": []}, "profile"),
+        ({"version": 1, "mystery": 1}, "mystery"),
+        ({"version": 1, "facts": [{"content": "ok"}, {"category": "preference"}]}, "facts[1]"),
+        ({"version": 1, "facts": [{"content": "   "}]}, "facts[0]"),
+    ],
+)
+def test_bad_import_is_rejected_naming_the_field_and_changes_nothing(mem, envelope, field):
+    mem.remember("Existing fact stays", user="ana")
+    before = mem.export(user="ana")
+    with pytest.raises(InvalidInput) as err:
+        mem.import_(envelope, user="ana")
+    assert err.value.field == field
+    assert field.split("[")[0] in str(err.value)
+    assert _strip_times(mem.export(user="ana")) == _strip_times(before)
+
+
+def test_import_normalizes_leniently_inside_a_valid_envelope(mem):
+    counts = mem.import_(
+        {"version": 1, "facts": [{"content": "Likes long walks", "category": "hobby", "confidence": "1.7"},
+                                 {"content": "Lives in Lisbon", "confidence": -2}]},
+        user="ana",
+    )
+    assert counts["facts"] == 2
+    facts = {f.content: f for f in mem.facts(user="ana")}
+    assert facts["Likes long walks"].category == "other"
+    assert facts["Likes long walks"].original_category == "hobby"
+    assert facts["Likes long walks"].confidence == 1.0
+    assert facts["Lives in Lisbon"].confidence == 0.0
+    assert mem.profile(user="ana").user.work_context.summary == ""  # missing section filled empty
+
+
+def test_background_read_skips_unusable_facts_with_a_warning(mem, caplog):
+    from reverie.portability import import_user
+
+    counts = import_user(mem, {"version": 1, "facts": [{"content": "good one"}, {"content": ""}]}, "ana", strict=False)
+    assert counts["facts"] == 1
+    assert "facts[1]" in caplog.text
+
+
+def test_import_strips_secrets(mem):
+    mem.import_({"version": 1, "facts": [{"content": "Reach me at ana@example.com"}]}, user="ana")
+    assert "ana@example.com" not in mem.facts(user="ana")[0].content
+
+
+def test_import_never_overwrites_another_users_item(tmp_path):
+    mem = Memory(tmp_path / "h", background=False)
+    bob_fact = mem.remember("Bob's own fact", user="bob")
+    mem.import_({"version": 1, "facts": [{"id": bob_fact.id, "content": "Ana's fact"}]}, user="ana")
+    assert mem.fact(bob_fact.id).content == "Bob's own fact"
+    assert [f.content for f in mem.facts(user="ana")] == ["Ana's fact"]
+    mem.close()
