@@ -97,3 +97,4 @@ def main() -> None:
 # command groups register themselves on import
 from reverie.cli import memory_cmds as _memory_cmds  # noqa: E402,F401
 from reverie.cli import demo_cmd as _demo_cmd  # noqa: E402,F401
+from reverie.cli import bench_cmds as _bench_cmds  # noqa: E402,F401

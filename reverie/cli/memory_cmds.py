@@ -105,7 +105,7 @@ def facts(
             return
         table = Table(title=f"facts of {user}", show_lines=False)
         for col in ("id", "uses", "status", "category", "conf", "content"):
-            table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
+            table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col == "id")
         for f in items:
             table.add_row(f.id, f"[{f.uses}x]", f.status, f.category, f"{f.confidence:.2f}", escape(f.content))
         console.print(table)

@@ -1,0 +1,115 @@
+"""The CLI, as a person or a script runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie.cli import app
+
+runner = CliRunner()
+
+CORE_COMMANDS = ("ingest", "remember", "facts", "profile", "episodes", "forget", "reinforce",
+                 "export", "import", "stats", "demo", "recall", "feedback", "flush", "tags")
+
+
+def run(*args: str, home=None):
+    full = list(args) + (["--home", str(home)] if home is not None else [])
+    return runner.invoke(app, full, catch_exceptions=False)
+
+
+def test_help_lists_every_command_with_a_description():
+    result = run("--help")
+    assert result.exit_code == 0
+    for command in CORE_COMMANDS:
+        assert command in result.output
+    assert "Store a fact you vouch for" in result.output
+
+
+def test_remember_facts_reinforce_forget_round(home):
+    made = json.loads(run("remember", "Prefers trash over rm", "--user", "ana", "--category", "preference", "--json", home=home).output)
+    fact_id = made["id"]
+    listed = json.loads(run("facts", "--user", "ana", "--json", home=home).output)
+    assert [f["id"] for f in listed] == [fact_id]
+    assert json.loads(run("reinforce", fact_id, "--user", "ana", "--json", home=home).output)["uses"] == 1
+    assert run("forget", fact_id, "--user", "ana", home=home).exit_code == 0
+    assert json.loads(run("facts", "--user", "ana", "--json", home=home).output) == []
+    table = run("facts", "--user", "ana", "--status", "archived", home=home).output
+    assert fact_id in table and "archived" in table
+
+
+def test_errors_are_clear_and_exit_2(home):
+    result = runner.invoke(app, ["forget", "fact_nope", "--user", "ana", "--home", str(home)])
+    assert result.exit_code == 2
+    assert "no fact 'fact_nope'" in result.output
+
+
+def test_ingest_then_facts_profile_episodes(home, tmp_path):
+    convo = tmp_path / "talk.json"
+    convo.write_text(json.dumps([
+        {"role": "user", "content": "I'm a data engineer at a bank."},
+        {"role": "assistant", "content": "Nice."},
+        {"role": "user", "content": "I prefer short answers with the conclusion first."},
+        {"role": "assistant", "content": "Will do."},
+    ]), encoding="utf-8")
+    out = json.loads(run("ingest", str(convo), "--user", "ana", "--json", home=home).output)
+    assert out["episodes"] == 2 and out["learned"] == 2
+    facts = json.loads(run("facts", "--user", "ana", "--json", home=home).output)
+    assert any("conclusion first" in f["content"].lower() for f in facts)
+    profile = json.loads(run("profile", "--user", "ana", "--json", home=home).output)
+    assert set(profile) == {"user", "history"}
+    episodes = json.loads(run("episodes", "--user", "ana", "--json", home=home).output)
+    assert len(episodes) == 2 and all(e["thread"] == "talk" for e in episodes)
+    human = run("episodes", "--user", "ana", home=home).output
+    assert "talk" in human
+
+
+def test_ingest_of_a_broken_file_says_what_is_wrong(home, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(bad), "--user", "ana", "--home", str(home)])
+    assert result.exit_code == 2 and "not valid JSON" in result.output
+
+
+def test_export_import_via_files(home, tmp_path):
+    run("remember", "Lives in Lisbon", "--user", "ana", home=home)
+    out = tmp_path / "ana.json"
+    assert run("export", "--user", "ana", "--output", str(out), home=home).exit_code == 0
+    other = tmp_path / "other"
+    counts = json.loads(run("import", str(out), "--user", "ana", "--json", home=other).output)
+    assert counts["facts"] == 1
+    facts = json.loads(run("facts", "--user", "ana", "--json", home=other).output)
+    assert [f["content"] for f in facts] == ["Lives in Lisbon"]
+
+
+def test_recall_with_why_shows_score_parts(home):
+    run("remember", "Cutover of the billing service is planned for November 28", "--user", "ana", home=home)
+    result = run("recall", "when is the billing cutover?", "--user", "ana", "--why", home=home)
+    assert result.exit_code == 0
+    assert "<memory>" in result.output and "November 28" in result.output
+    assert "relevance=" in result.output
+    data = json.loads(run("recall", "billing cutover", "--user", "ana", "--json", home=home).output)
+    assert data["items"][0]["kind"] == "fact" and "parts" in data["items"][0]
+
+
+def test_stats_and_tags(home):
+    run("remember", "Uses helix as editor", "--user", "ana", home=home)
+    stats = json.loads(run("stats", "--json", home=home).output)
+    assert stats["users"]["ana"]["facts"] == 1
+    assert run("tags", "list", "--user", "ana", home=home).exit_code == 0
+
+
+@pytest.mark.parametrize("flag", ["--json", None])
+def test_demo_runs_offline_and_prints_blocks(tmp_path, flag):
+    args = ["demo", "--home", str(tmp_path / "demo")] + ([flag] if flag else [])
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0
+    if flag:
+        data = json.loads(result.output)
+        assert len(data["recalls"]) == 3
+        assert all(r["context"].startswith("<memory>") for r in data["recalls"])
+        assert not any("example.com" in f for f in data["facts"])
+    else:
+        assert "<memory>" in result.output and "why each item was chosen" in result.output
