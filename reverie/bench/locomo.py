@@ -1,0 +1,305 @@
+"""The LoCoMo benchmark: turn-level evidence recall of reverie beside a plain BM25, in one run.
+
+    >>> cases = load_locomo("data/locomo")
+    >>> report = run_locomo(cases)
+    >>> report.as_dict()["reverie"]["recall_at_budget"]["500"]
+    0.81
+
+Each conversation goes into a fresh memory (its sessions' turns with each
+session's date, one user, speaker names kept) and is learned from; then every
+question of categories 1-4 is asked as a recall the day after the last
+session. Recalls pass ``track=False``, so the store does not change between
+questions and their order does not matter.
+
+An evidence turn counts as recalled when a delivered item carries its id
+(episodes carry their turns' ids, facts and notes carry them through
+provenance). Every rate is a mean over questions of the share of that
+question's evidence turns recalled, for reverie and BM25 alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from reverie.bench.bm25 import BM25, pack
+from reverie.errors import InvalidInput
+from reverie.ingest import is_locomo, locomo_conversation, locomo_sessions
+from reverie.memory import Memory
+from reverie.text import terms
+
+__all__ = [
+    "BUDGETS",
+    "KS",
+    "Figures",
+    "LocomoCase",
+    "LocomoReport",
+    "Question",
+    "bm25_documents",
+    "evidence_ids",
+    "load_locomo",
+    "run_locomo",
+]
+
+BUDGETS = (200, 500, 1000, 2000)
+KS = (1, 5, 10, 20)
+K_BUDGET = 2000  # recall@k and latency are taken from the recalls at this budget
+CATEGORIES = frozenset({1, 2, 3, 4})  # 5 is adversarial: no evidence to find
+SOURCED_KINDS = frozenset({"episode", "fact", "note"})  # the kinds that carry turn ids
+EVIDENCE_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def evidence_ids(entries: Iterable[str]) -> list[str]:
+    """Every ``D<session>:<turn>`` in the entries, in order, once each.
+
+    >>> evidence_ids(["D1:3", "D8:6; D9:17"])
+    ['D1:3', 'D8:6', 'D9:17']
+    """
+    found = (f"D{int(s)}:{int(t)}" for entry in entries for s, t in EVIDENCE_ID.findall(entry))
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    evidence: frozenset[str]
+    category: int
+
+
+@dataclass
+class LocomoCase:
+    """One conversation file and the questions asked about it."""
+
+    name: str
+    data: dict[str, Any]
+    questions: list[Question]
+    without_evidence: int = 0  # category 1-4 questions left out: no evidence id to score them by
+
+    @property
+    def steps(self) -> int:
+        """Units of progress: the ingest, then one per question."""
+        return 1 + len(self.questions)
+
+    def ask_at(self) -> datetime:
+        """The recall time: a day after the last session."""
+        return max(when for _, when, _ in locomo_sessions(self.data)) + timedelta(days=1)
+
+
+def load_locomo(directory: str | Path, *, limit_questions: int | None = None) -> list[LocomoCase]:
+    """Every LoCoMo conversation (``*.json``, one conversation each) in ``directory``.
+
+    ``limit_questions`` keeps only the first N scored questions of each conversation.
+    """
+    paths = sorted(Path(directory).glob("*.json"))
+    if not paths:
+        raise InvalidInput(f"no *.json conversation files in {directory}", field="directory")
+    return [_case(path, limit_questions) for path in paths]
+
+
+def _case(path: Path, limit_questions: int | None) -> LocomoCase:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path.name} is not valid JSON: {exc}", field=path.name) from exc
+    if not is_locomo(data) or not isinstance(data.get("qa"), list):
+        raise InvalidInput(f"{path.name} is not a LoCoMo conversation (speaker_a, session_1, qa)", field=path.name)
+    questions, without = [], 0
+    for qa in data["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = frozenset(evidence_ids(qa.get("evidence") or []))
+        if evidence:
+            questions.append(Question(qa["question"], evidence, qa["category"]))
+        else:
+            without += 1
+    if limit_questions is not None:
+        questions = questions[:limit_questions]
+    return LocomoCase(path.stem, data, questions, without)
+
+
+def bm25_documents(case: LocomoCase) -> list[tuple[str, str]]:
+    """(dia_id, ``"[<session date>] <speaker>: <text>"``) for each turn, as ingest reads it."""
+    dates = {turn["dia_id"]: when for _, when, turns in locomo_sessions(case.data) for turn in turns}
+    return [
+        (m["source_id"], f"[{_date(dates[m['source_id']])}] {m['speaker']}: {m['content']}")
+        for m in locomo_conversation(case.data).messages
+    ]
+
+
+def _date(when: datetime) -> str:
+    """The way LoCoMo writes a day, '8 May 2023', so that a question naming it matches."""
+    return f"{when.day} {when:%B %Y}"
+
+
+# --------------------------------------------------------------------- figures
+
+
+@dataclass
+class Figures:
+    """One system's figures. Rates are fractions in 0..1."""
+
+    recall_at_budget: dict[int, float]
+    recall_at_k: dict[int, float]
+    latency_p50_ms: float
+    latency_p95_ms: float
+    ingest_turns_per_s: float
+    questions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "recall_at_budget": {str(b): round(r, 4) for b, r in self.recall_at_budget.items()},
+            "recall_at_k": {str(k): round(r, 4) for k, r in self.recall_at_k.items()},
+            "latency_ms": {"p50": round(self.latency_p50_ms, 3), "p95": round(self.latency_p95_ms, 3)},
+            "ingest_turns_per_s": round(self.ingest_turns_per_s, 1),
+            "questions": self.questions,
+        }
+
+
+@dataclass
+class LocomoReport:
+    reverie: Figures
+    bm25: Figures
+    conversations: int
+    turns: int
+    without_evidence: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"reverie": F, "bm25": F}``, the shape other tools read."""
+        return {"reverie": self.reverie.as_dict(), "bm25": self.bm25.as_dict()}
+
+
+@dataclass
+class _Tally:
+    """Per-question rates and timings of one system, summed up into :class:`Figures` at the end."""
+
+    budgets: Sequence[int]
+    at_budget: dict[int, list[float]] = field(default_factory=dict)
+    at_k: dict[int, list[float]] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    turns: int = 0
+    ingest_seconds: float = 0.0
+
+    def ingested(self, turns: int, seconds: float) -> None:
+        self.turns += turns
+        self.ingest_seconds += seconds
+
+    def budget(self, budget: int, evidence: frozenset[str], delivered: Iterable[str]) -> None:
+        self.at_budget.setdefault(budget, []).append(_share(evidence, delivered))
+
+    def ranked(self, evidence: frozenset[str], ranking: Sequence[Iterable[str]], seconds: float) -> None:
+        """The ids of the items delivered at :data:`K_BUDGET`, in order, and how long that took."""
+        self.latencies.append(seconds)
+        for k in KS:
+            self.at_k.setdefault(k, []).append(_share(evidence, (i for ids in ranking[:k] for i in ids)))
+
+    def figures(self) -> Figures:
+        return Figures(
+            recall_at_budget={b: _mean(self.at_budget.get(b, [])) for b in self.budgets},
+            recall_at_k={k: _mean(self.at_k.get(k, [])) for k in KS},
+            latency_p50_ms=percentile(self.latencies, 50) * 1000,
+            latency_p95_ms=percentile(self.latencies, 95) * 1000,
+            ingest_turns_per_s=self.turns / self.ingest_seconds if self.ingest_seconds else 0.0,
+            questions=len(self.latencies),
+        )
+
+
+def _share(evidence: frozenset[str], delivered: Iterable[str]) -> float:
+    return len(evidence & set(delivered)) / len(evidence)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(rank) - 1]
+
+
+# --------------------------------------------------------------------- the run
+
+
+def run_locomo(
+    cases: Sequence[LocomoCase],
+    *,
+    budgets: Sequence[int] = BUDGETS,
+    engine: str | None = None,
+    group: str = "exchange",
+    on_step: Callable[[str], None] | None = None,
+) -> LocomoReport:
+    """Run reverie and BM25 over ``cases``; ``on_step(label)`` is called once per
+    :attr:`LocomoCase.steps` unit, for a progress bar."""
+    budgets = sorted(set(budgets))
+    if not budgets or any(b <= 0 for b in budgets):
+        raise InvalidInput("budgets must be positive token counts", field="budget")
+    step = on_step or (lambda label: None)
+    reverie, bm25 = _Tally(budgets), _Tally(budgets)
+    started = time.perf_counter()
+    for case in cases:
+        _run_bm25(case, bm25, budgets)
+        _run_reverie(case, reverie, budgets, engine, group, step)
+    return LocomoReport(
+        reverie=reverie.figures(),
+        bm25=bm25.figures(),
+        conversations=len(cases),
+        turns=reverie.turns,
+        without_evidence=sum(c.without_evidence for c in cases),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _run_reverie(
+    case: LocomoCase, tally: _Tally, budgets: Sequence[int], engine: str | None, group: str,
+    step: Callable[[str], None],
+) -> None:
+    user = f"locomo-{case.name}"
+    conversation = locomo_conversation(case.data, thread=case.name)
+    with tempfile.TemporaryDirectory(prefix="reverie-bench-") as home:
+        with Memory(home, background=False, engine=engine) as mem:
+            start = time.perf_counter()
+            mem.add(conversation.messages, user=user, thread=conversation.thread, group=group)
+            mem.flush(user=user)
+            tally.ingested(len(conversation.messages), time.perf_counter() - start)
+            step(f"{case.name}: ingested")
+            at = case.ask_at()
+            for number, q in enumerate(case.questions, 1):
+                for budget in sorted({*budgets, K_BUDGET}):
+                    start = time.perf_counter()
+                    result = mem.recall(q.text, user=user, budget=budget, at=at, track=False)
+                    seconds = time.perf_counter() - start
+                    if budget in budgets:
+                        tally.budget(budget, q.evidence, (i for item in result.items for i in item.source_ids))
+                    if budget == K_BUDGET:
+                        ranking = [item.source_ids for item in result.items if item.kind in SOURCED_KINDS]
+                        tally.ranked(q.evidence, ranking, seconds)
+                step(f"{case.name}: question {number}/{len(case.questions)}")
+
+
+def _run_bm25(case: LocomoCase, tally: _Tally, budgets: Sequence[int]) -> None:
+    docs = bm25_documents(case)
+    start = time.perf_counter()
+    index = BM25([terms(text) for _, text in docs])
+    tally.ingested(len(docs), time.perf_counter() - start)
+    for q in case.questions:
+        start = time.perf_counter()
+        order = index.rank(terms(q.text))
+        lines = [docs[i][1] for i in order]
+        # timed like reverie's: one retrieval delivered at the k budget
+        taken = {K_BUDGET: pack(lines, K_BUDGET)}
+        seconds = time.perf_counter() - start
+        tally.ranked(q.evidence, [[docs[i][0]] for i in order], seconds)
+        for budget in budgets:
+            count = taken[budget] if budget in taken else pack(lines, budget)
+            tally.budget(budget, q.evidence, (docs[i][0] for i in order[:count]))

@@ -1,0 +1,185 @@
+"""The LoCoMo benchmark: evidence ids, the BM25 baseline, budget packing, and the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie.bench import BM25, bm25_documents, evidence_ids, load_locomo, pack
+from reverie.bench.locomo import percentile
+from reverie.cli import app
+from reverie.errors import InvalidInput
+from reverie.text import terms
+from reverie.tokens import count_tokens
+
+SESSIONS = {
+    "1:56 pm on 8 May, 2023": [
+        ("Caroline", "Hey Mel! How have you been?"),
+        ("Melanie", "Busy with the kids. I started pottery classes last week."),
+        ("Caroline", "I went to an LGBTQ support group yesterday, it was powerful."),
+        ("Melanie", "That sounds wonderful, I am proud of you."),
+    ],
+    "10:37 am on 27 June, 2023": [
+        ("Caroline", "I am researching adoption agencies so I can become a mom."),
+        ("Melanie", "Amazing! We camped at the beach with the family last weekend."),
+        ("Caroline", "Camping sounds lovely. Did the kids enjoy the marshmallows?"),
+        ("Melanie", "They loved roasting marshmallows by the campfire."),
+    ],
+    "8:18 pm on 6 July, 2023": [
+        ("Caroline", "I painted a sunrise over the lake, my first watercolor."),
+        ("Melanie", "Beautiful! My violin recital is next Friday."),
+        ("Caroline", "Good luck with the violin, you will be great."),
+        ("Melanie", "Thanks, I practise Bach every evening."),
+    ],
+}
+QA = [
+    {"question": "When did Caroline go to the LGBTQ support group?", "answer": "7 May 2023", "evidence": ["D1:3"], "category": 2},
+    {"question": "What is Caroline researching?", "answer": "adoption agencies", "evidence": ["D2:1"], "category": 4},
+    {"question": "What did Melanie's family roast while camping?", "answer": "marshmallows", "evidence": ["D2:2; D2:4"], "category": 1},
+    {"question": "What instrument does Melanie play, and what did Caroline paint?", "answer": "violin; a sunrise",
+     "evidence": ["D3:2", "D3:1"], "category": 3},
+    {"question": "What did Caroline say about her violin?", "adversarial_answer": "not mentioned", "evidence": [], "category": 5},
+]
+
+
+def locomo_data() -> dict:
+    data: dict = {"speaker_a": "Caroline", "speaker_b": "Melanie", "qa": QA}
+    for n, (date, turns) in enumerate(SESSIONS.items(), 1):
+        data[f"session_{n}_date_time"] = date
+        data[f"session_{n}"] = [
+            {"speaker": speaker, "dia_id": f"D{n}:{i}", "text": text} for i, (speaker, text) in enumerate(turns, 1)
+        ]
+    return data
+
+
+@pytest.fixture
+def locomo_dir(tmp_path):
+    folder = tmp_path / "locomo"
+    folder.mkdir()
+    (folder / "tiny.json").write_text(json.dumps(locomo_data()), encoding="utf-8")
+    return folder
+
+
+# ---------------------------------------------------------------- evidence and questions
+
+
+def test_evidence_ids_take_every_id_of_every_entry_once_in_canonical_form():
+    assert evidence_ids(["D8:6; D9:17"]) == ["D8:6", "D9:17"]
+    assert evidence_ids(["D1:3", "D01:03", "D2:10,D1:3"]) == ["D1:3", "D2:10"]
+    assert evidence_ids(["see above", ""]) == []
+
+
+def test_only_category_1_to_4_questions_with_evidence_are_asked(locomo_dir):
+    data = locomo_data()
+    data["qa"] = QA + [{"question": "Where?", "answer": "?", "evidence": [], "category": 4}]
+    (locomo_dir / "tiny.json").write_text(json.dumps(data), encoding="utf-8")
+    (case,) = load_locomo(locomo_dir)
+    assert [q.category for q in case.questions] == [2, 4, 1, 3]
+    assert case.questions[2].evidence == {"D2:2", "D2:4"}
+    assert case.without_evidence == 1
+    assert len(load_locomo(locomo_dir, limit_questions=2)[0].questions) == 2
+
+
+def test_a_folder_without_locomo_files_is_refused_with_a_clear_error(tmp_path):
+    with pytest.raises(InvalidInput, match="no \\*.json"):
+        load_locomo(tmp_path)
+    (tmp_path / "x.json").write_text('{"messages": []}', encoding="utf-8")
+    with pytest.raises(InvalidInput, match="not a LoCoMo conversation"):
+        load_locomo(tmp_path)
+
+
+def test_bm25_documents_are_date_prefixed_turns_with_their_speaker(locomo_dir):
+    (case,) = load_locomo(locomo_dir)
+    docs = bm25_documents(case)
+    assert len(docs) == 12
+    assert docs[0] == ("D1:1", "[8 May 2023] Caroline: Hey Mel! How have you been?")
+    assert docs[-1] == ("D3:4", "[6 July 2023] Melanie: Thanks, I practise Bach every evening.")
+
+
+# ---------------------------------------------------------------- BM25 and packing
+
+
+def test_bm25_ranks_the_obviously_right_document_first():
+    corpus = [
+        "We camped at the beach with the family",
+        "My violin recital is next Friday",
+        "I am researching adoption agencies",
+        "The kids loved the beach and the violin music",
+    ]
+    index = BM25([terms(doc) for doc in corpus])
+    assert index.rank(terms("When is the violin recital?"))[0] == 1
+    assert index.rank(terms("adoption agencies")) == [2]
+    assert index.rank(terms("quantum chromodynamics")) == []
+
+
+def test_bm25_prefers_the_rarer_term_and_the_shorter_document():
+    index = BM25([["beach", "trip"], ["beach", "trip", "sand", "sun", "sea", "wave"], ["beach", "violin"]])
+    rare, common = index.scores(["violin"]), index.scores(["beach"])
+    assert rare[2] > common[2]
+    assert common[0] > common[1]
+
+
+@pytest.mark.parametrize("budget", [0, 5, 12, 30, 100, 10_000])
+def test_packing_never_exceeds_the_budget_and_stops_at_the_first_line_that_does_not_fit(budget):
+    lines = [f"[8 May 2023] Caroline: line number {i} " + "word " * (i % 7) for i in range(40)]
+    taken = pack(lines, budget)
+    cost = [count_tokens(line) + 1 for line in lines]
+    assert sum(cost[:taken]) <= budget
+    assert taken == len(lines) or sum(cost[: taken + 1]) > budget
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 95) == 95.0
+    assert percentile([3.0], 95) == 3.0
+    assert percentile([], 50) == 0.0
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def run_cli(*args: str):
+    result = CliRunner().invoke(app, ["bench", "locomo", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_cli_json_has_exactly_the_documented_shape_with_rates_in_0_to_1(locomo_dir):
+    report = json.loads(run_cli(str(locomo_dir), "--json").stdout)
+    figure_keys = {"recall_at_budget", "recall_at_k", "latency_ms", "ingest_turns_per_s", "questions"}
+    assert set(report) == {"reverie", "bm25"}
+    for figures in report.values():
+        assert set(figures) == figure_keys
+        assert set(figures["recall_at_budget"]) == {"200", "500", "1000", "2000"}
+        assert set(figures["recall_at_k"]) == {"1", "5", "10", "20"}
+        assert set(figures["latency_ms"]) == {"p50", "p95"}
+        rates = [*figures["recall_at_budget"].values(), *figures["recall_at_k"].values()]
+        assert all(0.0 <= r <= 1.0 for r in rates)
+        assert 0 < figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"]
+        assert figures["ingest_turns_per_s"] > 0
+        assert figures["questions"] == 4
+    # every turn fits in 2000 tokens and each question shares a word with its evidence
+    assert report["bm25"]["recall_at_budget"]["2000"] == 1.0
+    assert report["reverie"]["recall_at_budget"]["2000"] > 0
+
+
+def test_cli_budget_option_restricts_the_budgets_reported(locomo_dir):
+    report = json.loads(run_cli(str(locomo_dir), "--json", "--budget", "500,1000", "--budget", "200", "--limit-questions", "1").stdout)
+    assert list(report["bm25"]["recall_at_budget"]) == ["200", "500", "1000"]
+    assert report["reverie"]["questions"] == 1
+
+
+def test_cli_table_sets_reverie_beside_bm25_and_says_recalls_are_read_only(locomo_dir):
+    out = run_cli(str(locomo_dir), "--limit-questions", "1", "--group", "message").stdout
+    assert "reverie" in out and "BM25" in out and "ratio" in out
+    assert "recall@10" in out and "ingest turns/s" in out
+    assert "track=False" in out
+
+
+def test_cli_refuses_a_budget_that_is_not_a_positive_number(locomo_dir):
+    result = CliRunner().invoke(app, ["bench", "locomo", str(locomo_dir), "--budget", "0"])
+    assert result.exit_code == 2
+    assert "positive token count" in result.output
