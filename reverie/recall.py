@@ -253,6 +253,8 @@ class Recaller:
     # ------------------------------------------------------------ deliver
     def _deliver(self, profile: Profile, corrections, scored, background, perception: Perception, budget: int):
         out = _Block(budget)
+        said = " ".join(section.summary for section in profile.sections().values()).casefold()
+        scored = [s for s in scored if not (s.kind == "fact" and s.item.content.casefold() in said)]
         for name, section in profile.sections().items():
             if section.summary.strip():
                 out.add_line(RecallItem("profile", name, f"{PROFILE_LABELS[name]}: {escape(section.summary)}", 1.0, depth="profile"))
@@ -268,19 +270,19 @@ class Recaller:
                 out.add(s, "background", _fact_line(s.item))
         route = perception.route
         full_text_left = DEEP_FULL_TEXT if route == "deep" else 0
-        covered: set[str] = set()
+        covered: set[str] = set()  # episodes already said, as an episode line or a note
         for s in scored:
             if s.kind == "fact":
                 out.add(s, "fact", _fact_line(s.item))
-            elif s.kind == "episode":
+            elif s.kind == "episode" and s.item.id not in covered:
                 depth = "summary" if route == "shallow" else "overview"
                 if full_text_left:
                     depth, full_text_left = "full", full_text_left - 1
                 if out.add(s, depth, _episode_line(s.item, depth)):
                     covered.add(s.item.id)
-            elif s.kind == "note" and route != "shallow":
-                if not set(s.item.episodes) & covered:
-                    out.add(s, "note", f"[{s.item.date}] {escape(s.item.content)}")
+            elif s.kind == "note" and route != "shallow" and not set(s.item.episodes) & covered:
+                if out.add(s, "note", f"[{s.item.date}] {escape(s.item.content)}"):
+                    covered.update(s.item.episodes)
             elif s.kind == "knowledge":
                 out.add(s, "knowledge", _knowledge_line(s.item, route))
         return out.items, out.render(), out.tokens

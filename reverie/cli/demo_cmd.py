@@ -45,7 +45,7 @@ def demo(
         console.print(f"Ingested {len(sample['conversations'])} conversations, learned from {learned} episodes, "
                       f"{len(facts)} facts (secrets stripped on write).")
         for f in facts:
-            console.print(f"  [dim]-[/] [{f.category} {f.uses}x] {escape(f.content)}")
+            console.print(f"  [dim]-[/] {escape(f'[{f.category} {f.uses}x]')} {escape(f.content)}")
         for result in results:
             p = result.perception
             title = f"{escape(result.query)}  [dim](route {p.route}, {result.tokens}/{result.budget} tokens)[/]"
