@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagRelation, utcnow
 from reverie.store.base import Store
-from reverie.text import STOPWORDS, has_cjk, stem
+from reverie.text import STOPWORDS, has_cjk
 
 SYNONYM_HOPS = 3
 MERGE_HOPS = 3
@@ -37,15 +37,18 @@ GENERIC_TAGS: set[str] = {
 
 
 def normalize_tag(name: str) -> str:
-    """One spelling per tag: lower case, single spaces, trailing word stemmed.
+    """One spelling per tag: lower case, single spaces, a plain plural folded.
 
-    "Code-Review", "code review" and "code reviews" all become "code review".
+    "Code-Review", "code review" and "code reviews" all become "code review";
+    "postgres" and "class" stay as they are.
     """
     text = re.sub(r"[\s_\-]+", " ", name.strip().lower()).strip(" .,;:!?\"'#")
     if not text or has_cjk(text):
         return text
     parts = text.split(" ")
-    parts[-1] = stem(parts[-1])
+    last = parts[-1]
+    if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "es")):
+        parts[-1] = last[:-1]
     return " ".join(parts)
 
 
@@ -75,7 +78,7 @@ def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for norm in wanted:
         tag, seen = found.get(norm), set()
-        for _ in range(MERGE_HOPS + 1):
+        for _ in range(MERGE_HOPS):
             if tag is None or tag.status != "merged" or not tag.merged_to or tag.name in seen:
                 break
             seen.add(tag.name)

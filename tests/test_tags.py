@@ -1,0 +1,152 @@
+"""The feature-tag engine: one test per rule of seed 003 / issue 3."""
+
+from __future__ import annotations
+
+import pytest
+
+from reverie import InvalidInput
+from reverie.models import Tag
+from reverie.tags import TagWriter, expand, is_generic, normalize_tag, resolve
+
+
+@pytest.fixture
+def writer(mem):
+    return TagWriter(mem.store, "ana")
+
+
+def _tags(writer, *names, status="active"):
+    created = writer.ensure(list(names))
+    for name in created:
+        writer.set_status(name, status)
+    return created
+
+
+def test_normalize_folds_case_hyphens_and_plurals():
+    assert normalize_tag("Code-Reviews") == normalize_tag("code review") == "code review"
+    assert normalize_tag("结论") == "结论"
+
+
+def test_new_tags_enter_unexamined(writer, mem):
+    writer.ensure(["postgres migration"])
+    assert mem.store.get_tags("ana", ["postgres migration"])["postgres migration"].status == "unexamined"
+
+
+@pytest.mark.parametrize("word", ["thing", "Time", "问题", "the", "事情", "42"])
+def test_generic_words_never_become_tags(writer, mem, word):
+    assert is_generic(word)
+    assert writer.ensure([word]) == []
+    assert mem.store.list_tags("ana") == []
+
+
+def test_an_existing_tag_that_is_generic_gets_deprecated(writer, mem):
+    mem.store.put_tag(Tag(user="ana", name="stuff", status="active"))
+    writer.ensure(["stuff"])
+    assert mem.store.get_tags("ana", ["stuff"])["stuff"].status == "deprecated"
+
+
+def test_relations_are_written_both_ways(writer, mem):
+    _tags(writer, "postgres", "database")
+    assert writer.relate("postgres", "database", "related")
+    levels = {(r.source, r.target): r.level for r in mem.store.relations("ana", ["postgres", "database"])}
+    assert levels == {("postgres", "database"): "related", ("database", "postgres"): "related"}
+
+
+def test_relations_only_upgrade(writer, mem):
+    _tags(writer, "vim", "neovim")
+    assert writer.relate("vim", "neovim", "synonym")
+    assert not writer.relate("vim", "neovim", "loose")  # no downgrade
+    assert not writer.relate("neovim", "vim", "related")
+    assert mem.store.relations("ana", ["vim"])[0].level == "synonym"
+    _tags(writer, "editor")
+    assert writer.relate("vim", "editor", "loose")
+    assert writer.relate("vim", "editor", "related")  # upgrade allowed
+    assert {r.target: r.level for r in mem.store.relations("ana", ["vim"])}["editor"] == "related"
+
+
+def test_a_relation_never_creates_a_tag(writer, mem):
+    _tags(writer, "postgres")
+    assert not writer.relate("postgres", "brand new tag", "synonym")
+    assert "brand new tag" not in mem.store.get_tags("ana", ["brand new tag"])
+    assert mem.store.relations("ana", ["postgres"]) == []
+
+
+def test_no_self_loops(writer, mem):
+    _tags(writer, "postgres")
+    assert not writer.relate("postgres", "Postgres", "synonym")
+    assert mem.store.relations("ana", ["postgres"]) == []
+
+
+def test_synonyms_expand_up_to_three_hops(writer, mem):
+    _tags(writer, "a1", "a2", "a3", "a4", "a5")
+    for x, y in (("a1", "a2"), ("a2", "a3"), ("a3", "a4"), ("a4", "a5")):
+        writer.relate(x, y, "synonym")
+    reached = expand(mem.store, "ana", ["a1"]).weights
+    assert set(reached) == {"a1", "a2", "a3", "a4"}
+    assert reached["a1"] > reached["a2"] > reached["a3"] > reached["a4"]
+
+
+def test_related_expands_one_hop_and_loose_never(writer, mem):
+    _tags(writer, "hiking", "mountains", "weather", "boots")
+    writer.relate("hiking", "mountains", "related")
+    writer.relate("mountains", "weather", "related")
+    writer.relate("hiking", "boots", "loose")
+    reached = expand(mem.store, "ana", ["hiking"]).weights
+    assert set(reached) == {"hiking", "mountain"}
+
+
+def test_merged_tag_redirects_and_merge_keeps_the_old_name(writer, mem):
+    _tags(writer, "k8s", "kubernetes")
+    fact = mem.remember("Runs services on kubernetes clusters", user="ana", tags=["k8s"])
+    moved = mem.merge_tags("k8s", "kubernetes", user="ana")
+    assert moved == 1
+    old = mem.store.get_tags("ana", ["k8s"])["k8s"]
+    assert old.status == "merged" and old.merged_to == "kubernetes"
+    assert resolve(mem.store, "ana", ["k8s"]) == {"k8s": "kubernetes"}
+    postings = mem.store.postings("ana", ["kubernetes"], ["fact"])
+    assert [p.id for p in postings] == [fact.id]
+
+
+def test_merge_redirects_are_cycle_safe(mem):
+    mem.store.put_tag(Tag(user="ana", name="x", status="merged", merged_to="y"))
+    mem.store.put_tag(Tag(user="ana", name="y", status="merged", merged_to="x"))
+    assert resolve(mem.store, "ana", ["x"]) == {}
+
+
+def test_merge_chain_longer_than_three_hops_stops(mem):
+    for a, b in (("m1", "m2"), ("m2", "m3"), ("m3", "m4"), ("m4", "m5")):
+        mem.store.put_tag(Tag(user="ana", name=a, status="merged", merged_to=b))
+    mem.store.put_tag(Tag(user="ana", name="m5", status="active"))
+    assert resolve(mem.store, "ana", ["m2"]) == {"m2": "m5"}
+    assert resolve(mem.store, "ana", ["m1"]) == {}
+
+
+def test_deprecated_tags_never_match(writer, mem):
+    _tags(writer, "legacy", "modern")
+    writer.relate("modern", "legacy", "synonym")
+    writer.set_status("legacy", "deprecated")
+    assert resolve(mem.store, "ana", ["legacy"]) == {}
+    assert "legacy" not in expand(mem.store, "ana", ["modern"]).weights
+
+
+def test_merge_into_itself_or_a_missing_tag_is_refused(writer, mem):
+    _tags(writer, "solo")
+    with pytest.raises(InvalidInput):
+        mem.merge_tags("solo", "solo", user="ana")
+    from reverie import NotFound
+
+    with pytest.raises(NotFound):
+        mem.merge_tags("solo", "nowhere", user="ana")
+
+
+def test_recall_never_creates_tags(mem):
+    mem.remember("Keeps bees in the garden", user="ana", tags=["beekeeping"])
+    before = {t.name for t in mem.store.list_tags("ana")}
+    mem.recall("tell me about quantum chromodynamics and beekeeping", user="ana")
+    assert {t.name for t in mem.store.list_tags("ana")} == before
+
+
+def test_learning_activates_new_tags_and_relates_similar_ones(mem):
+    mem.add([{"role": "user", "content": "I decided to migrate the billing database to Postgres this quarter"}], user="ana")
+    mem.flush()
+    statuses = {t.name: t.status for t in mem.store.list_tags("ana")}
+    assert statuses and "active" in statuses.values()
