@@ -104,9 +104,12 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
         return "conflict"
     slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
     if slot_a and slot_b and slot_a.group(0).lower() == slot_b.group(0).lower():
-        only_a, only_b = a - b, b - a
-        if a & b and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2 and score >= 0.25:
-            return "conflict"
+        # same subject (what precedes the verb), another value after it
+        if token_set(new[: slot_a.start()]) == token_set(old[: slot_b.start()]):
+            obj_a, obj_b = token_set(new[slot_a.end() :]), token_set(old[slot_b.end() :])
+            only_a, only_b = obj_a - obj_b, obj_b - obj_a
+            if 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2:
+                return "conflict"
     return None
 
 

@@ -8,12 +8,15 @@ a pending fact recalled with a score of at least 0.5 (seed 002).
 from __future__ import annotations
 
 import html
+import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from reverie.engines import build_engine
 from reverie.engines.base import PerceiveRequest
+from reverie.errors import EngineError
 from reverie.models import Episode, Fact, KnowledgeDoc, Note, Perception, Profile, as_utc, utcnow
 from reverie.tags import expand, normalize_tag
 from reverie.text import terms
@@ -21,6 +24,8 @@ from reverie.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
+
+log = logging.getLogger("reverie.recall")
 
 DECAY = 0.05  # seed 003: exp(-0.05 * days)
 CONFIRMED_BOOST = 1.15
@@ -114,7 +119,16 @@ class Recaller:
 
     # ------------------------------------------------------------ perceive
     def perceive(self, query: str, now: datetime) -> Perception:
-        return self.memory.engines.perceive.perceive(PerceiveRequest(message=query, now=now))
+        request = PerceiveRequest(message=query, now=now)
+        engine = self.memory.engines.perceive
+        try:
+            return engine.perceive(request)
+        except EngineError as exc:
+            if engine.name == "heuristic":
+                raise
+            # a reply must never wait on a broken model: perceive offline instead
+            log.warning("perceive engine failed, using the heuristic engine: %s", exc)
+            return build_engine("heuristic", self.memory.settings).perceive(request)
 
     # ------------------------------------------------------------ the whole line
     def recall(

@@ -1,0 +1,310 @@
+"""The learning line: queue, fact rules, profile updates, engines, redaction on every write path."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie import Memory
+from reverie.cli import app
+from tests.fake_openai import Reply
+
+AT = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def _openai(home, fake, **extra):
+    return Memory(home, background=False, engine="openai",
+                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0}, **extra)
+
+
+def _extraction(**overrides):
+    base = {"user": {}, "history": {}, "newFacts": [], "factsToReinforce": [], "factsToRemove": [], "tags": []}
+    base.update(overrides)
+    return base
+
+
+SUMMARY = {"summary": "Ana talked about her setup", "overview": "Ana described her tools.", "tags": ["tooling"],
+           "scene": "work", "sub_scene": "coding"}
+NO_TAGS = {"relations": [], "activate": ["tooling"], "deprecate": []}
+
+
+# ---------------------------------------------------------------- queue
+
+def test_queue_waits_for_the_debounce_and_flush_drains_it(home):
+    mem = Memory(home, background=False, debounce_seconds=3600)
+    mem.add([{"role": "user", "content": "I prefer tabs over spaces in Go code"}], user="ana", thread="a")
+    mem.add([{"role": "user", "content": "My goal is to run a marathon in May"}], user="ana", thread="a")
+    assert mem.learner.pending() == 2
+    assert mem.facts(user="ana") == []
+    assert mem.flush() == 2
+    assert mem.learner.pending() == 0
+    assert len(mem.facts(user="ana")) == 2
+    mem.close()
+
+
+def test_updates_for_one_key_merge_into_one_batch(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, debounce_seconds=3600)
+    for text in ("first message about my editor", "second message about my editor"):
+        mem.add([{"role": "user", "content": text}], user="ana", thread="t1")
+    mem.flush()
+    extracts = [r for r in fake_openai.chat_requests if r.step == "extract"]
+    assert len(extracts) == 1  # one batch for (ana, None, t1)
+    assert "first message" in extracts[0].message("user") and "second message" in extracts[0].message("user")
+    mem.close()
+
+
+def test_background_worker_learns_after_the_debounce(home):
+    mem = Memory(home, background=True, debounce_seconds=0.2)
+    mem.add([{"role": "user", "content": "I prefer dark mode in every editor"}], user="ana")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not mem.facts(user="ana"):
+        time.sleep(0.05)
+    assert mem.facts(user="ana"), "the worker should have learned within the deadline"
+    mem.close()
+
+
+def test_close_drains_the_queue(home):
+    mem = Memory(home, background=True, debounce_seconds=3600)
+    mem.add([{"role": "user", "content": "I prefer tea over coffee in the morning"}], user="ana")
+    mem.close()
+    again = Memory(home, background=False)
+    assert again.facts(user="ana")
+    assert again.learner.pending() == 0
+    again.close()
+
+
+def test_trivial_turns_are_skipped(mem):
+    for text in ("ok", "thanks!", "好的"):
+        mem.add([{"role": "user", "content": text}], user="ana")
+    mem.flush()
+    assert mem.facts(user="ana") == []
+    assert all(e.learned for e in mem.episodes(user="ana"))
+    assert mem.store.list_notes("ana") == []
+
+
+def test_long_messages_are_clipped_head_and_tail(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, max_message_chars=400)
+    text = "HEADSTART " + "filler words here " * 500 + " TAILEND"
+    mem.add([{"role": "user", "content": text}], user="ana")
+    mem.flush()
+    sent = [r for r in fake_openai.chat_requests if r.step == "extract"][0].message("user")
+    assert "HEADSTART" in sent and "TAILEND" in sent and "[…]" in sent
+    assert len(sent) < len(text)
+    mem.close()
+
+
+# ---------------------------------------------------------------- fact rules (scripted engine)
+
+def test_facts_below_the_confidence_threshold_are_dropped(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(newFacts=[
+        {"content": "Uses helix as editor", "category": "preference", "confidence": 0.9},
+        {"content": "Might like Rust", "category": "preference", "confidence": 0.4},
+    ])})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "I use helix. Rust looks fun maybe."}], user="ana")
+    mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Uses helix as editor"]
+    fact = mem.facts(user="ana")[0]
+    assert fact.status == "pending" and fact.provenance.origin == "learned" and fact.provenance.episodes
+    mem.close()
+
+
+def test_temporary_state_is_not_a_fact(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(newFacts=[
+        {"content": "The server is on port 3000", "category": "context", "confidence": 0.9},
+        {"content": "服务器现在在 3000 端口", "category": "context", "confidence": 0.9},
+        {"content": "Deploys with blue-green releases", "category": "behavior", "confidence": 0.9},
+    ])})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "server on 3000 today; we deploy blue-green"}], user="ana")
+    mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Deploys with blue-green releases"]
+    mem.close()
+
+
+def test_a_near_duplicate_reinforces_the_existing_fact(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(newFacts=[
+        {"content": "Prefers trash over rm for deleting files", "category": "preference", "confidence": 0.9}])})
+    mem = _openai(home, fake_openai)
+    existing = mem.remember("Prefers trash over rm when deleting files", user="ana", category="preference")
+    mem.add([{"role": "user", "content": "again: trash, not rm"}], user="ana")
+    mem.flush()
+    facts = mem.facts(user="ana")
+    assert len(facts) == 1 and facts[0].id == existing.id and facts[0].uses == 1
+    mem.close()
+
+
+def test_engine_reinforce_and_remove_lists_are_applied(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    keep = mem.remember("Works at a logistics startup", user="ana", category="identity")
+    drop = mem.remember("Uses neovim daily", user="ana", category="preference")
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        newFacts=[{"content": "Uses helix daily", "category": "preference", "confidence": 0.95}],
+        factsToReinforce=[keep.id],
+        factsToRemove=[{"id": drop.id, "reason": "switched to helix"}],
+    )})
+    mem.add([{"role": "user", "content": "No, actually I switched to helix, not neovim."}], user="ana")
+    mem.flush()
+    assert mem.fact(keep.id).uses == 1
+    dropped = mem.fact(drop.id)
+    assert dropped.status == "archived" and dropped.superseded_by
+    assert mem.fact(dropped.superseded_by).content == "Uses helix daily"
+    mem.close()
+
+
+def test_capacity_archives_the_weakest_but_keeps_corrections(home):
+    mem = Memory(home, background=False, fact_capacity=3)
+    mem.remember("Never deploy on Fridays", user="ana", category="correction", confidence=0.1)
+    for i, word in enumerate(["alpha", "bravo", "charlie", "delta"]):
+        mem.remember(f"Project {word} uses codename {word}{i}", user="ana", confidence=0.5 + i / 10)
+    mem.learner._enforce_capacity("ana", datetime.now(timezone.utc))
+    live = mem.facts(user="ana", status="consolidated")
+    archived = mem.facts(user="ana", status="archived")
+    assert len(live) == 3
+    assert any(f.category == "correction" for f in live)
+    assert [f.archived_reason for f in archived] == ["over capacity", "over capacity"]
+    assert "alpha" in " ".join(f.content for f in archived)
+    mem.close()
+
+
+def test_profile_updates_only_with_should_update(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(user={
+        "workContext": {"summary": "Backend engineer", "shouldUpdate": True},
+        "cognitiveStyle": {"summary": "Likes chit-chat", "shouldUpdate": False},
+    })})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "I'm a backend engineer"}], user="ana")
+    mem.flush()
+    profile = mem.profile(user="ana")
+    assert profile.user.work_context.summary == "Backend engineer"
+    assert profile.user.cognitive_style.summary == ""
+    mem.close()
+
+
+def test_preferred_language_is_passed_to_the_engine(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "回答的时候先给结论，不要长铺垫。"}], user="ana")
+    mem.flush()
+    extract = [r for r in fake_openai.chat_requests if r.step == "extract"][0]
+    assert "zh-Hans" in extract.message("system") + extract.message("user")
+    mem.close()
+
+
+# ---------------------------------------------------------------- failures
+
+def test_a_broken_engine_changes_nothing_and_the_batch_is_retried(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": Reply.malformed(), "extract": Reply.error(500), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai)
+    ep = mem.add([{"role": "user", "content": "I prefer Go for backend services"}], user="ana")[0]
+    assert mem.flush() == 0
+    stored = mem.episode(ep.id)
+    assert not stored.learned and stored.summary == ""
+    assert mem.facts(user="ana") == [] and mem.store.list_tags("ana") == []
+    assert mem.learner.pending() == 1  # queued again with a backoff
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        newFacts=[{"content": "Prefers Go for backend services", "category": "preference", "confidence": 0.9}])})
+    assert mem.flush() == 1
+    assert mem.episode(ep.id).learned
+    assert [f.content for f in mem.facts(user="ana")] == ["Prefers Go for backend services"]
+    mem.close()
+
+
+# ---------------------------------------------------------------- secrets
+
+SECRETS = ["ana@example.com", "+1 415-555-0132", "4111 1111 1111 1111", "sk-abcdefghijklmnopqrstuvwx123456",
+           "hunter2secret"]
+
+
+def _assert_no_secret(mem, home):
+    dump = json.dumps(mem.export(user="ana"), ensure_ascii=False)
+    for path in home.rglob("*.md"):
+        dump += path.read_text(encoding="utf-8")
+    for secret in SECRETS:
+        assert secret not in dump, secret
+
+
+def test_no_secret_survives_any_write_path_even_when_the_engine_returns_it(home, fake_openai):
+    leak = "mail ana@example.com, call +1 415-555-0132, card 4111 1111 1111 1111, key sk-abcdefghijklmnopqrstuvwx123456"
+    fake_openai.respond_by_step({
+        "summarize": {"summary": leak, "overview": leak, "tags": ["contact"], "scene": "work"},
+        "govern_tags": NO_TAGS,
+        "extract": _extraction(
+            user={"personalContext": {"summary": leak, "shouldUpdate": True}},
+            newFacts=[{"content": f"Contact: {leak}", "category": "identity", "confidence": 0.95}],
+        ),
+    })
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": f"{leak}; my password is hunter2secret"}], user="ana")
+    with mem.turn(f"remember {leak}", user="ana") as turn:
+        turn.complete(f"ok {leak}")
+    mem.remember(f"Fact with {leak}", user="ana")
+    mem.set_profile("user.topOfMind", leak, user="ana")
+    mem.add_knowledge("Contacts", leak, user="ana")
+    mem.import_({"version": 1, "facts": [{"content": f"imported {leak}"}]}, user="ana")
+    mem.flush()
+    _assert_no_secret(mem, home)
+    mem.close()
+
+
+# ---------------------------------------------------------------- heuristic, end to end
+
+def test_english_conversation_teaches_facts_tags_and_profile(mem):
+    mem.add([
+        {"role": "user", "content": "I'm a backend engineer at a logistics startup."},
+        {"role": "assistant", "content": "Nice!"},
+        {"role": "user", "content": "I prefer trash over rm for deleting files."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "We decided to use logical replication for the Postgres cutover."},
+        {"role": "assistant", "content": "Good call."},
+        {"role": "user", "content": "Always give me the conclusion first, then the details."},
+        {"role": "assistant", "content": "Will do."},
+    ], user="ana", at=AT)
+    mem.flush()
+    facts = {f.category: f.content for f in mem.facts(user="ana")}
+    assert "trash" in facts.get("preference", "")
+    assert "logical replication" in facts.get("decision", "")
+    assert "conclusion first" in facts.get("cognitive", "").lower()
+    profile = mem.profile(user="ana")
+    assert "backend engineer" in profile.user.work_context.summary.lower()
+    assert "conclusion first" in profile.user.cognitive_style.summary.lower()
+    assert mem.store.list_tags("ana", status="active")
+
+
+def test_chinese_conversation_sets_cognitive_style(mem):
+    mem.add([
+        {"role": "user", "content": "回答的时候先给结论，不要长铺垫。"},
+        {"role": "assistant", "content": "好的。"},
+        {"role": "user", "content": "我喜欢周末去爬山。"},
+        {"role": "assistant", "content": "不错。"},
+    ], user="li", at=AT)
+    mem.flush()
+    facts = mem.facts(user="li")
+    cognitive = [f.content for f in facts if f.category == "cognitive"]
+    assert cognitive and "先给结论" in cognitive[0]
+    assert any("爬山" in f.content and f.category == "preference" for f in facts)
+    assert "先给结论" in mem.profile(user="li").user.cognitive_style.summary
+    assert mem.store.list_tags("li")
+
+
+def test_cli_ingest_with_the_openai_engine(home, tmp_path, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        user={"workContext": {"summary": "Runs the data platform team", "shouldUpdate": True}},
+        newFacts=[{"content": "Runs the data platform team", "category": "identity", "confidence": 0.9}])})
+    convo = tmp_path / "c.json"
+    convo.write_text(json.dumps([{"role": "user", "content": "I run the data platform team."}]), encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(convo), "--user", "ana", "--home", str(home), "--engine", "openai",
+                                 "--base-url", fake_openai.base_url, "--model", "fake-model", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["learned"] == 1
+    facts = json.loads(runner.invoke(app, ["facts", "--user", "ana", "--home", str(home), "--json"]).output)
+    assert [f["content"] for f in facts] == ["Runs the data platform team"]
+    profile = json.loads(runner.invoke(app, ["profile", "--user", "ana", "--home", str(home), "--json"]).output)
+    assert profile["user"]["workContext"]["summary"] == "Runs the data platform team"
