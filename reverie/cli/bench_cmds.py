@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from reverie.cli import Engine, Json, app, console, emit_json, err_console, fail_cleanly
+
+if TYPE_CHECKING:
+    from reverie.bench import LocomoReport
 
 bench_app = typer.Typer(help="Benchmarks: how much of what a question needs recall delivers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -45,7 +48,7 @@ def locomo(
     if as_json:
         emit_json(report.as_dict())
     else:
-        console.print(_table(report))
+        _print_report(report)
 
 
 def _budgets(values: list[str] | None) -> list[int]:
@@ -58,15 +61,10 @@ def _budgets(values: list[str] | None) -> list[int]:
     return sorted(set(out))
 
 
-def _table(report) -> Table:
+def _print_report(report: LocomoReport) -> None:
     ours, base = report.reverie, report.bm25
     table = Table(
         title=f"LoCoMo: {ours.questions} questions (categories 1-4), {report.conversations} conversations, {report.turns} turns",
-        caption=(
-            "Recall = mean over questions of the share of evidence turns delivered. "
-            "Recalls are read-only (track=False): the store does not change between questions. "
-            f"{report.without_evidence} questions without evidence ids skipped; run took {report.seconds:.1f} s."
-        ),
     )
     for col in ("", "reverie", "BM25", "ratio"):
         table.add_column(col, justify="right" if col else "left")
@@ -79,4 +77,13 @@ def _table(report) -> Table:
     ]
     for name, a, b, fmt in rows:
         table.add_row(name, fmt.format(a), fmt.format(b), f"{a / b:.2f}x" if b else "-")
-    return table
+    console.print(table)
+    notes = (
+        "recall: mean over questions of the share of their evidence turns delivered",
+        "recall@k: the first k episodes, facts and notes delivered at 2000 tokens",
+        "recalls are read-only (track=False): the store does not change between questions",
+        "ingest: reverie = add + learn (flush); BM25 = building its index",
+        f"{report.without_evidence} questions without evidence ids skipped; run took {report.seconds:.1f} s",
+    )
+    for note in notes:
+        console.print(note, style="dim", soft_wrap=True)
