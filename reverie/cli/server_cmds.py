@@ -1,0 +1,171 @@
+"""Server commands: ``reverie serve`` (REST + MCP over HTTP), ``reverie mcp`` (stdio), ``reverie keys``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from reverie.cli import (
+    ApiKey,
+    BaseUrl,
+    Engine,
+    Home,
+    Json,
+    Model,
+    User,
+    app,
+    console,
+    emit_json,
+    err_console,
+    fail_cleanly,
+    open_memory,
+)
+
+log = logging.getLogger("reverie")
+
+keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+@app.command()
+def serve(
+    home: Home = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="No API keys (only on 127.0.0.1 / localhost).")] = False,
+    user: Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="With --no-auth: the user when a request names none.")] = "default",
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Serve the REST API (OpenAPI at /docs) and MCP at /mcp, with the learning queue and the nightly dream.
+
+    SIGTERM drains the learning queue before the server exits.
+    """
+    import uvicorn
+
+    from reverie.keys import list_keys
+    from reverie.server.rest import LOCAL_HOSTS, create_app
+
+    if no_auth and host not in LOCAL_HOSTS:
+        err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
+        raise typer.Exit(2)
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
+        with fail_cleanly():
+            app_ = create_app(mem, auth=not no_auth, default_user=user)
+        if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
+            err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
+        scheduler = _start_dream_scheduler(mem)
+        # uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler
+        # it found: make that a clean exit, so that open_memory closes the memory and
+        # so drains the learning queue on the way out
+        previous = signal.signal(signal.SIGTERM, _exit_cleanly)
+        try:
+            uvicorn.run(app_, host=host, port=port, log_level="info")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if scheduler is not None:
+                scheduler.stop()
+
+
+def _exit_cleanly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def _start_dream_scheduler(memory: Any) -> Any:
+    try:
+        from reverie.dream import Scheduler
+    except ImportError:
+        log.info("no dream scheduler in this build: nightly dreams are off")
+        return None
+    scheduler = Scheduler(memory)
+    scheduler.start()
+    return scheduler
+
+
+@app.command("mcp")
+def mcp_cmd(
+    user: User,
+    home: Home = None,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Serve one user's memory to an MCP client over stdio."""
+    from reverie.server.mcp_server import run_stdio
+
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
+        with fail_cleanly():
+            run_stdio(mem, user=user)
+
+
+@keys_app.command("create")
+def keys_create(
+    user: User,
+    home: Home = None,
+    admin: Annotated[bool, typer.Option("--admin", help="May act for any user it names (?user=).")] = False,
+    name: Annotated[str, typer.Option(help="A label, e.g. the client that will use it.")] = "",
+    as_json: Json = False,
+) -> None:
+    """Create an API key for a user; the key is printed once and never again."""
+    from reverie.keys import create_key
+
+    with open_memory(home) as mem:
+        new = create_key(mem.store, user=user, name=name, admin=admin)
+        if as_json:
+            emit_json({**_key_row(new.key), "key": new.secret})
+            return
+        kind = "admin key" if admin else "key"
+        console.print(f"created {kind} [bold]{new.key.id}[/] for {escape(user)}; copy it now, it is not shown again:")
+        console.print(new.secret, markup=False, highlight=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list(
+    home: Home = None,
+    user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user's keys.")] = None,
+    as_json: Json = False,
+) -> None:
+    """List keys (never the keys themselves: only their ids)."""
+    from reverie.keys import list_keys
+
+    with open_memory(home) as mem:
+        rows = [_key_row(k) for k in list_keys(mem.store, user=user)]
+        if as_json:
+            emit_json(rows)
+            return
+        table = Table(title="API keys")
+        for col in ("id", "user", "name", "admin", "created", "revoked"):
+            table.add_column(col)
+        for r in rows:
+            table.add_row(r["id"], escape(r["user"]), escape(r["name"]), "yes" if r["admin"] else "", r["created_at"][:16], (r["revoked_at"] or "")[:16])
+        console.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id (from `reverie keys list`).")],
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Revoke a key: requests carrying it are refused from now on."""
+    from reverie.keys import revoke_key
+
+    with open_memory(home) as mem:
+        key = revoke_key(mem.store, key_id)
+        emit_json(_key_row(key)) if as_json else console.print(f"revoked {key.id} ({escape(key.user)})")
+
+
+def _key_row(key: Any) -> dict[str, Any]:
+    return {
+        "id": key.id, "user": key.user, "name": key.name, "admin": key.admin,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }

@@ -1,0 +1,189 @@
+"""The MCP door: seed 003's tools over the official ``mcp`` SDK.
+
+One server serves either one user over stdio (``reverie mcp --user ana``) or,
+mounted at ``/mcp`` inside ``reverie serve``, whichever user the request's API
+key stands for. Every tool calls :class:`reverie.Memory` and answers JSON text.
+
+    process_message(message, thread?)  -> frame_id, route, context   (before the reply)
+    save_memory(frame_id, reply)       -> completes the frame          (after the reply)
+"""
+
+from __future__ import annotations
+
+import json
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable
+
+import pydantic_core
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import Field
+
+from reverie.errors import InvalidInput, ReverieError
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+# the HTTP door writes the key's user under this name in the ASGI scope
+USER_SCOPE = "reverie.user"
+
+INSTRUCTIONS = """\
+Long-term memory about the user. For every user message: call process_message
+first and put the returned `context` in front of your answer; after answering,
+call save_memory with the returned frame_id and your reply. Use remember for a
+durable fact the user states, search to look something up, forget to drop a
+wrong fact, feedback to say how a recalled episode worked out."""
+
+_user: ContextVar[str | None] = ContextVar("reverie_mcp_user", default=None)
+
+
+class _BindUser:
+    """Middleware: each request runs as the stdio user, or as the user the HTTP door
+    authenticated (read from the request itself, so a session never outlives a key)."""
+
+    def __init__(self, user: str | None):
+        self.user = user
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        request = ctx.request
+        user = request.scope.get(USER_SCOPE) if request is not None else self.user
+        token = _user.set(user)
+        try:
+            return await call_next(ctx)
+        finally:
+            _user.reset(token)
+
+
+def current_user() -> str:
+    user = _user.get()
+    if not user:
+        raise InvalidInput("no user: serve over stdio with --user, or over HTTP with an API key", field="user")
+    return user
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(pydantic_core.to_jsonable_python(value, by_alias=True), ensure_ascii=False)
+
+
+def _answer(action: Callable[[str], Any]) -> str:
+    """Run ``action(user)`` and answer JSON; reverie's own errors reach the model as tool errors."""
+    try:
+        return as_json(action(current_user()))
+    except ReverieError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
+    """An MCP server over ``memory``: for ``user`` alone (stdio), or with ``user=None``
+    for the HTTP door, where each request's API key names the user."""
+    from reverie import __version__
+    from reverie.memory import check_user
+
+    # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
+    server = MCPServer("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server.middleware.append(_BindUser(check_user(user) if user is not None else None))
+    tool = server.tool(structured_output=False)
+
+    @tool
+    def process_message(
+        message: Annotated[str, Field(description="The user's new message.")],
+        thread: Annotated[str, Field(description="Conversation thread id.")] = "default",
+    ) -> str:
+        """Before answering: open a memory frame for the message and get the memory
+        context (route shallow/medium/deep) to put in front of the answer."""
+
+        def open_frame(user: str) -> dict[str, Any]:
+            turn = memory.turn(message, user=user, thread=thread)
+            p = turn.recall.perception if turn.recall else None
+            return {
+                "frame_id": turn.id,
+                "route": turn.route,
+                "scene": p.scene if p else "",
+                "intent": p.intent if p else "",
+                "tags": p.tags if p else [],
+                "has_memory": bool(turn.context),
+                "context": turn.context,
+            }
+
+        return _answer(open_frame)
+
+    @tool
+    def save_memory(
+        frame_id: Annotated[str, Field(description="The frame_id process_message returned.")],
+        reply: Annotated[str, Field(description="Your reply to the message.")],
+    ) -> str:
+        """After answering: complete the frame with your reply so it can be learned from."""
+
+        def complete(user: str) -> dict[str, Any]:
+            episode = memory.complete_turn(frame_id, reply, user=user)
+            return {"success": True, "frame_id": episode.id, "status": episode.status}
+
+        return _answer(complete)
+
+    @tool
+    def remember(
+        content: Annotated[str, Field(description="One durable line about the user.")],
+        category: Annotated[str, Field(description="preference, correction, context, goal, behavior, identity, "
+                                                    "constraint, decision, cognitive, knowledge or other")] = "other",
+    ) -> str:
+        """Store a fact the user stated (a near-duplicate reinforces the existing one)."""
+        return _answer(lambda user: memory.remember(content, user=user, category=category))
+
+    @tool
+    def search(
+        query: Annotated[str, Field(description="What to look for.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 10,
+    ) -> str:
+        """Search the user's memory; each item says why it matched."""
+
+        def find(user: str) -> dict[str, Any]:
+            found = memory.recall(query, user=user, explain=True, track=False)
+            return {"query": query, "route": found.route, "items": [i.as_dict() for i in found.items[:limit]]}
+
+        return _answer(find)
+
+    @tool
+    def forget(id: Annotated[str, Field(description="The fact's id.")]) -> str:
+        """Archive a wrong or outdated fact (reversible)."""
+        return _answer(lambda user: _status(memory.forget(id, user=user)))
+
+    @tool
+    def feedback(
+        id: Annotated[str, Field(description="The recalled episode's id.")],
+        status: Annotated[str, Field(description="confirmed, rejected, ignored or partial")],
+    ) -> str:
+        """Say how a recalled episode worked out; rejected ones are never recalled again."""
+        return _answer(lambda user: {"id": memory.feedback(id, status, user=user).id, "feedback": status})
+
+    @tool
+    def dream(days: Annotated[int | None, Field(ge=1, le=365, description="How many days back.")] = None) -> str:
+        """Distill recent daily notes and facts into long-term memory (MEMORY.md) now."""
+        return _answer(lambda user: memory.dream(user=user, days=days, background=False))
+
+    @server.resource("memory://MEMORY.md", name="MEMORY.md", mime_type="text/markdown")
+    def memory_md() -> str:
+        """The curated long-term memory: profile and consolidated facts."""
+        return _resource(lambda user: memory.memory_md(user=user))
+
+    @server.resource("memory://profile", name="profile", mime_type="application/json")
+    def profile() -> str:
+        """The structured profile (work, personal, top of mind, thinking style, history)."""
+        return _resource(lambda user: as_json(memory.profile(user=user)))
+
+    return server
+
+
+def _status(fact: Any) -> dict[str, str]:
+    return {"id": fact.id, "status": fact.status}
+
+
+def _resource(read: Callable[[str], str]) -> str:
+    try:
+        return read(current_user())
+    except ReverieError as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def run_stdio(memory: "Memory", *, user: str) -> None:
+    """Serve ``user``'s memory over stdin/stdout until the client hangs up."""
+    create_mcp(memory, user=user).run("stdio")

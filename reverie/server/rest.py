@@ -1,0 +1,370 @@
+"""The REST door: a FastAPI app whose every endpoint is one call into :class:`reverie.Memory`.
+
+    app = create_app(Memory("./mem"))          # API keys required
+    uvicorn.run(app, host="127.0.0.1", port=8765)
+
+Requests carry ``Authorization: Bearer rv_...`` (or ``X-API-Key``); the key
+decides whose memory is used, and an admin key may name another user with
+``?user=``. Another user's item answers 404, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+import anyio.to_thread
+from fastapi import Body, Depends, FastAPI, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import Headers, QueryParams
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from reverie.errors import Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
+from reverie.keys import AccessDenied, authorize
+from reverie.models import Episode, Fact, Profile
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+_STATUS: tuple[tuple[type[ReverieError], int], ...] = (
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (EngineError, 502),
+    (StoreError, 503),
+)
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+# ------------------------------------------------------------ request bodies
+class _Body(BaseModel):
+    # an unknown field is a typo the caller should hear about, not silently dropped
+    model_config = ConfigDict(extra="forbid")
+
+
+class FactIn(_Body):
+    content: str
+    category: str = "other"
+    area: str | None = None
+    agent: str | None = None
+    confidence: float = 1.0
+    tags: list[str] = Field(default_factory=list)
+
+
+class FactChanges(_Body):
+    content: str | None = None
+    category: str | None = None
+    area: str | None = None
+    confidence: float | None = None
+    status: str | None = None
+
+
+class SectionIn(_Body):
+    summary: str
+
+
+class RecallIn(_Body):
+    query: str
+    budget: int | None = Field(default=None, ge=1, description="Token budget (default: the configured one).")
+    thread: str | None = None
+    agent: str | None = None
+    explain: bool = False
+
+
+class TurnIn(_Body):
+    message: str
+    thread: str = "default"
+    agent: str | None = None
+    budget: int | None = Field(default=None, ge=1)
+
+
+class ReplyIn(_Body):
+    reply: str
+
+
+class FeedbackIn(_Body):
+    id: str = Field(description="The recalled episode's id.")
+    status: str = Field(description="confirmed, rejected, ignored or partial")
+    reason: str = ""
+
+
+class DreamIn(_Body):
+    days: int | None = Field(default=None, description="How many days back (default: the configured dream_days).")
+
+
+# ------------------------------------------------------------ errors
+def error_response(exc: ReverieError) -> JSONResponse:
+    """One mapping from reverie's errors to HTTP, for the API and the MCP door alike."""
+    if isinstance(exc, AccessDenied):
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
+    status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 400)
+    body: dict[str, Any] = {"detail": str(exc)}
+    if isinstance(exc, InvalidInput) and exc.field:
+        if exc.field not in body["detail"]:
+            body["detail"] = f"{exc.field}: {body['detail']}"
+        body["field"] = exc.field
+    return JSONResponse(body, status_code=status)
+
+
+async def _on_reverie_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ReverieError)
+    return error_response(exc)
+
+
+async def _on_validation_error(_: Request, exc: Exception) -> JSONResponse:
+    """422 whose message starts with the field, like the library's own 400s."""
+    assert isinstance(exc, RequestValidationError)
+    errors = jsonable_encoder(exc.errors())
+    first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
+    loc = [str(part) for part in first.get("loc", [])]
+    field = ".".join(loc[1:]) or (loc[0] if loc else "body")
+    return JSONResponse(
+        {"detail": f"{field}: {first.get('msg', 'invalid')}", "field": field, "errors": errors}, status_code=422
+    )
+
+
+# ------------------------------------------------------------ the app
+def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "default", mcp: bool = True) -> FastAPI:
+    """The REST API (and, with ``mcp=True``, the MCP door at ``/mcp``) over ``memory``.
+
+    ``auth=False`` trusts every caller: ``?user=`` picks the user (default
+    ``default_user``) and only requests to 127.0.0.1 / localhost are accepted.
+    """
+    from reverie import __version__
+
+    mcp_server = _mcp_server(memory, auth) if mcp else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="reverie",
+        version=__version__,
+        description="Local-first long-term memory for AI agents. Every call acts for the API key's user.",
+        lifespan=lifespan,
+    )
+    app.state.memory = memory
+    if not auth:
+        # without keys, a page the browser loads must not reach us through DNS rebinding
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
+    app.add_exception_handler(ReverieError, _on_reverie_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+
+    def who(secret: str | None, named: str | None) -> str:
+        from reverie.memory import check_user
+
+        if not auth:
+            return check_user(named or default_user)
+        return authorize(memory.store, secret, user=named)
+
+    bearer = HTTPBearer(auto_error=False, description="An API key from `reverie keys create`.")
+    header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The same key, in a header of its own.")
+
+    def caller(
+        credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
+        api_key: str | None = Depends(header),
+        user: str | None = Query(None, description="Act for this user (admin keys only)."),
+    ) -> str:
+        return who(credentials.credentials if credentials else api_key, user)
+
+    _routes(app, memory, Depends(caller))
+    if mcp_server is not None:
+        app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who)))
+
+    @app.get("/healthz", tags=["server"])
+    def healthz() -> dict[str, str]:
+        """Liveness: no key needed."""
+        return {"status": "ok", "version": __version__}
+
+    return app
+
+
+def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
+    """Every endpoint: parse, call the library once, return what it returned."""
+
+    @app.get("/api/memory", tags=["memory"])
+    def overview(user: str = caller) -> dict[str, Any]:
+        """The profile, the live facts and counts."""
+        return jsonable_encoder({
+            "user": user,
+            "profile": memory.profile(user=user),
+            "facts": memory.facts(user=user),
+            "counts": memory.stats(user=user)["users"][user],
+        })
+
+    @app.get("/api/memory/profile", response_model=Profile, tags=["profile"])
+    def get_profile(user: str = caller) -> Profile:
+        return memory.profile(user=user)
+
+    @app.put("/api/memory/profile/{section}", response_model=Profile, tags=["profile"])
+    def put_profile(section: str, body: SectionIn, user: str = caller) -> Profile:
+        """Set one section, e.g. ``user.cognitiveStyle`` or ``history.recentMonths``."""
+        return memory.set_profile(section, body.summary, user=user)
+
+    @app.get("/api/memory/facts", response_model=list[Fact], tags=["facts"])
+    def list_facts(
+        user: str = caller,
+        status: str | None = Query(None, description="pending, consolidated or archived"),
+        category: str | None = None,
+    ) -> list[Fact]:
+        return memory.facts(user=user, status=status, category=category)
+
+    @app.post("/api/memory/facts", response_model=Fact, status_code=201, tags=["facts"])
+    def add_fact(body: FactIn, user: str = caller) -> Fact:
+        """Store a fact the caller vouches for; a near-duplicate reinforces the existing one."""
+        return memory.remember(body.content, user=user, **body.model_dump(exclude={"content"}))
+
+    @app.get("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
+    def get_fact(fact_id: str, user: str = caller) -> Fact:
+        return memory.fact(fact_id, user=user)
+
+    @app.patch("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
+    def edit_fact(fact_id: str, body: FactChanges, user: str = caller) -> Fact:
+        return memory.update_fact(fact_id, user=user, **body.model_dump(exclude_none=True))
+
+    @app.delete("/api/memory/facts/{fact_id}", tags=["facts"])
+    def delete_fact(fact_id: str, user: str = caller, hard: bool = Query(False, description="Delete for good.")) -> dict[str, str]:
+        """Archive a fact (reversible), or delete it with ``hard=true``."""
+        fact = memory.forget(fact_id, user=user, hard=hard)
+        return {"id": fact.id, "status": "deleted" if hard else fact.status}
+
+    @app.post("/api/memory/facts/{fact_id}/reinforce", response_model=Fact, tags=["facts"])
+    def reinforce_fact(fact_id: str, user: str = caller) -> Fact:
+        """``[Nx]`` + 1; a pending fact is promoted."""
+        return memory.reinforce(fact_id, user=user)
+
+    @app.get("/api/memory/episodes", response_model=list[Episode], tags=["episodes"])
+    def list_episodes(
+        user: str = caller,
+        thread: str | None = None,
+        status: str | None = Query(None, description="pending, completed, interrupted or failed"),
+        limit: int = Query(50, ge=1, le=1000),
+    ) -> list[Episode]:
+        return memory.episodes(user=user, thread=thread, status=status, limit=limit)
+
+    @app.post("/api/memory/recall", tags=["recall"])
+    def recall(body: RecallIn, user: str = caller) -> dict[str, Any]:
+        """The ``<memory>`` block for a message, and why each item is in it."""
+        return memory.recall(
+            body.query, user=user, budget=body.budget, thread=body.thread, agent=body.agent, explain=body.explain
+        ).as_dict()
+
+    @app.post("/api/turns", status_code=201, tags=["turns"])
+    def open_turn(body: TurnIn, user: str = caller) -> dict[str, Any]:
+        """Phase one: store the message as a pending frame and return the context for it."""
+        turn = memory.turn(body.message, user=user, thread=body.thread, agent=body.agent, budget=body.budget)
+        recall = turn.recall.as_dict() if turn.recall else {}
+        return {"id": turn.id, "route": turn.route, "context": turn.context, "recall": recall}
+
+    @app.post("/api/turns/{turn_id}/complete", response_model=Episode, tags=["turns"])
+    def complete_turn(turn_id: str, body: ReplyIn, user: str = caller) -> Episode:
+        """Phase two: store the reply; completing a finished turn is a 409."""
+        return memory.complete_turn(turn_id, body.reply, user=user)
+
+    @app.post("/api/memory/feedback", response_model=Episode, tags=["episodes"])
+    def feedback(body: FeedbackIn, user: str = caller) -> Episode:
+        return memory.feedback(body.id, body.status, reason=body.reason, user=user)
+
+    @app.post("/api/memory/dream", status_code=202, tags=["dream"])
+    def dream(request: Request, response: Response, body: DreamIn | None = None, user: str = caller) -> dict[str, Any]:
+        """Start a dream run in the background; poll the returned status URL."""
+        run = memory.dream(user=user, days=(body.days if body else None), background=True)
+        url = request.app.url_path_for("dream_status", run_id=run.id)
+        response.headers["Location"] = url
+        return {**jsonable_encoder(run), "status_url": url}
+
+    @app.get("/api/memory/dream/{run_id}", name="dream_status", tags=["dream"])
+    def dream_status(run_id: str, user: str = caller) -> Any:
+        return jsonable_encoder(memory.dream_status(run_id, user=user))
+
+    @app.get("/api/memory/diaries", tags=["dream"])
+    def diaries(user: str = caller) -> Any:
+        return jsonable_encoder(memory.diaries(user=user))
+
+    @app.get("/api/memory/diaries/{date}", tags=["dream"])
+    def diary(date: str, user: str = caller) -> Any:
+        return jsonable_encoder(memory.diaries(user=user, date=date))
+
+    @app.get("/api/memory/notes", tags=["notes"])
+    def notes(user: str = caller) -> Any:
+        return jsonable_encoder(memory.notes(user=user))
+
+    @app.get("/api/memory/notes/{date}", tags=["notes"])
+    def notes_of(date: str, user: str = caller) -> Any:
+        return jsonable_encoder(memory.notes(user=user, date=date))
+
+    @app.get("/api/memory/export", tags=["portability"])
+    def export(user: str = caller) -> dict[str, Any]:
+        """The whole memory of the user as one JSON envelope."""
+        return memory.export(user=user)
+
+    @app.post("/api/memory/import", tags=["portability"])
+    def import_(data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."), user: str = caller) -> dict[str, Any]:
+        """All or nothing."""
+        return memory.import_(data, user=user)
+
+    @app.get("/api/memory/health", tags=["maintenance"])
+    def health(user: str = caller) -> Any:
+        return jsonable_encoder(memory.health(user=user))
+
+    @app.get("/api/tags", tags=["tags"])
+    def tags(user: str = caller, status: str | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:
+        return memory.tags(user=user, status=status)
+
+    @app.post("/api/memory/flush", tags=["memory"])
+    def flush(user: str = caller) -> dict[str, int]:
+        """Learn now from the user's queued episodes instead of after the debounce."""
+        return {"learned": memory.flush(user=user)}
+
+
+# ------------------------------------------------------------ the MCP door
+def _mcp_server(memory: "Memory", auth: bool) -> Any:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from reverie.server.mcp_server import create_mcp
+
+    server = create_mcp(memory)
+    # stateless: each request stands alone and is authorized by its own key
+    server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        # with keys the key is the guard; without, only local Host headers get in
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False) if auth else None,
+        host="127.0.0.1",
+    )
+    return server
+
+
+class _McpDoor:
+    """ASGI endpoint at /mcp: authorize the key, then hand the request to the MCP SDK
+    with the key's user written into the scope."""
+
+    def __init__(self, server: Any, who: Any):
+        self.manager = server.session_manager
+        self.who = who
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from reverie.server.mcp_server import USER_SCOPE
+
+        headers = Headers(scope=scope)
+        authorization = headers.get("authorization", "")
+        secret = authorization[7:].strip() if authorization.lower().startswith("bearer ") else headers.get("x-api-key")
+        named = QueryParams(scope.get("query_string", b"")).get("user")
+        try:
+            user = await anyio.to_thread.run_sync(self.who, secret, named)
+        except ReverieError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        await self.manager.handle_request({**scope, USER_SCOPE: user}, receive, send)

@@ -1,0 +1,136 @@
+"""The MCP door, driven by the official SDK's own client: over stdio (``reverie mcp``
+as a subprocess) and over streamable HTTP at /mcp, where the API key decides the user."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from reverie import Memory
+from reverie.keys import create_key, revoke_key
+from reverie.server import create_app
+from tests.live_server import live_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def stdio(home: Path, user: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "reverie.cli", "mcp", "--home", str(home), "--user", user], cwd=str(ROOT)
+    )
+
+
+def session(server: Any, script: Callable[[Client], Awaitable[None]], *, key: str | None = None) -> None:
+    """Run ``script`` against ``server``: stdio parameters, or a base URL with an API key."""
+
+    async def main() -> None:
+        if key is None:
+            async with Client(server) as client:
+                await script(client)
+            return
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http:
+            async with Client(streamable_http_client(f"{server}/mcp", http_client=http)) as client:
+                await script(client)
+
+    anyio.run(main)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> Any:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+async def error(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text
+
+
+def test_stdio_process_message_then_save_memory_then_search_finds_it(tmp_path):
+    async def script(client: Client) -> None:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"process_message", "save_memory", "remember", "search", "forget", "feedback", "dream"}
+        frame = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
+        assert frame["frame_id"].startswith("ep_") and frame["route"] in ("shallow", "medium", "deep")
+        saved = await call(client, "save_memory", frame_id=frame["frame_id"], reply="Biscuit is a lovely name!")
+        assert saved == {"success": True, "frame_id": frame["frame_id"], "status": "completed"}
+        assert "already completed" in await error(client, "save_memory", frame_id=frame["frame_id"], reply="again")
+        found = await call(client, "search", query="greyhound Biscuit", limit=3)
+        assert any(item["id"] == frame["frame_id"] and "Biscuit" in item["text"] for item in found["items"])
+
+    session(stdio(tmp_path / "home", "ana"), script)
+    with Memory(tmp_path / "home", background=False) as memory:
+        assert [(e.thread, e.status) for e in memory.episodes(user="ana")] == [("pets", "completed")]
+
+
+def test_stdio_remember_forget_feedback_and_resources(tmp_path):
+    async def script(client: Client) -> None:
+        fact = await call(client, "remember", content="Ana is allergic to peanuts", category="constraint")
+        assert fact["category"] == "constraint" and fact["user"] == "ana"
+        frame = await call(client, "process_message", message="Suggest a snack for my hike")
+        assert frame["has_memory"] and "peanuts" in frame["context"]
+        await call(client, "save_memory", frame_id=frame["frame_id"], reply="Try dried apricots.")
+        assert await call(client, "feedback", id=frame["frame_id"], status="confirmed") == {
+            "id": frame["frame_id"], "feedback": "confirmed",
+        }
+        assert "feedback" in await error(client, "feedback", id=frame["frame_id"], status="loved")
+        assert await call(client, "forget", id=fact["id"]) == {"id": fact["id"], "status": "archived"}
+        assert "no fact" in await error(client, "forget", id="fact_missing")
+        assert "limit" in await error(client, "search", query="snack", limit=0)
+
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert resources == {"memory://MEMORY.md", "memory://profile"}
+        profile = json.loads((await client.read_resource("memory://profile")).contents[0].text)
+        assert set(profile) == {"user", "history"} and "cognitiveStyle" in profile["user"]
+        md = (await client.read_resource("memory://MEMORY.md")).contents[0].text
+        assert isinstance(md, str)
+
+    session(stdio(tmp_path / "home", "ana"), script)
+
+
+def test_stdio_dream_runs_for_the_user(tmp_path):
+    with Memory(tmp_path / "home", background=False) as memory:
+        memory.add(["I run a bakery in Porto", "We open at 7 every morning"], user="ana", group="message")
+        memory.flush()
+
+    async def script(client: Client) -> None:
+        run = await call(client, "dream", days=3)
+        assert run["user"] == "ana" and run["status"] in ("done", "skipped")
+        assert "days" in await error(client, "dream", days=0)
+
+    session(stdio(tmp_path / "home", "ana"), script)
+
+
+def test_http_mcp_serves_the_keys_user_only(tmp_path):
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory)) as url:
+        ana, bob = (create_key(memory.store, user=u) for u in ("ana", "bob"))
+
+        async def as_ana(client: Client) -> None:
+            await call(client, "remember", content="Ana's locker code is in her notebook")
+            found = await call(client, "search", query="locker code")
+            assert any("locker" in item["text"] for item in found["items"])
+
+        async def as_bob(client: Client) -> None:
+            found = await call(client, "search", query="locker code")
+            assert not any("locker" in item["text"] for item in found["items"])
+            facts = await call(client, "remember", content="Bob likes chess")
+            assert facts["user"] == "bob"
+
+        session(url, as_ana, key=ana.secret)
+        session(url, as_bob, key=bob.secret)
+        assert [f.content for f in memory.facts(user="ana")] == ["Ana's locker code is in her notebook"]
+
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert httpx.post(f"{url}/mcp", json=ping).status_code == 401
+        revoke_key(memory.store, bob.key.id)
+        revoked = httpx.post(f"{url}/mcp", json=ping, headers={"Authorization": f"Bearer {bob.secret}"})
+        assert revoked.status_code == 401

@@ -1,0 +1,334 @@
+"""The REST door, through a real uvicorn on 127.0.0.1 and httpx: every endpoint,
+API keys, two users' isolation, bad inputs, turns, dreams, and draining on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from reverie import Memory
+from reverie.cli import app as cli
+from reverie.keys import create_key, revoke_key
+from reverie.server import create_app
+from tests.live_server import free_port, live_server, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Api:
+    def __init__(self, url: str, memory: Memory):
+        self.url = url
+        self.memory = memory
+        self.keys = {user: create_key(memory.store, user=user).secret for user in ("ana", "bob")}
+        self.keys["admin"] = create_key(memory.store, user="ops", admin=True, name="console").secret
+
+    def client(self, who: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[who]}"} if who else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    memory = Memory(tmp_path_factory.mktemp("rest") / "home", background=False)
+    with live_server(create_app(memory)) as url:
+        yield Api(url, memory)
+    memory.close()
+
+
+@pytest.fixture(scope="module")
+def ana(api):
+    with api.client("ana") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def bob(api):
+    with api.client("bob") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def admin(api):
+    with api.client("admin") as client:
+        yield client
+
+
+def add_fact(client: httpx.Client, content: str, **extra) -> dict:
+    r = client.post("/api/memory/facts", json={"content": content, **extra})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_healthz_answers_without_a_key(api):
+    r = httpx.get(f"{api.url}/healthz")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok"
+
+
+def test_no_key_or_an_unknown_key_is_401(api):
+    r = httpx.get(f"{api.url}/api/memory")
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"
+    assert "API key" in r.json()["detail"]
+    bad = httpx.get(f"{api.url}/api/memory", headers={"Authorization": "Bearer rv_not-a-real-key"})
+    assert bad.status_code == 401
+
+
+def test_a_revoked_key_is_401(api):
+    new = create_key(api.memory.store, user="ana", name="to revoke")
+    headers = {"Authorization": f"Bearer {new.secret}"}
+    assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 200
+    revoke_key(api.memory.store, new.key.id)
+    assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 401
+
+
+def test_the_x_api_key_header_works_too(api):
+    r = httpx.get(f"{api.url}/api/memory/profile", headers={"X-API-Key": api.keys["bob"]})
+    assert r.status_code == 200
+    assert "workContext" in r.json()["user"]
+
+
+def test_fact_lifecycle_create_read_edit_reinforce_archive_delete(ana):
+    fact = add_fact(ana, "Prefers answers with the conclusion first", category="preference", area="Communication")
+    assert fact["status"] == "consolidated" and fact["user"] == "ana"
+    fid = fact["id"]
+    assert ana.get(f"/api/memory/facts/{fid}").json()["content"] == fact["content"]
+
+    edited = ana.patch(f"/api/memory/facts/{fid}", json={"content": "Wants the conclusion first, then details"})
+    assert edited.status_code == 200
+    assert edited.json()["content"] == "Wants the conclusion first, then details"
+
+    reinforced = ana.post(f"/api/memory/facts/{fid}/reinforce").json()
+    assert reinforced["uses"] == fact["uses"] + 1
+
+    archived = ana.delete(f"/api/memory/facts/{fid}")
+    assert archived.json() == {"id": fid, "status": "archived"}
+    assert fid not in [f["id"] for f in ana.get("/api/memory/facts").json()]
+    assert fid in [f["id"] for f in ana.get("/api/memory/facts", params={"status": "archived"}).json()]
+
+    assert ana.delete(f"/api/memory/facts/{fid}", params={"hard": "true"}).json()["status"] == "deleted"
+    assert ana.get(f"/api/memory/facts/{fid}").status_code == 404
+
+
+def test_one_users_key_cannot_see_or_touch_another_users_fact(ana, bob):
+    fid = add_fact(ana, "Ana keeps her passport in the blue drawer")["id"]
+    for method, path, body in (
+        ("GET", f"/api/memory/facts/{fid}", None),
+        ("PATCH", f"/api/memory/facts/{fid}", {"content": "stolen"}),
+        ("POST", f"/api/memory/facts/{fid}/reinforce", None),
+        ("DELETE", f"/api/memory/facts/{fid}", None),
+    ):
+        r = bob.request(method, path, json=body)
+        assert r.status_code == 404, (method, path, r.text)
+    assert fid not in [f["id"] for f in bob.get("/api/memory/facts").json()]
+    assert "passport" not in bob.post("/api/memory/recall", json={"query": "where is the passport"}).json()["context"]
+    # untouched for its owner
+    assert ana.get(f"/api/memory/facts/{fid}").json()["content"] == "Ana keeps her passport in the blue drawer"
+
+
+def test_a_plain_key_cannot_name_another_user(bob):
+    r = bob.get("/api/memory/facts", params={"user": "ana"})
+    assert r.status_code == 403
+    assert bob.get("/api/memory/facts", params={"user": "bob"}).status_code == 200
+
+
+def test_an_admin_key_acts_for_the_user_it_names(ana, admin):
+    fid = add_fact(ana, "Ana's team ships on Thursdays")["id"]
+    seen = admin.get(f"/api/memory/facts/{fid}", params={"user": "ana"})
+    assert seen.status_code == 200
+    assert admin.get(f"/api/memory/facts/{fid}").status_code == 404  # its own user is ops
+    made = admin.post("/api/memory/facts", params={"user": "bob"}, json={"content": "Bob runs the build server"})
+    assert made.status_code == 201 and made.json()["user"] == "bob"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    [
+        ("POST", "/api/memory/facts", {}, 422, "content"),
+        ("POST", "/api/memory/facts", {"content": "   "}, 400, "content"),
+        ("POST", "/api/memory/facts", {"content": "x", "confidence": 2}, 400, "confidence"),
+        ("POST", "/api/memory/facts", {"content": "x", "area": "Nowhere"}, 400, "area"),
+        ("POST", "/api/memory/facts", {"content": "x", "colour": "red"}, 422, "colour"),
+        ("PUT", "/api/memory/profile/user.shoeSize", {"summary": "42"}, 400, "section"),
+        ("POST", "/api/memory/recall", {"query": "tea", "budget": 0}, 422, "budget"),
+        ("POST", "/api/turns", {"message": ""}, 400, "message"),
+        ("POST", "/api/memory/feedback", {"id": "ep_x", "status": "loved"}, 400, "status"),
+        ("GET", "/api/memory/episodes?limit=0", None, 422, "limit"),
+        ("POST", "/api/memory/import", {"format": "nope"}, 400, None),
+    ],
+)
+def test_bad_input_is_a_4xx_that_names_the_field(ana, method, path, body, status, field):
+    r = ana.request(method, path, json=body)
+    assert r.status_code == status, r.text
+    if field:
+        assert r.json()["field"] == field
+        assert field in r.json()["detail"]
+
+
+def test_a_malformed_json_body_is_422_not_500(ana):
+    r = ana.post("/api/memory/facts", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_profile_section_put_then_get_and_overview(ana):
+    r = ana.put("/api/memory/profile/user.cognitiveStyle", json={"summary": "Thinks in diagrams"})
+    assert r.status_code == 200
+    assert r.json()["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"
+    assert ana.get("/api/memory/profile").json()["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"
+    overview = ana.get("/api/memory").json()
+    assert overview["user"] == "ana"
+    assert overview["profile"]["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"
+    assert overview["counts"]["facts"] == len(overview["facts"]) > 0
+
+
+def test_recall_delivers_a_remembered_fact_with_reasons(ana):
+    add_fact(ana, "Ana's cat is called Miso", category="identity")
+    r = ana.post("/api/memory/recall", json={"query": "What is my cat called?", "budget": 500, "explain": True})
+    assert r.status_code == 200
+    data = r.json()
+    assert "Miso" in data["context"]
+    assert data["tokens"] <= 500
+    item = next(i for i in data["items"] if "Miso" in i["text"])
+    assert item["kind"] == "fact" and item["parts"]
+
+
+def test_turn_opens_a_frame_completes_once_then_conflicts(ana, bob):
+    add_fact(ana, "Ana is learning Portuguese for a move to Lisbon")
+    opened = ana.post("/api/turns", json={"message": "How is my Portuguese going?", "thread": "lang"})
+    assert opened.status_code == 201
+    turn = opened.json()
+    assert turn["id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
+    assert "Portuguese" in turn["context"]
+    pending = ana.get("/api/memory/episodes", params={"thread": "lang", "status": "pending"}).json()
+    assert [e["id"] for e in pending] == [turn["id"]]
+
+    assert bob.post(f"/api/turns/{turn['id']}/complete", json={"reply": "hijack"}).status_code == 404
+    done = ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "Steady progress: keep the daily lessons."})
+    assert done.status_code == 200
+    assert done.json()["status"] == "completed"
+    again = ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "twice"})
+    assert again.status_code == 409
+    assert "already completed" in again.json()["detail"]
+
+
+def test_feedback_marks_an_episode(ana):
+    turn = ana.post("/api/turns", json={"message": "Recommend a podcast about jazz"}).json()
+    ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "Try 'Jazz Library'."})
+    r = ana.post("/api/memory/feedback", json={"id": turn["id"], "status": "confirmed", "reason": "liked it"})
+    assert r.status_code == 200
+    assert r.json()["feedback"]["status"] == "confirmed"
+
+
+def test_flush_learns_from_queued_turns_and_tags_list_them(api):
+    with api.client("admin") as admin:
+        # a user of its own, so that other tests' queued turns do not count here
+        turn = admin.post("/api/turns", params={"user": "dora"}, json={"message": "I am a marine biologist studying octopus behaviour"}).json()
+        admin.post(f"/api/turns/{turn['id']}/complete", params={"user": "dora"}, json={"reply": "Fascinating field!"})
+        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 1}
+        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 0}
+        tags = admin.get("/api/tags", params={"user": "dora"}).json()
+    assert tags and all({"name", "status", "items"} <= set(t) for t in tags)
+    assert any("octopus" in t["name"] for t in tags)
+
+
+def test_export_then_import_into_another_user(ana, admin):
+    add_fact(ana, "Ana takes her coffee black")
+    envelope = ana.get("/api/memory/export")
+    assert envelope.status_code == 200
+    r = admin.post("/api/memory/import", params={"user": "carol"}, json=envelope.json())
+    assert r.status_code == 200, r.text
+    assert r.json()["facts"] >= 1
+    contents = [f["content"] for f in admin.get("/api/memory/facts", params={"user": "carol"}).json()]
+    assert "Ana takes her coffee black" in contents
+
+
+def test_dream_is_accepted_with_a_status_url_polled_to_completion(ana):
+    ana.post("/api/memory/flush")
+    r = ana.post("/api/memory/dream", json={"days": 2})
+    assert r.status_code == 202, r.text
+    status_url = r.json()["status_url"]
+    assert r.headers["location"] == status_url
+    deadline = time.monotonic() + 20
+    while (run := ana.get(status_url).json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, run
+        time.sleep(0.1)
+    assert run["status"] in ("done", "skipped"), run
+    assert run["user"] == "ana"
+
+
+def test_another_users_dream_run_is_404(ana, bob):
+    run = ana.post("/api/memory/dream", json={}).json()
+    assert bob.get(run["status_url"]).status_code == 404
+
+
+def test_notes_diaries_and_health_answer_for_the_user(ana):
+    for path in ("/api/memory/notes", "/api/memory/diaries", "/api/memory/health"):
+        r = ana.get(path)
+        assert r.status_code == 200, (path, r.text)
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    for path in (f"/api/memory/notes/{today}", f"/api/memory/diaries/{today}"):
+        assert ana.get(path).status_code in (200, 404), path
+    assert ana.get("/api/memory/notes/not-a-date").status_code in (400, 404)
+
+
+def test_no_auth_mode_takes_the_named_user_and_refuses_foreign_hosts(tmp_path):
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory, auth=False, mcp=False)) as url:
+        made = httpx.post(f"{url}/api/memory/facts", params={"user": "eve"}, json={"content": "Eve sails on weekends"})
+        assert made.status_code == 201 and made.json()["user"] == "eve"
+        assert httpx.get(f"{url}/api/memory/profile").status_code == 200  # the default user
+        rebound = httpx.get(f"{url}/api/memory/profile", headers={"Host": "evil.example"})
+        assert rebound.status_code == 400
+
+
+def test_serve_refuses_no_auth_off_localhost(tmp_path):
+    result = CliRunner().invoke(cli, ["serve", "--no-auth", "--host", "0.0.0.0", "--home", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--no-auth" in result.output
+
+
+def test_keys_cli_creates_a_working_key_lists_it_and_revokes_it(api):
+    home = str(api.memory.home)
+    runner = CliRunner()
+    created = runner.invoke(cli, ["keys", "create", "--user", "bob", "--name", "cli", "--home", home, "--json"])
+    assert created.exit_code == 0, created.output
+    new = json.loads(created.output)
+    headers = {"Authorization": f"Bearer {new['key']}"}
+    assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 200
+    listed = runner.invoke(cli, ["keys", "list", "--home", home, "--json"])
+    rows = json.loads(listed.output)
+    assert new["id"] in [r["id"] for r in rows]
+    assert new["key"] not in listed.output  # only ids, never the keys
+    revoked = runner.invoke(cli, ["keys", "revoke", new["id"], "--home", home])
+    assert revoked.exit_code == 0
+    assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 401
+
+
+def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
+    home, port = tmp_path / "home", free_port()
+    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "3600", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--port", str(port), "--home", str(home)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(f"{url}/healthz", proc)
+        turn = httpx.post(f"{url}/api/turns", json={"message": "I started learning the violin this month"}).json()
+        httpx.post(f"{url}/api/turns/{turn['id']}/complete", json={"reply": "Great choice!"}).raise_for_status()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with Memory(home, background=False) as memory:
+        assert memory.store.get_episode(turn["id"]).learned
