@@ -1,0 +1,463 @@
+"""Word lists and signal rules of the heuristic engine, in English and Chinese.
+
+Data only: the engine in :mod:`reverie.engines.heuristic` reads these tables.
+Extending a list here changes what the heuristic engine sees, nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Words that cannot point at a class of memories on their own: never a tag,
+# never a keyphrase, deprecated by tag governance. A plain set on purpose, so
+# that an application may add its own words at start-up.
+GENERIC_WORDS: set[str] = set(
+    """
+    thing things time times day days people person stuff way ways lot lots something anything
+    everything nothing someone anyone everyone somebody anybody place places part parts kind sort
+    bit year years week weeks month months today tomorrow yesterday morning night evening moment
+    idea ideas question questions problem problems issue issues info information help work life
+    world guy guys man men woman women fun new old other others good great nice cool awesome amazing
+    wow yeah hey hi hello thanks thank user assistant stuff bunch side end start point points number
+    case cases example examples fact facts reason reasons name names word words matter matters
+    everybody nobody home hour hours minute minutes second seconds weekend today's tonight
+    事情 时候 东西 问题 情况 方面 部分 地方 样子 感觉 时间 大家 人们 有人 一些 这些 那些 今天 明天 昨天
+    这样 那样 内容 方式 办法 东东 事儿 事 人 一天 最近 当时 之前 以后 后来 用户 助手 信息 一下 的话
+    """.split()
+)
+
+# Content-free for keyphrases though not stopwords: verbs of liking and asking,
+# route cues, time words (time references are resolved separately), fillers.
+WEAK_WORDS: frozenset[str] = frozenset(
+    """
+    prefer prefers preferred like likes liked love loves loved hate hates hated dislike dislikes enjoy
+    enjoys enjoyed want wants need needs use uses using used try tries tried help helps let please pls
+    gonna wanna gotta kinda sorta lol haha hahaha omg btw fyi doing done feel feels keep keeps start
+    started finally recently soon later ago last next first second new old big small little long short
+    better best bad worse worst happen happens happened remember remembers talk talked talking ask
+    asked asking tell telling exactly exact detail details detailed summarize summarise summary recap
+    overview verbatim specifically specific quote word words always never usually often sometimes
+    again sure lately mostly probably basically seriously honestly literally anyway anyways wait
+    decided decide agreed chose go goes went become becomes wish hope hoped plan plans planning meant
+    mean means correction actually true false right wrong whatever ever around lot able via etc
+    january february march april may june july august september october november december monday
+    tuesday wednesday thursday friday saturday sunday morning afternoon evening tonight tomorrow
+    yesterday week month year weeks months years day days similar special exciting inspiring powerful
+    thankful helpful happy sad hard easy real important different whole free full fine pretty continue
+    check embrace express creative glad proud excited keen loving lovely beautiful wonderful interesting
+    funny crazy super totally getting make making find found looks look looking see seen saw hear heard
+    share shared sharing thinking hope sounds sound mean take taking took give giving gave come coming
+    came put kept guess stuff lots
+    喜欢 不喜欢 讨厌 希望 想要 需要 觉得 认为 使用 一下 进行 发生 回顾 总结 细节 具体 原话 详细 概括 上周
+    昨天 前天 去年 今年 前年 明年 上个月 本月 这个月 下个月 本周 这周 记得 告诉 知道 决定 打算 计划 一直
+    总是 以后 不要 别 请 帮 帮我 可以 应该 能 想 会 要 更 最 比较 特别 非常 真的 其实 然后 还有 已经
+    成为 先给 开始 继续 顺便 一起 终于 马上 感到 感觉 有点 真是 还是 可能 一定 所以 因为 不过 而且 听起来
+    确实 很多 那个 这个 怎么样 如何 比如 例如 注意 应该是 好像 似乎 当然 只是 一样 不是 就是 的是 或者 以及
+    之后 因此 虽然 不过 还要 需要
+    """.split()
+)
+
+PERSONAL_ROLES: frozenset[str] = frozenset(
+    """
+    mom mother dad father parent parents wife husband partner sister brother son daughter grandma
+    grandmother grandpa grandfather aunt uncle vegetarian vegan introvert extrovert single widow
+    妈妈 母亲 爸爸 父亲 妻子 丈夫 老婆 老公 宝妈 素食者
+    """.split()
+)
+
+# Scene -> sub-scene -> keywords (stemmed when the engine loads them).
+SCENES: dict[str, dict[str, tuple[str, ...]]] = {
+    "work": {
+        "coding": tuple(
+            """code coding program programming programmer bug bugs debug debugging function api python
+            javascript typescript java rust golang sql database deploy deployment git github repo
+            repository refactor compiler script server backend frontend docker kubernetes vim emacs
+            editor ide framework library linter pytest 代码 编程 程序 调试 函数 接口 数据库 部署 服务器
+            前端 后端 脚本 框架 重构""".split()
+        ),
+        "career": tuple(
+            """job jobs career interview promotion boss manager colleague colleagues coworker salary
+            resume hired hiring office company startup business client clients 工作 面试 升职 老板 同事
+            公司 薪水 简历 上班 职业 创业 客户""".split()
+        ),
+        "meeting": tuple(
+            """meeting meetings standup agenda presentation deadline project projects roadmap 会议 开会
+            项目 汇报 截止""".split()
+        ),
+    },
+    "personal": {
+        "family": tuple(
+            """family kids kid children child son daughter mom mother dad father parents sister
+            brother wife husband baby grandma grandpa 家人 家庭 孩子 儿子 女儿 妈妈 爸爸 父母 老婆 老公
+            妻子 丈夫 姐姐 妹妹 哥哥 弟弟""".split()
+        ),
+        "relationship": tuple(
+            """friend friends boyfriend girlfriend partner dating wedding marriage married divorce
+            breakup 朋友 男朋友 女朋友 约会 婚礼 结婚 恋爱 分手""".split()
+        ),
+        "identity": tuple(
+            """identity transgender lgbtq gay lesbian queer pride trans 身份 性别""".split()
+        ),
+        "home": tuple(
+            """house apartment moving rent neighbor garden pet pets dog dogs cat cats 房子 搬家 租房 宠物
+            狗 猫""".split()
+        ),
+    },
+    "health": {
+        "fitness": tuple(
+            """gym workout exercise running marathon yoga fitness swimming diet 健身 跑步 锻炼 瑜伽 减肥
+            游泳 马拉松""".split()
+        ),
+        "medical": tuple(
+            """doctor hospital sick illness disease medicine surgery injury pain symptoms 医生 医院 生病
+            药 手术 受伤""".split()
+        ),
+        "mental": tuple(
+            """stress anxiety depression therapy therapist counseling mental burnout 压力 焦虑 抑郁 心理
+            咨询""".split()
+        ),
+    },
+    "travel": {
+        "trip": tuple(
+            """trip travel traveling travelling vacation holiday flight hotel airport abroad tour beach
+            旅行 旅游 出差 度假 机票 酒店 出国""".split()
+        ),
+        "outdoors": tuple("""camping hiking hike mountains lake nature 露营 爬山 徒步""".split()),
+    },
+    "hobby": {
+        "art": tuple(
+            """painting paint painted drawing art artist pottery sculpture photography craft 画画 绘画
+            艺术 陶艺 摄影""".split()
+        ),
+        "music": tuple(
+            """music song songs guitar piano violin concert band singing 音乐 吉他 钢琴 演唱会 唱歌""".split()
+        ),
+        "reading": tuple("""book books reading novel novels author 书 读书 小说 阅读""".split()),
+        "sports": tuple(
+            """football soccer basketball tennis baseball match team 足球 篮球 网球 比赛""".split()
+        ),
+        "games": tuple("""gaming videogame games playstation xbox nintendo 游戏""".split()),
+        "cooking": tuple(
+            """cooking recipe baking food dinner restaurant 做饭 烹饪 菜谱 烘焙 美食""".split()
+        ),
+    },
+    "learning": {
+        "study": tuple(
+            """school class classes course courses study studying exam exams university college degree
+            homework lecture student teacher education 学校 课程 考试 大学 学位 作业 学生 老师 教育 学习""".split()
+        ),
+        "language": tuple(
+            """english chinese spanish french japanese language grammar vocabulary 英语 中文 日语 语法
+            单词""".split()
+        ),
+    },
+}
+
+AREA_WORDS: dict[str, tuple[str, ...]] = {
+    "Code": tuple(
+        """code function functions variable variables naming comment comments type hints typing tabs
+        spaces indentation test tests refactor python typescript javascript rust java class classes
+        style lint 代码 变量 注释 缩进 函数 测试 类型 命名""".split()
+    ),
+    "Tools": tuple(
+        """vim emacs editor ide vscode terminal cli git docker shell tool tools zsh bash tmux browser
+        rm trash 编辑器 工具 终端 命令行""".split()
+    ),
+    "Workflow": tuple(
+        """review deploy deployment commit commits pr branch branches ci release process workflow
+        meeting meetings plan planning merge 部署 提交 流程 评审 分支 发布""".split()
+    ),
+    "Communication": tuple(
+        """answer answers reply replies response responses tone language english chinese explain
+        explanation emoji emojis concise brief preamble conclusion summary formal casual 回答 回复 语言
+        中文 英文 语气 解释 结论 铺垫 简洁""".split()
+    ),
+}
+
+EMOTIONS: dict[str, str] = {
+    # label -> regex alternation; order decides ties (frustration outranks the rest)
+    "frustrated": r"frustrat\w*|annoy\w*|ugh+|argh+|wtf|fed up|sick of|doesn't work|does not work|"
+    r"not working|still broken|waste of time|useless|烦死|烦人|气死|崩溃|受不了|又不行|还是不行|无语|郁闷",
+    "negative": r"sad|upset|worried|worry|anxious|afraid|scared|tired|exhausted|lonely|depressed|hurt|"
+    r"disappointed|stressed|angry|miserable|terrible|awful|难过|伤心|担心|焦虑|害怕|失望|孤独|生气|沮丧",
+    "positive": r"happy|glad|awesome|amazing|love|loved|excited|exciting|thankful|grateful|proud|"
+    r"wonderful|fantastic|enjoy\w*|inspir\w*|relieved|delighted|开心|高兴|快乐|太好了|棒|感谢|兴奋|满意|幸福",
+}
+
+MONTHS: dict[str, int] = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"),
+            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+# a bare month name that is also an everyday word needs a year, a day or "in"
+AMBIGUOUS_MONTHS: frozenset[str] = frozenset({"may", "march", "mar", "jan", "jun", "dec", "oct", "sep", "aug"})
+WEEKDAYS: dict[str, int] = {
+    d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+NUMBER_WORDS: dict[str, int] = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+    "a few": 3, "few": 3, "several": 3,
+}
+ZH_DIGITS: dict[str, int] = {
+    "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "几": 3,
+}
+
+# ---------------------------------------------------------------- routes and intents
+
+DEEP_CUES = re.compile(
+    r"\b(?:exactly|word for word|verbatim|the details|in detail|specifics|what (?:exactly )?did "
+    r"(?:i|you|we) (?:say|write|tell|type)|(?:my|your|the) exact words|exact (?:words|wording|quote))\b"
+    r"|原话|具体|细节|详细|一字不差|逐字|原文|怎么说的",
+    re.IGNORECASE,
+)
+MEDIUM_CUES = re.compile(
+    r"\b(?:what happened|recap|overview|summari[sz]e|summary|catch me up|remind me|what have we|"
+    r"what did we (?:do|discuss|talk about|decide)|so far|last time|yesterday|last (?:week|month|year|night)|"
+    r"ago|(?:when|where|what|how|who|why|which) (?:did|was|were|had)\b)\b"
+    r"|回顾|总结|发生了什么|概括|进展|聊过|讨论过|上次|之前|那次|当时|什么时候|昨天|上周|上个月|去年|前天",
+    re.IGNORECASE,
+)
+GREETING = re.compile(
+    r"^\s*(?:(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|night))\b"
+    r"|你好|您好|嗨|哈喽|早上好|晚上好|下午好|早安|晚安)",
+    re.IGNORECASE,
+)
+CORRECTION_CUE = re.compile(
+    r"^(?:no|nope|not quite|wrong)\b[,.!]*\s*(?:actually|in fact|rather)\b|^correction\b|\bI meant\b"
+    r"|^actually\b|^(?:不对|不是的|错了|更正)|我(?:的意思)?是说",
+    re.IGNORECASE,
+)
+FEEDBACK_CUE = re.compile(
+    r"^(?:thanks|thank you|thx|perfect|good job|well done|that(?:'s| is) (?:right|correct|wrong|not "
+    r"(?:it|right|what))|that (?:worked|helped|didn't work)|this (?:worked|helped)|not helpful)\b"
+    r"|^(?:谢谢|多谢|感谢|不错|很好|太好了|完美|没用|不行|有用|没帮助)",
+    re.IGNORECASE,
+)
+REQUEST_CUE = re.compile(
+    r"^(?:please|pls|can you|could you|would you|will you|help me|i need you to|i want you to|let's|"
+    r"write|create|make|build|fix|show|give|tell|explain|list|draft|generate|translate|summari[sz]e|"
+    r"remind)\b|^(?:请|帮我|麻烦|给我|帮忙|能不能|可不可以|可以帮|你能)",
+    re.IGNORECASE,
+)
+QUESTION_CUE = re.compile(
+    r"[?？]\s*$|^(?:what|when|where|who|whom|whose|why|how|which|is|are|was|were|do|does|did|can|"
+    r"could|should|would|will|have|has)\b|(?:吗|呢|么)\s*$|什么|怎么|为什么|哪|多少|是否",
+    re.IGNORECASE,
+)
+
+# ---------------------------------------------------------------- extraction rules
+
+# (pattern, English canonical) and (pattern, Chinese canonical): the wording the
+# cognitiveStyle summary uses for each collaboration habit.
+COGNITIVE_EN: tuple[tuple[str, str], ...] = (
+    (r"\b(?:conclusions?|bottom line|the answer|tl;?dr)\s+first\b|\b(?:lead|start) with the "
+     r"(?:conclusion|answer|bottom line)\b", "Conclusion first, then details"),
+    (r"\bstep[- ]by[- ]step\b|\bone step at a time\b", "Step-by-step explanations"),
+    (r"\bbig picture\b|\b(?:overview|high[- ]level (?:view|picture|summary)) first\b", "Big picture first"),
+    (r"\bbe (?:concise|brief|succinct|terse)\b|\bkeep (?:it|answers|responses|replies|things) "
+     r"(?:short|brief|concise)\b|\b(?:concise|short|brief|succinct) (?:answers|responses|replies|"
+     r"explanations)\b|\bget (?:straight )?to the point\b", "Concise answers"),
+    (r"\bno fluff\b|\bskip the (?:preamble|intro|fluff|small talk)\b|\bno (?:long )?(?:preamble|intro)s?\b",
+     "No long preamble"),
+    (r"\b(?:show|give) me the code first\b|\bcode first\b", "Code first, then explanation"),
+    (r"\b(?:concrete )?examples? first\b|\bwith (?:concrete )?examples\b", "Concrete examples"),
+    (r"\bexplain (?:the )?why\b|\bexplain (?:your|the) reasoning\b", "Explain the reasoning"),
+    (r"\bbullet(?:ed)? (?:points|lists?)\b", "Bullet points"),
+    (r"\bchallenge my (?:ideas|assumptions)\b|\bpush back\b|\bdevil's advocate\b", "Challenge assumptions"),
+)
+COGNITIVE_ZH: tuple[tuple[str, str], ...] = (
+    (r"先给结论|先说结论|结论先行|先讲结论|直接给结论", "先给结论"),
+    (r"不要(?:太?长的?|过多的?)?铺垫|少铺垫|别铺垫|不要废话|别废话|直奔主题|直接说重点", "不要长铺垫"),
+    (r"一步一步|分步骤|逐步讲|按步骤", "一步一步讲解"),
+    (r"先(?:讲|给|说)(?:整体|大局|大方向|全局)", "先讲整体，再讲细节"),
+    (r"(?:回答|回复|解释|说明|表达)[^，。,]{0,4}(?:简洁|简短|简明|精简)|(?:简洁|简短)(?:一点|一些|些)?(?:地)?"
+     r"(?:回答|回复|说)|言简意赅", "回答简洁"),
+    (r"先(?:给|上|贴)代码|直接给代码", "先给代码，再解释"),
+    (r"多举例|举例说明|给(?:个|些)?例子", "多举例子"),
+    (r"分点|列要点|用要点|列表形式", "分点列出"),
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One signal: a pattern with the named groups ``v`` (the cue) and ``x`` (what it is about).
+
+    ``template`` builds the fact line: ``{V}`` is the cue in the third person and
+    capitalised, ``{v}`` the cue as written, ``{x}`` the object with its pronouns
+    turned to the third person, ``{xv}`` the object with its first verb conjugated,
+    ``{X}`` a whole first-person clause turned into a third-person one, ``{raw}``
+    the object untouched (instructions keep their "me").
+
+    ``cues`` are what the pattern cannot match without: one of these lower-case
+    words (English) or substrings (Chinese). A clause holding none of them skips
+    the regex, which keeps extraction cheap.
+    """
+
+    category: str
+    cues: tuple[str, ...]
+    pattern: re.Pattern[str]
+    confidence: float
+    template: str
+    section: str | None = None  # the profile section a clear signal feeds
+    negates: bool = False  # the object is no longer true (correction of old facts)
+
+
+def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
+          negates: bool = False) -> Rule:
+    return Rule(category, tuple(cues.split("|")), re.compile(pattern, re.IGNORECASE), confidence, template,
+                section, negates)
+
+
+_ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
+    r"just|personally|genuinely|truly)\s+){0,2}"
+_SUBJECT = r"(?:\b(?:i|we|the user|user)\s+)" + _ADVERBS
+_ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
+    r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
+
+RULES_EN: tuple[Rule, ...] = (
+    _rule("correction", "actually|fact|rather", r"^(?:no|nope|not quite|wrong)\b[,.!]*\s*(?P<v>actually|in fact|rather)\b,?\s*(?P<x>.+)",
+          0.9, "{X}"),
+    _rule("correction", "correction", r"^(?P<v>correction)[:,]\s*(?P<x>.+)", 0.9, "{X}"),
+    _rule("correction", "meant", r"\bI\s+(?P<v>meant)\s+(?P<x>.+)", 0.85, "{V} {x}"),
+    _rule("correction", "more|anymore", r"\b(?:i|we)\s+(?P<v>don't|do not)\s+(?P<w>use|like|want|need)\s+(?P<x>.+?)\s+any\s*more\b",
+          0.85, "Doesn't {w} {x} anymore", negates=True),
+    _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
+          negates=True),
+    _rule("context", "my", r"\b(?P<x>[A-Z][a-z]+)\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
+    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?P<x>[A-Z][a-z]+)\b", 0.85,
+          "{x} is their {v}"),
+    _rule("preference", "favorite|favourite", r"\bmy\s+favou?rite\s+(?P<v>[\w\s-]{1,30}?)\s+(?:is|are)\s+(?P<x>.+)", 0.9,
+          "Favorite {v}: {x}"),
+    _rule("preference", "prefer|prefers", _SUBJECT + r"(?P<v>(?:would\s+)?prefers?)\s+(?P<x>.+)", 0.9, "{V} {x}"),
+    _rule("preference", "like|likes|enjoy|want|hate|hates|stand|dislike|dislikes", _SUBJECT + r"(?P<v>(?:don't|do not|doesn't|does not)\s+(?:like|enjoy|want)|dislikes?|"
+          r"hates?|can't stand|cannot stand)\s+(?P<x>.+)", 0.85, "{V} {x}"),
+    _rule("preference", "like|likes|love|loves|enjoy|enjoys|adore|adores", _SUBJECT + r"(?P<v>likes?|loves?|enjoys?|adores?)\s+(?P<x>.+)", 0.85, "{V} {x}"),
+    _rule("preference", "fan", r"\b(?:i'm|i am)\s+(?:a\s+)?(?:big\s+|huge\s+)?(?P<v>fan)\s+of\s+(?P<x>.+)", 0.85,
+          "Is a fan of {x}"),
+    _rule("constraint", "don't|do|never|always|avoid|stop", r"^(?:please\s+|and\s+|also\s+)?(?P<v>don't|do not|never|always|avoid|stop)\s+"
+          r"(?!worry|mind|bother|be sorry|apologi[sz]e)(?P<x>.+)", 0.9, "{Vraw} {raw}"),
+    _rule("constraint", "please", r"\bplease\s+(?P<v>don't|do not|never|always|avoid)\s+(?P<x>.+)", 0.9, "{Vraw} {raw}"),
+    _rule("constraint", "now|forward|future", r"^(?P<v>from now on|going forward|in (?:the )?future)\b,?\s*(?:please\s+)?(?P<x>.+)",
+          0.85, "{Raw}"),
+    _rule("behavior", "always|never|usually|tend", _SUBJECT + r"(?P<v>always|never|usually|tend to)\s+(?P<x>.+)", 0.7, "{V} {xv}"),
+    _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
+    _rule("identity", "i'm|am", r"\b(?:i'm|i am)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
+          r"huge|total|complete)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
+    _rule("identity", "work|worked", r"\bI\s+(?P<v>work(?:ed)?\s+(?:as|at|for|in|on))\s+(?P<x>.+)", 0.9, "{V} {x}",
+          "workContext"),
+    _rule("identity", "from|based", r"\b(?:i'm|i am)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
+    _rule("identity", "live|grew", r"\bI\s+(?P<v>live|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}", "personalContext"),
+    _rule("identity", "studying|majoring", r"\b(?:i'm|i am)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
+          "workContext"),
+    _rule("identity", "have", r"\bI\s+(?P<v>have)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
+          r"sons?|daughters?|dogs?|cats?|pets?|brothers?|sisters?|siblings?)\b.*)", 0.8, "{V} {x}",
+          "personalContext"),
+    _rule("goal", "goal|dream|aim|ambition", r"\bmy\s+(?:main\s+|long[- ]term\s+|ultimate\s+|big\s+)?(?P<v>goal|dream|aim|ambition)\s+is\s+"
+          r"(?:to\s+)?(?P<x>.+)", 0.9, "{Vraw}: {x}", "topOfMind"),
+    _rule("goal", "become", _SUBJECT + r"(?P<v>wants?|hopes?|aims?|plans?|would like)\s+to\s+become\s+(?P<x>.+)", 0.9,
+          "{V} to become {x}", "topOfMind"),
+    _rule("goal", "planning|aiming|hoping|working|saving", r"\b(?:i'm|i am)\s+(?P<v>planning to|aiming to|hoping to|working towards?|saving (?:up )?for)"
+          r"\s+(?P<x>.+)", 0.7, "{Vraw} {x}"),
+    _rule("goal", "plan|plans|intend|intends", _SUBJECT + r"(?P<v>plans?|intends?)\s+to\s+(?P<x>.+)", 0.7, "{V} to {x}"),
+    _rule("decision", "decided|agreed|settled", r"(?:\b(?:we|i|user|the user)(?:'ve|\s+have|\s+had)?\s+(?:finally\s+|just\s+|all\s+|also\s+)?|^)"
+          r"(?P<v>decided|agreed|settled)\s+(?P<x>(?:to|on|upon|that|against)\b.+)", 0.9, "{Vraw} {x}"),
+    _rule("decision", "chose|picked", r"\b(?:we|i)\s+(?:finally\s+)?(?P<v>chose|picked)\s+(?P<x>.+)", 0.85, "{Vraw} {x}"),
+    _rule("decision", "let's", r"\blet's\s+(?P<v>go with|use|stick with|pick|choose|switch to|adopt)\s+(?P<x>.+)", 0.85,
+          "{Vraw} {x}"),
+    _rule("decision", "we'll|will", r"\bwe(?:'ll|\s+will)\s+(?P<v>go with|use|stick with|switch to)\s+(?P<x>.+)", 0.75,
+          "{Vraw} {x}"),
+    _rule("knowledge", "lesson|learned|turns|til|note", r"\b(?P<v>lesson(?: learned)?|learned that|turns out|til|note to self)\b[:,]?\s+(?P<x>.+)",
+          0.7, "{X}"),
+)
+
+RULES_ZH: tuple[Rule, ...] = (
+    _rule("correction", "不对|不是的|错了|更正|纠正", r"^(?:不对|不是的|错了|更正|纠正一下)[，,。!！:：\s]*(?P<x>.+)", 0.9, "{raw}"),
+    _rule("correction", "是说", r"我(?:的意思)?是说[，,：:]?\s*(?P<x>.+)", 0.85, "{raw}"),
+    _rule("correction", "不再", r"我(?:已经)?(?P<v>不再)(?P<x>.+)", 0.85, "{v}{raw}", negates=True),
+    _rule("context", "是我的", r"(?P<x>[\u4e00-\u9fff]{1,4}|[A-Z][a-z]+)是我的(?P<v>同事|老板|经理|朋友|妻子|丈夫|老婆|老公|"
+          r"女朋友|男朋友|妈妈|爸爸|姐姐|妹妹|哥哥|弟弟|导师|老师|室友)", 0.85, "{raw}：{v}"),
+    _rule("preference", "最喜欢的", r"我最喜欢的(?P<v>[^，,。是]{1,10})是(?P<x>.+)", 0.9, "最喜欢的{v}是{raw}"),
+    _rule("preference", "不喜欢|讨厌|不爱|受不了|反感", r"我(?:也|真的|很|非常|特别|最|一直|向来){0,3}(?P<v>不喜欢|讨厌|不爱|受不了|反感)(?P<x>.+)",
+          0.85, "{v}{raw}"),
+    _rule("preference", "喜欢|偏好|偏爱|热爱|习惯|倾向|爱", r"我(?:也|真的|很|非常|特别|最|更|比较|一直|向来|还是){0,3}(?P<v>更喜欢|喜欢|偏好|偏爱|热爱|"
+          r"习惯|倾向于|爱)(?P<x>.+)", 0.85, "{v}{raw}"),
+    _rule("constraint", "不要|别|禁止|不准|不许", r"^(?:请|麻烦)?你?(?:以后)?都?(?P<v>不要|别|禁止|不准|不许|千万别|千万不要|永远不要|绝对不要)"
+          r"(?!担心|着急|客气|介意)(?P<x>.+)", 0.9, "{v}{raw}"),
+    _rule("constraint", "禁止", r"(?:^|[，,；;])\s*(?P<v>禁止)(?P<x>[^，,。]+)", 0.9, "{v}{raw}"),
+    _rule("constraint", "以后|从现在|从今|总是|始终|一律", r"(?P<v>以后都|以后一律|以后请都|从现在开始都?|从今以后都?|总是|始终|一律)[，,]?\s*(?P<x>.+)",
+          0.85, "{v}{raw}"),
+    _rule("identity", "工作|上班|任职|实习", r"我(?:现在)?在(?P<x>[^，,。]+?)(?P<v>工作|上班|任职|实习)", 0.9, "在{raw}{v}", "workContext"),
+    _rule("identity", "叫|来自|住在", r"我(?P<v>叫|来自|住在)(?P<x>[^，,。]+)", 0.9, "{v}{raw}", "personalContext"),
+    _rule("identity", "名字", r"我的(?P<v>名字)是(?P<x>[^，,。]+)", 0.9, "{v}是{raw}", "personalContext"),
+    _rule("identity", "我是", r"我是(?!说|不是|在|觉得|想|指|因为|为了)(?:一[名个位])?(?P<x>[^，,。]+)", 0.85, "是{raw}",
+          "workContext"),
+    _rule("goal", "目标|梦想|理想", r"我的(?:长期|主要|最终)?(?P<v>目标|梦想|理想)是(?P<x>.+)", 0.9, "{v}是{raw}", "topOfMind"),
+    _rule("goal", "成为", r"我(?P<v>想|希望|要|打算|立志)成为(?P<x>.+)", 0.9, "{v}成为{raw}", "topOfMind"),
+    _rule("goal", "打算|计划|准备", r"我(?P<v>打算|计划|准备)(?P<x>.+)", 0.7, "{v}{raw}"),
+    _rule("decision", "决定", r"(?:我们|我|大家)(?:最终|已经|最后|还是)?(?P<v>决定)了?(?P<x>.+)", 0.9, "{v}{raw}"),
+    _rule("decision", "选择了|选了|定了", r"(?:我们|我)(?:最终|最后)?(?P<v>选择了|选了|定了)(?P<x>.+)", 0.85, "{v}{raw}"),
+    _rule("decision", "就用|就选", r"就(?P<v>用|选)(?P<x>[^，,。]+?)吧", 0.8, "{v}{raw}"),
+    _rule("knowledge", "教训|经验|记住", r"(?P<v>教训|经验|记住)[是：:，,]\s*(?P<x>.+)", 0.7, "{raw}"),
+)
+
+# "X, not Y" / "instead of Y" / "不是Y": the part a correction takes back
+NEGATED_EN = re.compile(r"(?:^|,\s*|\s+)(?:not|rather than|instead of)\s+(?P<y>[^,.;!?]+)", re.IGNORECASE)
+NEGATED_ZH = re.compile(r"(?:不是|而不是|不用|不再用|不再)(?P<y>[^，,。；;]+)")
+
+# The next patterns read lower-cased text. Each comes with the cue words it
+# cannot match without, so that most clauses are cleared by one set lookup.
+
+# Temporary state (seed 002's "服务器现在在 3000 端口"): never a durable fact.
+TEMPORARY = re.compile(
+    r"\b(?:right now|at the moment|for now|today|tonight|this (?:morning|afternoon|evening)|just now|"
+    r"at present|temporarily|for the time being|currently running|is running on|listening on)\b"
+    r"|\bport\s+\d+|现在|目前|今天|刚才|刚刚|这会儿|暂时|此刻|当前|端口"
+)
+TEMPORARY_CUES = (
+    "now", "moment", "today", "tonight", "morning", "afternoon", "evening", "present", "temporarily", "time",
+    "running", "listening", "port", "现在", "目前", "今天", "刚才", "刚刚", "这会儿", "暂时", "此刻", "当前", "端口",
+)
+# phrases that mention "now" but announce something lasting
+DURABLE_NOW = re.compile(r"from now on|going forward|从现在开始|从今以后|从现在起")
+# copy-paste without insight (seed 002's "Error at /src/index.ts:42")
+NOISE = re.compile(r"\.\w{1,5}:\d+|traceback|exception:|error at")
+NOISE_CUES = (":", "traceback", "error")
+HEDGE = re.compile(r"^(?:if|whether|unless|maybe|perhaps|do you|does|did you|would you|can you|could you)\b"
+                   r"|^(?:如果|要是|假如|是否)")
+COGNITIVE_CUES = (
+    "first", "step", "picture", "concise", "brief", "succinct", "terse", "short", "point", "fluff", "preamble",
+    "intro", "code", "example", "examples", "why", "reasoning", "bullet", "bulleted", "challenge", "push",
+    "advocate", "overview", "lead", "start", "结论", "铺垫", "废话", "主题", "重点", "一步", "步骤", "逐步", "整体",
+    "大局", "大方向", "全局", "简洁", "简短", "简明", "精简", "言简意赅", "代码", "举例", "例子", "分点", "要点", "列表",
+)
+
+# Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
+EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"tabs", "spaces"}),
+    frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm"}),
+    frozenset({"light", "dark"}),
+    frozenset({"mac", "macos", "windows", "linux"}),
+    frozenset({"npm", "yarn", "pnpm"}),
+    frozenset({"pip", "poetry", "uv", "conda"}),
+)
+
+# Filler an automatic writer wraps around a fact ("The user said that ...").
+FILLER_PREFIX = re.compile(
+    r"^(?:the\s+)?user\s+(?:has\s+)?(?:said|says|mentioned|mentions|stated|states|noted|notes|indicated|"
+    r"indicates|explained|expressed|told me|reported)\s+(?:that\s+)?|^(?:it seems|apparently|note|fyi|btw)"
+    r"\b[:,]?\s+(?:that\s+)?|^用户(?:说|表示|提到|提及|称|说过|指出)(?:过)?[：:，,]?\s*",
+    re.IGNORECASE,
+)
+FILLER_TERMS: frozenset[str] = frozenset(
+    {"user", "said", "say", "mention", "state", "note", "indicat", "explain", "express", "told", "report",
+     "seem", "apparently", "fyi", "btw", "用户", "说", "表示", "提到", "提及", "称", "说过", "指出"}
+)
