@@ -276,6 +276,13 @@ def test_cognitive_style_already_known_is_not_rewritten():
     "If I prefer tabs, would that matter?",
     "I'm a bit tired.",
     "Don't worry about it.",
+    "Don't give up, buddy!",
+    "Never had a chance to visit it.",
+    "Always here to cheer you on!",
+    "Everyone we love was there to celebrate us.",
+    "I love that you chose pottery for your art.",
+    "I love it, it brings us closer.",
+    "Till next time, then.",
 ])
 def test_temporary_generic_and_question_lines_are_not_facts(text):
     assert extract(text).new_facts == []
@@ -297,6 +304,10 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("不对，应该是3.12版本", "应该是3.12版本", "correction"),
     ("禁止 rm，优先 trash", "禁止rm，优先 trash", "constraint"),
     ("我在字节跳动工作", "在字节跳动工作", "identity"),
+    ("Lesson learned: run migrations before deploying", "Run migrations before deploying", "knowledge"),
+    ("Alice is my manager", "Alice is their manager", "context"),
+    ("I'm from Sweden", "Is from Sweden", "identity"),
+    ("I no longer use emacs", "No longer uses emacs", "correction"),
 ])
 def test_signal_rules(text, content, category):
     (fact,) = extract(text).new_facts
@@ -323,6 +334,19 @@ def test_correction_removes_the_contradicted_fact():
     assert [(r.id, "emacs" in r.reason or "vim" in r.reason) for r in result.facts_to_remove] == [("f1", True)]
     (fact,) = result.new_facts
     assert (fact.content, fact.category) == ("Uses vim, not emacs", "correction")
+    again = extract("No, actually I use vim, not emacs.", facts=[FactRef(id="c1", content="Uses vim, not emacs")])
+    assert (again.facts_to_remove, again.facts_to_reinforce, again.new_facts) == ([], ["c1"], [])
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Likes long meetings", "I don't like long meetings"),
+    ("Works at Google", "I work at Stripe"),
+    ("Prefers tabs for indentation", "I prefer spaces for indentation"),
+    ("用emacs写代码", "我不再用emacs写代码"),
+])
+def test_a_new_statement_takes_back_the_old_one(old, new):
+    result = extract(new, facts=[FactRef(id="old", content=old), FactRef(id="other", content="Likes jazz")])
+    assert [r.id for r in result.facts_to_remove] == ["old"]
 
 
 def test_only_the_users_messages_count():
@@ -494,7 +518,9 @@ def test_tidy_strips_filler_and_keeps_every_content_word():
 
 def test_tidy_keeps_constraints_and_unclear_lines():
     facts = [FactRef(id="a", content="Never deploy on Fridays", category="constraint"),
-             FactRef(id="b", content="Deploys happen on Fridays sometimes")]
+             FactRef(id="b", content="Deploys happen on Fridays sometimes"),
+             FactRef(id="c", content="He is their brother and lives in Oslo"),
+             FactRef(id="d", content="我们决定用Postgres")]
     assert engine.tidy(facts).actions == []
 
 

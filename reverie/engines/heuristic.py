@@ -565,8 +565,8 @@ def _map_tags(phrases: list[str], known: list[str], limit: int = 4) -> list[str]
     tags: list[str] = []
     for phrase in phrases:
         parts = [stem(w) for w in _words(phrase)]
-        spans = [" ".join(parts[i:j]) for n in range(len(parts), 0, -1) for i in range(len(parts) - n + 1)
-                 for j in (i + n,)]
+        # the whole phrase first, then its shorter runs: "lgbtq support group" -> "support group", "lgbtq"
+        spans = [" ".join(parts[i:i + n]) for n in range(len(parts), 0, -1) for i in range(len(parts) - n + 1)]
         for span in spans:
             tag = index.get(span)
             if tag and tag not in tags:
@@ -591,7 +591,8 @@ _PRONOUNS = {"my": "their", "me": "them", "myself": "themselves", "mine": "their
 _PRONOUN_RE = re.compile(r"\b(?:i'm|i've|i'll|i'd|we're|we've|myself|mine|my|me|i|our|ours|we)\b", re.IGNORECASE)
 _CLAUSE_SUBJECT = re.compile(
     r"^(?:(?P<be>i'm|i am|we're|we are)|(?P<has>i've|we've)|(?P<will>i'll|we'll)|(?P<would>i'd|we'd)"
-    r"|(?:i|we)\s+(?P<v>[\w']+))\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+    r"|(?:i|we)\s+(?P<adv>(?:really|also|just|still|always|never|usually|often|sometimes|actually)\s+)*"
+    r"(?P<v>[\w']+))\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 
 
 def _third_verb(verb: str) -> str:
@@ -602,7 +603,8 @@ def _third_verb(verb: str) -> str:
         out = "does"
     elif low in _IRREGULAR:
         out = _IRREGULAR[low]
-    elif low in _UNCHANGED_VERBS or low.endswith(("ed", "n't")) or not low.isalpha():
+    elif low in _UNCHANGED_VERBS or (low.endswith("ed") and not low.endswith("eed")) or low.endswith("n't") \
+            or not low.isalpha():
         out = head
     elif low.endswith(("ss", "us", "sh", "ch", "x", "z", "o")):
         out = head + "es"
@@ -628,7 +630,7 @@ def _third_clause(clause: str) -> str:
     for group, word in (("be", "is"), ("has", "has"), ("will", "will"), ("would", "would")):
         if m[group]:
             return _cap(word + rest)
-    return _cap(_third_verb(m["v"]) + rest)
+    return _cap((m["adv"] or "") + _third_verb(m["v"]) + rest)
 
 
 def _conjugate_first(text: str) -> str:
@@ -652,13 +654,18 @@ class _Signal:
 _COGNITIVE_EN = [(re.compile(p, re.IGNORECASE), c) for p, c in lx.COGNITIVE_EN]
 _COGNITIVE_ZH = [(re.compile(p), c) for p, c in lx.COGNITIVE_ZH]
 _CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while)\b"
-                     r"|\s+(?:but|because|although|though|so that)\s+", re.IGNORECASE)
+                     r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+",
+                     re.IGNORECASE)
 _CUT_ZH = re.compile(r"[。；！？;!?]|[，,](?:但|但是|因为|所以|不过|可是)")
 _POLITE_EN = re.compile(r"^(?:please|pls|i'd like you to|i want you to|can you|could you|would you)\b[,\s]*",
                         re.IGNORECASE)
 _POLITE_ZH = re.compile(r"^(?:请|麻烦|我希望你?|希望你?|以后|你|回答时|回答的时候)+[，,]?")
 _ZH_SELF = re.compile(r"^我(?!们)")
-_SPEAKER_PREFIX = re.compile(r"^[A-Z][\w .'-]{0,30}:\s+")
+# "I love that you chose pottery", "I love it, it brings us closer": a reaction, not a preference
+_VAGUE_OBJECT = re.compile(r"(?:it|that|this|them|you|your|him|her|how|what|when|the way|those|these|everyone|"
+                           r"everything)\b", re.IGNORECASE)
+# "Caroline: ..." in a note; "Lesson learned: ..." is no speaker
+_SPEAKER_PREFIX = re.compile(r"^[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}:\s+")
 
 
 def _has_content(text: str) -> bool:
@@ -669,6 +676,8 @@ def _clip_object(text: str, cjk: bool) -> str:
     cut = (_CUT_ZH if cjk else _CUT_EN).search(text)
     if cut:
         text = text[: cut.start()]
+    if text.count('"') % 2:
+        text = text.replace('"', "")
     return _clip_line(text.strip(" ,，、:：\"'"), 100)
 
 
@@ -723,6 +732,8 @@ def _cognitive(clause: _Clause) -> _Signal | None:
 def _render(rule: lx.Rule, m: re.Match, cjk: bool) -> str | None:
     raw = _clip_object(m["x"], cjk)
     if not raw or not _has_content(raw):
+        return None
+    if not cjk and rule.category in ("preference", "behavior") and _VAGUE_OBJECT.match(raw):
         return None
     groups = m.groupdict()
     verb = (groups.get("v") or "").strip()
@@ -801,10 +812,10 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _line_signals(text: str) -> list[_Signal]:
-    """Signals of a note line or message, clause by clause; a leading "Speaker: " is dropped."""
+    """Signals of a message or a note line, clause by clause."""
     found = []
     for sentence in _sentences(text):
-        for clause in _clauses(_SPEAKER_PREFIX.sub("", sentence)):
+        for clause in _clauses(sentence):
             sig = _signal(clause)
             if sig:
                 found.append(sig)
@@ -886,8 +897,9 @@ def _exclusive_clash(a: frozenset[str], b: frozenset[str]) -> bool:
 
 def _contradicts(newer: _Claim, older: _Claim) -> bool:
     """True when ``newer`` takes ``older`` back: a correction, an opposite liking, a new single value."""
-    if newer.negated and newer.negated <= older.tokens and not newer.negated <= (newer.tokens - newer.negated):
-        return True
+    if newer.negated and newer.negated <= older.tokens:
+        affirmed = newer.tokens - newer.negated
+        return not affirmed or not affirmed <= older.tokens  # an older copy of the correction itself stays
     if not newer.group or newer.group != older.group or not newer.obj or not older.obj:
         return False
     same_object = _overlap(newer.obj, older.obj) >= 0.5
@@ -1092,7 +1104,7 @@ def _summarize(request: SummarizeRequest) -> EpisodeSummary:
         return EpisodeSummary()
     best = min(units, key=lambda u: (-u.score, u.order))
     compressed = _compress(best.text)
-    summary = _said(best.label, _clip_words(compressed, 25 if not has_cjk(compressed) else 24))
+    summary = _said(best.label, _clip_words(compressed, 24))
     scene, sub = _scene([s for a in analyses for s in a.stems])
     return EpisodeSummary(
         summary=summary, overview=_overview(units),
@@ -1166,8 +1178,13 @@ def _note_time(day: str) -> datetime:
         return _EPOCH
 
 
+def _recency(when: datetime) -> float:
+    """Sort key: newer first, an unknown time last."""
+    return -when.timestamp() if when > _EPOCH else 0.0
+
+
 def _rank_key(item: _Item) -> tuple:
-    return (-item.uses, -item.confidence, -item.when.timestamp() if item.when > _EPOCH else 0.0, item.order)
+    return (-item.uses, -item.confidence, _recency(item.when), item.order)
 
 
 def _similar(a: _Item, b: _Item) -> bool:
@@ -1196,7 +1213,7 @@ def _dream_items(request: DistillRequest, removals: list[PlanEntry]) -> list[_It
         items.append(_Item(fact.id, fact.content.strip(), fact.category, fact.confidence, fact.uses, when,
                            len(items), True, fact.content, _claim(fact.content, negated)))
     for note in request.notes:
-        for sig in _line_signals(note.content):
+        for sig in _line_signals(_SPEAKER_PREFIX.sub("", note.content.strip())):
             items.append(_Item(note.id, sig.content, sig.category, sig.confidence, 0, _note_time(note.date),
                                len(items), False, note.content, _claim(sig.content, sig.negated)))
     return items
@@ -1217,8 +1234,7 @@ def _supersede(clusters: list[_Cluster]) -> tuple[list[_Cluster], list[PlanEntry
     """Newer wins on a same-subject conflict; every fact of the older side is removed."""
     kept: list[_Cluster] = []
     removals: list[PlanEntry] = []
-    for cluster in sorted(clusters, key=lambda c: (-c.when.timestamp() if c.when > _EPOCH else 0.0,
-                                                   c.head.order)):
+    for cluster in sorted(clusters, key=lambda c: (_recency(c.when), c.head.order)):
         winner = next((k for k in kept if _contradicts(k.head.claim, cluster.head.claim)
                        or _contradicts(cluster.head.claim, k.head.claim)), None)
         if winner is None:
@@ -1234,6 +1250,7 @@ def _grounded(content: str, items: list[_Item]) -> str:
     allowed = frozenset().union(*(_tokens(i.source_text) for i in items))
     if _tokens(content) <= allowed:
         return content
+    log.debug("dream line %r strays from its sources; keeping their own words", content)
     return _clip_line(items[0].source_text)
 
 
@@ -1253,10 +1270,11 @@ def _plan_entry(cluster: _Cluster) -> PlanEntry:
 
 def _cluster_rank(cluster: _Cluster) -> tuple:
     return (-sum(i.uses for i in cluster.items), -max(i.confidence for i in cluster.items),
-            -cluster.when.timestamp() if cluster.when > _EPOCH else 0.0, cluster.head.order)
+            _recency(cluster.when), cluster.head.order)
 
 
 def _distill(request: DistillRequest) -> DreamPlan:
+    """Seed 004's Deep Dream without an LLM. Facts ranked below ``max_entries`` are left out of the plan."""
     removals: list[PlanEntry] = []
     items = _dream_items(request, removals)
     kept, superseded = _supersede(_cluster(items))
@@ -1267,18 +1285,22 @@ def _distill(request: DistillRequest) -> DreamPlan:
 # ---------------------------------------------------------------- tidy
 
 _FILLER_STEMS = frozenset(stem(w) for w in lx.FILLER_TERMS) | lx.FILLER_TERMS
+_ZH_PRONOUN = re.compile(r"^[他她我](?!们)")
 _LEADING_PRONOUN = re.compile(r"^(?:(?P<they>they)|he|she)\s+(?P<v>[\w']+)(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 
 
 def _defluff(content: str) -> str:
-    text = normalize_space(lx.FILLER_PREFIX.sub("", normalize_space(content)))
-    if has_cjk(text):
-        return re.sub(r"^[他她我]", "", text)
-    m = _LEADING_PRONOUN.match(text)
+    """Without "The user said that" and its pronoun: "they prefer tabs" -> "Prefers tabs"."""
+    text = normalize_space(content)
+    stripped = lx.FILLER_PREFIX.sub("", text)
+    if stripped == text:
+        return text
+    if has_cjk(stripped):
+        return _ZH_PRONOUN.sub("", stripped)
+    m = _LEADING_PRONOUN.match(stripped)
     if m:
-        verb = _third_verb(m["v"]) if m["they"] else m["v"]
-        text = verb + m["rest"]
-    return _cap(text)
+        stripped = (_third_verb(m["v"]) if m["they"] else m["v"]) + m["rest"]
+    return _cap(stripped)
 
 
 def _exact_key(content: str) -> str:

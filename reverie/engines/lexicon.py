@@ -265,7 +265,7 @@ COGNITIVE_EN: tuple[tuple[str, str], ...] = (
     (r"\bbig picture\b|\b(?:overview|high[- ]level (?:view|picture|summary)) first\b", "Big picture first"),
     (r"\bbe (?:concise|brief|succinct|terse)\b|\bkeep (?:it|answers|responses|replies|things) "
      r"(?:short|brief|concise)\b|\b(?:concise|short|brief|succinct) (?:answers|responses|replies|"
-     r"explanations)\b|\bget (?:straight )?to the point\b", "Concise answers"),
+     r"explanations)\b|\bget (?:straight )?to the point\b(?! where)", "Concise answers"),
     (r"\bno fluff\b|\bskip the (?:preamble|intro|fluff|small talk)\b|\bno (?:long )?(?:preamble|intro)s?\b",
      "No long preamble"),
     (r"\b(?:show|give) me the code first\b|\bcode first\b", "Code first, then explanation"),
@@ -319,9 +319,19 @@ def _rule(category: str, cues: str, pattern: str, confidence: float, template: s
 
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
     r"just|personally|genuinely|truly)\s+){0,2}"
-_SUBJECT = r"(?:\b(?:i|we|the user|user)\s+)" + _ADVERBS
+# the subject opens a clause: "Everyone we love was there" says nothing about liking
+_LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still)\s+)"
+_SUBJECT = _LEAD + r"(?:(?:i|we|the user|user)\s+)" + _ADVERBS
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
+
+# "Don't give up!", "Never had the chance", "Always here for you": talk, not a rule for the assistant
+_NOT_AN_INSTRUCTION = (
+    r"(?!(?:worry|mind|bother|be sorry|apologi[sz]e|forget|give up|quit|let|miss|lose|stress|panic|hesitate|"
+    r"be (?:scared|afraid|shy|hard|too hard|so hard)|here|there|happy|glad|welcome|proud|a|an|the|so|been|had|"
+    r"was|were|got|went|did|thought|knew|saw|felt|made|gone|feel|think|know|have|care|get|see|really|even|"
+    r"remember|understand|believe|like|want|need)\b)(?!\w+ed\b)"
+)
 
 RULES_EN: tuple[Rule, ...] = (
     _rule("correction", "actually|fact|rather", r"^(?:no|nope|not quite|wrong)\b[,.!]*\s*(?P<v>actually|in fact|rather)\b,?\s*(?P<x>.+)",
@@ -344,15 +354,16 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("preference", "fan", r"\b(?:i'm|i am)\s+(?:a\s+)?(?:big\s+|huge\s+)?(?P<v>fan)\s+of\s+(?P<x>.+)", 0.85,
           "Is a fan of {x}"),
     _rule("constraint", "don't|do|never|always|avoid|stop", r"^(?:please\s+|and\s+|also\s+)?(?P<v>don't|do not|never|always|avoid|stop)\s+"
-          r"(?!worry|mind|bother|be sorry|apologi[sz]e)(?P<x>.+)", 0.9, "{Vraw} {raw}"),
-    _rule("constraint", "please", r"\bplease\s+(?P<v>don't|do not|never|always|avoid)\s+(?P<x>.+)", 0.9, "{Vraw} {raw}"),
+          + _NOT_AN_INSTRUCTION + r"(?P<x>.+)", 0.9, "{Vraw} {raw}"),
+    _rule("constraint", "please", r"\bplease\s+(?P<v>don't|do not|never|always|avoid)\s+" + _NOT_AN_INSTRUCTION
+          + r"(?P<x>.+)", 0.9, "{Vraw} {raw}"),
     _rule("constraint", "now|forward|future", r"^(?P<v>from now on|going forward|in (?:the )?future)\b,?\s*(?:please\s+)?(?P<x>.+)",
           0.85, "{Raw}"),
     _rule("behavior", "always|never|usually|tend", _SUBJECT + r"(?P<v>always|never|usually|tend to)\s+(?P<x>.+)", 0.7, "{V} {xv}"),
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
     _rule("identity", "i'm|am", r"\b(?:i'm|i am)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
-          r"huge|total|complete)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
-    _rule("identity", "work|worked", r"\bI\s+(?P<v>work(?:ed)?\s+(?:as|at|for|in|on))\s+(?P<x>.+)", 0.9, "{V} {x}",
+          r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
+    _rule("identity", "work|worked", r"\bI\s+(?P<v>work(?:ed)?\s+(?:as|at|for|in))\s+(?P<x>.+)", 0.9, "{V} {x}",
           "workContext"),
     _rule("identity", "from|based", r"\b(?:i'm|i am)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
     _rule("identity", "live|grew", r"\bI\s+(?P<v>live|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}", "personalContext"),
@@ -375,8 +386,9 @@ RULES_EN: tuple[Rule, ...] = (
           "{Vraw} {x}"),
     _rule("decision", "we'll|will", r"\bwe(?:'ll|\s+will)\s+(?P<v>go with|use|stick with|switch to)\s+(?P<x>.+)", 0.75,
           "{Vraw} {x}"),
-    _rule("knowledge", "lesson|learned|turns|til|note", r"\b(?P<v>lesson(?: learned)?|learned that|turns out|til|note to self)\b[:,]?\s+(?P<x>.+)",
-          0.7, "{X}"),
+    _rule("knowledge", "lesson|learned|turns|til|note",
+          r"(?:^|\b(?:i|we|it)\s+(?:have\s+|'ve\s+)?)(?P<v>lesson(?: learned)?:|learned that|turns out|til|"
+          r"note to self:?)(?!\w)\s*(?P<x>.+)", 0.7, "{X}"),
 )
 
 RULES_ZH: tuple[Rule, ...] = (
