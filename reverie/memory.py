@@ -505,6 +505,104 @@ class Memory:
 
     # ------------------------------------------------------------ dream line and maintenance
     # (thin wrappers over reverie.dream and reverie.maintenance; keep logic there)
+    def trim(
+        self, messages: Iterable[dict | Message | str], *, user: str, thread: str = "default",
+        at: datetime | None = None,
+    ) -> list:
+        """The host agent dropped these messages from its context window: they become
+        daily-note lines (summarized, redacted) for the day they happened."""
+        from reverie import dream
+
+        return dream.trim(self, messages, user=check_user(user), thread=thread, at=at)
+
+    def dream(
+        self, *, user: str, days: int | None = None, force: bool = False, background: bool = False,
+        on_done: Any = None, now: datetime | None = None,
+    ) -> Any:
+        """Deep Dream: distill the last ``days`` (1..30, default 3) of notes and the facts into
+        MEMORY.md and a dream diary. ``background=True`` returns the queued run at once and
+        calls ``on_done(run)`` when it ends; poll ``dream_status(run.id)``."""
+        from reverie import dream
+
+        return dream.run_dream(
+            self, check_user(user), days=days, force=force, background=background, on_done=on_done, now=now
+        )
+
+    def dream_status(self, run_id: str | None = None, *, user: str) -> Any:
+        """A dream run by id (or the user's latest): status queued/running/done/skipped/failed."""
+        from reverie import dream
+
+        run = dream.dream_status(self, check_user(user), run_id)
+        if run is None:
+            raise NotFound(f"no dream run {run_id!r} for user {user!r}" if run_id else f"{user!r} has not dreamed yet")
+        return run
+
+    def chat_command(self, text: str, *, user: str, on_done: Any = None) -> Any:
+        """Handle ``/memory dream [N]`` typed in a chat (in the background); None for other text."""
+        from reverie import dream
+
+        return dream.chat_command(self, text, user=check_user(user), on_done=on_done)
+
+    def notes(
+        self, *, user: str, date: str | None = None, since: str | None = None, until: str | None = None
+    ) -> list:
+        """Daily-note lines, oldest first: one day, or a range of YYYY-MM-DD dates."""
+        return self.store.list_notes(check_user(user), since=date or since, until=date or until)
+
+    def diaries(self, *, user: str, date: str | None = None) -> dict[str, str]:
+        """Dream diaries by date (YYYY-MM-DD -> markdown), oldest first."""
+        from reverie import dream
+
+        return dream.diaries(self, check_user(user), date)
+
+    def memory_md(self, *, user: str) -> str:
+        """The text of the user's MEMORY.md ("" before the first dream)."""
+        from reverie import dream
+
+        path = dream.memory_md_path(self, check_user(user))
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def consolidate(self, *, user: str, dry_run: bool = False) -> Any:
+        """Rule-based dedup (exact + Jaccard); the highest [Nx] stays, the rest is archived."""
+        from reverie import maintenance
+
+        return maintenance.consolidate(self, user=check_user(user), dry_run=dry_run)
+
+    def tidy(self, *, user: str, dry_run: bool = False, proposal: Any = None) -> Any:
+        """The engine's cleanup, checked in code; ``dry_run`` returns it (``.diff()``) unapplied."""
+        from reverie import maintenance
+
+        return maintenance.tidy(self, user=check_user(user), dry_run=dry_run, proposal=proposal)
+
+    def clean(self, *, user: str, dry_run: bool = False, now: datetime | None = None) -> Any:
+        """Archive episodes whose weight decayed under the threshold (restorable)."""
+        from reverie import maintenance
+
+        return maintenance.clean(self, user=check_user(user), dry_run=dry_run, now=now)
+
+    def restore(self, episode_id: str, *, user: str | None = None) -> Episode:
+        """Bring back an episode that clean archived."""
+        from reverie import maintenance
+
+        return maintenance.restore(self, episode_id, user=user)
+
+    def health(self, *, user: str) -> Any:
+        """Seed 002's signs of healthy memory and a verdict with reasons."""
+        from reverie import maintenance
+
+        return maintenance.health(self, user=check_user(user))
+
+    def sync(self, *, user: str) -> Any:
+        """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
+        from reverie import maintenance
+
+        return maintenance.sync(self, user=check_user(user))
+
+    def undo(self, change_id: str, *, user: str) -> Any:
+        """Take back a dream, consolidate, tidy, sync or clean by the id it reported."""
+        from reverie import maintenance
+
+        return maintenance.undo(self, change_id, user=check_user(user))
 
 
 def _count(values: Iterable[str]) -> dict[str, int]:

@@ -99,3 +99,4 @@ from reverie.cli import memory_cmds as _memory_cmds  # noqa: E402,F401
 from reverie.cli import demo_cmd as _demo_cmd  # noqa: E402,F401
 from reverie.cli import bench_cmds as _bench_cmds  # noqa: E402,F401
 from reverie.cli import server_cmds as _server_cmds  # noqa: E402,F401
+from reverie.cli import dream_cmds as _dream_cmds  # noqa: E402,F401

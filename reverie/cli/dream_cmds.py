@@ -1,0 +1,229 @@
+"""Dream line and maintenance commands: dream, consolidate, tidy, clean, restore, health,
+sync, undo, notes and diary."""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import nullcontext
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from reverie.cli import Home, Json, User, app, console, dump, emit_json, err_console, open_memory
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+Date = Annotated[Optional[str], typer.Option("--date", help="The day, YYYY-MM-DD (default: the latest).")]
+
+
+@app.command()
+def dream(
+    user: User,
+    home: Home = None,
+    days: Annotated[int, typer.Option("--days", "-d", help="Days of daily notes to distill, 1 to 30.")] = 3,
+    force: Annotated[bool, typer.Option("--force", help="Dream even if nothing changed since the last dream.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Deep Dream: distill recent daily notes and the facts into MEMORY.md and a dream diary."""
+    from reverie.dream import DreamReport, describe
+
+    with open_memory(home) as mem:
+        spinner = console.status(f"dreaming over the last {days} day(s) of {user}'s notes…", spinner="moon")
+        with nullcontext() if as_json else spinner:
+            run = mem.dream(user=user, days=days, force=force)
+        if as_json:
+            emit_json(dataclasses.asdict(run))
+        else:
+            console.print(escape(describe(run)))
+            report = DreamReport.model_validate(run.report or {})
+            for label, path in (("MEMORY.md", report.memory_md), ("diary", report.diary)):
+                if path:
+                    console.print(f"[dim]{label}:[/] {escape(path)}")
+        if run.status == "failed":
+            raise typer.Exit(1)
+
+
+@app.command()
+def consolidate(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json = False) -> None:
+    """Fold duplicate facts (exact, or Jaccard >= 0.9) into the one with the highest [Nx]."""
+    with open_memory(home) as mem:
+        report = mem.consolidate(user=user, dry_run=dry_run)
+        if as_json:
+            emit_json(dump(report))
+            return
+        for group in report.groups:
+            console.print(f"keep [{group.kept.uses}x] {escape(group.kept.content)} [dim]{group.kept.fact_id}[/]")
+            for fact in group.archived:
+                console.print(f"  [red]- archive[/] [{fact.uses}x] {escape(fact.content)} [dim]{fact.fact_id}[/]")
+        verb = "would archive" if dry_run else "archived"
+        console.print(f"{verb} {report.archived} duplicate(s) in {len(report.groups)} group(s)" + _undo_hint(report.journal))
+
+
+@app.command()
+def tidy(
+    user: User,
+    home: Home = None,
+    dry_run: DryRun = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    as_json: Json = False,
+) -> None:
+    """The engine proposes remove / rewrite / add; you see the diff first; applied reversibly."""
+    with open_memory(home) as mem:
+        proposal = mem.tidy(user=user, dry_run=True)
+        if not as_json:
+            console.print(escape(proposal.diff()), highlight=False)
+        if dry_run or not proposal.accepted:
+            if as_json:
+                emit_json(dump(proposal))
+            elif not proposal.accepted:
+                console.print("nothing to tidy")
+            return
+        if not yes and not typer.confirm(f"Apply {len(proposal.accepted)} change(s)?", default=False):
+            console.print("nothing changed")
+            return
+        result = mem.tidy(user=user, proposal=proposal)
+        if as_json:
+            emit_json(dump(result))
+        else:
+            console.print(f"applied {len(result.accepted)} change(s)" + _undo_hint(result.journal))
+
+
+@app.command()
+def clean(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json = False) -> None:
+    """Archive episodes whose weight faded (old and unused); `reverie restore` brings one back."""
+    with open_memory(home) as mem:
+        report = mem.clean(user=user, dry_run=dry_run)
+        if as_json:
+            emit_json(dump(report))
+            return
+        for item in report.archived:
+            console.print(f"[dim]{item.episode_id}[/] weight {item.weight:.3f}, {item.age_days:.0f} days: {escape(item.summary[:100])}")
+        verb = "would archive" if dry_run else "archived"
+        console.print(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal))
+
+
+@app.command()
+def restore(
+    episode_id: Annotated[str, typer.Argument(help="The archived episode's id.")],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Bring back an episode that clean archived."""
+    with open_memory(home) as mem:
+        ep = mem.restore(episode_id, user=user)
+        emit_json(dump(ep)) if as_json else console.print(f"restored {ep.id}")
+
+
+@app.command()
+def health(
+    user: User,
+    home: Home = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit with code 1 when the memory is unhealthy.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Signs of healthy memory: [3x]+ share, [0x] count, long entries, duplicates, contradictions, backlog."""
+    with open_memory(home) as mem:
+        report = mem.health(user=user)
+        if as_json:
+            emit_json(dump(report))
+        else:
+            _print_health(report)
+        if strict and not report.healthy:
+            raise typer.Exit(1)
+
+
+def _print_health(report: Any) -> None:
+    table = Table(title=f"memory health of {report.user}", show_header=False)
+    rows = (
+        ("entries", str(report.facts)),
+        ("[3x]+ (battle-tested)", f"{report.high_priority} ({report.high_priority_share:.0%})"),
+        ("[0x] (never used)", str(report.never_used)),
+        ("over 120 characters", str(len(report.long_entries))),
+        ("duplicate pairs", str(len(report.duplicates))),
+        ("contradicting pairs", str(len(report.contradictions))),
+        ("pending facts", str(report.pending_facts)),
+        ("episodes waiting to be learned", str(report.unlearned_episodes)),
+        ("tags", ", ".join(f"{k} {v}" for k, v in sorted(report.tags.items())) or "-"),
+    )
+    for name, value in rows:
+        table.add_row(name, escape(value))
+    console.print(table)
+    if report.healthy:
+        console.print("[green]healthy[/]")
+    else:
+        console.print("[red]unhealthy:[/]")
+        for reason in report.reasons:
+            console.print(f"  - {escape(reason)}")
+
+
+@app.command()
+def sync(user: User, home: Home = None, as_json: Json = False) -> None:
+    """Take your hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
+    with open_memory(home) as mem:
+        report = mem.sync(user=user)
+        if as_json:
+            emit_json(dump(report))
+            return
+        if not report.changed:
+            console.print("MEMORY.md has no edits to take in")
+            return
+        for label, lines in (("edited", report.edited), ("added", report.added), ("deleted", report.deleted)):
+            for line in lines:
+                console.print(f"{label} [dim]{line.fact_id}[/] {escape(line.content)}")
+        for section in report.profile:
+            console.print(f"profile {section} updated")
+        console.print("synced" + _undo_hint(report.journal))
+
+
+@app.command()
+def undo(
+    change_id: Annotated[str, typer.Argument(help="The id a dream, consolidate, tidy, sync or clean reported.")],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Take back a dream, consolidate, tidy, sync or clean."""
+    with open_memory(home) as mem:
+        report = mem.undo(change_id, user=user)
+        if as_json:
+            emit_json(dump(report))
+        else:
+            console.print(f"undid {report.action} {report.journal}: {report.restored} restored, {report.archived} archived")
+
+
+@app.command()
+def notes(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
+    """Print the daily notes of one day (default: the latest day with notes)."""
+    with open_memory(home) as mem:
+        lines = mem.notes(user=user, date=date)
+        day = date or (lines[-1].date if lines else None)
+        lines = [n for n in lines if n.date == day]
+        if as_json:
+            emit_json(dump(lines))
+        elif not lines:
+            err_console.print(f"no daily notes{' on ' + date if date else ''} for {user}")
+        else:
+            console.print(f"[bold]{day}[/]")
+            for note in lines:
+                console.print(f"- {escape(note.content)}")
+
+
+@app.command()
+def diary(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
+    """Print a dream diary (default: the latest)."""
+    with open_memory(home) as mem:
+        found = mem.diaries(user=user, date=date)
+        day = date or (max(found) if found else None)
+        if as_json:
+            emit_json({"date": day, "text": found.get(day, "")} if day else {})
+        elif day not in found:
+            err_console.print(f"no dream diary{' on ' + date if date else ''} for {user}")
+            raise typer.Exit(1)
+        else:
+            console.print(escape(found[day]), highlight=False)
+
+
+def _undo_hint(journal: str | None) -> str:
+    return f" (undo: reverie undo {journal})" if journal else ""

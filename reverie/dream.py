@@ -1,0 +1,1108 @@
+"""The dream line: daily notes in; the curated ``MEMORY.md`` and a dream diary out.
+
+    >>> run = mem.dream(user="ana", days=3)                 # or background=True, on_done=callback
+    >>> run.status, run.report["entries"]
+    ('done', 24)
+    >>> mem.undo(run.id, user="ana")                         # every dream can be taken back
+
+A dream reads the user's consolidated facts and the last N days of daily notes,
+asks the distill engine for a plan (keep / merge / add / remove, each citing the
+input ids it stands on), checks in code that every entry is grounded in those
+inputs, and applies what passes in one transaction, journaled for undo. Seed
+004's safety rules: nothing to read, or nothing changed since the last dream,
+means no run and no overwrite; one dream at a time per user; the nightly
+:class:`Scheduler` flushes the learning line before it dreams.
+
+``MEMORY.md`` is for people as much as for agents: each entry line ends with a
+``<!-- fact_… -->`` marker, so that ``reverie sync`` (run before every dream)
+can take a person's edits, additions and deletions into the store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
+
+from pydantic import Field, PrivateAttr
+
+from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry, SummarizeRequest
+from reverie.errors import Conflict, InvalidInput, ReverieError
+from reverie.learn import TEMPORARY, clip, fact_rank, fact_relation, is_trivial
+from reverie.models import (
+    AREAS,
+    CATEGORIES,
+    Episode,
+    Fact,
+    Model,
+    Note,
+    Profile,
+    Provenance,
+    as_utc,
+    new_id,
+    utcnow,
+)
+from reverie.notes import mirror_notes, user_dir, write_atomic
+from reverie.redact import redact
+from reverie.store.base import DreamRun, Store
+from reverie.text import normalize_space, preferred_language, token_set
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+log = logging.getLogger("reverie.dream")
+
+MAX_DAYS = 30
+# share of an entry's content words that must appear in the inputs it cites
+GROUNDING_MIN = 0.5
+# a run another process left "running" longer than this is taken as dead
+STALE_RUN = timedelta(hours=1)
+ARCHIVE_MERGED = "merged into a denser line by the dream"
+ARCHIVE_NEWER = "contradicted by a newer entry"
+
+
+# ---------------------------------------------------------------- reversible changes
+
+class Change(Model):
+    kind: Literal["fact", "episode"]
+    id: str
+    before: dict[str, Any] | None = None  # None: the operation created it
+
+
+class Journal(Model):
+    """The undo record of one automatic operation: every item it changed, as it was before.
+
+    Watch the items an operation may touch (as read from the store) before it
+    changes them; ``commit`` keeps only those that really changed.
+    """
+
+    id: str = Field(default_factory=lambda: new_id("chg"))
+    user: str
+    action: str
+    at: datetime = Field(default_factory=utcnow)
+    changes: list[Change] = Field(default_factory=list)
+    # the facts MEMORY.md listed before the operation (None: there was no MEMORY.md)
+    memory_md_before: list[str] | None = None
+    undone_at: datetime | None = None
+    _before: dict[tuple[str, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _created: list[str] = PrivateAttr(default_factory=list)
+
+    def watch(self, items: Iterable[Fact | Episode]) -> None:
+        for item in items:
+            kind = "episode" if isinstance(item, Episode) else "fact"
+            self._before.setdefault((kind, item.id), item.model_dump(mode="json"))
+
+    def created(self, fact: Fact) -> None:
+        self._created.append(fact.id)
+
+    def commit(self, store: Store) -> "Journal":
+        """Record what changed (inside the caller's transaction); nothing changed, nothing saved."""
+        ids = {kind: [i for k, i in self._before if k == kind] for kind in ("fact", "episode")}
+        now: dict[tuple[str, str], dict[str, Any]] = {
+            ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
+        } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
+        created = set(self._created)
+        self.changes = [
+            Change(kind=key[0], id=key[1], before=before)
+            for key, before in self._before.items()
+            if key in now and now[key] != before and key[1] not in created
+        ]
+        self.changes += [Change(kind="fact", id=i) for i in dict.fromkeys(self._created)]
+        snapshot = store.get_meta(SNAPSHOT.format(user=self.user))
+        self.memory_md_before = list(Snapshot.model_validate_json(snapshot).facts) if snapshot else None
+        if self.changes:
+            store.set_meta(journal_key(self.id), self.model_dump_json())
+        return self
+
+
+def journal_key(journal_id: str) -> str:
+    return f"journal:{journal_id}"
+
+
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> frozenset[str]:
+    return token_set(text)
+
+
+def relation(a: Fact, b: Fact, duplicate_at: float) -> str | None:
+    """The learning line's fact_relation; pairs that share no word (most) are skipped cheaply."""
+    if _exact(a.content) == _exact(b.content):
+        return "duplicate"
+    if not _tokens(a.content) & _tokens(b.content):
+        return None
+    return fact_relation(a.content, b.content, duplicate_at)
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers a line states: where a made-up detail does the most harm."""
+    return set(re.findall(r"\d+(?:[.,:]\d+)*", text))
+
+
+def _exact(text: str) -> str:
+    return normalize_space(text).casefold().rstrip(" .。!！")
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(v for v in values if v))
+
+
+def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -> None:
+    """``fact`` now also stands on these facts and notes: their provenance joins its own."""
+    facts, notes = [f for f in facts if f.id != fact.id], list(notes)
+    p = fact.provenance
+    p.facts = _unique([*p.facts, *(f.id for f in facts), *(i for f in facts for i in f.provenance.facts)])
+    p.notes = _unique([*p.notes, *(n.id for n in notes), *(i for f in facts for i in f.provenance.notes)])
+    p.episodes = _unique(
+        [*p.episodes, *(e for f in facts for e in f.provenance.episodes), *(e for n in notes for e in n.episodes)]
+    )
+    p.source_ids = _unique(
+        [*p.source_ids, *(s for f in facts for s in f.provenance.source_ids), *(s for n in notes for s in n.source_ids)]
+    )
+
+
+def fold(memory: "Memory", drop: Fact, keep: Fact, reason: str, journal: Journal, now: datetime) -> None:
+    """``drop`` says what ``keep`` says: archive it with a link; ``keep`` takes its provenance,
+    its tags and the higher ``[Nx]``."""
+    journal.watch([drop, keep])
+    keep.uses = max(keep.uses, drop.uses)
+    keep.confidence = max(keep.confidence, drop.confidence)
+    absorb(keep, [drop])
+    memory.learner._archive(drop, reason, keep, now)
+    memory.learner.index_fact(keep, _unique([*keep.tags, *drop.tags]))
+
+
+# ---------------------------------------------------------------- daily notes from trimmed context
+
+def trim(
+    memory: "Memory",
+    messages: Iterable[Any],
+    *,
+    user: str,
+    thread: str = "default",
+    at: datetime | None = None,
+) -> list[Note]:
+    """The host agent dropped ``messages`` from its context window: keep them as daily notes.
+
+    Each exchange becomes one line for the day it happened, written by the
+    summarize engine and redacted. Reporting the same messages again for the
+    same thread adds nothing. Returns the new note lines.
+    """
+    from reverie.memory import _group
+
+    msgs = [memory._message(m, i, at) for i, m in enumerate(messages)]
+    if not msgs:
+        raise InvalidInput("messages is empty: nothing to trim", field="messages")
+    language = preferred_language(" ".join(m.content for m in msgs))
+    limit = memory.settings.max_message_chars
+    now = utcnow()
+    notes: list[Note] = []
+    for group in _group(msgs, "exchange"):
+        if all(is_trivial(m.content) for m in group):
+            continue
+        when = max((as_utc(m.at) for m in group if m.at), default=now)
+        day = when.date().isoformat()
+        marker = f"trim:{thread}:{_digest([m.content for m in group])[:16]}"
+        existing = memory.store.list_notes(user, since=day, until=day) + [n for n in notes if n.date == day]
+        if any(marker in n.source_ids for n in existing):
+            continue
+        clipped = [m.model_copy(update={"content": clip(m.content, limit)}) for m in group]
+        answer = memory.engines.summarize.summarize(SummarizeRequest(messages=clipped, language=language))
+        line = normalize_space(redact(answer.summary))
+        if not line or any(_exact(n.content) == _exact(line) for n in existing):
+            continue
+        ids = [m.source_id for m in group if m.source_id]
+        notes.append(Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker]))
+    if notes:
+        with memory.store.transaction():
+            for note in notes:
+                memory.store.put_note(note)
+        mirror_notes(memory, user, {n.date for n in notes})
+    return notes
+
+
+def _digest(parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- the chat command
+
+USAGE = "usage: /memory dream [N] (N = days of notes to distill, 1 to 30; default 3)"
+_CHAT = re.compile(r"^\s*/memory(?:\s+(.*))?$", re.IGNORECASE | re.DOTALL)
+
+
+class ChatCommand(Model):
+    """A parsed ``/memory dream [N]``; ``days`` None means the configured default (3)."""
+
+    command: Literal["dream"] = "dream"
+    days: int | None = None
+
+
+class ChatReply(Model):
+    """What a chat loop shows the person after ``/memory ...``."""
+
+    ok: bool
+    message: str
+    run_id: str | None = None
+
+
+def check_days(days: Any) -> int:
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise InvalidInput(f"days must be a whole number from 1 to {MAX_DAYS}, not {days!r}", field="days")
+    return days
+
+
+def parse_chat_command(text: str) -> ChatCommand | None:
+    """``/memory dream [N]`` as a command; None for any other message; InvalidInput (with
+    the usage) for a malformed ``/memory`` command."""
+    found = _CHAT.match(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    args = (found.group(1) or "").split()
+    if not args:
+        raise InvalidInput(USAGE, field="command")
+    if args[0].lower() != "dream":
+        raise InvalidInput(f"unknown command /memory {args[0]}; {USAGE}", field="command")
+    if len(args) > 2:
+        raise InvalidInput(f"too many arguments; {USAGE}", field="days")
+    if len(args) == 1:
+        return ChatCommand()
+    if not re.fullmatch(r"[0-9]+", args[1]) or not 1 <= int(args[1]) <= MAX_DAYS:
+        raise InvalidInput(f"N must be a whole number from 1 to {MAX_DAYS}, not {args[1]!r}; {USAGE}", field="days")
+    return ChatCommand(days=int(args[1]))
+
+
+def chat_command(
+    memory: "Memory", text: str, *, user: str, on_done: Callable[[DreamRun], Any] | None = None
+) -> ChatReply | None:
+    """Run a ``/memory dream [N]`` typed in a chat, in the background; None if ``text`` is no
+    ``/memory`` command. Errors come back as a reply, not an exception."""
+    try:
+        command = parse_chat_command(text)
+        if command is None:
+            return None
+        run = run_dream(memory, user, days=command.days, background=True, on_done=on_done)
+    except (InvalidInput, Conflict) as exc:
+        return ChatReply(ok=False, message=str(exc))
+    return ChatReply(
+        ok=True,
+        run_id=run.id,
+        message=f"Dreaming over the last {run.days} day(s) of notes in the background (run {run.id}); "
+        "I will report when it is done.",
+    )
+
+
+# ---------------------------------------------------------------- the report
+
+class DreamEntry(Model):
+    """One line of a dream report: what it says, which fact holds it, what it replaced."""
+
+    content: str
+    fact_id: str | None = None
+    sources: list[str] = Field(default_factory=list)
+    replaced: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
+class DreamReport(Model):
+    since: str = ""
+    until: str = ""
+    facts_read: int = 0
+    notes_read: int = 0
+    skipped: str = ""  # why nothing was done ("" when the dream ran)
+    kept: int = 0
+    confirmed: int = 0  # entries the notes said again
+    merged: list[DreamEntry] = Field(default_factory=list)
+    added: list[DreamEntry] = Field(default_factory=list)
+    conflicts: list[DreamEntry] = Field(default_factory=list)
+    cleaned: list[DreamEntry] = Field(default_factory=list)
+    rejected: list[DreamEntry] = Field(default_factory=list)
+    entries: int = 0
+    categories: int = 0
+    overflow: int = 0  # entries left in the store because the list was full
+    memory_md: str = ""
+    diary: str = ""
+    journal: str | None = None
+    output_hash: str = ""
+
+    def skip(self, reason: str) -> "DreamReport":
+        self.skipped = reason
+        return self
+
+
+def describe(run: DreamRun) -> str:
+    """One sentence about a run, for a chat reply or a terminal."""
+    report = DreamReport.model_validate(run.report or {})
+    if run.status in ("queued", "running"):
+        return f"The dream {run.id} is {run.status}."
+    if run.status == "failed":
+        return f"The dream {run.id} failed: {run.error}"
+    if run.status == "skipped":
+        return f"No dream this time: {report.skipped}."
+    return (
+        f"Dream done: {_count(len(report.merged), 'merge')}, {len(report.added)} new, "
+        f"{_count(len(report.conflicts), 'conflict')}, {len(report.cleaned)} cleaned, "
+        f"{len(report.rejected)} rejected; MEMORY.md holds {_count(report.entries, 'entry', 'entries')}."
+    )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+# ---------------------------------------------------------------- running a dream
+
+_GUARD = threading.Lock()
+_RUNNING: dict[tuple[str, str], str] = {}
+
+
+def run_dream(
+    memory: "Memory",
+    user: str,
+    *,
+    days: int | None = None,
+    force: bool = False,
+    background: bool = False,
+    on_done: Callable[[DreamRun], Any] | None = None,
+    now: datetime | None = None,
+) -> DreamRun:
+    """Distill the last ``days`` days of notes and the consolidated facts into MEMORY.md.
+
+    Returns the finished run, or with ``background=True`` the queued run at once
+    (poll ``store.get_dream_run(run.id)``; ``on_done(run)`` is called when it
+    ends). Raises Conflict while another dream of this user is running.
+    """
+    days = check_days(memory.settings.dream_days if days is None else days)
+    run = DreamRun(id=new_id("dream"), user=user, status="queued", days=days, started_at=utcnow())
+    key = _claim(memory, run)
+    try:
+        memory.store.put_dream_run(run)
+        if background:
+            worker = threading.Thread(
+                target=_finish, args=(memory, run, key, force, now, on_done), name=f"reverie-dream-{user}", daemon=True
+            )
+            queued = dataclasses.replace(run)
+            worker.start()
+            return queued
+    except BaseException:
+        _release(key)
+        raise
+    return _finish(memory, run, key, force, now, on_done)
+
+
+def dream_status(memory: "Memory", user: str, run_id: str | None = None) -> DreamRun | None:
+    """A run by id, or the user's latest run."""
+    if run_id is None:
+        return memory.store.last_dream_run(user)
+    run = memory.store.get_dream_run(run_id)
+    return run if run is not None and run.user == user else None
+
+
+def _claim(memory: "Memory", run: DreamRun) -> tuple[str, str]:
+    key = (str(Path(memory.home).resolve()), run.user)
+    with _GUARD:
+        if key in _RUNNING:
+            raise Conflict(
+                f"a dream is already running for {run.user} (run {_RUNNING[key]}); "
+                "wait for it or poll its status"
+            )
+        last = memory.store.last_dream_run(run.user)
+        if last and last.status in ("queued", "running") and utcnow() - as_utc(last.started_at) < STALE_RUN:
+            raise Conflict(
+                f"another process is dreaming for {run.user} (run {last.id}); "
+                "a run left behind by a stopped process expires after an hour"
+            )
+        _RUNNING[key] = run.id
+    return key
+
+
+def _release(key: tuple[str, str]) -> None:
+    with _GUARD:
+        _RUNNING.pop(key, None)
+
+
+def _finish(
+    memory: "Memory",
+    run: DreamRun,
+    key: tuple[str, str],
+    force: bool,
+    now: datetime | None,
+    on_done: Callable[[DreamRun], Any] | None,
+) -> DreamRun:
+    try:
+        run.status = "running"
+        memory.store.put_dream_run(run)
+        report = _dream(memory, run, force, as_utc(now) if now else utcnow())
+        run.status = "skipped" if report.skipped else "done"
+        run.report = report.model_dump(mode="json")
+    except Exception as exc:  # a background run has nobody to raise to: the run records it
+        if isinstance(exc, ReverieError):
+            log.warning("dream %s for %s failed: %s", run.id, run.user, exc)
+        else:
+            log.exception("dream %s for %s failed", run.id, run.user)
+        run.status, run.error = "failed", str(exc) or type(exc).__name__
+    finally:
+        run.finished_at = utcnow()
+        try:
+            memory.store.put_dream_run(run)
+        finally:
+            _release(key)
+    if on_done is not None:
+        try:
+            on_done(run)
+        except Exception:
+            log.exception("the on_done callback of dream %s failed", run.id)
+    return run
+
+
+@dataclass
+class _Inputs:
+    """What one dream reads, and when each piece of evidence dates from."""
+
+    profile: Profile
+    facts: dict[str, Fact]  # consolidated: the engine's input
+    pending: list[Fact]  # not shown to the engine; a note that repeats one promotes it
+    notes: dict[str, Note]
+    times: dict[str, datetime]
+
+    @classmethod
+    def read(cls, memory: "Memory", user: str, since: str, until: str) -> "_Inputs":
+        store = memory.store
+        facts = {f.id: f for f in store.list_facts(user, status="consolidated")}
+        pending = store.list_facts(user, status="pending")
+        notes = {n.id: n for n in store.list_notes(user, since=since, until=until)}
+        cited = store.get_notes({i for f in facts.values() for i in f.provenance.notes} - set(notes))
+        episodes = store.get_episodes(
+            {e for f in facts.values() for e in f.provenance.episodes}
+            | {e for n in [*notes.values(), *cited.values()] for e in n.episodes}
+        )
+        times: dict[str, datetime] = {}
+        for note in [*cited.values(), *notes.values()]:
+            times[note.id] = max((episodes[e].occurred_at for e in note.episodes if e in episodes),
+                                 default=as_utc(note.created_at))
+        for fact in facts.values():
+            evidence = [episodes[e].occurred_at for e in fact.provenance.episodes if e in episodes]
+            evidence += [times[n] for n in fact.provenance.notes if n in times]
+            times[fact.id] = max(evidence, default=as_utc(fact.created_at))
+        return cls(store.get_profile(user), facts, pending, notes, times)
+
+    def digest(self) -> str:
+        """Changes when what a dream would read changes (usage counts do not count)."""
+        return _digest(
+            {
+                "facts": sorted((f.id, f.content, f.category, f.area or "") for f in self.facts.values()),
+                "notes": sorted((n.id, n.content) for n in self.notes.values()),
+                "profile": {k: s.summary for k, s in self.profile.sections().items()},
+            }
+        )
+
+    def request(self, max_entries: int) -> DistillRequest:
+        facts = [
+            FactRef(id=f.id, content=f.content, category=f.category, confidence=f.confidence, uses=f.uses,
+                    status=f.status, updated_at=self.times[f.id])
+            for f in self.facts.values()
+        ]
+        notes = [NoteRef(id=n.id, date=n.date, content=n.content) for n in self.notes.values()]
+        text = " ".join([*(f.content for f in facts), *(n.content for n in notes)])
+        return DistillRequest(facts=facts, notes=notes, max_entries=max_entries, language=preferred_language(text))
+
+
+def _window(now: datetime, days: int) -> tuple[str, str]:
+    until = now.date()
+    return (until - timedelta(days=days - 1)).isoformat(), until.isoformat()
+
+
+def _dream(memory: "Memory", run: DreamRun, force: bool, now: datetime) -> DreamReport:
+    from reverie.maintenance import sync
+
+    user = run.user
+    sync(memory, user=user)
+    since, until = _window(now, run.days)
+    inputs = _Inputs.read(memory, user, since, until)
+    report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes))
+    if not inputs.facts and not inputs.notes:
+        return report.skip(f"there are no facts and no daily notes from {since} to {until}")
+    run.input_hash = inputs.digest()
+    last = memory.store.last_dream_run(user, status="done")
+    if not force and last and run.input_hash in (last.input_hash, (last.report or {}).get("output_hash")):
+        return report.skip(f"nothing changed since the last dream ({last.id}); force a run to dream anyway")
+    plan = memory.engines.distill.distill(inputs.request(memory.settings.dream_max_entries))
+    entries = _check(plan.entries, inputs, report)
+    if not any(e.action != "remove" for e in entries):
+        return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
+    journal = Journal(id=run.id, user=user, action="dream")
+    with memory.store.transaction():
+        curated = _Apply(memory, inputs, journal, report, now).run(entries)
+        report.journal = journal.id if journal.commit(memory.store).changes else None
+    report.entries = len(curated)
+    report.categories = len({f.category for f in curated})
+    if curated:  # never an empty overwrite
+        report.memory_md = str(publish_memory_md(memory, user, curated, dreamed_at=until))
+    report.output_hash = _Inputs.read(memory, user, since, until).digest()
+    report.diary = str(write_diary(memory, run, report, now))
+    return report
+
+
+@dataclass
+class _Entry:
+    """A plan entry that passed the grounding check."""
+
+    action: str
+    content: str
+    category: str
+    facts: list[Fact]
+    notes: list[Note]
+    reason: str
+
+
+def _check(proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> list[_Entry]:
+    entries = []
+    for proposal in proposals:
+        entry, problem = _ground(proposal, inputs)
+        if entry is None:
+            report.rejected.append(DreamEntry(content=proposal.content, sources=proposal.sources, reason=problem))
+            log.info("dream: rejected %s %r: %s", proposal.action, proposal.content, problem)
+        else:
+            entries.append(entry)
+    return entries
+
+
+def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
+    """No fabrication: an entry must cite inputs, and what it says must come from them."""
+    from reverie.memory import normalize_category
+
+    cited = _unique(p.sources)
+    unknown = [s for s in cited if s not in inputs.facts and s not in inputs.notes]
+    if not cited:
+        return None, "it cites no sources"
+    if unknown:
+        return None, f"it cites {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not among the inputs"
+    facts = [inputs.facts[s] for s in cited if s in inputs.facts]
+    notes = [inputs.notes[s] for s in cited if s in inputs.notes]
+    if p.action in ("keep", "remove"):
+        if not facts:
+            return None, f"{p.action} must cite a fact"
+        return _Entry(p.action, "", facts[0].category, facts, [], p.reason), ""
+    content = normalize_space(redact(p.content))
+    words = _tokens(content)
+    if not words:
+        return None, "it has no content"
+    source = " ".join([*(f.content for f in facts), *(n.content for n in notes)])
+    invented = sorted(numbers(content) - numbers(source))
+    if invented:
+        return None, f"it states {', '.join(invented)}, which its sources do not"
+    missing = sorted(words - _tokens(source))
+    if 1 - len(missing) / len(words) < GROUNDING_MIN:
+        return None, (
+            f"only {len(words) - len(missing)} of its {len(words)} content words appear in its sources "
+            f"(not there: {', '.join(missing[:6])})"
+        )
+    return _Entry(p.action, content, normalize_category(p.category)[0], facts, notes, p.reason), ""
+
+
+class _Apply:
+    """Applies checked entries in the caller's transaction; returns the curated list."""
+
+    def __init__(self, memory: "Memory", inputs: _Inputs, journal: Journal, report: DreamReport, now: datetime):
+        self.memory, self.inputs, self.journal, self.report, self.now = memory, inputs, journal, report, now
+        self.pool: dict[str, Fact] = {**inputs.facts, **{f.id: f for f in inputs.pending}}
+        journal.watch(self.pool.values())
+
+    def run(self, entries: list[_Entry]) -> list[Fact]:
+        self.kept_ids = {f.id for e in entries if e.action == "keep" for f in e.facts}
+        results: list[tuple[_Entry, Fact]] = []
+        for entry in entries:
+            if entry.action == "keep":
+                results += [(entry, f) for f in entry.facts if not self._clean_temporary(f)]
+            elif entry.action in ("merge", "add"):
+                if TEMPORARY.search(entry.content) or is_trivial(entry.content):
+                    self.report.cleaned.append(DreamEntry(content=entry.content, reason="temporary state"))
+                else:
+                    results.append((entry, self._write(entry)))
+        for entry in entries:
+            if entry.action == "remove":
+                self._remove(entry, results)
+        live = self._settle([f for f in self.pool.values() if f.status == "consolidated"])
+        return self._curate([f for _, f in results], live)
+
+    def _clean_temporary(self, fact: Fact) -> bool:
+        if not TEMPORARY.search(fact.content):
+            return False
+        self._archive(fact, "temporary state", None)
+        self.report.cleaned.append(DreamEntry(content=fact.content, fact_id=fact.id, reason="temporary state"))
+        return True
+
+    def _write(self, entry: _Entry) -> Fact:
+        """A merged or new line: an input fact that says it already, a pending fact it confirms,
+        or a new consolidated fact; merged facts are archived into it."""
+        sources = [f for f in entry.facts if f.status != "archived"]
+        key = _exact(entry.content)
+        survivor = next((f for f in sources if _exact(f.content) == key), None)
+        if survivor is None:
+            probe = Fact(user=self.journal.user, content=entry.content, category=entry.category)
+            dup = self.memory.settings.duplicate_jaccard
+            survivor = next((f for f in self.inputs.pending if f.status == "pending"
+                             and relation(probe, f, dup) == "duplicate"), None)
+        if survivor is None:
+            survivor = self._new_fact(entry, sources)
+        survivor.status = "consolidated"
+        survivor.updated_at = self.now
+        survivor.uses = max([survivor.uses, *(f.uses for f in sources)])
+        absorb(survivor, sources, entry.notes)
+        times = self.inputs.times
+        times[survivor.id] = max(
+            (times[x.id] for x in [survivor, *sources, *entry.notes] if x.id in times), default=self.now
+        )
+        self.memory.learner.index_fact(survivor, _unique([*survivor.tags, *(t for f in sources for t in f.tags)]))
+        merged = [f for f in sources if f is not survivor and f.id not in self.kept_ids]
+        for fact in merged:
+            self._archive(fact, ARCHIVE_MERGED, survivor)
+        if survivor.id in self.inputs.facts and not merged:
+            self.report.confirmed += 1
+            return survivor
+        line = DreamEntry(content=survivor.content, fact_id=survivor.id,
+                          sources=[*(f.id for f in entry.facts), *(n.id for n in entry.notes)],
+                          replaced=[f.content for f in merged], reason=entry.reason)
+        (self.report.merged if merged else self.report.added).append(line)
+        return survivor
+
+    def _new_fact(self, entry: _Entry, sources: list[Fact]) -> Fact:
+        agents = {f.agent for f in sources}
+        fact = Fact(
+            user=self.journal.user,
+            agent=agents.pop() if len(agents) == 1 else None,
+            content=entry.content,
+            category=entry.category,
+            area=next((f.area for f in sources if f.area), "General") if entry.category == "preference" else None,
+            confidence=max([0.8, *(f.confidence for f in sources)]),
+            status="consolidated",
+            provenance=Provenance(origin="dream"),
+            created_at=self.now,
+            updated_at=self.now,
+        )
+        self.pool[fact.id] = fact
+        self.journal.created(fact)
+        return fact
+
+    def _remove(self, entry: _Entry, results: list[tuple[_Entry, Fact]]) -> None:
+        named = set(re.findall(r"(?:fact|note)_[0-9a-f]+", entry.reason))
+        for fact in entry.facts:
+            if fact.status == "archived" or fact.id in self.kept_ids or any(f is fact for _, f in results):
+                continue
+            successor = next(
+                (f for e, f in results if named & {f.id, *(x.id for x in e.facts), *(n.id for n in e.notes)}),
+                None,
+            ) or next((f for _, f in results
+                       if relation(f, fact, self.memory.settings.duplicate_jaccard) == "conflict"), None)
+            reason = entry.reason or "dropped from the curated list"
+            self._archive(fact, ARCHIVE_NEWER if successor else reason, successor)
+            if successor is not None:
+                self.report.conflicts.append(DreamEntry(content=successor.content, fact_id=successor.id,
+                                                        replaced=[fact.content], reason=reason))
+            else:
+                self.report.cleaned.append(DreamEntry(content=fact.content, fact_id=fact.id, reason=reason))
+
+    def _settle(self, facts: list[Fact]) -> list[Fact]:
+        """Checked in code whatever the engine said: a duplicate folds into the line with the
+        higher [Nx]; on a same-subject contradiction the newer evidence wins."""
+        dup = self.memory.settings.duplicate_jaccard
+        accepted: list[Fact] = []
+        by_time = sorted(facts, key=lambda f: self.inputs.times.get(f.id, as_utc(f.created_at)), reverse=True)
+        for fact in by_time:
+            for i, other in enumerate(accepted):
+                found = relation(fact, other, dup)
+                if found == "duplicate":
+                    keep, drop = (other, fact) if other.uses >= fact.uses else (fact, other)
+                    fold(self.memory, drop, keep, f"{ARCHIVE_MERGED} (same as {keep.id})", self.journal, self.now)
+                    accepted[i] = keep
+                    self.report.merged.append(DreamEntry(content=keep.content, fact_id=keep.id,
+                                                         replaced=[drop.content], reason="duplicate"))
+                    break
+                if found == "conflict" and fact.category == other.category:
+                    self._archive(fact, ARCHIVE_NEWER, other)
+                    self.report.conflicts.append(DreamEntry(content=other.content, fact_id=other.id,
+                                                            replaced=[fact.content], reason="the newer entry wins"))
+                    break
+            else:
+                accepted.append(fact)
+        return accepted
+
+    def _curate(self, chosen: list[Fact], live: list[Fact]) -> list[Fact]:
+        alive = {f.id: f for f in live}
+        curated: dict[str, Fact] = {}
+        for fact in chosen:
+            current = follow(fact, self.pool)
+            if current.id in alive:
+                curated.setdefault(current.id, current)
+        self.report.kept = sum(1 for i in self.kept_ids if i in curated)
+        ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
+        curated = ranked[: self.memory.settings.dream_max_entries]
+        self.report.overflow = len(live) - len(curated)
+        return curated
+
+    def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
+        self.memory.learner._archive(fact, reason, successor, self.now)
+
+
+def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:
+    """The live fact an archived one was folded or superseded into (itself when live)."""
+    seen = {fact.id}
+    while fact.status == "archived" and fact.superseded_by in pool and fact.superseded_by not in seen:
+        fact = pool[fact.superseded_by]
+        seen.add(fact.id)
+    return fact
+
+
+# ---------------------------------------------------------------- MEMORY.md
+
+CATEGORY_TITLES: dict[str, str] = {
+    "correction": "Corrections",
+    "constraint": "Rules",
+    "preference": "Preferences",
+    "identity": "Identity",
+    "goal": "Goals",
+    "decision": "Decisions",
+    "cognitive": "How they think",
+    "behavior": "Habits",
+    "context": "Context",
+    "knowledge": "Knowledge",
+    "other": "Other",
+}
+PROFILE_LABELS: dict[str, str] = {
+    "user.workContext": "Work",
+    "user.personalContext": "Personal",
+    "user.topOfMind": "Top of mind",
+    "user.cognitiveStyle": "Thinking style",
+    "history.recentMonths": "Recent months",
+    "history.earlierContext": "Earlier",
+    "history.longTermBackground": "Background",
+}
+_TITLE_CATEGORY = {t.casefold(): c for c, t in CATEGORY_TITLES.items()}
+_LABEL_SECTION = {label.casefold(): s for s, label in PROFILE_LABELS.items()}
+_H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
+_BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
+_PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
+SNAPSHOT = "memory_md:{user}"
+
+
+def memory_md_path(memory: "Memory", user: str) -> Path:
+    return user_dir(memory, user) / "MEMORY.md"
+
+
+class MemoryLine(Model):
+    """An entry line of MEMORY.md as a person left it."""
+
+    fact_id: str | None = None
+    content: str
+    category: str
+    area: str | None = None
+
+
+class Snapshot(Model):
+    """What reverie last wrote to MEMORY.md: the base that a person's edits are read against."""
+
+    sha: str
+    dreamed_at: str = ""
+    facts: dict[str, MemoryLine] = Field(default_factory=dict)
+    profile: dict[str, str] = Field(default_factory=dict)
+
+
+def load_snapshot(memory: "Memory", user: str) -> Snapshot | None:
+    raw = memory.store.get_meta(SNAPSHOT.format(user=user))
+    return Snapshot.model_validate_json(raw) if raw else None
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def publish_memory_md(
+    memory: "Memory", user: str, facts: list[Fact], *, dreamed_at: str | None = None
+) -> Path:
+    """Write MEMORY.md atomically and remember what was written (for sync)."""
+    path = memory_md_path(memory, user)
+    previous = load_snapshot(memory, user)
+    dreamed_at = dreamed_at or (previous.dreamed_at if previous else "")
+    profile = memory.store.get_profile(user)
+    text = render_memory_md(user, profile, facts, dreamed_at)
+    write_atomic(path, text)
+    snapshot = Snapshot(
+        sha=text_sha(text),
+        dreamed_at=dreamed_at,
+        facts={f.id: _line(f) for f in facts},
+        profile={k: s.summary for k, s in profile.sections().items() if s.summary},
+    )
+    memory.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
+    return path
+
+
+def refresh_memory_md(memory: "Memory", user: str) -> None:
+    """After maintenance: the same curated entries, following merges, if MEMORY.md exists."""
+    snapshot = load_snapshot(memory, user)
+    if snapshot is None or not memory_md_path(memory, user).is_file():
+        return
+    pool = {f.id: f for f in memory.store.list_facts(user, status=("pending", "consolidated", "archived"))}
+    facts = [follow(pool[i], pool) for i in snapshot.facts if i in pool]
+    publish_memory_md(memory, user, list({f.id: f for f in facts if f.status != "archived"}.values()))
+
+
+def _line(fact: Fact) -> MemoryLine:
+    return MemoryLine(fact_id=fact.id, content=fact.content, category=fact.category, area=_area(fact))
+
+
+def _area(fact: Fact) -> str | None:
+    return (fact.area or "General") if fact.category == "preference" else None
+
+
+def render_memory_md(user: str, profile: Profile, facts: list[Fact], dreamed_at: str) -> str:
+    now = utcnow()
+    when = f", last distilled on {dreamed_at}" if dreamed_at else ""
+    out = [
+        f"# Memory of {user}",
+        "",
+        f"What reverie keeps about {user} for the long term{when}: {_count(len(facts), 'entry', 'entries')}. "
+        "[Nx] counts how often an entry was used.",
+        "Edit freely: change, add or delete lines under a heading. `reverie sync` (and the next dream) "
+        "takes your edits in; keep the `<!-- fact_… -->` marker at the end of each line.",
+        "",
+    ]
+    sections = [(PROFILE_LABELS[k], s.summary) for k, s in profile.sections().items() if s.summary]
+    if sections:
+        out += ["## Profile", "", *(f"- **{label}:** {_inline(text)}" for label, text in sections), ""]
+    for category, title in CATEGORY_TITLES.items():
+        group = sorted((f for f in facts if f.category == category), key=lambda f: -fact_rank(f, now))
+        if not group:
+            continue
+        out += [f"## {title}", ""]
+        if category != "preference":
+            out += [*(_entry(f) for f in group), ""]
+            continue
+        for area in AREAS:
+            lines = [_entry(f) for f in group if _area(f) == area]
+            if lines:
+                out += [f"### {area}", "", *lines, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _inline(text: str) -> str:
+    return normalize_space(text).replace("<!--", "<!- -")
+
+
+def _entry(fact: Fact) -> str:
+    return f"- [{fact.uses}x] {_inline(fact.content)} <!-- {fact.id} -->"
+
+
+def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
+    """The entry lines (with the category of their heading) and the profile lines of MEMORY.md."""
+    lines: list[MemoryLine] = []
+    profile: dict[str, str] = {}
+    category: str | None = None
+    area: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if _H1.match(line):
+            category = None
+            continue
+        if heading := _H2.match(line):
+            category, area = _category_of(heading.group(1)), None
+            continue
+        if heading := _H3.match(line):
+            area = next((a for a in AREAS if a.casefold() == heading.group(1).casefold()), None)
+            continue
+        bullet = _BULLET.match(line)
+        if bullet is None or category is None:
+            continue
+        body = normalize_space(bullet["body"])
+        if category == "profile":
+            found = _PROFILE_LINE.match(body)
+            section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
+            if section:
+                profile[section] = found["text"].strip()
+        elif body:
+            lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
+                                    area=(area or "General") if category == "preference" else None))
+    return lines, profile
+
+
+def _category_of(title: str) -> str:
+    key = title.strip().casefold()
+    if key == "profile":
+        return "profile"
+    if key in _TITLE_CATEGORY:
+        return _TITLE_CATEGORY[key]
+    singular = key.removesuffix("s")
+    return singular if singular in CATEGORIES else "other"
+
+
+# ---------------------------------------------------------------- the dream diary
+
+def diary_dir(memory: "Memory", user: str) -> Path:
+    return user_dir(memory, user) / "memory" / "dreams"
+
+
+def write_diary(memory: "Memory", run: DreamRun, report: DreamReport, now: datetime) -> Path:
+    """Append this run's story to the day's diary (one file a day, one section a run)."""
+    path = diary_dir(memory, run.user) / f"{now.date().isoformat()}.md"
+    head = path.read_text(encoding="utf-8").rstrip() + "\n\n" if path.is_file() else f"# Dream diary, {now.date()}\n\n"
+    write_atomic(path, head + diary_section(run, report, now))
+    return path
+
+
+def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
+    r = report
+    span = "day" if run.days == 1 else f"{run.days} days"
+    story = [
+        f"I read {_count(r.facts_read, 'fact')} and {_count(r.notes_read, 'note line')} "
+        f"from the last {span} ({r.since} to {r.until})."
+    ]
+    if r.kept or r.confirmed:
+        story.append(
+            f"I kept {_count(r.kept + r.confirmed, 'entry', 'entries')} as they were"
+            + (f", {r.confirmed} of them said again in the notes." if r.confirmed else ".")
+        )
+    if r.merged:
+        replaced = sum(len(e.replaced) for e in r.merged) or len(r.merged)
+        example = next((e for e in r.merged if e.replaced), None)
+        story.append(
+            f"I merged {_count(replaced, 'entry', 'entries')} into {_count(len(r.merged), 'denser line')}"
+            + (f"; for example {_quote(example.content)} now also stands for {_quote(example.replaced[0])}."
+               if example else ".")
+        )
+    if r.added:
+        story.append(
+            f"The notes held {_count(len(r.added), 'new durable thing')}: {_list(_quote(e.content) for e in r.added)}."
+        )
+    for conflict in r.conflicts:
+        story.append(
+            f"{_quote(conflict.replaced[0])} conflicted with {_quote(conflict.content)}; I kept the newer "
+            "and archived the older with a link to it."
+        )
+    if r.cleaned:
+        story.append(
+            f"I cleaned {_count(len(r.cleaned), 'entry', 'entries')}: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.cleaned)}."
+        )
+    if r.rejected:
+        story.append(
+            f"I rejected {_count(len(r.rejected), 'proposal')} that did not stand on the inputs: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.rejected)}."
+        )
+    if not (r.merged or r.added or r.conflicts or r.cleaned):
+        story.append("Nothing needed merging, adding or cleaning.")
+    if r.memory_md:
+        story.append(
+            f"MEMORY.md now holds {_count(r.entries, 'entry', 'entries')} in "
+            f"{_count(r.categories, 'category', 'categories')}"
+            + (f"; {r.overflow} more stay in the store for recall but did not make the list." if r.overflow else ".")
+        )
+    else:
+        story.append("No entry remained, so I left MEMORY.md as it was.")
+    if r.journal:
+        story.append(f"To take this dream back: `reverie undo {r.journal}`.")
+    return f"## {now.strftime('%H:%M')} UTC, run {run.id}\n\n" + "\n".join(story) + "\n"
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = normalize_space(text)
+    return f"“{text if len(text) <= limit else text[: limit - 1] + '…'}”"
+
+
+def _list(items: Iterable[str], limit: int = 5) -> str:
+    items = list(items)
+    shown = items[:limit]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    if len(shown) == 1:
+        return shown[0] + more
+    return ", ".join(shown[:-1]) + (", " if more else " and ") + shown[-1] + more
+
+
+def diaries(memory: "Memory", user: str, day: str | None = None) -> dict[str, str]:
+    """Dream diaries by date, oldest first (only ``day`` when given)."""
+    folder = diary_dir(memory, user)
+    files = sorted(folder.glob("????-??-??.md")) if folder.is_dir() else []
+    return {p.stem: p.read_text(encoding="utf-8") for p in files if day is None or p.stem == day}
+
+
+# ---------------------------------------------------------------- the nightly schedule
+
+class Scheduler:
+    """The nightly run (default 23:55 local, ``settings.dream_time``): the daily flush first,
+    then a dream for each user, one user after another.
+
+        >>> Scheduler(mem).start()      # a daemon thread; .stop() ends it
+    """
+
+    def __init__(self, memory: "Memory", *, at: str | None = None):
+        self.memory = memory
+        self.at = _clock(at or memory.settings.dream_time)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def next_run(self, now: datetime | None = None) -> datetime:
+        """The next run time after ``now`` (local time)."""
+        now = (now or datetime.now().astimezone()).astimezone()
+        due = now.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
+        return due if due > now else due + timedelta(days=1)
+
+    def run_once(self, now: datetime | None = None) -> list[DreamRun]:
+        """One nightly run now: flush the learning line, then dream for every user."""
+        self.memory.flush()
+        runs = []
+        for user in self.memory.store.users():
+            try:
+                runs.append(run_dream(self.memory, user, now=now))
+            except Conflict as exc:
+                log.info("nightly dream for %s skipped: %s", user, exc)
+        return runs
+
+    def start(self) -> "Scheduler":
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="reverie-scheduler", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout)
+
+    def _loop(self) -> None:
+        while True:
+            wait = (self.next_run() - datetime.now().astimezone()).total_seconds()
+            if self._stop.wait(timeout=max(0.0, wait)):
+                return
+            try:
+                self.run_once()
+            except Exception:  # the schedule must survive a bad night
+                log.exception("the nightly run failed")
+
+
+def _clock(value: str) -> tuple[int, int]:
+    found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+    if found is None:
+        raise InvalidInput(f"dream_time must be HH:MM (24-hour), not {value!r}", field="dream_time")
+    return int(found.group(1)), int(found.group(2))
+
+
+__all__ = [
+    "ChatCommand",
+    "ChatReply",
+    "DreamEntry",
+    "DreamReport",
+    "Journal",
+    "Scheduler",
+    "chat_command",
+    "describe",
+    "diaries",
+    "parse_chat_command",
+    "run_dream",
+    "trim",
+]

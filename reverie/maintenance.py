@@ -1,0 +1,624 @@
+"""Maintenance: consolidate, tidy, clean, restore, health, sync and undo.
+
+    >>> mem.consolidate(user="ana")                     # exact + Jaccard dedup; never a unique entry
+    >>> proposal = mem.tidy(user="ana", dry_run=True)   # the engine's cleanup, checked, as a diff
+    >>> print(proposal.diff()); mem.tidy(user="ana", proposal=proposal)
+    >>> mem.clean(user="ana"); mem.restore(episode_id, user="ana")
+    >>> mem.health(user="ana").healthy
+    >>> mem.sync(user="ana")                            # take hand edits of MEMORY.md in
+    >>> mem.undo(change_id, user="ana")                 # any journaled change, back as it was
+
+Nothing here deletes: facts and episodes are archived, and every change is
+journaled (reverie.dream.Journal) so that ``undo`` can put it back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from reverie.dream import (
+    Journal,
+    MemoryLine,
+    _exact,
+    _tokens,
+    fold,
+    journal_key,
+    load_snapshot,
+    memory_md_path,
+    numbers,
+    parse_memory_md,
+    publish_memory_md,
+    refresh_memory_md,
+    relation,
+    text_sha,
+)
+from reverie.engines.base import FactRef, TidyAction
+from reverie.errors import Conflict, NotFound
+from reverie.learn import NEGATION, MAX_FACT_CHARS
+from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
+from reverie.redact import redact
+from reverie.tags import TagWriter
+from reverie.text import normalize_space, terms, words
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+DECAY = 0.05  # seed 003: exp(-0.05 * days)
+CONFIRMED_WEIGHT = 2.0
+LONG_ENTRY = 120  # seed 002: entries under 120 characters
+REWRITE_SUPPORT = 0.75  # share of a rewrite's words that must come from the fact
+ADD_SUPPORT = 0.5
+PROTECTED_CATEGORIES = ("correction", "constraint")
+_IDS = re.compile(r"(?:fact|note)_[0-9a-f]+")
+
+
+class FactLine(Model):
+    fact_id: str
+    content: str
+    uses: int = 0
+
+
+def _fact_line(fact: Fact) -> FactLine:
+    return FactLine(fact_id=fact.id, content=fact.content, uses=fact.uses)
+
+
+# ---------------------------------------------------------------- consolidate
+
+class DuplicateGroup(Model):
+    kept: FactLine
+    archived: list[FactLine]
+
+
+class ConsolidateReport(Model):
+    groups: list[DuplicateGroup] = Field(default_factory=list)
+    archived: int = 0
+    dry_run: bool = False
+    journal: str | None = None
+
+
+def consolidate(memory: "Memory", *, user: str, dry_run: bool = False) -> ConsolidateReport:
+    """Seed 002's rule-based dedup: facts that are the same line (exactly, or by Jaccard >=
+    ``settings.consolidate_jaccard``) fold into the one with the highest ``[Nx]``."""
+    if not dry_run:
+        sync(memory, user=user)
+    facts = sorted(
+        memory.store.list_facts(user),
+        key=lambda f: (-f.uses, f.status != "consolidated", -f.confidence, f.created_at),
+    )
+    groups: list[tuple[Fact, list[Fact]]] = []
+    for fact in facts:
+        home = next(
+            (g for g in groups if relation(fact, g[0], memory.settings.consolidate_jaccard) == "duplicate"), None
+        )
+        if home is None:
+            groups.append((fact, []))
+        else:
+            home[1].append(fact)
+    groups = [g for g in groups if g[1]]
+    report = ConsolidateReport(
+        groups=[DuplicateGroup(kept=_fact_line(k), archived=[_fact_line(d) for d in dups]) for k, dups in groups],
+        archived=sum(len(d) for _, d in groups),
+        dry_run=dry_run,
+    )
+    if dry_run or not groups:
+        return report
+    journal = Journal(user=user, action="consolidate")
+    now = utcnow()
+    with memory.store.transaction():
+        for keep, dups in groups:
+            journal.watch([keep, *dups])
+            if any(d.status == "consolidated" for d in dups):
+                keep.status = "consolidated"  # the group was vouched for; its survivor stays so
+            for dup in dups:
+                fold(memory, dup, keep, f"duplicate of {keep.id} (consolidate)", journal, now)
+        report.journal = journal.id if journal.commit(memory.store).changes else None
+    refresh_memory_md(memory, user)
+    return report
+
+
+# ---------------------------------------------------------------- tidy
+
+class TidyChange(Model):
+    """One proposed change, as checked: ``refused`` says why it will not be applied."""
+
+    op: Literal["remove", "rewrite", "add"]
+    fact_id: str | None = None
+    before: str = ""
+    after: str = ""
+    category: str = "other"
+    reason: str = ""
+    refused: str = ""
+
+
+class TidyReport(Model):
+    changes: list[TidyChange] = Field(default_factory=list)
+    applied: bool = False
+    journal: str | None = None
+
+    @property
+    def accepted(self) -> list[TidyChange]:
+        return [c for c in self.changes if not c.refused]
+
+    def diff(self) -> str:
+        """The proposal as a diff a person reads before saying yes."""
+        out = ["--- facts now", "+++ facts after tidy"]
+        for c in self.changes:
+            target = f" {c.fact_id}" if c.fact_id else ""
+            why = f": {c.reason}" if c.reason else ""
+            if c.refused:
+                out += [f"@@ keep{target} as it is (not {c.op}: {c.refused})", f"  {c.before or c.after}"]
+                continue
+            out.append(f"@@ {c.op}{target}{why}")
+            out += [f"- {c.before}"] if c.before else []
+            out += [f"+ {c.after}"] if c.op != "remove" else []
+        return "\n".join(out) + "\n"
+
+
+def tidy(
+    memory: "Memory", *, user: str, dry_run: bool = False, proposal: TidyReport | None = None
+) -> TidyReport:
+    """The tidy engine's remove / rewrite / add, checked in code; applied unless ``dry_run``.
+
+    Pass back the ``proposal`` a person saw to apply exactly that. Rewrites only
+    when shorter or clearer; every user constraint is kept; when unsure, keep.
+    """
+    proposal = proposal or propose_tidy(memory, user)
+    if dry_run:
+        return proposal
+    return _apply_tidy(memory, user, proposal)
+
+
+def propose_tidy(memory: "Memory", user: str) -> TidyReport:
+    facts = memory.store.list_facts(user)
+    refs = [
+        FactRef(id=f.id, content=f.content, category=f.category, confidence=f.confidence, uses=f.uses,
+                status=f.status, updated_at=f.updated_at)
+        for f in facts
+    ]
+    plan = memory.engines.tidy.tidy(refs)
+    judge = _Judge(memory, facts)
+    return TidyReport(changes=[judge(a) for a in plan.actions])
+
+
+class _Judge:
+    """Checks one proposed action against the rules; remembers what earlier ones touched."""
+
+    def __init__(self, memory: "Memory", facts: list[Fact]):
+        self.memory = memory
+        self.facts = {f.id: f for f in facts}
+        self.touched: set[str] = set()
+
+    def __call__(self, action: TidyAction) -> TidyChange:
+        fact = self.facts.get(action.fact_id or "")
+        change = TidyChange(
+            op=action.op, fact_id=action.fact_id, before=fact.content if fact else "",
+            after=_clean(action.content) if action.op != "remove" else "",
+            category=fact.category if fact and action.op != "add" else action.category, reason=action.reason,
+        )
+        if action.op == "add":
+            change.fact_id = None
+            change.refused = self._add_problem(change)
+        elif fact is None:
+            change.refused = "there is no such live fact"
+        elif fact.id in self.touched:
+            change.refused = "an earlier change already touches this fact"
+        else:
+            change.refused = self._remove_problem(fact, action) if action.op == "remove" else _rewrite_problem(fact, change.after)
+        if not change.refused and fact is not None and action.op != "add":
+            self.touched.add(fact.id)
+        return change
+
+    def _remove_problem(self, fact: Fact, action: TidyAction) -> str:
+        if not action.reason.strip():
+            return "no reason given, and when unsure we keep"
+        if _protected(fact) and not self._twin(fact):
+            return "it is a user constraint, and every user constraint is kept"
+        return ""
+
+    def _twin(self, fact: Fact) -> Fact | None:
+        """Another live fact that says the same, so removing this one loses nothing."""
+        dup = self.memory.settings.duplicate_jaccard
+        return next(
+            (f for f in self.facts.values()
+             if f.id != fact.id and f.id not in self.touched and relation(fact, f, dup) == "duplicate"),
+            None,
+        )
+
+    def _add_problem(self, change: TidyChange) -> str:
+        if not change.after:
+            return "the new line is empty"
+        named = [self.facts[i] for i in _IDS.findall(change.reason) if i in self.facts]
+        sources = " ".join(f.content for f in named or self.facts.values())
+        problem = _support_problem(change.after, sources, ADD_SUPPORT)
+        if problem:
+            return problem
+        probe = Fact(user="", content=change.after, category=change.category)
+        dup = self.memory.settings.duplicate_jaccard
+        if any(relation(probe, f, dup) == "duplicate" for f in self.facts.values() if f.id not in self.touched):
+            return "a live fact says this already"
+        return ""
+
+
+def _protected(fact: Fact) -> bool:
+    return fact.category in PROTECTED_CATEGORIES or fact.provenance.origin in ("manual", "sync")
+
+
+def _clean(text: str) -> str:
+    return normalize_space(redact(text or ""))[:MAX_FACT_CHARS]
+
+
+def _support_problem(new: str, source: str, minimum: float) -> str:
+    """Why ``new`` does not stand on ``source`` ("" when it does)."""
+    words_new = _tokens(new)
+    if not words_new:
+        return "it has no content words"
+    if numbers(new) - numbers(source):
+        return f"it states {', '.join(sorted(numbers(new) - numbers(source)))}, which the facts do not"
+    missing = words_new - _tokens(source)
+    if 1 - len(missing) / len(words_new) < minimum:
+        return f"it says things the facts do not ({', '.join(sorted(missing)[:6])})"
+    return ""
+
+
+def _noise(text: str) -> int:
+    """Words that carry no content: fewer of them at the same length reads clearer."""
+    return len(words(text)) - len(terms(text))
+
+
+def _rewrite_problem(fact: Fact, new: str) -> str:
+    old = fact.content
+    if not new:
+        return "the rewrite is empty"
+    if _exact(new) == _exact(old):
+        return "the rewrite changes nothing"
+    if bool(NEGATION.search(new)) != bool(NEGATION.search(old)):
+        return "the rewrite would flip what the fact says"
+    if numbers(old) != numbers(new):
+        return "the rewrite changes the numbers"
+    problem = _support_problem(new, old, REWRITE_SUPPORT)
+    if problem:
+        return problem
+    kept = _tokens(old) & _tokens(new)
+    if _protected(fact) and len(kept) < REWRITE_SUPPORT * len(_tokens(old)):
+        return "it would drop part of a user constraint"
+    if len(new) < len(old) or (len(new) <= 1.1 * len(old) and _noise(new) < _noise(old)):
+        return ""
+    return "the rewrite is neither shorter nor clearer"
+
+
+def _apply_tidy(memory: "Memory", user: str, proposal: TidyReport) -> TidyReport:
+    sync(memory, user=user)
+    result = proposal.model_copy(deep=True)
+    journal = Journal(user=user, action="tidy")
+    now = utcnow()
+    with memory.store.transaction():
+        live = {f.id: f for f in memory.store.list_facts(user)}
+        journal.watch(live.values())
+        writer = TagWriter(memory.store, user)
+        for change in result.accepted:
+            fact = live.get(change.fact_id or "")
+            if change.op != "add" and (fact is None or fact.content != change.before):
+                change.refused = "the fact changed since the proposal"
+            elif change.op == "remove":
+                successor = next((live[i] for i in _IDS.findall(change.reason) if i in live and i != fact.id), None)
+                memory.learner._archive(fact, f"tidy: {change.reason}", successor, now)
+            elif change.op == "rewrite":
+                fact.content, fact.updated_at = change.after, now
+                memory.learner.index_fact(fact, fact.tags)
+            else:
+                named = [i for i in _IDS.findall(change.reason) if i in live]
+                new = Fact(user=user, content=change.after, category=change.category, confidence=1.0,
+                           status="consolidated", provenance=Provenance(origin="dream", facts=named),
+                           created_at=now, updated_at=now)
+                if memory.learner.add_fact(writer, new, []) is new:
+                    journal.created(new)
+        result.journal = journal.id if journal.commit(memory.store).changes else None
+    result.applied = True
+    refresh_memory_md(memory, user)
+    return result
+
+
+# ---------------------------------------------------------------- clean and restore
+
+class CleanItem(Model):
+    episode_id: str
+    weight: float
+    age_days: float
+    summary: str = ""
+
+
+class CleanReport(Model):
+    archived: list[CleanItem] = Field(default_factory=list)
+    kept: int = 0
+    dry_run: bool = False
+    journal: str | None = None
+
+
+def episode_weight(episode: Episode, now: datetime) -> float:
+    """Seed 003's self-evolution: weight decays with the days since the episode last
+    mattered and rises with every use; a confirmed episode weighs double."""
+    last = max(as_utc(episode.occurred_at), as_utc(episode.last_used_at or episode.occurred_at))
+    age = max(0.0, (now - last).total_seconds() / 86400)
+    weight = math.exp(-DECAY * age) * (1 + math.log1p(episode.uses))
+    if episode.feedback is not None and episode.feedback.status == "confirmed":
+        weight *= CONFIRMED_WEIGHT
+    return weight
+
+
+def clean(memory: "Memory", *, user: str, dry_run: bool = False, now: datetime | None = None) -> CleanReport:
+    """Archive (never delete) episodes whose weight fell under ``settings.clean_weight_threshold``
+    and that are older than ``settings.clean_min_age_days``; ``restore`` brings one back."""
+    now = as_utc(now) if now else utcnow()
+    settings = memory.settings
+    episodes = [e for e in memory.store.list_episodes(user, archived=False) if e.status != "pending"]
+    faded = []
+    for ep in episodes:
+        age = (now - as_utc(ep.occurred_at)).total_seconds() / 86400
+        weight = episode_weight(ep, now)
+        if age >= settings.clean_min_age_days and weight < settings.clean_weight_threshold:
+            faded.append((ep, CleanItem(episode_id=ep.id, weight=round(weight, 4), age_days=round(age, 1),
+                                        summary=ep.summary or ep.user_text[:120])))
+    report = CleanReport(archived=[item for _, item in faded], kept=len(episodes) - len(faded), dry_run=dry_run)
+    if dry_run or not faded:
+        return report
+    journal = Journal(user=user, action="clean")
+    with memory.store.transaction():
+        journal.watch(ep for ep, _ in faded)
+        for ep, _ in faded:
+            ep.archived = True
+            memory.store.put_episode(ep)
+        report.journal = journal.id if journal.commit(memory.store).changes else None
+    return report
+
+
+def restore(memory: "Memory", episode_id: str, *, user: str | None = None) -> Episode:
+    """Bring an archived episode back (recall sees it again)."""
+    ep = memory.store.get_episode(episode_id)
+    if ep is None or (user is not None and ep.user != user):
+        raise NotFound(f"no episode {episode_id!r}" + (f" for user {user!r}" if user else ""))
+    if ep.archived:
+        with memory.store.transaction():
+            ep.archived = False
+            memory.store.put_episode(ep)
+    return ep
+
+
+# ---------------------------------------------------------------- undo
+
+class UndoReport(Model):
+    journal: str
+    action: str
+    restored: int = 0
+    archived: int = 0
+
+
+def undo(memory: "Memory", journal_id: str, *, user: str) -> UndoReport:
+    """Put back what one journaled operation (a dream, consolidate, tidy, sync or clean)
+    changed: changed items return to their earlier state, items it created are archived."""
+    raw = memory.store.get_meta(journal_key(journal_id))
+    journal = Journal.model_validate_json(raw) if raw else None
+    if journal is None or journal.user != user:
+        raise NotFound(f"no change set {journal_id!r} for user {user!r}; dreams, consolidate, tidy, "
+                       "sync and clean print the id of theirs")
+    if journal.undone_at is not None:
+        raise Conflict(f"{journal_id} was already undone on {journal.undone_at:%Y-%m-%d %H:%M}")
+    sync(memory, user=user)
+    report = UndoReport(journal=journal.id, action=journal.action)
+    now = utcnow()
+    with memory.store.transaction():
+        for change in reversed(journal.changes):
+            if change.kind == "episode":
+                memory.store.put_episode(Episode.model_validate(change.before))
+                report.restored += 1
+            elif change.before is not None:
+                fact = Fact.model_validate(change.before)
+                memory.learner.index_fact(fact, fact.tags)
+                report.restored += 1
+            else:
+                fact = memory.store.get_fact(change.id)
+                if fact is not None and fact.status != "archived":
+                    memory.learner._archive(fact, f"undone ({journal.id})", None, now)
+                    report.archived += 1
+        journal.undone_at = now
+        memory.store.set_meta(journal_key(journal.id), journal.model_dump_json())
+    if journal.memory_md_before is None or load_snapshot(memory, user) is None:
+        refresh_memory_md(memory, user)
+    else:
+        facts = memory.store.get_facts(journal.memory_md_before)
+        publish_memory_md(memory, user, [f for f in facts.values() if f.status != "archived"])
+    return report
+
+
+# ---------------------------------------------------------------- health
+
+class HealthReport(Model):
+    """Seed 002's signs of healthy memory, with a verdict and what to do about each problem."""
+
+    user: str
+    healthy: bool
+    reasons: list[str] = Field(default_factory=list)
+    facts: int = 0
+    high_priority: int = 0  # [3x]+
+    high_priority_share: float = 0.0
+    never_used: int = 0  # [0x]
+    long_entries: list[FactLine] = Field(default_factory=list)
+    duplicates: list[list[FactLine]] = Field(default_factory=list)
+    contradictions: list[list[FactLine]] = Field(default_factory=list)
+    pending_facts: int = 0
+    unlearned_episodes: int = 0
+    tags: dict[str, int] = Field(default_factory=dict)
+
+
+# thresholds of the verdict (the seed names the signs, not the numbers)
+MIN_HIGH_SHARE = 0.1
+MAX_NEVER_USED_SHARE = 0.5
+MAX_LONG_SHARE = 0.1
+MIN_FACTS_FOR_SHARES = 10
+MAX_PENDING = 50
+
+
+def health(memory: "Memory", *, user: str) -> HealthReport:
+    facts = memory.store.list_facts(user, status="consolidated")
+    report = HealthReport(user=user, healthy=True, facts=len(facts))
+    report.high_priority = sum(1 for f in facts if f.uses >= 3)
+    report.high_priority_share = round(report.high_priority / len(facts), 3) if facts else 0.0
+    report.never_used = sum(1 for f in facts if f.uses == 0)
+    report.long_entries = [_fact_line(f) for f in facts if len(f.content) > LONG_ENTRY]
+    dup = memory.settings.duplicate_jaccard
+    for i, a in enumerate(facts):
+        for b in facts[i + 1:]:
+            found = relation(a, b, dup)
+            if found == "duplicate":
+                report.duplicates.append([_fact_line(a), _fact_line(b)])
+            elif found == "conflict" and a.category == b.category:
+                report.contradictions.append([_fact_line(a), _fact_line(b)])
+    report.pending_facts = len(memory.store.list_facts(user, status="pending"))
+    report.unlearned_episodes = sum(1 for e in memory.store.unlearned_episodes(limit=100000) if e.user == user)
+    for tag in memory.store.list_tags(user):
+        report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
+    report.reasons = _verdict(report)
+    report.healthy = not report.reasons
+    return report
+
+
+def _verdict(r: HealthReport) -> list[str]:
+    reasons = []
+    if r.duplicates:
+        reasons.append(f"{len(r.duplicates)} pair(s) of entries say the same thing: run `reverie consolidate` or `reverie tidy`")
+    if r.contradictions:
+        reasons.append(f"{len(r.contradictions)} pair(s) of entries contradict each other: run `reverie tidy` or `reverie dream`")
+    if r.facts >= MIN_FACTS_FOR_SHARES:
+        if r.high_priority_share < MIN_HIGH_SHARE:
+            reasons.append(f"only {r.high_priority_share:.0%} of the entries are [3x]+ (battle-tested); "
+                           "most were never confirmed by use")
+        if r.never_used / r.facts > MAX_NEVER_USED_SHARE:
+            reasons.append(f"{r.never_used} of {r.facts} entries are [0x], never reinforced (noise): "
+                           "run `reverie tidy` or let the dream prune them")
+        if len(r.long_entries) / r.facts > MAX_LONG_SHARE:
+            reasons.append(f"{len(r.long_entries)} entries are over {LONG_ENTRY} characters: run `reverie tidy`")
+    if r.pending_facts > max(MAX_PENDING, 2 * r.facts):
+        reasons.append(f"{r.pending_facts} facts wait in pending, more than the curated memory can absorb")
+    return reasons
+
+
+# ---------------------------------------------------------------- sync (MEMORY.md hand edits)
+
+class SyncReport(Model):
+    edited: list[FactLine] = Field(default_factory=list)
+    added: list[FactLine] = Field(default_factory=list)
+    deleted: list[FactLine] = Field(default_factory=list)
+    profile: list[str] = Field(default_factory=list)
+    journal: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edited or self.added or self.deleted or self.profile)
+
+
+def sync(memory: "Memory", *, user: str) -> SyncReport:
+    """Take a person's edits of MEMORY.md into the store: an edited line changes its fact,
+    a new line becomes a fact (category from its heading), a deleted line archives its
+    fact. Lines are matched by their ``<!-- fact_… -->`` marker (or, without one, by text)
+    against what reverie last wrote; a missing file changes nothing."""
+    path = memory_md_path(memory, user)
+    snapshot = load_snapshot(memory, user)
+    report = SyncReport()
+    if snapshot is None or not path.is_file():
+        return report
+    text = path.read_text(encoding="utf-8")
+    if text_sha(text) == snapshot.sha:
+        return report
+    lines, profile = parse_memory_md(text)
+    journal = Journal(user=user, action="sync")
+    with memory.store.transaction():
+        curated = _SyncEdits(memory, user, snapshot.facts, journal, report).apply(lines)
+        now = utcnow()
+        for section in sorted(set(snapshot.profile) | set(profile)):
+            new = normalize_space(redact(profile.get(section, "")))
+            if new != snapshot.profile.get(section, ""):
+                memory.store.put_profile_section(user, section, new, now)
+                report.profile.append(section)
+        report.journal = journal.id if journal.commit(memory.store).changes else None
+    publish_memory_md(memory, user, curated)
+    return report
+
+
+class _SyncEdits:
+    def __init__(self, memory: "Memory", user: str, base: dict[str, MemoryLine], journal: Journal, report: SyncReport):
+        self.memory, self.user, self.base, self.journal, self.report = memory, user, base, journal, report
+        store = memory.store
+        self.known = store.get_facts(base)
+        journal.watch([*self.known.values(), *store.list_facts(user)])
+        self.by_text = {_exact(line.content): fid for fid, line in base.items()}
+        self.now = utcnow()
+
+    def apply(self, lines: list[MemoryLine]) -> list[Fact]:
+        seen: dict[str, Fact] = {}
+        for line in lines:
+            fid = line.fact_id if line.fact_id in self.base else self.by_text.get(_exact(line.content))
+            if fid in self.known and fid not in seen:
+                seen[fid] = self._edit(self.known[fid], self.base[fid], line)
+            else:
+                fact = self._add(line)
+                if fact is not None:
+                    seen.setdefault(fact.id, fact)
+        for fid, fact in self.known.items():
+            if fid not in seen and fact.status != "archived":
+                self.memory.learner._archive(fact, "deleted from MEMORY.md by hand", None, self.now)
+                self.report.deleted.append(_fact_line(fact))
+        return [f for f in seen.values() if f.status != "archived"]
+
+    def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
+        from reverie.memory import normalize_category
+
+        content = _clean(line.content)
+        if not content or (content == before.content and line.category == before.category and line.area == before.area):
+            return fact
+        fact.content = content
+        if line.category != before.category:
+            fact.category, fact.original_category = normalize_category(line.category)
+        fact.area = line.area if fact.category == "preference" else None
+        fact.status = "consolidated"  # a person's edit is the newest word on it
+        fact.updated_at = self.now
+        self.memory.learner.index_fact(fact, fact.tags)
+        self.report.edited.append(_fact_line(fact))
+        return fact
+
+    def _add(self, line: MemoryLine) -> Fact | None:
+        content = _clean(line.content)
+        if not content:
+            return None
+        fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
+                    status="consolidated", provenance=Provenance(origin="sync"),
+                    created_at=self.now, updated_at=self.now)
+        stored = self.memory.learner.add_fact(TagWriter(self.memory.store, self.user), fact, [])
+        if stored is fact:
+            self.journal.created(fact)
+        elif stored.status == "pending":
+            stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
+            self.memory.store.put_fact(stored)
+        self.report.added.append(_fact_line(stored))
+        return stored
+
+
+__all__ = [
+    "CleanReport",
+    "ConsolidateReport",
+    "HealthReport",
+    "SyncReport",
+    "TidyReport",
+    "UndoReport",
+    "clean",
+    "consolidate",
+    "episode_weight",
+    "health",
+    "restore",
+    "sync",
+    "tidy",
+    "undo",
+]

@@ -1,0 +1,367 @@
+"""The dream line: daily notes, Deep Dream distillation, MEMORY.md, the diary, the chat
+command and the nightly schedule, each safety rule with its own test."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reverie import Memory
+from reverie.dream import Scheduler, parse_chat_command
+from reverie.errors import Conflict, InvalidInput
+from reverie.models import Note
+from tests.fake_openai import Reply
+
+DAY0 = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
+MARKER = re.compile(r"<!-- (fact_\w+) -->")
+
+
+def day(n: int, hour: int = 9) -> datetime:
+    return DAY0 + timedelta(days=n, hours=hour - 9)
+
+
+def say(mem: Memory, text: str, at: datetime, user: str = "ana") -> None:
+    mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}], user=user, at=at)
+
+
+def confirm_pending(mem: Memory, user: str = "ana") -> None:
+    """A person confirms what the learning line found (pending -> consolidated, [Nx] + 1)."""
+    for fact in mem.facts(user=user, status="pending"):
+        mem.reinforce(fact.id, user=user)
+
+
+def llm_memory(home, fake) -> Memory:
+    return Memory(home, background=False, engines={"distill": "openai"},
+                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0})
+
+
+def distill_input(body: dict) -> dict:
+    return json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+
+
+def keep_all_and_add(additions: dict[str, str]):
+    """A scripted distill step: keep every fact; add the given line for a note whose text
+    contains the key."""
+
+    def answer(body: dict) -> dict:
+        data = distill_input(body)
+        entries = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+                   for f in data["facts"]]
+        for note in data["notes"]:
+            for key, line in additions.items():
+                if key in note["content"]:
+                    entries.append({"action": "add", "content": line, "category": "preference",
+                                    "sources": [note["id"]]})
+        return {"entries": entries}
+
+    return answer
+
+
+# ---------------------------------------------------------------- daily notes
+
+def test_trim_turns_dropped_messages_into_redacted_note_lines_for_their_day(mem, home):
+    dropped = [
+        {"role": "user", "content": "I prefer tea over coffee; mail me at ana.lima@example.com", "at": day(0).isoformat()},
+        {"role": "assistant", "content": "Tea it is."},
+        {"role": "user", "content": "We decided to move the team to weekly releases", "at": day(1).isoformat()},
+        {"role": "assistant", "content": "Weekly releases, noted."},
+    ]
+    notes = mem.trim(dropped, user="ana", thread="t1")
+    assert [n.date for n in notes] == ["2024-05-01", "2024-05-02"]
+    assert all("ana.lima@example.com" not in n.content for n in notes)
+    assert "tea" in notes[0].content.lower() and "weekly releases" in notes[1].content.lower()
+    assert (home / "users" / "ana" / "memory" / "2024-05-01.md").read_text(encoding="utf-8").count("- ") == 1
+    assert mem.trim(dropped, user="ana", thread="t1") == []  # reported twice: nothing new
+    assert len(mem.notes(user="ana")) == 2
+
+
+# ---------------------------------------------------------------- safety rules
+
+def test_dream_with_no_content_is_skipped_and_writes_no_file(mem, home):
+    mem.set_profile("user.workContext", "", user="bo")
+    run = mem.dream(user="bo")
+    assert run.status == "skipped"
+    assert "no facts and no daily notes" in run.report["skipped"]
+    assert not (home / "users" / "bo" / "MEMORY.md").exists()
+    assert mem.diaries(user="bo") == {}
+
+
+def test_a_plan_that_keeps_nothing_never_overwrites_memory_md(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": keep_all_and_add({})})
+        assert mem.dream(user="ana").status == "done"
+        before = mem.memory_md(user="ana")
+        assert "Prefers tea over coffee" in before
+        fake_openai.respond_by_step({"distill": {"entries": [
+            {"action": "add", "content": "Owns a yacht in Monaco", "sources": ["note_0000000000000000"]}]}})
+        run = mem.dream(user="ana", force=True)
+        assert run.status == "skipped" and "left as it is" in run.report["skipped"]
+        assert mem.memory_md(user="ana") == before
+        assert mem.facts(user="ana")[0].status == "consolidated"
+    finally:
+        mem.close()
+
+
+def test_dream_skips_unchanged_inputs_unless_forced(mem):
+    say(mem, "I prefer tea over coffee in the morning", day(0))
+    mem.flush()
+    confirm_pending(mem)
+    first = mem.dream(user="ana", days=3, now=day(1))
+    assert first.status == "done" and first.input_hash
+    again = mem.dream(user="ana", days=3, now=day(1))
+    assert again.status == "skipped" and first.id in again.report["skipped"]
+    forced = mem.dream(user="ana", days=3, now=day(1), force=True)
+    assert forced.status == "done"
+    say(mem, "I decided to move the team to weekly releases", day(1))
+    mem.flush()
+    assert mem.dream(user="ana", days=3, now=day(1)).status == "done"  # new notes: a new dream
+
+
+def test_background_dream_reports_by_callback_and_pollable_status(mem):
+    say(mem, "I prefer tea over coffee in the morning", day(0))
+    mem.flush()
+    confirm_pending(mem)
+    finished: list = []
+    done = threading.Event()
+    run = mem.dream(user="ana", now=day(1), background=True, on_done=lambda r: (finished.append(r), done.set()))
+    assert run.status == "queued"
+    assert done.wait(10)
+    assert finished[0].id == run.id and finished[0].status == "done"
+    polled = mem.dream_status(run.id, user="ana")
+    assert polled.status == "done" and polled.finished_at is not None
+    assert polled.report["entries"] == 1
+    assert mem.dream_status(user="ana").id == run.id
+
+
+def test_one_dream_at_a_time_per_user(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        mem.remember("Likes jazz", user="bo", category="preference")
+        fake_openai.respond_by_step({"distill": lambda body: Reply.delayed(0.6, keep_all_and_add({})(body))})
+        done = threading.Event()
+        first = mem.dream(user="ana", background=True, on_done=lambda r: done.set())
+        with pytest.raises(Conflict, match=first.id):
+            mem.dream(user="ana")
+        reply = mem.chat_command("/memory dream", user="ana")
+        assert not reply.ok and "already running" in reply.message
+        other = mem.dream(user="bo")  # another user is not held up
+        assert other.status == "done"
+        assert done.wait(10)
+        assert mem.dream_status(first.id, user="ana").status == "done"
+        assert mem.dream(user="ana", force=True).status == "done"  # free again once it ended
+    finally:
+        mem.close()
+
+
+def test_scheduler_flushes_the_learning_line_before_it_dreams(mem):
+    say(mem, "I prefer tea over coffee in the morning", day(0))
+    say(mem, "I decided to move the team to weekly releases", day(0, 11))
+    assert mem.learner.pending() == 2 and mem.notes(user="ana") == []
+    runs = Scheduler(mem).run_once(now=day(0, 23))
+    assert [r.user for r in runs] == ["ana"]
+    assert mem.learner.pending() == 0
+    assert runs[0].status == "done"
+    assert runs[0].report["notes_read"] == 2  # the notes the flush wrote were the dream's input
+    assert Scheduler(mem).run_once(now=day(0, 23))[0].status == "skipped"  # nothing new since
+
+
+def test_scheduler_runs_at_2355_local_by_default(mem):
+    scheduler = Scheduler(mem)
+    evening = datetime(2024, 5, 1, 20, 0).astimezone()
+    assert scheduler.next_run(evening).strftime("%Y-%m-%d %H:%M") == "2024-05-01 23:55"
+    assert scheduler.next_run(evening.replace(hour=23, minute=58)).strftime("%Y-%m-%d %H:%M") == "2024-05-02 23:55"
+    assert Scheduler(mem, at="03:30").next_run(evening).strftime("%H:%M") == "03:30"
+    with pytest.raises(InvalidInput):
+        Scheduler(mem, at="25:00")
+
+
+# ---------------------------------------------------------------- distillation
+
+PREFERENCES = ["tea over coffee in the morning", "Python for scripting", "dark mode in every editor",
+               "short answers with the conclusion first", "trains over planes for trips under 600 km",
+               "paper notebooks for planning", "Postgres over MySQL", "tabs in Go code", "window seats on flights",
+               "email over phone calls", "mechanical keyboards", "quiet cafes for deep work"]
+LIKES = ["jazz", "hiking in the Alps", "board games with friends", "Japanese food", "early morning runs",
+         "science fiction novels", "cycling to work", "baking sourdough bread", "chess puzzles", "indie films"]
+DECISIONS = ["move the team to weekly releases", "drop the legacy billing API", "adopt trunk-based development",
+             "hire a second data engineer", "use Kubernetes for the new platform", "write design docs for big changes",
+             "keep the monorepo", "retire the old dashboard"]
+HABITS = ["reviews pull requests before lunch", "writes tests before fixing bugs", "blocks Friday afternoons for reading",
+          "plans the week on Sunday evening", "takes a walk after lunch"]
+
+
+def thirty_days(mem: Memory) -> None:
+    """A month of talk: about 35 durable statements, some said again on later days, a move,
+    and temporary chatter the learning line should not keep."""
+    lines = ([f"I prefer {p}" for p in PREFERENCES] + [f"I like {x}" for x in LIKES]
+             + [f"I decided to {d}" for d in DECISIONS] + [f"I always {h.split(' ', 1)[0][:-1]} {h.split(' ', 1)[1]}" for h in HABITS])
+    for i, text in enumerate(lines):
+        say(mem, text, day(i % 30, 9 + i // 30))
+    for i, text in enumerate(lines[:8]):  # said again a couple of weeks later
+        say(mem, text, day(14 + i, 15))
+    say(mem, "I live in Berlin", day(2, 18))
+    say(mem, "I live in Lisbon", day(27, 18))
+    say(mem, "the staging server is running on port 3000 right now", day(20, 18))
+    mem.flush()
+    confirm_pending(mem)
+    for query in ("what do I drink in the morning", "which editor theme do I like", "what did we decide about releases"):
+        mem.recall(query, user="ana", at=day(29, 20))  # use: [Nx] + 1 for what is delivered
+
+
+def test_a_thirty_day_history_distills_to_at_most_30_entries_each_traceable(mem, home):
+    thirty_days(mem)
+    assert len(mem.facts(user="ana", status="consolidated")) > 30
+    run = mem.dream(user="ana", days=30, now=day(29, 23))
+    assert run.status == "done", run.error
+    report = run.report
+    assert report["notes_read"] >= 40
+    assert 0 < report["entries"] <= 30
+    text = (home / "users" / "ana" / "MEMORY.md").read_text(encoding="utf-8")
+    ids = MARKER.findall(text)
+    assert len(ids) == report["entries"] == len(set(ids))
+    facts = mem.store.get_facts(ids)
+    for fact_id in ids:
+        fact = facts[fact_id]
+        assert fact.status == "consolidated" and fact.user == "ana"
+        sources = mem.store.get_episodes(fact.provenance.episodes)
+        notes = mem.store.get_notes(fact.provenance.notes)
+        assert sources or notes, f"{fact.content!r} has no traceable source"
+        assert all(e.user == "ana" for e in sources.values()) and all(n.user == "ana" for n in notes.values())
+        assert fact.content in text
+    entries = "\n".join(line for line in text.splitlines() if MARKER.search(line))
+    assert "Lives in Lisbon" in entries and "Lives in Berlin" not in entries
+    assert "port 3000" not in text
+    assert "## Preferences" in text and "## Decisions" in text and "[2x]" in text
+    diary = mem.diaries(user="ana")["2024-05-30"]
+    assert f"MEMORY.md now holds {report['entries']} entries" in diary
+    assert re.search(r"I read \d+ facts and \d+ note lines from the last 30 days", diary)
+
+
+def test_a_fabricated_entry_from_the_model_is_rejected_and_reported(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        say(mem, "I prefer tea over coffee in the morning", day(0))
+        mem.flush()
+        confirm_pending(mem)
+        fact_id = mem.facts(user="ana")[0].id
+        note_id = mem.notes(user="ana")[0].id
+
+        def plan(body: dict) -> dict:
+            return {"entries": [
+                {"action": "keep", "content": "Prefers tea over coffee in the morning", "sources": [fact_id]},
+                {"action": "add", "content": "Owns a sailing yacht moored in Monaco", "category": "identity",
+                 "sources": [note_id]},
+                {"action": "add", "content": "Drinks 5 cups of tea a day", "sources": [note_id, fact_id]},
+                {"action": "merge", "content": "Prefers tea over coffee", "sources": [fact_id, "fact_made_up"]},
+                {"action": "add", "content": "Loves morning tea", "sources": []},
+            ]}
+
+        fake_openai.respond_by_step({"distill": plan})
+        run = mem.dream(user="ana", now=day(1))
+        assert run.status == "done"
+        rejected = {r["content"]: r["reason"] for r in run.report["rejected"]}
+        assert set(rejected) == {"Owns a sailing yacht moored in Monaco", "Drinks 5 cups of tea a day",
+                                 "Prefers tea over coffee", "Loves morning tea"}
+        assert "content words appear in its sources" in rejected["Owns a sailing yacht moored in Monaco"]
+        assert "5" in rejected["Drinks 5 cups of tea a day"]
+        assert "fact_made_up" in rejected["Prefers tea over coffee"]
+        assert "no sources" in rejected["Loves morning tea"]
+        facts = [f.content for f in mem.facts(user="ana")]
+        assert facts == ["Prefers tea over coffee in the morning"]
+        assert "yacht" not in mem.memory_md(user="ana")
+        diary = mem.diaries(user="ana")["2024-05-02"]
+        assert "I rejected 4 proposals that did not stand on the inputs" in diary and "yacht" in diary
+    finally:
+        mem.close()
+
+
+def test_a_conflict_resolves_newest_wins_and_the_dream_can_be_undone(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        say(mem, "I prefer dark mode in the editor", day(0))
+        mem.flush()
+        confirm_pending(mem)
+        old = mem.facts(user="ana")[0]
+        fake_openai.respond_by_step({"distill": keep_all_and_add({"light mode": "Prefers light mode in the editor"})})
+        assert mem.dream(user="ana", now=day(0, 23)).status == "done"
+        assert old.content in mem.memory_md(user="ana")
+        mem.store.put_note(Note(user="ana", date="2024-05-11", content="User: switched to light mode in the editor",
+                                created_at=day(10)))
+        run = mem.dream(user="ana", days=30, now=day(11))  # the model keeps both; code settles it
+        assert run.status == "done"
+        assert [(c["content"], c["replaced"]) for c in run.report["conflicts"]] == [
+            ("Prefers light mode in the editor", [old.content])]
+        archived = mem.fact(old.id)
+        winner = mem.fact(archived.superseded_by)
+        assert archived.status == "archived" and winner.status == "consolidated"
+        assert winner.supersedes == old.id and winner.provenance.notes
+        text = mem.memory_md(user="ana")
+        assert "light mode" in text and "dark mode" not in text
+        assert "conflicted with" in mem.diaries(user="ana")["2024-05-12"]
+
+        undone = mem.undo(run.id, user="ana")
+        assert undone.restored >= 1 and undone.archived == 1
+        assert mem.fact(old.id).status == "consolidated" and mem.fact(old.id).superseded_by is None
+        assert mem.fact(winner.id).status == "archived"
+        text = mem.memory_md(user="ana")
+        assert "dark mode" in text and "light mode" not in text
+        with pytest.raises(Conflict):
+            mem.undo(run.id, user="ana")
+    finally:
+        mem.close()
+
+
+def test_a_note_that_repeats_a_pending_fact_promotes_it_instead_of_adding_a_twin(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        say(mem, "I like jazz", day(0))
+        mem.flush()
+        pending = mem.facts(user="ana", status="pending")
+        assert [f.content for f in pending] == ["Likes jazz"]
+        fake_openai.respond_by_step({"distill": keep_all_and_add({"jazz": "Likes jazz"})})
+        run = mem.dream(user="ana", now=day(1))
+        assert [a["fact_id"] for a in run.report["added"]] == [pending[0].id]
+        assert [(f.id, f.status) for f in mem.facts(user="ana")] == [(pending[0].id, "consolidated")]
+    finally:
+        mem.close()
+
+
+# ---------------------------------------------------------------- the chat command
+
+@pytest.mark.parametrize(("text", "days"), [("/memory dream", None), ("/memory dream 7", 7),
+                                             ("  /MEMORY Dream 30 ", 30), ("/memory dream 1", 1)])
+def test_chat_command_parses_memory_dream_n(text, days):
+    assert parse_chat_command(text).days == days
+
+
+@pytest.mark.parametrize("text", ["/memory dream 0", "/memory dream 31", "/memory dream three",
+                                  "/memory dream 3 4", "/memory", "/memory forget x"])
+def test_chat_command_gives_a_clear_error_with_the_usage(text):
+    with pytest.raises(InvalidInput, match=r"usage: /memory dream \[N\]"):
+        parse_chat_command(text)
+
+
+@pytest.mark.parametrize("text", ["hello", "/memorize this", "please /memory dream", ""])
+def test_other_messages_are_no_command(text):
+    assert parse_chat_command(text) is None
+
+
+def test_chat_command_runs_the_dream_in_the_background_and_reports(mem):
+    say(mem, "I prefer tea over coffee in the morning", day(0))
+    mem.flush()
+    confirm_pending(mem)
+    done = threading.Event()
+    reply = mem.chat_command("/memory dream 30", user="ana", on_done=lambda run: done.set())
+    assert reply.ok and reply.run_id and "background" in reply.message
+    assert done.wait(10)
+    run = mem.dream_status(reply.run_id, user="ana")
+    assert run.days == 30 and run.status == "done"
+    assert not mem.chat_command("/memory dream 99", user="ana").ok
+    assert mem.chat_command("just chatting", user="ana") is None
