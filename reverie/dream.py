@@ -534,11 +534,13 @@ def _dream(memory: "Memory", run: DreamRun, force: bool, now: datetime) -> Dream
     if not force and last and run.input_hash in (last.input_hash, (last.report or {}).get("output_hash")):
         return report.skip(f"nothing changed since the last dream ({last.id}); force a run to dream anyway")
     plan = memory.engines.distill.distill(inputs.request(memory.settings.dream_max_entries))
-    entries = _check(plan.entries, inputs, report)
-    if not any(e.action != "remove" for e in entries):
-        return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
     journal = Journal(id=run.id, user=user, action="dream")
     with memory.store.transaction():
+        # read again under the lock: the learning line may have written while the engine thought
+        inputs = _Inputs.read(memory, user, since, until)
+        entries = _check(plan.entries, inputs, report)
+        if not any(e.action != "remove" for e in entries):
+            return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
         curated = _Apply(memory, inputs, journal, report, now).run(entries)
         report.journal = journal.id if journal.commit(memory.store).changes else None
     report.entries = len(curated)

@@ -11,7 +11,21 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from reverie.cli import Home, Json, User, app, console, dump, emit_json, err_console, open_memory
+from reverie.cli import (
+    ApiKey,
+    BaseUrl,
+    Engine,
+    Home,
+    Json,
+    Model,
+    User,
+    app,
+    console,
+    dump,
+    emit_json,
+    err_console,
+    open_memory,
+)
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
 Date = Annotated[Optional[str], typer.Option("--date", help="The day, YYYY-MM-DD (default: the latest).")]
@@ -23,12 +37,16 @@ def dream(
     home: Home = None,
     days: Annotated[int, typer.Option("--days", "-d", help="Days of daily notes to distill, 1 to 30.")] = 3,
     force: Annotated[bool, typer.Option("--force", help="Dream even if nothing changed since the last dream.")] = False,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
     """Deep Dream: distill recent daily notes and the facts into MEMORY.md and a dream diary."""
     from reverie.dream import DreamReport, describe
 
-    with open_memory(home) as mem:
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         spinner = console.status(f"dreaming over the last {days} day(s) of {user}'s notes…", spinner="moon")
         with nullcontext() if as_json else spinner:
             run = mem.dream(user=user, days=days, force=force)
@@ -66,10 +84,14 @@ def tidy(
     home: Home = None,
     dry_run: DryRun = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
     """The engine proposes remove / rewrite / add; you see the diff first; applied reversibly."""
-    with open_memory(home) as mem:
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         proposal = mem.tidy(user=user, dry_run=True)
         if not as_json:
             console.print(escape(proposal.diff()), highlight=False)

@@ -1,0 +1,271 @@
+"""Maintenance: consolidate, tidy, clean and restore, health, MEMORY.md sync and undo,
+through the library and the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie import Memory
+from reverie.cli import app
+from reverie.errors import NotFound
+from reverie.models import Fact, Provenance
+
+runner = CliRunner()
+NOW = datetime(2024, 9, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def cli(home, *args: str):
+    return runner.invoke(app, [*args, "--home", str(home)], catch_exceptions=False)
+
+
+def put(mem: Memory, content: str, *, uses: int = 0, category: str = "preference", status: str = "consolidated",
+        origin: str = "import", user: str = "ana") -> Fact:
+    """A fact as an import or an older version could have left it (duplicates included)."""
+    fact = Fact(user=user, content=content, category=category, uses=uses, status=status,
+                provenance=Provenance(origin=origin))
+    mem.store.put_fact(fact)
+    return fact
+
+
+def status(mem: Memory, fact: Fact) -> str:
+    return mem.fact(fact.id).status
+
+
+# ---------------------------------------------------------------- consolidate
+
+def test_consolidate_folds_duplicates_into_the_most_used_and_keeps_every_unique_entry(mem):
+    low = put(mem, "Prefers tabs over spaces", uses=1)
+    high = put(mem, "prefers tabs over spaces.", uses=4)
+    pending = put(mem, "Prefers tabs over spaces!", status="pending")
+    wordy = put(mem, "Always writes unit tests before merging feature branches into main repository",
+                category="behavior", uses=2)
+    near = put(mem, "Always writes unit tests before merging feature branches into the main repository",
+               category="behavior")
+    similar = put(mem, "Prefers tabs over spaces in Python code")
+    unique = put(mem, "Never deploys on Fridays", category="constraint")
+
+    preview = mem.consolidate(user="ana", dry_run=True)
+    assert preview.archived == 3 and all(status(mem, f) != "archived" for f in (low, pending, near))
+
+    report = mem.consolidate(user="ana")
+    kept = {g.kept.fact_id: sorted(a.fact_id for a in g.archived) for g in report.groups}
+    assert kept == {high.id: sorted([low.id, pending.id]), wordy.id: [near.id]}
+    for dup, keeper in ((low, high), (pending, high), (near, wordy)):
+        archived = mem.fact(dup.id)
+        assert archived.status == "archived" and archived.superseded_by == keeper.id
+    assert mem.fact(high.id).uses == 4 and set(mem.fact(high.id).provenance.facts) == {low.id, pending.id}
+    assert {f.id for f in mem.facts(user="ana")} == {high.id, wordy.id, similar.id, unique.id}
+
+    mem.undo(report.journal, user="ana")
+    assert {f.id for f in mem.facts(user="ana")} == {low.id, high.id, pending.id, wordy.id, near.id, similar.id, unique.id}
+    assert mem.fact(pending.id).status == "pending"
+
+
+# ---------------------------------------------------------------- tidy
+
+def tidy_plan(ids: dict[str, str]) -> dict:
+    return {"actions": [
+        {"op": "rewrite", "fact_id": ids["wordy"], "content": "Prefers short answers, conclusion first",
+         "reason": "shorter"},
+        {"op": "rewrite", "fact_id": ids["jazz"], "content": "Likes jazz, classical music and opera",
+         "reason": "more complete"},
+        {"op": "rewrite", "fact_id": ids["meat"], "content": "Eats meat", "reason": "shorter"},
+        {"op": "rewrite", "fact_id": ids["tea"], "content": "Really likes green tea, a lot", "reason": "clearer"},
+        {"op": "remove", "fact_id": ids["rule"], "reason": "too generic"},
+        {"op": "remove", "fact_id": ids["port"], "reason": "temporary state"},
+        {"op": "remove", "fact_id": ids["hiking"], "reason": ""},
+        {"op": "add", "content": "Owns a sailing boat", "reason": f"replaces {ids['jazz']}"},
+    ]}
+
+
+@pytest.fixture
+def tidy_facts(mem):
+    facts = {
+        "wordy": put(mem, "The user said that they really prefer short answers with the conclusion first"),
+        "jazz": put(mem, "Likes jazz"),
+        "meat": put(mem, "Does not eat meat", category="identity"),
+        "rule": put(mem, "Never deploy on Fridays", category="constraint"),
+        "port": put(mem, "Dev server uses port 3000", category="context"),
+        "hiking": put(mem, "Likes hiking"),
+        "tea": put(mem, "Likes green tea"),
+    }
+    mem.close()
+    return facts
+
+
+def test_tidy_shows_a_checked_diff_first_and_applies_it_reversibly(home, tidy_facts, fake_openai):
+    fake_openai.respond_by_step({"tidy": tidy_plan({k: f.id for k, f in tidy_facts.items()})})
+    mem = Memory(home, background=False, engines={"tidy": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    try:
+        proposal = mem.tidy(user="ana", dry_run=True)
+        verdict = {c.fact_id or c.after: c.refused for c in proposal.changes}
+        ids = {k: f.id for k, f in tidy_facts.items()}
+        assert verdict[ids["wordy"]] == "" and verdict[ids["port"]] == ""
+        assert "facts do not (classical, music, opera)" in verdict[ids["jazz"]]
+        assert "neither shorter nor clearer" in verdict[ids["tea"]]
+        assert "flip" in verdict[ids["meat"]]
+        assert "user constraint" in verdict[ids["rule"]]
+        assert "when unsure" in verdict[ids["hiking"]]
+        assert "facts do not" in verdict["Owns a sailing boat"]
+        diff = proposal.diff()
+        assert f"@@ rewrite {ids['wordy']}: shorter\n- {tidy_facts['wordy'].content}\n+ Prefers short answers, conclusion first" in diff
+        assert f"@@ keep {ids['rule']} as it is (not remove: it is a user constraint" in diff
+        assert mem.fact(ids["wordy"]).content == tidy_facts["wordy"].content  # a dry run changes nothing
+
+        applied = mem.tidy(user="ana", proposal=proposal)
+        assert applied.applied and len(applied.accepted) == 2
+        assert mem.fact(ids["wordy"]).content == "Prefers short answers, conclusion first"
+        assert mem.fact(ids["port"]).status == "archived"
+        assert all(mem.fact(ids[k]).content == tidy_facts[k].content for k in ("jazz", "meat", "tea"))
+        assert all(mem.fact(ids[k]).status == "consolidated" for k in ("jazz", "meat", "rule", "hiking", "tea"))
+
+        mem.undo(applied.journal, user="ana")
+        assert mem.fact(ids["wordy"]).content == tidy_facts["wordy"].content
+        assert mem.fact(ids["port"]).status == "consolidated"
+    finally:
+        mem.close()
+
+
+def test_tidy_cli_dry_run_shows_the_diff_and_yes_applies(home, tidy_facts, fake_openai):
+    fake_openai.respond_by_step({"tidy": tidy_plan({k: f.id for k, f in tidy_facts.items()})})
+    llm = ["--engine", "openai", "--base-url", fake_openai.base_url, "--model", "fake-model"]
+    shown = cli(home, "tidy", "--user", "ana", "--dry-run", *llm)
+    assert shown.exit_code == 0
+    assert "+ Prefers short answers, conclusion first" in shown.output
+    with Memory(home, background=False) as mem:
+        assert mem.fact(tidy_facts["port"].id).status == "consolidated"
+    declined = runner.invoke(app, ["tidy", "--user", "ana", "--home", str(home), *llm], input="n\n")
+    assert "Apply 2 change(s)?" in declined.output and "nothing changed" in declined.output
+    done = cli(home, "tidy", "--user", "ana", "--yes", *llm)
+    assert done.exit_code == 0 and "applied 2 change(s) (undo: reverie undo chg_" in done.output
+    with Memory(home, background=False) as mem:
+        assert mem.fact(tidy_facts["port"].id).status == "archived"
+
+
+# ---------------------------------------------------------------- clean and restore
+
+def test_clean_archives_faded_episodes_and_restore_brings_them_back(mem):
+    old, used, recent = (
+        mem.add([f"I mentioned {topic} once"], user="ana", at=NOW - timedelta(days=age))[0]
+        for topic, age in (("the harbour trip", 100), ("the garden plan", 100), ("the new bike", 5))
+    )
+    mem.store.touch("episode", [used.id], NOW - timedelta(days=2))
+    mem.store.touch("episode", [used.id], NOW - timedelta(days=1))
+
+    preview = mem.clean(user="ana", now=NOW, dry_run=True)
+    assert [i.episode_id for i in preview.archived] == [old.id]
+    assert not mem.episode(old.id).archived
+
+    report = mem.clean(user="ana", now=NOW)
+    assert [i.episode_id for i in report.archived] == [old.id] and report.kept == 2
+    assert report.archived[0].weight < mem.settings.clean_weight_threshold
+    assert mem.episode(old.id).archived  # archived, never deleted
+    assert {e.id for e in mem.episodes(user="ana")} == {used.id, recent.id}
+    assert mem.store.search("ana", ["harbour"], ["episode"], 5) == []
+
+    assert not mem.restore(old.id, user="ana").archived
+    assert {e.id for e in mem.episodes(user="ana")} == {old.id, used.id, recent.id}
+    assert [h.id for h in mem.store.search("ana", ["harbour"], ["episode"], 5)] == [old.id]
+
+
+def test_clean_and_restore_from_the_cli(home):
+    with Memory(home, background=False) as mem:
+        old = mem.add(["I mentioned the harbour trip once"], user="ana", at=datetime.now(timezone.utc) - timedelta(days=200))[0]
+    cleaned = json.loads(cli(home, "clean", "--user", "ana", "--json").output)
+    assert [i["episode_id"] for i in cleaned["archived"]] == [old.id]
+    assert cli(home, "restore", old.id, "--user", "ana").exit_code == 0
+    with Memory(home, background=False) as mem:
+        assert not mem.episode(old.id).archived
+
+
+# ---------------------------------------------------------------- health
+
+def test_health_reports_the_signs_and_strict_fails_an_unhealthy_store(home):
+    with Memory(home, background=False) as mem:
+        put(mem, "Prefers tabs over spaces", uses=3)
+        put(mem, "prefers tabs over spaces.", uses=1)
+        put(mem, "Likes strong coffee", uses=3)
+        put(mem, "Does not like strong coffee", uses=0)
+        put(mem, "Writes " + "very " * 30 + "long entries", uses=5, category="behavior")
+        report = mem.health(user="ana")
+    assert not report.healthy
+    assert len(report.duplicates) == 1 and len(report.contradictions) == 1
+    assert report.high_priority == 3 and report.never_used == 1 and len(report.long_entries) == 1
+    assert any("consolidate" in r for r in report.reasons) and any("contradict" in r for r in report.reasons)
+
+    assert cli(home, "health", "--user", "ana").exit_code == 0
+    strict = cli(home, "health", "--user", "ana", "--strict")
+    assert strict.exit_code == 1 and "unhealthy" in strict.output
+    data = json.loads(cli(home, "health", "--user", "ana", "--json").output)
+    assert data["healthy"] is False and data["tags"] == {}
+
+
+def test_health_strict_passes_a_healthy_store(home):
+    with Memory(home, background=False) as mem:
+        for content in ("Prefers tabs over spaces", "Likes strong coffee", "Never deploys on Fridays"):
+            put(mem, content, uses=4)
+        put(mem, "Decided to keep the monorepo", status="pending")
+    result = cli(home, "health", "--user", "ana", "--strict")
+    assert result.exit_code == 0 and "healthy" in result.output
+
+
+# ---------------------------------------------------------------- MEMORY.md hand edits
+
+def lines_of(text: str) -> dict[str, str]:
+    return {m.group(2): m.group(1) for m in re.finditer(r"^- \[\d+x\] (.*) <!-- (fact_\w+) -->$", text, re.M)}
+
+
+def test_hand_edits_of_memory_md_are_taken_in_by_sync_and_survive_the_next_dream(mem, home):
+    tea = mem.remember("Prefers tea over coffee in the morning", user="ana", category="preference", area="General")
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    mono = mem.remember("Decided to keep the monorepo", user="ana", category="decision")
+    mem.set_profile("user.workContext", "Data engineer at Contoso", user="ana")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    text = path.read_text(encoding="utf-8")
+    assert set(lines_of(text)) == {tea.id, jazz.id, mono.id}
+
+    edited = (
+        text.replace("Prefers tea over coffee in the morning", "Prefers green tea over coffee in the morning")
+        .replace(f"- [0x] Likes jazz <!-- {jazz.id} -->\n", "")
+        .replace("## Decisions\n", "## Decisions\n\n- Decided to move the team to weekly releases\n")
+        .replace("Data engineer at Contoso", "Staff data engineer at Contoso")
+    )
+    path.write_text(edited, encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert [e.fact_id for e in report.edited] == [tea.id]
+    assert [d.fact_id for d in report.deleted] == [jazz.id]
+    assert [a.content for a in report.added] == ["Decided to move the team to weekly releases"]
+    assert report.profile == ["user.workContext"]
+
+    assert mem.fact(tea.id).content == "Prefers green tea over coffee in the morning"
+    assert mem.fact(jazz.id).status == "archived"
+    added = mem.fact(report.added[0].fact_id)
+    assert added.category == "decision" and added.status == "consolidated" and added.provenance.origin == "sync"
+    assert mem.profile(user="ana").user.work_context.summary == "Staff data engineer at Contoso"
+    synced = path.read_text(encoding="utf-8")
+    assert lines_of(synced)[added.id] == "Decided to move the team to weekly releases"  # now with its marker
+
+    # edited again by hand, then straight into a dream: the edit is taken in first
+    path.write_text(synced.replace("green tea", "jasmine tea"), encoding="utf-8")
+    assert mem.dream(user="ana", force=True).status == "done"
+    final = lines_of(path.read_text(encoding="utf-8"))
+    assert final[tea.id] == "Prefers jasmine tea over coffee in the morning"
+    assert jazz.id not in final and added.id in final
+    assert mem.sync(user="ana").changed is False
+
+
+def test_sync_changes_nothing_when_memory_md_is_missing_and_undo_rejects_unknown_ids(mem, home):
+    fact = mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    (home / "users" / "ana" / "MEMORY.md").unlink()
+    assert mem.sync(user="ana").changed is False
+    assert mem.fact(fact.id).status == "consolidated"
+    with pytest.raises(NotFound):
+        mem.undo("chg_0000000000000000", user="ana")
