@@ -91,20 +91,21 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
         assert resources == {"memory://MEMORY.md", "memory://profile"}
         profile = json.loads((await client.read_resource("memory://profile")).contents[0].text)
         assert set(profile) == {"user", "history"} and "cognitiveStyle" in profile["user"]
-        md = (await client.read_resource("memory://MEMORY.md")).contents[0].text
-        assert isinstance(md, str)
 
     session(stdio(tmp_path / "home", "ana"), script)
 
 
 def test_stdio_dream_runs_for_the_user(tmp_path):
     with Memory(tmp_path / "home", background=False) as memory:
+        memory.remember("Ana runs a bakery in Porto", user="ana", category="context")
         memory.add(["I run a bakery in Porto", "We open at 7 every morning"], user="ana", group="message")
         memory.flush()
 
     async def script(client: Client) -> None:
+        assert (await client.read_resource("memory://MEMORY.md")).contents[0].text == ""
         run = await call(client, "dream", days=3)
-        assert run["user"] == "ana" and run["status"] in ("done", "skipped")
+        assert run["user"] == "ana" and run["status"] == "done"
+        assert "bakery" in (await client.read_resource("memory://MEMORY.md")).contents[0].text
         assert "days" in await error(client, "dream", days=0)
 
     session(stdio(tmp_path / "home", "ana"), script)

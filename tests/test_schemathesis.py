@@ -13,7 +13,7 @@ from reverie.keys import create_key
 from reverie.server import create_app
 from tests.live_server import live_server
 
-EXAMPLES = 5  # per operation and mode: about 300 requests in all
+EXAMPLES = 8  # per operation and mode: about 500 requests in all
 
 
 def test_no_generated_request_gets_a_500(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 from typing import Annotated, Any, Optional
 
@@ -26,8 +25,6 @@ from reverie.cli import (
     open_memory,
 )
 
-log = logging.getLogger("reverie")
-
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 
@@ -50,6 +47,7 @@ def serve(
     """
     import uvicorn
 
+    from reverie.dream import Scheduler
     from reverie.keys import list_keys
     from reverie.server.rest import LOCAL_HOSTS, create_app
 
@@ -57,11 +55,10 @@ def serve(
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
         raise typer.Exit(2)
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
-        with fail_cleanly():
-            app_ = create_app(mem, auth=not no_auth, default_user=user)
+        app_ = create_app(mem, auth=not no_auth, default_user=user)
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
-        scheduler = _start_dream_scheduler(mem)
+        scheduler = Scheduler(mem).start()
         # uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler
         # it found: make that a clean exit, so that open_memory closes the memory and
         # so drains the learning queue on the way out
@@ -70,23 +67,11 @@ def serve(
             uvicorn.run(app_, host=host, port=port, log_level="info")
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if scheduler is not None:
-                scheduler.stop()
+            scheduler.stop()
 
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
     raise SystemExit(0)
-
-
-def _start_dream_scheduler(memory: Any) -> Any:
-    try:
-        from reverie.dream import Scheduler
-    except ImportError:
-        log.info("no dream scheduler in this build: nightly dreams are off")
-        return None
-    scheduler = Scheduler(memory)
-    scheduler.start()
-    return scheduler
 
 
 @app.command("mcp")

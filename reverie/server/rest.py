@@ -14,7 +14,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import anyio.to_thread
-from fastapi import Body, Depends, FastAPI, Query, Request, Response
+from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -40,6 +40,7 @@ _STATUS: tuple[tuple[type[ReverieError], int], ...] = (
     (StoreError, 503),
 )
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+DATE = Path(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")
 
 
 # ------------------------------------------------------------ request bodies
@@ -290,19 +291,24 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return jsonable_encoder(memory.dream_status(run_id, user=user))
 
     @app.get("/api/memory/diaries", tags=["dream"])
-    def diaries(user: str = caller) -> Any:
-        return jsonable_encoder(memory.diaries(user=user))
+    def diaries(user: str = caller) -> dict[str, str]:
+        """Every dream diary, date -> markdown, oldest first."""
+        return memory.diaries(user=user)
 
     @app.get("/api/memory/diaries/{date}", tags=["dream"])
-    def diary(date: str, user: str = caller) -> Any:
-        return jsonable_encoder(memory.diaries(user=user, date=date))
+    def diary(date: str = DATE, user: str = caller) -> dict[str, str]:
+        """The dream diary of one day (date -> markdown)."""
+        found = memory.diaries(user=user, date=date)
+        if not found:
+            raise NotFound(f"no dream diary for {date}")
+        return found
 
     @app.get("/api/memory/notes", tags=["notes"])
     def notes(user: str = caller) -> Any:
         return jsonable_encoder(memory.notes(user=user))
 
     @app.get("/api/memory/notes/{date}", tags=["notes"])
-    def notes_of(date: str, user: str = caller) -> Any:
+    def notes_of(date: str = DATE, user: str = caller) -> Any:
         return jsonable_encoder(memory.notes(user=user, date=date))
 
     @app.get("/api/memory/export", tags=["portability"])
