@@ -308,6 +308,7 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("Alice is my manager", "Alice is their manager", "context"),
     ("I'm from Sweden", "Is from Sweden", "identity"),
     ("I no longer use emacs", "No longer uses emacs", "correction"),
+    ("I run a bakery in Porto", "Runs a bakery in Porto", "identity"),
 ])
 def test_signal_rules(text, content, category):
     (fact,) = extract(text).new_facts
@@ -479,11 +480,15 @@ def test_distill_merges_near_duplicates_into_the_most_used_wording():
 def test_distill_adds_durable_lines_from_notes_only():
     notes = [NoteRef(id="n1", date="2024-02-16", content="We decided to use Postgres for the event store."),
              NoteRef(id="n2", date="2024-02-16", content="Chatted about the weather."),
-             NoteRef(id="n3", date="2024-02-17", content="先给结论，不要长铺垫")]
+             NoteRef(id="n3", date="2024-02-17", content="先给结论，不要长铺垫"),
+             NoteRef(id="n4", date="2024-02-15", content="User: prefers tabs over spaces"),
+             NoteRef(id="n5", date="2024-02-14", content="用户：我喜欢周末去爬山")]
     plan = engine.distill(DistillRequest(facts=[], notes=notes))
     assert [(e.action, e.content, e.sources) for e in plan.entries] == [  # equal confidence: newer first
         ("add", "先给结论，不要长铺垫", ["n3"]),
         ("add", "Decided to use Postgres for the event store", ["n1"]),
+        ("add", "Prefers tabs over spaces", ["n4"]),
+        ("add", "喜欢周末去爬山", ["n5"]),
     ]
     assert engine.distill(DistillRequest(facts=[], notes=[])).entries == []
 

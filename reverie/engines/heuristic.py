@@ -664,8 +664,8 @@ _ZH_SELF = re.compile(r"^我(?!们)")
 # "I love that you chose pottery", "I love it, it brings us closer": a reaction, not a preference
 _VAGUE_OBJECT = re.compile(r"(?:it|that|this|them|you|your|him|her|how|what|when|the way|those|these|everyone|"
                            r"everything)\b", re.IGNORECASE)
-# "Caroline: ..." in a note; "Lesson learned: ..." is no speaker
-_SPEAKER_PREFIX = re.compile(r"^[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}:\s+")
+# "User: ..." / "Caroline: ..." / "用户：..." opens a note line; "Lesson learned: ..." is no speaker
+_SPEAKER_PREFIX = re.compile(r"^(?:[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}:\s+|[\u4e00-\u9fff]{1,6}：)")
 
 
 def _has_content(text: str) -> bool:
@@ -1197,6 +1197,16 @@ def _similar(a: _Item, b: _Item) -> bool:
     return len(small) >= 2 and small <= large
 
 
+def _note_text(line: str) -> str:
+    """A note line as the signal rules read it: "User: prefers tabs" (a summary) -> "The user prefers tabs"."""
+    line = line.strip()
+    label = _SPEAKER_PREFIX.match(line)
+    if not label:
+        return line
+    rest = line[label.end():]
+    return f"The user {rest}" if rest[:1].islower() else rest
+
+
 def _dream_items(request: DistillRequest, removals: list[PlanEntry]) -> list[_Item]:
     items: list[_Item] = []
     for fact in request.facts:
@@ -1213,7 +1223,7 @@ def _dream_items(request: DistillRequest, removals: list[PlanEntry]) -> list[_It
         items.append(_Item(fact.id, fact.content.strip(), fact.category, fact.confidence, fact.uses, when,
                            len(items), True, fact.content, _claim(fact.content, negated)))
     for note in request.notes:
-        for sig in _line_signals(_SPEAKER_PREFIX.sub("", note.content.strip())):
+        for sig in _line_signals(_note_text(note.content)):
             items.append(_Item(note.id, sig.content, sig.category, sig.confidence, 0, _note_time(note.date),
                                len(items), False, note.content, _claim(sig.content, sig.negated)))
     return items
@@ -1352,38 +1362,79 @@ def _is_generic_tag(name: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65536)
+def _tag_features(name: str) -> tuple[str, str, frozenset[str], frozenset[str], bool]:
+    """What the pairwise checks compare, computed once per tag name (govern is pairwise)."""
+    key = _tag_key(name)
+    compact = _compact(name)
+    return key, compact, _bigrams(compact), frozenset(key.split()), has_cjk(compact)
+
+
 def _tag_relation(a: str, b: str) -> str | None:
     """synonym (only case, plural or hyphen differ), related (near spelling or containment), or None."""
-    ka, kb = _tag_key(a), _tag_key(b)
+    ka, ca, ba, wa, cjk = _tag_features(a)
+    kb, cb, bb, wb, _ = _tag_features(b)
     if ka == kb:
         return "synonym"
-    ca, cb = _compact(a), _compact(b)
-    if _overlap(_bigrams(ca), _bigrams(cb)) >= 0.8:
+    if _overlap(ba, bb) >= 0.8:
         return "related"
-    wa, wb = set(ka.split()), set(kb.split())
     if wa < wb or wb < wa:
         return "related"
-    if has_cjk(ca) and min(len(ca), len(cb)) >= 2 and (ca in cb or cb in ca):
+    if cjk and min(len(ca), len(cb)) >= 2 and (ca in cb or cb in ca):
         return "related"
     return None
 
 
+class _TagPool:
+    """The live tags, indexed so a candidate is compared only with tags that could relate
+    to it (same key, a shared word, a shared spelling prefix, a shared CJK bigram)."""
+
+    def __init__(self, names: list[str]):
+        self.names: list[str] = []
+        self._index: dict[str, list[str]] = {}
+        for name in names:
+            self.add(name)
+
+    @staticmethod
+    def _keys(name: str) -> set[str]:
+        key, compact, bigrams, word_set, cjk = _tag_features(name)
+        keys = {f"k:{key}", f"p:{compact[:4]}"} | {f"w:{w}" for w in word_set}
+        if cjk:
+            keys |= {f"b:{b}" for b in bigrams}
+        return keys
+
+    def add(self, name: str) -> None:
+        self.names.append(name)
+        for k in self._keys(name):
+            self._index.setdefault(k, []).append(name)
+
+    def neighbours(self, name: str) -> list[str]:
+        seen: dict[str, None] = {}
+        for k in sorted(self._keys(name)):
+            for other in self._index.get(k, ()):
+                if other != name:
+                    seen.setdefault(other)
+        return list(seen)
+
+
 def _govern(request: GovernRequest) -> TagDecisions:
     decisions = TagDecisions()
-    pool = [t.name for t in request.existing if t.status not in ("deprecated", "merged")]
+    pool = _TagPool([t.name for t in request.existing if t.status not in ("deprecated", "merged")])
+    live = set(pool.names)
     for candidate in request.candidates:
         name = candidate.name
         if _is_generic_tag(name):
             decisions.deprecate.append(name)
             continue
-        related = [(other, level) for other in pool if other != name and (level := _tag_relation(name, other))]
+        related = [(other, level) for other in pool.neighbours(name) if (level := _tag_relation(name, other))]
         if related:
             decisions.relations.extend(RelationProposal(source=name, target=other, level=level)
                                        for other, level in related[:3])
             continue
-        if name not in pool:
+        if name not in live:
             decisions.activate.append(name)
-            pool.append(name)
+            pool.add(name)
+            live.add(name)
     return decisions
 
 

@@ -62,7 +62,7 @@ PERSONAL_ROLES: frozenset[str] = frozenset(
     """
     mom mother dad father parent parents wife husband partner sister brother son daughter grandma
     grandmother grandpa grandfather aunt uncle vegetarian vegan introvert extrovert single widow
-    妈妈 母亲 爸爸 父亲 妻子 丈夫 老婆 老公 宝妈 素食者
+    dog dogs cat cats pet pets house home car 妈妈 母亲 爸爸 父亲 妻子 丈夫 老婆 老公 宝妈 素食者 狗 猫 宠物
     """.split()
 )
 
@@ -351,7 +351,7 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("preference", "like|likes|enjoy|want|hate|hates|stand|dislike|dislikes", _SUBJECT + r"(?P<v>(?:don't|do not|doesn't|does not)\s+(?:like|enjoy|want)|dislikes?|"
           r"hates?|can't stand|cannot stand)\s+(?P<x>.+)", 0.85, "{V} {x}"),
     _rule("preference", "like|likes|love|loves|enjoy|enjoys|adore|adores", _SUBJECT + r"(?P<v>likes?|loves?|enjoys?|adores?)\s+(?P<x>.+)", 0.85, "{V} {x}"),
-    _rule("preference", "fan", r"\b(?:i'm|i am)\s+(?:a\s+)?(?:big\s+|huge\s+)?(?P<v>fan)\s+of\s+(?P<x>.+)", 0.85,
+    _rule("preference", "fan", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:a\s+)?(?:big\s+|huge\s+)?(?P<v>fan)\s+of\s+(?P<x>.+)", 0.85,
           "Is a fan of {x}"),
     _rule("constraint", "don't|do|never|always|avoid|stop", r"^(?:please\s+|and\s+|also\s+)?(?P<v>don't|do not|never|always|avoid|stop)\s+"
           + _NOT_AN_INSTRUCTION + r"(?P<x>.+)", 0.9, "{Vraw} {raw}"),
@@ -361,27 +361,30 @@ RULES_EN: tuple[Rule, ...] = (
           0.85, "{Raw}"),
     _rule("behavior", "always|never|usually|tend", _SUBJECT + r"(?P<v>always|never|usually|tend to)\s+(?P<x>.+)", 0.7, "{V} {xv}"),
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
-    _rule("identity", "i'm|am", r"\b(?:i'm|i am)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
+    _rule("identity", "i'm|am", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
           r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
-    _rule("identity", "work|worked", r"\bI\s+(?P<v>work(?:ed)?\s+(?:as|at|for|in))\s+(?P<x>.+)", 0.9, "{V} {x}",
+    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+(?P<v>work(?:s|ed)?\s+(?:as|at|for|in))\s+(?P<x>.+)", 0.9, "{V} {x}",
           "workContext"),
-    _rule("identity", "from|based", r"\b(?:i'm|i am)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
-    _rule("identity", "live|grew", r"\bI\s+(?P<v>live|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}", "personalContext"),
-    _rule("identity", "studying|majoring", r"\b(?:i'm|i am)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
+    _rule("identity", "run|runs|own|owns|manage|manages|founded|co-founded|lead|leads",
+          r"\b(?:i|we|(?:the )?user)\s+(?:also\s+)?(?P<v>runs?|owns?|manages?|founded|co-founded|leads?)\s+"
+          r"(?P<x>(?:a|an|my|our|their)\s+.+)", 0.85, "{V} {x}", "workContext"),
+    _rule("identity", "from|based", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
+    _rule("identity", "live|grew", r"\b(?:i|(?:the )?user)\s+(?P<v>lives?|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}", "personalContext"),
+    _rule("identity", "studying|majoring", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
           "workContext"),
-    _rule("identity", "have", r"\bI\s+(?P<v>have)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
+    _rule("identity", "have", r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
           r"sons?|daughters?|dogs?|cats?|pets?|brothers?|sisters?|siblings?)\b.*)", 0.8, "{V} {x}",
           "personalContext"),
-    _rule("goal", "goal|dream|aim|ambition", r"\bmy\s+(?:main\s+|long[- ]term\s+|ultimate\s+|big\s+)?(?P<v>goal|dream|aim|ambition)\s+is\s+"
+    _rule("goal", "goal|dream|aim|ambition", r"\b(?:my|their|the user's)\s+(?:main\s+|long[- ]term\s+|ultimate\s+|big\s+)?(?P<v>goal|dream|aim|ambition)\s+is\s+"
           r"(?:to\s+)?(?P<x>.+)", 0.9, "{Vraw}: {x}", "topOfMind"),
     _rule("goal", "become", _SUBJECT + r"(?P<v>wants?|hopes?|aims?|plans?|would like)\s+to\s+become\s+(?P<x>.+)", 0.9,
           "{V} to become {x}", "topOfMind"),
-    _rule("goal", "planning|aiming|hoping|working|saving", r"\b(?:i'm|i am)\s+(?P<v>planning to|aiming to|hoping to|working towards?|saving (?:up )?for)"
+    _rule("goal", "planning|aiming|hoping|working|saving", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>planning to|aiming to|hoping to|working towards?|saving (?:up )?for)"
           r"\s+(?P<x>.+)", 0.7, "{Vraw} {x}"),
     _rule("goal", "plan|plans|intend|intends", _SUBJECT + r"(?P<v>plans?|intends?)\s+to\s+(?P<x>.+)", 0.7, "{V} to {x}"),
     _rule("decision", "decided|agreed|settled", r"(?:\b(?:we|i|user|the user)(?:'ve|\s+have|\s+had)?\s+(?:finally\s+|just\s+|all\s+|also\s+)?|^)"
           r"(?P<v>decided|agreed|settled)\s+(?P<x>(?:to|on|upon|that|against)\b.+)", 0.9, "{Vraw} {x}"),
-    _rule("decision", "chose|picked", r"\b(?:we|i)\s+(?:finally\s+)?(?P<v>chose|picked)\s+(?P<x>.+)", 0.85, "{Vraw} {x}"),
+    _rule("decision", "chose|picked", r"\b(?:we|i|(?:the )?user)\s+(?:finally\s+)?(?P<v>chose|picked)\s+(?P<x>.+)", 0.85, "{Vraw} {x}"),
     _rule("decision", "let's", r"\blet's\s+(?P<v>go with|use|stick with|pick|choose|switch to|adopt)\s+(?P<x>.+)", 0.85,
           "{Vraw} {x}"),
     _rule("decision", "we'll|will", r"\bwe(?:'ll|\s+will)\s+(?P<v>go with|use|stick with|switch to)\s+(?P<x>.+)", 0.75,
