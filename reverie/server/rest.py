@@ -11,7 +11,7 @@ decides whose memory is used, and an admin key may name another user with
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import anyio.to_thread
 from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
@@ -19,6 +19,8 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers, QueryParams
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -28,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from reverie.errors import Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
 from reverie.keys import AccessDenied, authorize
 from reverie.models import Episode, Fact, Profile
+from reverie.server.mcp_server import USER_SCOPE, create_mcp
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
@@ -114,14 +117,12 @@ def error_response(exc: ReverieError) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-async def _on_reverie_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ReverieError)
+async def _on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
     return error_response(exc)
 
 
-async def _on_validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _on_validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
     """422 whose message starts with the field, like the library's own 400s."""
-    assert isinstance(exc, RequestValidationError)
     errors = jsonable_encoder(exc.errors())
     first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
     loc = [str(part) for part in first.get("loc", [])]
@@ -156,7 +157,6 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
         description="Local-first long-term memory for AI agents. Every call acts for the API key's user.",
         lifespan=lifespan,
     )
-    app.state.memory = memory
     if not auth:
         # without keys, a page the browser loads must not reach us through DNS rebinding
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
@@ -336,13 +336,10 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
 
 
 # ------------------------------------------------------------ the MCP door
-def _mcp_server(memory: "Memory", auth: bool) -> Any:
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from reverie.server.mcp_server import create_mcp
-
+def _mcp_server(memory: "Memory", auth: bool) -> MCPServer:
     server = create_mcp(memory)
-    # stateless: each request stands alone and is authorized by its own key
+    # called for the session manager it sets up (which _McpDoor feeds), not for the
+    # app it returns; stateless, so that each request stands alone with its own key
     server.streamable_http_app(
         stateless_http=True,
         json_response=True,
@@ -357,13 +354,11 @@ class _McpDoor:
     """ASGI endpoint at /mcp: authorize the key, then hand the request to the MCP SDK
     with the key's user written into the scope."""
 
-    def __init__(self, server: Any, who: Any):
+    def __init__(self, server: MCPServer, who: Callable[[str | None, str | None], str]):
         self.manager = server.session_manager
         self.who = who
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from reverie.server.mcp_server import USER_SCOPE
-
         headers = Headers(scope=scope)
         authorization = headers.get("authorization", "")
         secret = authorization[7:].strip() if authorization.lower().startswith("bearer ") else headers.get("x-api-key")
