@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 # Words that cannot point at a class of memories on their own: never a tag,
 # never a keyphrase, deprecated by tag governance. A plain set on purpose, so
@@ -299,22 +300,26 @@ class Rule:
 
     ``cues`` are what the pattern cannot match without: one of these lower-case
     words (English) or substrings (Chinese). A clause holding none of them skips
-    the regex, which keeps extraction cheap.
+    the regex, which keeps extraction cheap; the regex itself is compiled on its
+    first use, which keeps start-up cheap.
     """
 
     category: str
     cues: tuple[str, ...]
-    pattern: re.Pattern[str]
+    source: str
     confidence: float
     template: str
     section: str | None = None  # the profile section a clear signal feeds
     negates: bool = False  # the object is no longer true (correction of old facts)
 
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source, re.IGNORECASE)
+
 
 def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
           negates: bool = False) -> Rule:
-    return Rule(category, tuple(cues.split("|")), re.compile(pattern, re.IGNORECASE), confidence, template,
-                section, negates)
+    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates)
 
 
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
