@@ -1,8 +1,8 @@
 """Benchmarks: how much of what a question needs does recall deliver, beside a plain BM25.
 
-    >>> from reverie.bench import load_locomo, run_locomo
-    >>> report = run_locomo(load_locomo("data/locomo"))
-    >>> report.as_dict()["bm25"]["recall_at_k"]["10"]
+    from reverie.bench import load_locomo, run_locomo
+    report = run_locomo(load_locomo("data/locomo"))
+    report.as_dict()["bm25"]["recall_at_k"]["10"]
 """
 
 from reverie.bench.bm25 import BM25, pack
