@@ -62,6 +62,7 @@ def test_engine_implements_the_protocol():
     ("上次发生了什么", "medium"),
     ("When did Caroline go to the support group?", "medium"),
     ("What did Melanie do at the beach?", "medium"),
+    ("When Jon has lost his job as a banker?", "medium"),
     ("What exactly did we agree on?", "deep"),
     ("Tell me the details of the contract", "deep"),
     ("What did I say about the budget?", "deep"),

@@ -223,7 +223,7 @@ DEEP_CUES = re.compile(
 MEDIUM_CUES = re.compile(
     r"\b(?:what happened|recap|overview|summari[sz]e|summary|catch me up|remind me|what have we|"
     r"what did we (?:do|discuss|talk about|decide)|so far|last time|yesterday|last (?:week|month|year|night)|"
-    r"ago|(?:when|where|what|how|who|why|which) (?:did|was|were|had)\b)\b"
+    r"ago|how long|(?:when|where|what|how|who|why|which) (?:did|was|were|had)\b)\b|^\W*when\b"
     r"|回顾|总结|发生了什么|概括|进展|聊过|讨论过|上次|之前|那次|当时|什么时候|昨天|上周|上个月|去年|前天",
     re.IGNORECASE,
 )
