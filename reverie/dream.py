@@ -141,6 +141,12 @@ def relation(a: Fact, b: Fact, duplicate_at: float) -> str | None:
     return fact_relation(a.content, b.content, duplicate_at)
 
 
+def rank(fact: Fact, now: datetime) -> float:
+    """The learning line's fact_rank, safe for facts an import stored with naive times."""
+    times = {k: as_utc(v) for k in ("updated_at", "last_used_at") if (v := getattr(fact, k)) is not None}
+    return fact_rank(fact.model_copy(update=times), now)
+
+
 def numbers(text: str) -> set[str]:
     """The numbers a line states: where a made-up detail does the most harm."""
     return set(re.findall(r"\d+(?:[.,:]\d+)*", text))
@@ -744,7 +750,7 @@ class _Apply:
             if current.id in alive:
                 curated.setdefault(current.id, current)
         self.report.kept = sum(1 for i in self.kept_ids if i in curated)
-        ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
+        ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -rank(f, self.now)))
         curated = ranked[: self.memory.settings.dream_max_entries]
         self.report.overflow = len(live) - len(curated)
         return curated
@@ -879,7 +885,7 @@ def render_memory_md(user: str, profile: Profile, facts: list[Fact], dreamed_at:
     if sections:
         out += ["## Profile", "", *(f"- **{label}:** {_inline(text)}" for label, text in sections), ""]
     for category, title in CATEGORY_TITLES.items():
-        group = sorted((f for f in facts if f.category == category), key=lambda f: -fact_rank(f, now))
+        group = sorted((f for f in facts if f.category == category), key=lambda f: -rank(f, now))
         if not group:
             continue
         out += [f"## {title}", ""]

@@ -146,6 +146,7 @@ class Learner:
         self._busy = threading.Lock()
         self._stopped = False
         self._thread: threading.Thread | None = None
+        self.background = background
         if background:
             self._thread = threading.Thread(target=self._run, name="reverie-learner", daemon=True)
             self._thread.start()
@@ -161,15 +162,22 @@ class Learner:
                 pending.due = max(pending.due, due) if pending.attempts else due
             self._cond.notify()
 
-    def requeue_unlearned(self) -> None:
-        self.enqueue(self.store.unlearned_episodes(limit=100000), delay=0.0)
+    def requeue_unlearned(self, user: str | None = None) -> None:
+        episodes = self.store.unlearned_episodes(limit=100000)
+        self.enqueue([e for e in episodes if user is None or e.user == user], delay=0.0)
 
     def pending(self) -> int:
         with self._cond:
             return sum(len(p.ids) for p in self._queue.values())
 
     def flush(self, *, user: str | None = None) -> int:
-        """Learn from every queued key now (for one user, or all); returns episodes learned."""
+        """Learn now from everything waiting: the queue and any completed episode never
+        learned from (a crashed process's, or one whose engine call failed); returns
+        how many episodes were learned."""
+        self.requeue_unlearned(user)
+        return self._drain(user)
+
+    def _drain(self, user: str | None = None) -> int:
         with self._cond:
             keys = [k for k in self._queue if user is None or k[0] == user]
         return sum(self._process(k, force=True) for k in keys)
@@ -181,7 +189,7 @@ class Learner:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         if drain:
-            self.flush()
+            self._drain()
 
     def _run(self) -> None:
         while True:
@@ -311,7 +319,7 @@ class Learner:
                 ep.scene, ep.sub_scene = s.scene, s.sub_scene
             ep.tags = writer.ensure(s.tags)
             ep.learned = True
-            self.store.put_episode(ep)
+            self.store.put_episode(ep, reindex=False)
             self.store.set_item_tags(ep.user, "episode", ep.id, {t: 1.0 for t in ep.tags})
 
     def _apply_tag_decisions(self, writer: TagWriter, decisions: TagDecisions) -> None:

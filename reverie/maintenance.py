@@ -441,7 +441,8 @@ class HealthReport(Model):
 
     user: str
     healthy: bool
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)  # signs of unhealthy memory
+    advice: list[str] = Field(default_factory=list)  # not unhealthy, but worth knowing
     facts: int = 0
     high_priority: int = 0  # [3x]+
     high_priority_share: float = 0.0
@@ -483,22 +484,24 @@ def health(memory: "Memory", *, user: str) -> HealthReport:
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.reasons = _verdict(report)
     report.healthy = not report.reasons
+    if report.facts >= MIN_FACTS_FOR_SHARES and report.high_priority_share < MIN_HIGH_SHARE:
+        # young memory has few [3x]+ entries: a sign of health missing, not a sign of ill health
+        report.advice.append(f"only {report.high_priority_share:.0%} of the entries are [3x]+ (battle-tested) yet; "
+                             "entries earn it by being used")
     return report
 
 
 def _verdict(r: HealthReport) -> list[str]:
+    """Seed 002's signs of unhealthy memory that code can see."""
     reasons = []
     if r.duplicates:
         reasons.append(f"{len(r.duplicates)} pair(s) of entries say the same thing: run `reverie consolidate` or `reverie tidy`")
     if r.contradictions:
         reasons.append(f"{len(r.contradictions)} pair(s) of entries contradict each other: run `reverie tidy` or `reverie dream`")
     if r.facts >= MIN_FACTS_FOR_SHARES:
-        if r.high_priority_share < MIN_HIGH_SHARE:
-            reasons.append(f"only {r.high_priority_share:.0%} of the entries are [3x]+ (battle-tested); "
-                           "most were never confirmed by use")
         if r.never_used / r.facts > MAX_NEVER_USED_SHARE:
             reasons.append(f"{r.never_used} of {r.facts} entries are [0x], never reinforced (noise): "
-                           "run `reverie tidy` or let the dream prune them")
+                           "review them with `reverie tidy` or `reverie forget`")
         if len(r.long_entries) / r.facts > MAX_LONG_SHARE:
             reasons.append(f"{len(r.long_entries)} entries are over {LONG_ENTRY} characters: run `reverie tidy`")
     if r.pending_facts > max(MAX_PENDING, 2 * r.facts):

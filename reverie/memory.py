@@ -129,7 +129,8 @@ class Memory:
                     ep.status = "interrupted"
                     self.store.put_episode(ep)
             log.info("marked %d frames from a crashed process as interrupted", len(stale))
-        self.learner.requeue_unlearned()
+        if self.learner.background:
+            self.learner.requeue_unlearned()
 
     @staticmethod
     def _atexit_close(ref: "weakref.ref[Memory]") -> None:
@@ -404,7 +405,7 @@ class Memory:
         """How a recalled episode worked out: confirmed (ranked up), rejected (never
         recalled again), ignored or partial."""
         if status not in FEEDBACK_STATUSES:
-            raise InvalidInput(f"feedback must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
+            raise InvalidInput(f"status must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
         ep = self.episode(episode_id, user=user)
         with self.store.transaction():
             ep.feedback = Feedback(status=status, reason=_redact.redact(reason))

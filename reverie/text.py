@@ -13,7 +13,7 @@ from functools import lru_cache
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RE = re.compile(f"[{_CJK}]")
-_TOKEN_RE = re.compile(f"[{_CJK}]+|[^\\W_]+(?:['’][^\\W_]+)*", re.UNICODE)
+_TOKEN_RE = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+(?:['’][^\\W_{_CJK}]+)*", re.UNICODE)
 
 ENGLISH_STOPWORDS = frozenset(
     """
@@ -101,12 +101,18 @@ def words(text: str) -> list[str]:
 
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Search terms: stemmed words, stopwords dropped (unless asked to keep them)."""
+    return list(_terms(text, keep_stopwords))
+
+
+@lru_cache(maxsize=8192)
+def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
+    # the same message is split by the index, the summarizer and the extractor: once is enough
     result = []
     for w in words(text):
         if not keep_stopwords and (w in STOPWORDS or (len(w) == 1 and not has_cjk(w))):
             continue
         result.append(stem(w.replace("'", "")))
-    return result
+    return tuple(result)
 
 
 def index_text(text: str) -> str:
@@ -116,7 +122,7 @@ def index_text(text: str) -> str:
 
 def token_set(text: str) -> frozenset[str]:
     """Content terms as a set, CJK-aware: the basis of Jaccard duplicate detection."""
-    return frozenset(terms(text))
+    return frozenset(_terms(text, False))
 
 
 def jaccard(a: str | frozenset[str], b: str | frozenset[str]) -> float:

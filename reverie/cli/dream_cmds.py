@@ -35,7 +35,7 @@ Date = Annotated[Optional[str], typer.Option("--date", help="The day, YYYY-MM-DD
 def dream(
     user: User,
     home: Home = None,
-    days: Annotated[int, typer.Option("--days", "-d", help="Days of daily notes to distill, 1 to 30.")] = 3,
+    days: Annotated[Optional[int], typer.Option("--days", "-d", help="Days of daily notes to distill, 1 to 30 (default 3, or dream_days in config.toml).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Dream even if nothing changed since the last dream.")] = False,
     engine: Engine = None,
     base_url: BaseUrl = None,
@@ -47,7 +47,7 @@ def dream(
     from reverie.dream import DreamReport, describe
 
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
-        spinner = console.status(f"dreaming over the last {days} day(s) of {user}'s notes…", spinner="moon")
+        spinner = console.status(f"dreaming over {user}'s recent notes…", spinner="moon")
         with nullcontext() if as_json else spinner:
             run = mem.dream(user=user, days=days, force=force)
         if as_json:
@@ -172,6 +172,8 @@ def _print_health(report: Any) -> None:
     for name, value in rows:
         table.add_row(name, escape(value))
     console.print(table)
+    for advice in report.advice:
+        console.print(f"[dim]note:[/] {escape(advice)}")
     if report.healthy:
         console.print("[green]healthy[/]")
     else:

@@ -81,8 +81,9 @@ class Store(ABC):
 
     # ------------------------------------------------------------ episodes
     @abstractmethod
-    def put_episode(self, episode: Episode) -> None:
-        """Insert or replace an episode (and its full-text row)."""
+    def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
+        """Insert or replace an episode and its full-text row (the row indexes the
+        messages only, so ``reindex=False`` may skip it when they did not change)."""
 
     @abstractmethod
     def get_episode(self, episode_id: str) -> Episode | None: ...

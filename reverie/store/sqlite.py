@@ -272,7 +272,7 @@ class SQLiteStore(Store):
         return [r[0] for r in rows]
 
     # ------------------------------------------------------------ shared row writing
-    def _write(self, kind: str, columns: dict[str, Any], search_text: str) -> None:
+    def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> None:
         table = _MAIN_TABLE[kind]
         with self.transaction():
             row = self._x(f"SELECT pk FROM {table} WHERE id = ?", (columns["id"],)).fetchone()
@@ -286,8 +286,10 @@ class SQLiteStore(Store):
                 pk = row[0]
                 sets = ", ".join(f"{n} = ?" for n in names)
                 self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
+                if search_text is None:
+                    return
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
-            self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text)))
+            self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text or "")))
 
     def _bodies(self, kind: str, ids: Iterable[str]) -> list[str]:
         ids = list(dict.fromkeys(ids))
@@ -298,12 +300,13 @@ class SQLiteStore(Store):
         return out
 
     # ------------------------------------------------------------ episodes
-    def put_episode(self, episode: Episode) -> None:
-        text = " ".join(
-            [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
-            or [episode.user_text, episode.reply_text]
-        )
-        text = " ".join([text, episode.summary, " ".join(episode.tags)])
+    def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
+        text = None
+        if reindex:
+            text = " ".join(
+                [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
+                or [episode.user_text, episode.reply_text]
+            )
         self._write(
             "episode",
             {
