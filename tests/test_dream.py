@@ -9,8 +9,10 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from typer.testing import CliRunner
 
 from reverie import Memory
+from reverie.cli import app
 from reverie.dream import Scheduler, parse_chat_command
 from reverie.errors import Conflict, InvalidInput
 from reverie.models import Note
@@ -365,3 +367,42 @@ def test_chat_command_runs_the_dream_in_the_background_and_reports(mem):
     assert run.days == 30 and run.status == "done"
     assert not mem.chat_command("/memory dream 99", user="ana").ok
     assert mem.chat_command("just chatting", user="ana") is None
+
+
+def test_a_failing_engine_fails_the_run_and_changes_nothing(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        fact = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": Reply.error(400, "model not found")})
+        run = mem.dream(user="ana")
+        assert run.status == "failed" and "model not found" in run.error
+        assert mem.fact(fact.id).status == "consolidated" and mem.memory_md(user="ana") == ""
+        assert mem.dream_status(run.id, user="ana").status == "failed"
+    finally:
+        mem.close()
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_dream_notes_and_diary_from_the_cli(home):
+    runner = CliRunner()
+
+    def cli(*args: str):
+        return runner.invoke(app, [*args, "--user", "ana", "--home", str(home)], catch_exceptions=False)
+
+    with Memory(home, background=False) as mem:
+        say(mem, "I prefer tea over coffee in the morning", datetime.now(timezone.utc))
+        mem.flush()
+        confirm_pending(mem)
+    bad = cli("dream", "--days", "31")
+    assert bad.exit_code == 2 and "days must be a whole number from 1 to 30" in bad.output
+    done = cli("dream", "--days", "2")
+    assert done.exit_code == 0 and "Dream done:" in done.output and "MEMORY.md" in done.output
+    again = json.loads(cli("dream", "--days", "2", "--json").output)
+    assert again["status"] == "skipped" and again["days"] == 2
+    today = datetime.now(timezone.utc).date().isoformat()
+    notes = cli("notes", "--date", today)
+    assert today in notes.output and "tea" in notes.output.lower()
+    diary = cli("diary")
+    assert diary.exit_code == 0 and "I read 1 fact and 1 note line from the last 2 days" in diary.output
+    assert cli("diary", "--date", "1999-01-01").exit_code == 1
