@@ -706,11 +706,27 @@ def _cues(cues: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
 
 
 _WORD_EN = re.compile(r"[a-z']+")
-_RULES_BY_CUE: dict[str, tuple[int, ...]] = {
-    cue: tuple(i for i, rule in enumerate(lx.RULES_EN) if cue in rule.cues)
-    for cue in {c for rule in lx.RULES_EN for c in rule.cues}
-}
-_RULE_CUES = frozenset(_RULES_BY_CUE)
+
+
+def _by_cue(rules: tuple[lx.Rule, ...]) -> dict[str, tuple[int, ...]]:
+    cues = sorted({c for rule in rules for c in rule.cues})
+    return {cue: tuple(i for i, rule in enumerate(rules) if cue in rule.cues) for cue in cues}
+
+
+_RULES_BY_CUE_EN = _by_cue(lx.RULES_EN)
+_RULE_CUES_EN = frozenset(_RULES_BY_CUE_EN)
+_RULES_BY_CUE_ZH = _by_cue(lx.RULES_ZH)
+
+
+def _candidate_rules(clause: "_Clause") -> list[lx.Rule]:
+    """The rules whose cues the clause holds, in rule order."""
+    if clause.cjk:
+        rules, index = lx.RULES_ZH, _RULES_BY_CUE_ZH
+        hits = [cue for cue in index if cue in clause.text]
+    else:
+        rules, index = lx.RULES_EN, _RULES_BY_CUE_EN
+        hits = clause.present & _RULE_CUES_EN
+    return [rules[i] for i in sorted({i for cue in hits for i in index[cue]})]
 _TEMPORARY_CUES = _cues(lx.TEMPORARY_CUES)
 _COGNITIVE_CUES = _cues(lx.COGNITIVE_CUES)
 
@@ -776,12 +792,7 @@ def _signal(text: str) -> _Signal | None:
     cognitive = _cognitive(clause)
     if cognitive:
         return cognitive
-    if clause.cjk:
-        rules = [rule for rule in lx.RULES_ZH if any(cue in s for cue in rule.cues)]
-    else:
-        hits = clause.present & _RULE_CUES
-        rules = [lx.RULES_EN[i] for i in sorted({i for cue in hits for i in _RULES_BY_CUE[cue]})]
-    for rule in rules:
+    for rule in _candidate_rules(clause):
         m = rule.pattern.search(s)
         if not m:
             continue
@@ -981,24 +992,32 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[_Signal], list[str]]
     return signals, texts
 
 
+def _reconcile(sig: _Signal, stored: list[tuple[FactRef, _Claim]], removed: set[str], result: Extraction) -> bool:
+    """Marks the stored facts ``sig`` takes back; True when a stored fact already says it (reinforce it)."""
+    if not stored:
+        return False
+    claim = _claim(sig.content, sig.negated)
+    for fact, old in stored:
+        if fact.id not in removed and _contradicts(claim, old):
+            removed.add(fact.id)
+            result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
+    twin = next((f for f, old in stored if f.id not in removed and _overlap(claim.tokens, old.tokens) >= 0.6), None)
+    if twin is None:
+        return False
+    if twin.id not in result.facts_to_reinforce:
+        result.facts_to_reinforce.append(twin.id)
+    return True
+
+
 def _extract(request: ExtractRequest) -> Extraction:
     signals, texts = _collect_signals(request)
     result = Extraction(tags=keyphrases("\n".join(texts), 4) if texts else [])
     if not signals:
         return result
-    existing = [(f, _claim(f.content)) for f in request.facts]
+    stored = [(f, _claim(f.content)) for f in request.facts]
     removed: set[str] = set()
     for sig in signals:
-        claim = _claim(sig.content, sig.negated)
-        for fact, old in existing:
-            if fact.id not in removed and _contradicts(claim, old):
-                removed.add(fact.id)
-                result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
-        twin = next((f for f, old in existing if f.id not in removed and _overlap(claim.tokens, old.tokens) >= 0.6),
-                    None)
-        if twin is not None:
-            if twin.id not in result.facts_to_reinforce:
-                result.facts_to_reinforce.append(twin.id)
+        if _reconcile(sig, stored, removed, result):
             continue
         result.new_facts.append(NewFact(
             content=sig.content, category=sig.category, confidence=sig.confidence,
