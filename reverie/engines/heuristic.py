@@ -59,17 +59,9 @@ _MODIFIER_ENDINGS = ("ly", "ful", "ous", "ive", "able", "ible", "less", "ed", "e
 _MAX_LINE = 120
 
 
-# reverie.text reads "Python写脚本" as one word; a space at each script change keeps both words
-_SCRIPT_CHANGE = re.compile(rf"(?<=[{_CJK_RANGES}])(?={_LATIN})|(?<={_LATIN})(?=[{_CJK_RANGES}])")
-
-
-def _words(text: str) -> list[str]:
-    return words(_SCRIPT_CHANGE.sub(" ", text))
-
-
 @lru_cache(maxsize=16384)
 def _tokens(text: str) -> frozenset[str]:
-    return token_set(_SCRIPT_CHANGE.sub(" ", text))
+    return token_set(text)
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
@@ -149,7 +141,7 @@ def _latin_info(token: str) -> tuple[str, str, bool, bool, str]:
 
 
 @lru_cache(maxsize=65536)
-def _cjk_words(run: str) -> tuple[tuple[str, bool], ...]:
+def _cjkwords(run: str) -> tuple[tuple[str, bool], ...]:
     return tuple((w, len(w) >= 2 and _is_content(w)) for w in words(run))
 
 
@@ -181,7 +173,7 @@ def _analyze(sentence: str) -> _Analysis:
             if run:
                 phrases.append(_phrase(tuple(run), " "))
                 run = []
-            for word, content in _cjk_words(token):
+            for word, content in _cjkwords(token):
                 n_words += 1
                 if content:
                     run.append((word, "word"))
@@ -546,7 +538,7 @@ def _singular(word: str) -> str:
 
 def _tag_key(name: str) -> str:
     """Case, hyphens, plurals and -ing/-ed folded: "Code-Styles" and "code style" share a key."""
-    return " ".join(stem(_singular(w)) for w in _words(name))
+    return " ".join(stem(_singular(w)) for w in words(name))
 
 
 @lru_cache(maxsize=64)
@@ -564,7 +556,7 @@ def _map_tags(phrases: list[str], known: list[str], limit: int = 4) -> list[str]
     index = _tag_index(tuple(known))
     tags: list[str] = []
     for phrase in phrases:
-        parts = [stem(w) for w in _words(phrase)]
+        parts = [stem(w) for w in words(phrase)]
         # the whole phrase first, then its shorter runs: "lgbtq support group" -> "support group", "lgbtq"
         spans = [" ".join(parts[i:i + n]) for n in range(len(parts), 0, -1) for i in range(len(parts) - n + 1)]
         for span in spans:
@@ -669,7 +661,7 @@ _SPEAKER_PREFIX = re.compile(r"^(?:[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}:\s+|[\u4e0
 
 
 def _has_content(text: str) -> bool:
-    return any(_is_content(w) for w in _words(text))
+    return any(_is_content(w) for w in words(text))
 
 
 def _clip_object(text: str, cjk: bool) -> str:
@@ -800,7 +792,7 @@ def _signal(text: str) -> _Signal | None:
         if content is None:
             continue
         section = rule.section
-        if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in _words(m["x"])):
+        if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in words(m["x"])):
             section = "personalContext"
         return _Signal(content, rule.category, rule.confidence, section, _negated(s, rule, m, clause.cjk))
     return None
@@ -1071,7 +1063,7 @@ def _length(text: str) -> float:
     return len(CJK_RE.sub(" ", text).split()) + cjk / 2.5
 
 
-def _clip_words(text: str, limit: float) -> str:
+def _clipwords(text: str, limit: float) -> str:
     if _length(text) <= limit:
         return text
     if has_cjk(text):
@@ -1106,7 +1098,7 @@ def _overview(units: list[_Unit], budget: float = 60) -> str:
     for unit in sorted(units, key=lambda u: (-u.score, u.order)):
         if len(chosen) == 3 or used >= budget - 3:
             break
-        text = _clip_words(_INTERJECTION.sub("", unit.text).strip() or unit.text, budget - used)
+        text = _clipwords(_INTERJECTION.sub("", unit.text).strip() or unit.text, budget - used)
         used += _length(text)
         chosen.append(_Unit(unit.label, text, unit.score, unit.order))
     pieces: list[str] = []
@@ -1123,7 +1115,7 @@ def _summarize(request: SummarizeRequest) -> EpisodeSummary:
         return EpisodeSummary()
     best = min(units, key=lambda u: (-u.score, u.order))
     compressed = _compress(best.text)
-    summary = _said(best.label, _clip_words(compressed, 24))
+    summary = _said(best.label, _clipwords(compressed, 24))
     scene, sub = _scene([s for a in analyses for s in a.stems])
     return EpisodeSummary(
         summary=summary, overview=_overview(units),
@@ -1374,7 +1366,7 @@ def _bigrams(text: str) -> frozenset[str]:
 
 
 def _is_generic_tag(name: str) -> bool:
-    ws = _words(name)
+    ws = words(name)
     return not ws or all(
         w in STOPWORDS or w in GENERIC_WORDS or stem(w) in GENERIC_WORDS or (len(w) < 2 and not has_cjk(w))
         for w in ws
