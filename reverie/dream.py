@@ -367,6 +367,7 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 _GUARD = threading.Lock()
 _RUNNING: dict[tuple[str, str], str] = {}
+_WORKERS: dict[str, tuple[str, threading.Thread]] = {}  # run id -> (home, background thread)
 
 
 def run_dream(
@@ -395,12 +396,25 @@ def run_dream(
                 target=_finish, args=(memory, run, key, force, now, on_done), name=f"reverie-dream-{user}", daemon=True
             )
             queued = dataclasses.replace(run)
+            with _GUARD:
+                _WORKERS[run.id] = (key[0], worker)
             worker.start()
             return queued
     except BaseException:
         _release(key)
         raise
     return _finish(memory, run, key, force, now, on_done)
+
+
+def wait(memory: "Memory", timeout: float | None = None) -> bool:
+    """Wait until the background dreams of this home have ended (call it before closing the
+    store); False if some still run after ``timeout`` seconds."""
+    home = str(Path(memory.home).resolve())
+    with _GUARD:
+        workers = [w for h, w in _WORKERS.values() if h == home and w is not threading.current_thread()]
+    for worker in workers:
+        worker.join(timeout)
+    return not any(w.is_alive() for w in workers)
 
 
 def dream_status(memory: "Memory", user: str, run_id: str | None = None) -> DreamRun | None:
@@ -465,6 +479,8 @@ def _finish(
             on_done(run)
         except Exception:
             log.exception("the on_done callback of dream %s failed", run.id)
+    with _GUARD:
+        _WORKERS.pop(run.id, None)
     return run
 
 
@@ -660,10 +676,12 @@ class _Apply:
                              and relation(probe, f, dup) == "duplicate"), None)
         if survivor is None:
             survivor = self._new_fact(entry, sources)
+        before = survivor.model_dump()
         survivor.status = "consolidated"
-        survivor.updated_at = self.now
         survivor.uses = max([survivor.uses, *(f.uses for f in sources)])
         absorb(survivor, sources, entry.notes)
+        if survivor.model_dump() != before:  # a line the notes merely repeat keeps its recency
+            survivor.updated_at = self.now
         times = self.inputs.times
         times[survivor.id] = max(
             (times[x.id] for x in [survivor, *sources, *entry.notes] if x.id in times), default=self.now
