@@ -113,6 +113,25 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     return None
 
 
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|(?:^|\s)(?=[^\s:：]{1,40}[:：]\s)")
+
+
+def attribute(text: str, messages: list[Message]) -> list[int]:
+    """Which messages a derived line (summary, overview, fact) was drawn from: each of its
+    sentences goes to the message that holds at least half of its words, if any."""
+    names = frozenset(m.speaker.casefold() for m in messages if m.speaker)
+    bags = [token_set(m.content) for m in messages]
+    found: set[int] = set()
+    for sentence in _SENTENCE.split(text):
+        words = token_set(sentence) - names
+        if not words:
+            continue
+        best = max(range(len(bags)), key=lambda i: len(words & bags[i]))
+        if len(words & bags[best]) * 2 >= len(words):
+            found.add(best)
+    return sorted(found)
+
+
 def fact_rank(fact: Fact, now: datetime) -> float:
     """Capacity ranking: confidence, uses, recency (corrections are never evicted)."""
     age_days = max(0.0, (now - (fact.last_used_at or fact.updated_at)).total_seconds() / 86400)
@@ -315,6 +334,8 @@ class Learner:
             s = plan.summaries[ep.id]
             ep.summary = redact(normalize_space(s.summary))
             ep.overview = redact(normalize_space(s.overview))
+            ep.summary_from = attribute(ep.summary, ep.messages)
+            ep.overview_from = attribute(ep.overview, ep.messages)
             if s.scene and not ep.scene:
                 ep.scene, ep.sub_scene = s.scene, s.sub_scene
             ep.tags = writer.ensure(s.tags)
@@ -338,7 +359,7 @@ class Learner:
     def _apply_extraction(self, writer: TagWriter, user: str, episodes: list[Episode], ex: Extraction) -> None:
         now = utcnow()
         episode_ids = {e.id for e in episodes}
-        source_ids = {e.id: e.source_ids for e in episodes}
+        by_id = {e.id: e for e in episodes}
         for group, sections in (("user", ex.user), ("history", ex.history)):
             for key, update in sections.items():
                 name = f"{group}.{key}"
@@ -379,7 +400,7 @@ class Learner:
                 provenance=Provenance(
                     origin="learned",
                     episodes=sources,
-                    source_ids=[sid for e in sources for sid in source_ids.get(e, [])],
+                    source_ids=_fact_sources(content, [by_id[e] for e in sources]),
                 ),
                 created_at=now,
                 updated_at=now,
@@ -451,9 +472,15 @@ class Learner:
                     date=ep.occurred_at.date().isoformat(),
                     content=ep.summary,
                     episodes=[ep.id],
-                    source_ids=ep.source_ids,
+                    source_ids=ep.sources_of(ep.summary_from),
                 )
             )
+
+
+def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
+    """The turns a learned fact rests on: those it was drawn from, else its episodes' turns."""
+    drawn = [sid for e in episodes for sid in e.sources_of(attribute(content, e.messages))]
+    return drawn or [sid for e in episodes for sid in e.source_ids]
 
 
 def _ref(fact: Fact) -> FactRef:

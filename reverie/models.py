@@ -118,6 +118,10 @@ class Episode(Model):
     messages: list[Message] = Field(default_factory=list)
     summary: str = ""
     overview: str = ""
+    # which of `messages` the summary and the overview were drawn from (indices), so a
+    # delivered line names only the turns it actually holds
+    summary_from: list[int] = Field(default_factory=list)
+    overview_from: list[int] = Field(default_factory=list)
     perception: Perception | None = None
     scene: str = ""
     sub_scene: str = ""
@@ -131,6 +135,10 @@ class Episode(Model):
     # which process holds a pending frame ("host:pid"), so start-up recovery
     # interrupts only frames whose process is gone
     owner: str | None = None
+
+    def sources_of(self, indices: list[int]) -> list[str]:
+        """External ids (a LoCoMo dia_id...) of the given messages."""
+        return [self.messages[i].source_id for i in indices if i < len(self.messages) and self.messages[i].source_id]
 
 
 class Provenance(Model):
