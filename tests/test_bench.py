@@ -149,7 +149,8 @@ def run_cli(*args: str):
 
 def test_cli_json_has_exactly_the_documented_shape_with_rates_in_0_to_1(locomo_dir):
     report = json.loads(run_cli(str(locomo_dir), "--json").stdout)
-    figure_keys = {"recall_at_budget", "recall_at_k", "latency_ms", "ingest_turns_per_s", "questions"}
+    # the keys, plus held_at_budget (the stricter reading, extra for readers who want it)
+    figure_keys = {"recall_at_budget", "recall_at_k", "held_at_budget", "latency_ms", "ingest_turns_per_s", "questions"}
     assert set(report) == {"reverie", "bm25"}
     for figures in report.values():
         assert set(figures) == figure_keys
@@ -158,6 +159,8 @@ def test_cli_json_has_exactly_the_documented_shape_with_rates_in_0_to_1(locomo_d
         assert set(figures["latency_ms"]) == {"p50", "p95"}
         rates = [*figures["recall_at_budget"].values(), *figures["recall_at_k"].values()]
         assert all(0.0 <= r <= 1.0 for r in rates)
+        held = figures["held_at_budget"]
+        assert all(0.0 <= held[b] <= figures["recall_at_budget"][b] for b in held)
         assert 0 < figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"]
         assert figures["ingest_turns_per_s"] > 0
         assert figures["questions"] == 4

@@ -147,6 +147,8 @@ class Figures:
 
     recall_at_budget: dict[int, float]
     recall_at_k: dict[int, float]
+    # the stricter reading: only turns whose words the delivered lines themselves show
+    held_at_budget: dict[int, float]
     latency_p50_ms: float
     latency_p95_ms: float
     ingest_turns_per_s: float
@@ -156,6 +158,7 @@ class Figures:
         return {
             "recall_at_budget": {str(b): round(r, 4) for b, r in self.recall_at_budget.items()},
             "recall_at_k": {str(k): round(r, 4) for k, r in self.recall_at_k.items()},
+            "held_at_budget": {str(b): round(r, 4) for b, r in self.held_at_budget.items()},
             "latency_ms": {"p50": round(self.latency_p50_ms, 3), "p95": round(self.latency_p95_ms, 3)},
             "ingest_turns_per_s": round(self.ingest_turns_per_s, 1),
             "questions": self.questions,
@@ -183,6 +186,7 @@ class _Tally:
     budgets: Sequence[int]
     at_budget: dict[int, list[float]] = field(default_factory=dict)
     at_k: dict[int, list[float]] = field(default_factory=dict)
+    held: dict[int, list[float]] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     turns: int = 0
     ingest_seconds: float = 0.0
@@ -191,8 +195,11 @@ class _Tally:
         self.turns += turns
         self.ingest_seconds += seconds
 
-    def budget(self, budget: int, evidence: frozenset[str], delivered: Iterable[str]) -> None:
+    def budget(self, budget: int, evidence: frozenset[str], delivered: Iterable[str], held: Iterable[str]) -> None:
+        """``delivered``: turns in the provenance of the delivered items (the issue's rule);
+        ``held``: turns the delivered lines actually show."""
         self.at_budget.setdefault(budget, []).append(_share(evidence, delivered))
+        self.held.setdefault(budget, []).append(_share(evidence, held))
 
     def ranked(self, evidence: frozenset[str], ranking: Sequence[Iterable[str]], seconds: float) -> None:
         """The ids of the items delivered at :data:`K_BUDGET`, in order, and how long that took."""
@@ -204,6 +211,7 @@ class _Tally:
         return Figures(
             recall_at_budget={b: _mean(self.at_budget.get(b, [])) for b in self.budgets},
             recall_at_k={k: _mean(self.at_k.get(k, [])) for k in KS},
+            held_at_budget={b: _mean(self.held.get(b, [])) for b in self.budgets},
             latency_p50_ms=percentile(self.latencies, 50) * 1000,
             latency_p95_ms=percentile(self.latencies, 95) * 1000,
             ingest_turns_per_s=self.turns / self.ingest_seconds if self.ingest_seconds else 0.0,
@@ -289,9 +297,13 @@ def _ask(mem: Memory, user: str, q: Question, at: datetime, budgets: Sequence[in
         result = mem.recall(q.text, user=user, budget=budget, at=at, track=False)
         seconds = time.perf_counter() - start
         if budget in budgets:
-            tally.budget(budget, q.evidence, (i for item in result.items for i in item.source_ids))
+            tally.budget(
+                budget, q.evidence,
+                [i for item in result.items for i in item.provenance_sources],
+                [i for item in result.items for i in item.source_ids],
+            )
         if budget == K_BUDGET:
-            ranking = [item.source_ids for item in result.items if item.kind in SOURCED_KINDS]
+            ranking = [item.provenance_sources for item in result.items if item.kind in SOURCED_KINDS]
             tally.ranked(q.evidence, ranking, seconds)
 
 
@@ -310,4 +322,5 @@ def _run_bm25(case: LocomoCase, tally: _Tally, budgets: Sequence[int]) -> None:
         tally.ranked(q.evidence, [[docs[i][0]] for i in order], seconds)
         for budget in budgets:
             count = taken[budget] if budget in taken else pack(lines, budget)
-            tally.budget(budget, q.evidence, (docs[i][0] for i in order[:count]))
+            delivered = [docs[i][0] for i in order[:count]]
+            tally.budget(budget, q.evidence, delivered, delivered)

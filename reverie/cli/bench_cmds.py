@@ -69,6 +69,7 @@ def _print_report(report: LocomoReport) -> None:
     for col in ("", "reverie", "BM25", "ratio"):
         table.add_column(col, justify="right" if col else "left")
     rows = [(f"recall @ {b} tokens", r, base.recall_at_budget[b], "{:.3f}") for b, r in ours.recall_at_budget.items()]
+    rows += [(f"held @ {b} tokens", r, base.held_at_budget[b], "{:.3f}") for b, r in ours.held_at_budget.items()]
     rows += [(f"recall@{k}", r, base.recall_at_k[k], "{:.3f}") for k, r in ours.recall_at_k.items()]
     rows += [
         ("latency p50 (ms)", ours.latency_p50_ms, base.latency_p50_ms, "{:.2f}"),
@@ -80,6 +81,8 @@ def _print_report(report: LocomoReport) -> None:
     console.print(table)
     notes = (
         "recall: mean over questions of the share of their evidence turns delivered",
+        "  (a turn counts when a delivered item's provenance includes it: the issue's rule)",
+        "held: the stricter reading - only turns whose words the delivered lines show",
         "recall@k: the first k episodes, facts and notes delivered at 2000 tokens",
         "recalls are read-only (track=False): the store does not change between questions",
         "ingest: reverie = add + learn (flush); BM25 = building its index",
