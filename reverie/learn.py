@@ -113,13 +113,14 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     return None
 
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|(?:^|\s)(?=[^\s:：]{1,40}[:：]\s)")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 
 
 def attribute(text: str, messages: list[Message]) -> list[int]:
     """Which messages a derived line (summary, overview, fact) was drawn from: each of its
     sentences goes to the message that holds at least half of its words, if any."""
-    names = frozenset(m.speaker.casefold() for m in messages if m.speaker)
+    # a "Speaker:" label carries the speaker's name, which is no evidence of where a sentence came from
+    names = frozenset(t for m in messages if m.speaker for t in token_set(m.speaker))
     bags = [token_set(m.content) for m in messages]
     found: set[int] = set()
     for sentence in _SENTENCE.split(text):
@@ -285,7 +286,10 @@ class Learner:
         messages: list[Message] = []
         owners: list[str] = []
         for ep in episodes:
-            clipped = [m.model_copy(update={"content": clip(m.content, limit)}) for m in ep.messages]
+            clipped = [
+                m if len(m.content) <= limit else m.model_copy(update={"content": clip(m.content, limit)})
+                for m in ep.messages
+            ]
             if all(is_trivial(m.content) for m in clipped):
                 summaries[ep.id] = EpisodeSummary(summary=normalize_space(ep.user_text)[:200])
                 continue
@@ -330,15 +334,16 @@ class Learner:
         return sorted({m.speaker for e in episodes for m in e.messages if m.speaker})
 
     def _apply_summaries(self, writer: TagWriter, episodes: list[Episode], plan: _Plan) -> None:
+        live = writer.ensure_map([t for s in plan.summaries.values() for t in s.tags])
         for ep in episodes:
             s = plan.summaries[ep.id]
             ep.summary = redact(normalize_space(s.summary))
             ep.overview = redact(normalize_space(s.overview))
             ep.summary_from = attribute(ep.summary, ep.messages)
-            ep.overview_from = attribute(ep.overview, ep.messages)
+            ep.overview_from = ep.summary_from if ep.overview == ep.summary else attribute(ep.overview, ep.messages)
             if s.scene and not ep.scene:
                 ep.scene, ep.sub_scene = s.scene, s.sub_scene
-            ep.tags = writer.ensure(s.tags)
+            ep.tags = list(dict.fromkeys(live[n] for n in map(normalize_tag, s.tags) if n in live))
             ep.learned = True
             self.store.put_episode(ep, reindex=False)
             self.store.set_item_tags(ep.user, "episode", ep.id, {t: 1.0 for t in ep.tags})
@@ -348,11 +353,11 @@ class Learner:
         for name in decisions.activate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status == "unexamined":
-                writer.set_status(tag.name, "active")
+                writer.set_status(tag, "active")
         for name in decisions.deprecate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status in ("unexamined", "active"):
-                writer.set_status(tag.name, "deprecated")
+                writer.set_status(tag, "deprecated")
         for rel in decisions.relations:
             writer.relate(rel.source, rel.target, rel.level)
 

@@ -128,16 +128,21 @@ class TagWriter:
     def ensure(self, names: list[str], *, dimension: str = "content") -> list[str]:
         """Tags for ``names``, creating new ones as ``unexamined``; generic words are refused
         (and an existing generic tag is deprecated). Returns the live tag names, in order."""
+        return list(dict.fromkeys(self.ensure_map(names, dimension=dimension).values()))
+
+    def ensure_map(self, names: list[str], *, dimension: str = "content") -> dict[str, str]:
+        """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
+        (itself, or the tag it was merged into)."""
         wanted = [normalize_tag(n) for n in names]
         existing = self.store.get_tags(self.user, wanted)
-        out: list[str] = []
+        out: dict[str, str] = {}
         for norm in dict.fromkeys(wanted):
             if not norm:
                 continue
             tag = existing.get(norm)
             if is_generic(norm):
                 if tag is not None and tag.status != "deprecated":
-                    self.set_status(norm, "deprecated")
+                    self.set_status(tag, "deprecated")
                 continue
             if tag is None:
                 tag = self.store.put_tag(Tag(user=self.user, name=norm, dimension=dimension))
@@ -146,11 +151,11 @@ class TagWriter:
                     break
                 tag = self.store.get_tags(self.user, [tag.merged_to]).get(tag.merged_to) or tag
             if tag.status in ("active", "unexamined"):
-                out.append(tag.name)
+                out[norm] = tag.name
         return out
 
-    def set_status(self, name: str, status: str) -> Tag:
-        tag = self._get(name)
+    def set_status(self, name: str | Tag, status: str) -> Tag:
+        tag = name if isinstance(name, Tag) else self._get(name)
         tag.status = status  # type: ignore[assignment]
         tag.updated_at = utcnow()
         return self.store.put_tag(tag)

@@ -160,6 +160,8 @@ def preferred_language(text: str) -> str:
     if not text.strip():
         return LATIN_FALLBACK
     locale = _LOCALE_RE.search(text)
+    if locale is None and text.isascii():
+        return LATIN_FALLBACK
     if locale:
         return locale.group(1)
     counts = {lang: len(rx.findall(text)) for lang, rx in _SCRIPT_RES.items()}

@@ -567,7 +567,7 @@ class SQLiteStore(Store):
             "merged_to = excluded.merged_to, body = excluded.body",
             (tag.user, tag.name, tag.status, tag.merged_to, body),
         )
-        return self.get_tags(tag.user, [tag.name])[tag.name]
+        return tag
 
     def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
         with self.transaction():
