@@ -108,7 +108,10 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
         if token_set(new[: slot_a.start()]) == token_set(old[: slot_b.start()]):
             obj_a, obj_b = token_set(new[slot_a.end() :]), token_set(old[slot_b.end() :])
             only_a, only_b = obj_a - obj_b, obj_b - obj_a
-            if 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2:
+            # one value for another ("vim" / "emacs"), or the same qualifier with another
+            # value ("dark mode in editors" / "light mode in editors")
+            single = len(obj_a) == 1 and len(obj_b) == 1
+            if (single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2:
                 return "conflict"
     return None
 

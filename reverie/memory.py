@@ -139,12 +139,16 @@ class Memory:
             mem.close()
 
     def close(self) -> None:
-        """Drain the learning queue, then close the store."""
+        """Drain the learning queue, let running background dreams finish, then close the store."""
+        from reverie.dream import wait
+
         if self._closed:
             return
         self._closed = True
         try:
             self.learner.stop(drain=True)
+            if not wait(self, timeout=60):
+                log.warning("a background dream was still running at close; it will fail")
         finally:
             self.store.close()
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 EpisodeStatus = Literal["pending", "completed", "interrupted", "failed"]
 FactStatus = Literal["pending", "consolidated", "archived"]
@@ -63,6 +63,12 @@ def as_utc(value: datetime) -> datetime:
 
 class Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _aware(cls, value: Any) -> Any:
+        # every stored time compares with every other: naive inputs are taken as UTC
+        return as_utc(value) if isinstance(value, datetime) else value
 
 
 class Message(Model):

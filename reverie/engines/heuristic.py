@@ -924,16 +924,25 @@ def _same_line(a: str, b: str) -> bool:
 
 
 def _merge_summary(existing: str, additions: list[str]) -> str:
-    """The existing summary with each new line appended once; nothing already said is repeated."""
+    """The existing summary with each new line added once; nothing already said is
+    repeated, and a part the new line contradicts ("Lives in Berlin" after "Lives in
+    Lisbon") gives way to it."""
+    from reverie.learn import fact_relation
+
     parts = [p.strip() for p in _SUMMARY_PARTS.split(existing) if p.strip()]
-    merged = existing.strip()
+    changed = False
     for line in additions:
-        if any(_same_line(line, p) for p in parts):
+        kept = [p for p in parts if fact_relation(line, p, 0.7) != "conflict"]
+        if len(kept) == len(parts) and any(_same_line(line, p) for p in parts):
             continue
-        parts.append(line)
+        parts, changed = kept + [line], True
+    if not changed:
+        return existing.strip()
+    merged = ""
+    for part in parts:
         if merged:
-            merged = merged.rstrip(" ;；") + ("；" if has_cjk(line) else "; ")
-        merged += line
+            merged = merged.rstrip(" ;；") + ("；" if has_cjk(part) else "; ")
+        merged += part
     return merged
 
 

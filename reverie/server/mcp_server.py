@@ -156,7 +156,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         return _answer(lambda user: {"id": memory.feedback(id, status, user=user).id, "feedback": status})
 
     @tool
-    def dream(days: Annotated[int | None, Field(ge=1, le=365, description="How many days back.")] = None) -> str:
+    def dream(days: Annotated[int | None, Field(ge=1, le=30, description="How many days back (1-30).")] = None) -> str:
         """Distill recent daily notes and facts into long-term memory (MEMORY.md) now."""
         return _answer(lambda user: memory.dream(user=user, days=days, background=False))
 
