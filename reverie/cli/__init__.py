@@ -8,6 +8,7 @@ on ``app``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from contextlib import contextmanager
@@ -82,11 +83,21 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def say(data: Any, as_json: bool, text: str) -> None:
+    """The one ending of most commands: ``data`` as JSON for scripts, ``text`` for people."""
+    if as_json:
+        emit_json(dump(data))
+    else:
+        console.print(text)
+
+
 def dump(model: Any) -> Any:
     if isinstance(model, list):
         return [dump(m) for m in model]
     if hasattr(model, "model_dump"):
         return model.model_dump(mode="json", by_alias=True)
+    if dataclasses.is_dataclass(model) and not isinstance(model, type):
+        return dataclasses.asdict(model)
     return model
 
 

@@ -23,6 +23,7 @@ from reverie.cli import (
     console,
     dump,
     emit_json,
+    say,
     err_console,
     open_memory,
 )
@@ -105,10 +106,7 @@ def tidy(
             console.print("nothing changed")
             return
         result = mem.tidy(user=user, proposal=proposal)
-        if as_json:
-            emit_json(dump(result))
-        else:
-            console.print(f"applied {len(result.accepted)} change(s)" + _undo_hint(result.journal))
+        say(result, as_json, f"applied {len(result.accepted)} change(s)" + _undo_hint(result.journal))
 
 
 @app.command()
@@ -211,10 +209,7 @@ def undo(
     """Take back a dream, consolidate, tidy, sync or clean."""
     with open_memory(home) as mem:
         report = mem.undo(change_id, user=user)
-        if as_json:
-            emit_json(dump(report))
-        else:
-            console.print(f"undid {report.action} {report.journal}: {report.restored} restored, {report.archived} archived")
+        say(report, as_json, f"undid {report.action} {report.journal}: {report.restored} restored, {report.archived} archived")
 
 
 @app.command()

@@ -22,6 +22,7 @@ from reverie.cli import (
     console,
     dump,
     emit_json,
+    say,
     fail_cleanly,
     open_memory,
 )
@@ -83,10 +84,7 @@ def remember(
     """Store a fact you vouch for (a near-duplicate reinforces the existing one)."""
     with open_memory(home) as mem:
         fact = mem.remember(content, user=user, category=category, area=area)
-        if as_json:
-            emit_json(dump(fact))
-        else:
-            console.print(f"[green]remembered[/] {fact.id} [{fact.category} {fact.uses}x] {escape(fact.content)}")
+        say(fact, as_json, f"[green]remembered[/] {fact.id} {escape(f'[{fact.category} {fact.uses}x]')} {escape(fact.content)}")
 
 
 @app.command()
@@ -164,10 +162,9 @@ def forget(
     """Archive a fact (or delete it with --hard)."""
     with open_memory(home) as mem:
         fact = mem.forget(fact_id, user=user, hard=hard)
-        if as_json:
-            emit_json({"id": fact.id, "deleted": hard, "status": "deleted" if hard else fact.status})
-        else:
-            console.print(f"{'deleted' if hard else 'archived'} {fact.id}: {escape(fact.content)}")
+        verb = "deleted" if hard else "archived"
+        say({"id": fact.id, "deleted": hard, "status": "deleted" if hard else fact.status}, as_json,
+            f"{verb} {fact.id}: {escape(fact.content)}")
 
 
 @app.command()
@@ -180,10 +177,7 @@ def reinforce(
     """Count one more use of a fact ([Nx] + 1)."""
     with open_memory(home) as mem:
         fact = mem.reinforce(fact_id, user=user)
-        if as_json:
-            emit_json(dump(fact))
-        else:
-            console.print(f"reinforced {fact.id} -> [{fact.uses}x] {escape(fact.content)}")
+        say(fact, as_json, f"reinforced {fact.id} -> {escape(f'[{fact.uses}x]')} {escape(fact.content)}")
 
 
 @app.command()
@@ -198,10 +192,7 @@ def feedback(
     """Record how a recalled episode worked out (rejected ones are never recalled again)."""
     with open_memory(home) as mem:
         ep = mem.feedback(episode_id, status, reason=reason, user=user)
-        if as_json:
-            emit_json(dump(ep))
-        else:
-            console.print(f"feedback on {ep.id}: {status}")
+        say(ep, as_json, f"feedback on {ep.id}: {status}")
 
 
 @app.command()
@@ -246,7 +237,7 @@ def flush_cmd(user: Annotated[Optional[str], typer.Option("--user", "-u", help="
     """Learn now from every episode still waiting in the queue."""
     with open_memory(home) as mem:
         learned = mem.flush(user=user)
-        emit_json({"learned": learned}) if as_json else console.print(f"learned from {learned} episodes")
+        say({"learned": learned}, as_json, f"learned from {learned} episodes")
 
 
 @app.command("export")
@@ -275,10 +266,7 @@ def import_cmd(
     """Import an export (or a deer-flow memory.json); all or nothing."""
     with open_memory(home) as mem:
         counts = mem.import_(file.read_text(encoding="utf-8"), user=user)
-        if as_json:
-            emit_json(counts)
-        else:
-            console.print("imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        say(counts, as_json, "imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 
 @app.command()
@@ -331,5 +319,5 @@ def tags_merge(
     """Merge tag OLD into NEW (irreversible: only by this explicit command)."""
     with open_memory(home) as mem:
         moved = mem.merge_tags(old, new, user=user)
-        emit_json({"moved": moved}) if as_json else console.print(f"merged {old!r} into {new!r}: {moved} items moved")
+        say({"moved": moved}, as_json, f"merged {old!r} into {new!r}: {moved} items moved")
 
