@@ -393,6 +393,7 @@ class Learner:
             if len(content) > MAX_FACT_CHARS:
                 content = content[: MAX_FACT_CHARS - 1].rstrip() + "…"
             sources = [s for s in new.sources if s in episode_ids] or list(episode_ids)
+            content = _name_the_speaker(content, [by_id[e] for e in sources])
             from reverie.memory import normalize_category
 
             category, original = normalize_category(new.category)
@@ -483,6 +484,20 @@ class Learner:
                     source_ids=ep.sources_of(ep.summary_from),
                 )
             )
+
+
+def _name_the_speaker(content: str, episodes: list[Episode]) -> str:
+    """In a talk between several named people, a fact says whose it is ("Melanie: loves
+    camping"); with one speaker, or unnamed roles, it stays as it is."""
+    messages = [m for e in episodes for m in e.messages]
+    speakers = {m.speaker for m in messages if m.speaker}
+    if len(speakers) < 2:
+        return content
+    drawn = attribute(content, messages)
+    speaker = messages[drawn[0]].speaker if drawn else None
+    if not speaker or speaker.casefold() in content.casefold():
+        return content
+    return f"{speaker}: {content}"
 
 
 def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:

@@ -39,6 +39,9 @@ TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
 DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
+# a kind's best full-text match scores against at least this share of the best match of any
+# kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
+KIND_NORM_FLOOR = 0.5
 FOCUS_MESSAGES = {"summary": 2, "overview": 3}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -161,6 +164,8 @@ class Recaller:
         candidates: dict[tuple[str, str], _Candidate] = {}
         hits = self.store.search(user, query_terms, ("episode", "fact", "note", "knowledge"), CANDIDATES_PER_KIND * 4)
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ("episode", "fact", "note", "knowledge")}
+        floor = max(top.values()) * KIND_NORM_FLOOR
+        top = {kind: max(score, floor) for kind, score in top.items()}
         for h in hits:
             if top[h.kind] > 0:
                 candidates.setdefault((h.kind, h.id), _Candidate(h.kind, h.id)).text_score = h.score / top[h.kind]
