@@ -19,7 +19,7 @@ from reverie.engines import build_engine
 from reverie.engines.base import PerceiveRequest
 from reverie.errors import EngineError
 from reverie.models import Episode, Fact, KnowledgeDoc, Note, Perception, Profile, as_utc, utcnow
-from reverie.tags import expand, normalize_tag
+from reverie.tags import expand
 from reverie.text import terms, token_set
 from reverie.tokens import count_tokens, truncate_to_tokens
 
@@ -42,6 +42,7 @@ BACKGROUND_FACT_SHARE = 0.1
 # a kind's best full-text match scores against at least this share of the best match of any
 # kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
 KIND_NORM_FLOOR = 0.5
+MAX_QUERY_TAGS = 4
 FOCUS_MESSAGES = {"summary": 2, "overview": 3}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -187,7 +188,8 @@ class Recaller:
         for ref in perception.time_refs:
             for ep in self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND):
                 candidates.setdefault(("episode", ep.id), _Candidate("episode", ep.id))
-        matched = sorted({normalize_tag(t) for c in candidates.values() for t in c.tags})
+        # the query's own tags (2-4 at most): the existing tags its words and phrases landed on
+        matched = [tag for tag, weight in expansion.weights.items() if weight >= 1.0][:MAX_QUERY_TAGS]
         return candidates, matched
 
     # ------------------------------------------------------------ score
