@@ -43,6 +43,8 @@ BACKGROUND_FACT_SHARE = 0.1
 # kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
 KIND_NORM_FLOOR = 0.5
 MAX_QUERY_TAGS = 4
+NEIGHBOUR_EPISODES = 5
+NEIGHBOUR_WEIGHT = 0.6
 FOCUS_MESSAGES = {"summary": 2, "overview": 3}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -173,8 +175,15 @@ class Recaller:
         names = list(perception.keyphrases) + query_terms
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         expansion = expand(self.store, user, names)
+        # features of the best text matches lead to the memories that share them
+        # (pseudo-relevance feedback over tags), weaker than the query's own tags
+        best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
+        neighbours = {t: ep.id for ep in self.store.get_episodes(best_episodes).values() for t in ep.tags}
+        for tag in self.store.get_tags(user, neighbours).values():
+            if tag.status in ("active", "unexamined"):
+                expansion.add(tag.name, NEIGHBOUR_WEIGHT, f"via {neighbours[tag.name]}")
         if expansion.weights:
-            counts = self.store.tag_counts(user)
+            counts = self.store.tag_counts(user, expansion.weights)
             strength: dict[tuple[str, str], float] = {}
             for p in self.store.postings(user, expansion.weights, ("episode", "fact", "note", "knowledge")):
                 idf = 1.0 / math.log(2 + counts.get(p.tag, 1))

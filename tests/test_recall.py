@@ -181,3 +181,25 @@ def test_scene_and_sub_scene_bonus(mem):
     assert items[same.id].score > items[other.id].score
     if perception.sub_scene:
         assert items[same.id].parts["sub_scene"] == pytest.approx(0.1)
+
+
+def test_memories_sharing_features_with_the_best_match_come_along(mem):
+    from reverie.tags import TagWriter
+
+    best = _say(mem, "We adopted a puppy from the shelter", at=NOW - timedelta(days=5))
+    linked = _say(mem, "Biscuit chewed through my running shoes", at=NOW - timedelta(days=4))
+    unrelated = _say(mem, "The quarterly report is due on Friday", at=NOW - timedelta(days=3))
+    mem.flush()
+    writer = TagWriter(mem.store, "ana")
+    for ep, tags in ((best, ["biscuit", "shelter"]), (linked, ["biscuit"]), (unrelated, ["quarterly report"])):
+        stored = mem.episode(ep.id)
+        stored.tags = writer.ensure(tags)
+        mem.store.put_episode(stored)
+        mem.store.set_item_tags("ana", "episode", ep.id, {t: 1.0 for t in stored.tags})
+    items = {i.id: i for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False).items}
+    assert best.id in items and linked.id in items and unrelated.id not in items
+    assert items[linked.id].matched_tags == ["biscuit"]
+    assert items[linked.id].parts["text"] == 0.0 and items[linked.id].score < items[best.id].score
+    writer.set_status("biscuit", "deprecated")  # a deprecated feature leads nowhere
+    items = {i.id for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False).items}
+    assert linked.id not in items

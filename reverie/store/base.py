@@ -198,8 +198,8 @@ class Store(ABC):
     def postings(self, user: str, tag_names: Iterable[str], kinds: Iterable[str]) -> list[Posting]: ...
 
     @abstractmethod
-    def tag_counts(self, user: str) -> dict[str, int]:
-        """How many items carry each tag."""
+    def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
+        """How many items carry each tag (of ``names``, or every tag)."""
 
     @abstractmethod
     def put_relation(self, relation: TagRelation) -> None:

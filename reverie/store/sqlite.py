@@ -588,8 +588,15 @@ class SQLiteStore(Store):
         )
         return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
 
-    def tag_counts(self, user: str) -> dict[str, int]:
-        rows = self._x("SELECT tag, COUNT(*) FROM item_tags WHERE user = ? GROUP BY tag", (user,))
+    def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
+        if names is None:
+            rows = self._x("SELECT tag, COUNT(*) FROM item_tags WHERE user = ? GROUP BY tag", (user,))
+            return {r[0]: r[1] for r in rows}
+        names = list(dict.fromkeys(names))
+        rows = self._x(
+            f"SELECT tag, COUNT(*) FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) GROUP BY tag",
+            [user, *names],
+        )
         return {r[0]: r[1] for r in rows}
 
     def put_relation(self, relation: TagRelation) -> None:
