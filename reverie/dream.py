@@ -36,7 +36,8 @@ from pydantic import Field, PrivateAttr
 
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry, SummarizeRequest
 from reverie.errors import Conflict, InvalidInput, ReverieError
-from reverie.learn import TEMPORARY, clip, fact_rank, fact_relation, is_trivial
+from reverie.claims import fact_relation
+from reverie.learn import TEMPORARY, clip, fact_rank, is_trivial
 from reverie.models import (
     AREAS,
     CATEGORIES,

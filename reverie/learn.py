@@ -41,6 +41,7 @@ from reverie.models import (
     Provenance,
     utcnow,
 )
+from reverie.claims import fact_relation
 from reverie.redact import redact
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import jaccard, normalize_space, preferred_language, token_set
@@ -62,7 +63,6 @@ TEMPORARY = re.compile(
     r"for now|this morning|tonight|today)\b|现在在|目前在|刚才|今天|端口",
     re.IGNORECASE,
 )
-NEGATION = re.compile(r"\b(not|never|no|don't|doesn't|dont|won't|isn't|hate|dislike)\b|n't|不|别|没|禁止", re.IGNORECASE)
 MAX_FACT_CHARS = 160
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
@@ -78,42 +78,6 @@ def clip(text: str, limit: int) -> str:
         return text
     half = max(1, (limit - 5) // 2)
     return f"{text[:half]} […] {text[-half:]}"
-
-
-EXCLUSIVE = re.compile(
-    r"\b(prefers?|preferred|uses?|using|lives? in|works? (?:at|as|for|on)|based in|moved to|switched to|"
-    r"decided|chose|favou?rite|name is|(?:i|user) (?:am|is) an?)\b|偏好|更喜欢|改用|用|住在|工作|决定|最喜欢",
-    re.IGNORECASE,
-)
-
-
-def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
-    """"duplicate", "conflict" (same subject, a different claim) or None.
-
-    A conflict is either the same statement with its polarity flipped ("likes
-    coffee" / "doesn't like coffee") or an exclusive slot holding another value
-    ("prefers vim" / "prefers emacs"); additive statements ("likes hiking" /
-    "likes painting") never conflict.
-    """
-    a, b = token_set(new), token_set(old)
-    score = jaccard(a, b)
-    negated_differs = bool(NEGATION.search(new)) != bool(NEGATION.search(old))
-    if score >= duplicate_at and not negated_differs:
-        return "duplicate"
-    if negated_differs and score >= 0.5:
-        return "conflict"
-    slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
-    if slot_a and slot_b and slot_a.group(0).lower() == slot_b.group(0).lower():
-        # same subject (what precedes the verb), another value after it
-        if token_set(new[: slot_a.start()]) == token_set(old[: slot_b.start()]):
-            obj_a, obj_b = token_set(new[slot_a.end() :]), token_set(old[slot_b.end() :])
-            only_a, only_b = obj_a - obj_b, obj_b - obj_a
-            # one value for another ("vim" / "emacs"), or the same qualifier with another
-            # value ("dark mode in editors" / "light mode in editors")
-            single = len(obj_a) == 1 and len(obj_b) == 1
-            if (single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2:
-                return "conflict"
-    return None
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -270,6 +234,12 @@ class Learner:
         plan = self._plan(episodes)
         user = episodes[0].user
         with self.store.transaction():
+            # the engines took their time: apply to the episodes as they are now, so that
+            # feedback, archiving or usage written meanwhile is kept
+            current = self.store.get_episodes(e.id for e in episodes)
+            episodes = [current[e.id] for e in episodes if e.id in current and not current[e.id].learned]
+            if not episodes:
+                return
             writer = TagWriter(self.store, user)
             self._apply_summaries(writer, episodes, plan)
             self._apply_tag_decisions(writer, plan.decisions)

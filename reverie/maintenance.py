@@ -39,7 +39,8 @@ from reverie.dream import (
 )
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, NotFound
-from reverie.learn import NEGATION, MAX_FACT_CHARS
+from reverie.claims import NEGATION
+from reverie.learn import MAX_FACT_CHARS
 from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
 from reverie.redact import redact
 from reverie.tags import TagWriter

@@ -410,10 +410,10 @@ class Memory:
         recalled again), ignored or partial."""
         if status not in FEEDBACK_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
-        ep = self.episode(episode_id, user=user)
         with self.store.transaction():
+            ep = self.episode(episode_id, user=user)
             ep.feedback = Feedback(status=status, reason=_redact.redact(reason))
-            self.store.put_episode(ep)
+            self.store.put_episode(ep, reindex=False)
         return ep
 
     def add_knowledge(

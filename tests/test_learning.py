@@ -308,3 +308,22 @@ def test_cli_ingest_with_the_openai_engine(home, tmp_path, fake_openai):
     assert [f["content"] for f in facts] == ["Runs the data platform team"]
     profile = json.loads(runner.invoke(app, ["profile", "--user", "ana", "--home", str(home), "--json"]).output)
     assert profile["user"]["workContext"]["summary"] == "Runs the data platform team"
+
+
+def test_learning_keeps_what_was_written_while_the_engine_worked(mem):
+    ep = mem.add([{"role": "user", "content": "I prefer green tea in the afternoon"}], user="ana")[0]
+    engine = mem.engines.summarize
+    original = engine.summarize
+
+    def slow_summarize(request):
+        mem.feedback(ep.id, "rejected", reason="wrong")  # another request lands meanwhile
+        return original(request)
+
+    engine.summarize = slow_summarize
+    try:
+        assert mem.flush() == 1
+    finally:
+        engine.summarize = original
+    stored = mem.episode(ep.id)
+    assert stored.learned and stored.summary
+    assert stored.feedback is not None and stored.feedback.status == "rejected"

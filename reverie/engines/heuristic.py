@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from functools import lru_cache
 
+from reverie.claims import fact_relation
 from reverie.engines import lexicon as lx
 from reverie.engines.base import (
     DistillRequest,
@@ -927,8 +928,6 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
     """The existing summary with each new line added once; nothing already said is
     repeated, and a part the new line contradicts ("Lives in Berlin" after "Lives in
     Lisbon") gives way to it."""
-    from reverie.learn import fact_relation
-
     parts = [p.strip() for p in _SUMMARY_PARTS.split(existing) if p.strip()]
     changed = False
     for line in additions:
@@ -993,16 +992,21 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[_Signal], list[str]]
     return signals, texts
 
 
+_TWIN = 0.6  # a stored fact this close says the same: reinforce it
+
+
 def _reconcile(sig: _Signal, stored: list[tuple[FactRef, _Claim]], removed: set[str], result: Extraction) -> bool:
     """Marks the stored facts ``sig`` takes back; True when a stored fact already says it (reinforce it)."""
     if not stored:
         return False
     claim = _claim(sig.content, sig.negated)
     for fact, old in stored:
-        if fact.id not in removed and _contradicts(claim, old):
+        if fact.id not in removed and (
+            _contradicts(claim, old) or fact_relation(sig.content, fact.content, _TWIN) == "conflict"
+        ):
             removed.add(fact.id)
             result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
-    twin = next((f for f, old in stored if f.id not in removed and _overlap(claim.tokens, old.tokens) >= 0.6), None)
+    twin = next((f for f, old in stored if f.id not in removed and _overlap(claim.tokens, old.tokens) >= _TWIN), None)
     if twin is None:
         return False
     if twin.id not in result.facts_to_reinforce:
