@@ -81,9 +81,18 @@ def check_user(user: Any) -> str:
     return user.strip()
 
 
+def clean_label(value: Any, field: str) -> Any:
+    """Threads, agents, speakers, roles, projects: short labels, stored without secrets."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    return _redact.redact(value.strip())
+
+
 def normalize_category(category: str | None) -> tuple[str, str | None]:
     """(category, original): an unknown category is stored as other, the original kept."""
-    value = (category or "other").strip()
+    value = _redact.redact((category or "other").strip())
     low = value.lower()
     if low in CATEGORIES:
         return low, None
@@ -174,7 +183,10 @@ class Memory:
         Use it as a context manager and call ``turn.complete(reply)``; leaving the
         block without it marks the episode interrupted, an exception marks it failed.
         """
-        return Turn.open(self, message, user=check_user(user), thread=thread, agent=agent, budget=budget, at=at)
+        return Turn.open(
+            self, message, user=check_user(user), thread=clean_label(thread, "thread") or "default",
+            agent=clean_label(agent, "agent"), budget=budget, at=at,
+        )
 
     def complete_turn(self, frame_id: str, reply: str, *, user: str | None = None) -> Episode:
         """Phase two of a turn opened elsewhere (the REST and MCP doors use this)."""
@@ -200,6 +212,7 @@ class Memory:
         episode per message. One transaction for the whole call.
         """
         user = check_user(user)
+        thread, agent = clean_label(thread, "thread") or "default", clean_label(agent, "agent")
         msgs = [self._message(m, i, at) for i, m in enumerate(messages)]
         if not msgs:
             raise InvalidInput("messages is empty: nothing to add", field="messages")
@@ -253,8 +266,8 @@ class Memory:
             except ValueError as exc:
                 raise InvalidInput(f"{field}.at is not an ISO date-time: {when!r}", field=f"{field}.at") from exc
         return Message(
-            role=str(role),
-            speaker=data.get("speaker"),
+            role=clean_label(str(role), f"{field}.role"),
+            speaker=clean_label(data.get("speaker"), f"{field}.speaker"),
             content=clean_text(content, f"{field}.content"),
             at=as_utc(when) if when else None,
             source_id=str(data["source_id"]) if data.get("source_id") else None,
@@ -283,7 +296,7 @@ class Memory:
             raise InvalidInput("confidence must be between 0 and 1", field="confidence")
         fact = Fact(
             user=user,
-            agent=agent,
+            agent=clean_label(agent, "agent"),
             content=content,
             category=category,
             original_category=original,
@@ -423,7 +436,7 @@ class Memory:
         """A whole markdown document (a reusable pattern), recalled when matched."""
         doc = KnowledgeDoc(
             user=check_user(user), title=clean_text(title, "title"), body=clean_text(body, "body"),
-            tags=tags or [], scope=scope, agent=agent, project=project,
+            tags=tags or [], scope=scope, agent=clean_label(agent, "agent"), project=clean_label(project, "project"),
         )
         with self.store.transaction():
             self.learner.index_knowledge(doc)

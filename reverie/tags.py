@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagRelation, utcnow
+from reverie.redact import redact
 from reverie.store.base import Store
 from reverie.text import STOPWORDS, has_cjk
 
@@ -133,7 +134,8 @@ class TagWriter:
     def ensure_map(self, names: list[str], *, dimension: str = "content") -> dict[str, str]:
         """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
         (itself, or the tag it was merged into)."""
-        wanted = [normalize_tag(n) for n in names]
+        # a name that holds a secret is no feature worth keeping
+        wanted = [normalize_tag(n) for n in names if redact(n) == n]
         existing = self.store.get_tags(self.user, wanted)
         out: dict[str, str] = {}
         for norm in dict.fromkeys(wanted):

@@ -223,9 +223,20 @@ SECRETS = ["ana@example.com", "+1 415-555-0132", "4111 1111 1111 1111", "sk-abcd
 
 
 def _assert_no_secret(mem, home):
-    dump = json.dumps(mem.export(user="ana"), ensure_ascii=False)
+    """Every text cell of every table (full-text indexes, tags, journals included) and every
+    markdown file."""
+    import sqlite3
+
+    conn = sqlite3.connect(home / "reverie.db")
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    dump = ""
+    for table in tables:
+        for row in conn.execute(f'SELECT * FROM "{table}"'):
+            dump += " ".join(str(v) for v in row if isinstance(v, str)) + "\n"
+    conn.close()
     for path in home.rglob("*.md"):
         dump += path.read_text(encoding="utf-8")
+    assert "episodes_fts" in tables and "tags" in tables
     for secret in SECRETS:
         assert secret not in dump, secret
 
@@ -242,13 +253,19 @@ def test_no_secret_survives_any_write_path_even_when_the_engine_returns_it(home,
     })
     mem = _openai(home, fake_openai)
     mem.add([{"role": "user", "content": f"{leak}; my password is hunter2secret"}], user="ana")
-    with mem.turn(f"remember {leak}", user="ana") as turn:
+    mem.add([{"speaker": "ana@example.com", "content": "hello from a named speaker"},
+             {"speaker": "+1 415-555-0132", "role": "4111 1111 1111 1111", "content": "hi"}],
+            user="ana", thread="ana@example.com", agent="+1 415-555-0132")
+    with mem.turn(f"remember {leak}", user="ana", thread="sk-abcdefghijklmnopqrstuvwx123456") as turn:
         turn.complete(f"ok {leak}")
-    mem.remember(f"Fact with {leak}", user="ana")
+    mem.remember(f"Fact with {leak}", user="ana", tags=["ana@example.com", "contact"],
+                 category="ana@example.com", agent="ana@example.com")
     mem.set_profile("user.topOfMind", leak, user="ana")
-    mem.add_knowledge("Contacts", leak, user="ana")
-    mem.import_({"version": 1, "facts": [{"content": f"imported {leak}"}]}, user="ana")
+    mem.add_knowledge("Contacts", leak, user="ana", tags=["password: hunter2secret"], project="ana@example.com")
+    mem.import_({"version": 1, "facts": [{"content": f"imported {leak}", "tags": ["ana@example.com"]}]}, user="ana")
+    mem.trim([{"role": "user", "content": leak}], user="ana")
     mem.flush()
+    mem.dream(user="ana", days=30, force=True)
     _assert_no_secret(mem, home)
     mem.close()
 
