@@ -40,6 +40,7 @@ from reverie.dream import (
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, NotFound
 from reverie.claims import NEGATION
+from reverie.recall import DECAY
 from reverie.learn import MAX_FACT_CHARS
 from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
 from reverie.redact import redact
@@ -49,7 +50,6 @@ from reverie.text import normalize_space, terms, words
 if TYPE_CHECKING:
     from reverie.memory import Memory
 
-DECAY = 0.05  # seed 003: exp(-0.05 * days)
 CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
 REWRITE_SUPPORT = 0.75  # share of a rewrite's words that must come from the fact
@@ -340,11 +340,17 @@ class CleanReport(Model):
     journal: str | None = None
 
 
+def _days_unused(episode: Episode, now: datetime) -> float:
+    """Days since the episode last mattered: it happened, it was stored (an imported or
+    ingested old conversation starts fresh), or it was recalled."""
+    moments = [episode.occurred_at, episode.created_at, episode.last_used_at or episode.occurred_at]
+    return max(0.0, (now - max(as_utc(m) for m in moments)).total_seconds() / 86400)
+
+
 def episode_weight(episode: Episode, now: datetime) -> float:
     """Seed 003's self-evolution: weight decays with the days since the episode last
     mattered and rises with every use; a confirmed episode weighs double."""
-    last = max(as_utc(episode.occurred_at), as_utc(episode.last_used_at or episode.occurred_at))
-    age = max(0.0, (now - last).total_seconds() / 86400)
+    age = _days_unused(episode, now)
     weight = math.exp(-DECAY * age) * (1 + math.log1p(episode.uses))
     if episode.feedback is not None and episode.feedback.status == "confirmed":
         weight *= CONFIRMED_WEIGHT
@@ -359,7 +365,7 @@ def clean(memory: "Memory", *, user: str, dry_run: bool = False, now: datetime |
     episodes = [e for e in memory.store.list_episodes(user, archived=False) if e.status != "pending"]
     faded = []
     for ep in episodes:
-        age = (now - as_utc(ep.occurred_at)).total_seconds() / 86400
+        age = _days_unused(ep, now)
         weight = episode_weight(ep, now)
         if age >= settings.clean_min_age_days and weight < settings.clean_weight_threshold:
             faded.append((ep, CleanItem(episode_id=ep.id, weight=round(weight, 4), age_days=round(age, 1),

@@ -150,10 +150,20 @@ def test_tidy_cli_dry_run_shows_the_diff_and_yes_applies(home, tidy_facts, fake_
 
 # ---------------------------------------------------------------- clean and restore
 
+def stored_back_then(mem, episode, when):
+    """An episode that has been in memory since ``when`` (clean counts from the last moment
+    an episode mattered: it happened, it was stored, it was used)."""
+    episode = mem.episode(episode.id)
+    episode.created_at = when
+    mem.store.put_episode(episode)
+    return episode
+
+
 def test_clean_archives_faded_episodes_and_restore_brings_them_back(mem):
     old, used, recent = (
-        mem.add([f"I mentioned {topic} once"], user="ana", at=NOW - timedelta(days=age))[0]
-        for topic, age in (("the harbour trip", 100), ("the garden plan", 100), ("the new bike", 5))
+        stored_back_then(mem, mem.add([f"I mentioned {topic} once"], user="ana", at=when)[0], when)
+        for topic, when in (("the harbour trip", NOW - timedelta(days=100)),
+                            ("the garden plan", NOW - timedelta(days=100)), ("the new bike", NOW - timedelta(days=5)))
     )
     mem.store.touch("episode", [used.id], NOW - timedelta(days=2))
     mem.store.touch("episode", [used.id], NOW - timedelta(days=1))
@@ -176,7 +186,8 @@ def test_clean_archives_faded_episodes_and_restore_brings_them_back(mem):
 
 def test_clean_and_restore_from_the_cli(home):
     with Memory(home, background=False) as mem:
-        old = mem.add(["I mentioned the harbour trip once"], user="ana", at=datetime.now(timezone.utc) - timedelta(days=200))[0]
+        when = datetime.now(timezone.utc) - timedelta(days=200)
+        old = stored_back_then(mem, mem.add(["I mentioned the harbour trip once"], user="ana", at=when)[0], when)
     cleaned = json.loads(cli(home, "clean", "--user", "ana", "--json").output)
     assert [i["episode_id"] for i in cleaned["archived"]] == [old.id]
     assert cli(home, "restore", old.id, "--user", "ana").exit_code == 0
@@ -269,3 +280,15 @@ def test_sync_changes_nothing_when_memory_md_is_missing_and_undo_rejects_unknown
     assert mem.fact(fact.id).status == "consolidated"
     with pytest.raises(NotFound):
         mem.undo("chg_0000000000000000", user="ana")
+
+
+def test_clean_leaves_freshly_ingested_old_history_alone(mem):
+    from datetime import datetime, timedelta, timezone
+
+    old = datetime.now(timezone.utc) - timedelta(days=400)
+    mem.add([{"role": "user", "content": f"Long ago we visited the lighthouse number {i}"} for i in range(3)],
+            user="ana", at=old, group="message")
+    report = mem.clean(user="ana", dry_run=True)
+    assert report.archived == [] and report.kept == 3
+    later = datetime.now(timezone.utc) + timedelta(days=200)  # still never recalled by then
+    assert len(mem.clean(user="ana", dry_run=True, now=later).archived) == 3
