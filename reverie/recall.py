@@ -250,8 +250,10 @@ class Recaller:
                 if perception.sub_scene and ep.sub_scene == perception.sub_scene:
                     score += SCENE_BONUS
                     parts["sub_scene"] = SCENE_BONUS
-            if thread and ep.thread == thread:
-                parts["thread"] = 1.0
+            if thread and ep.thread != thread:
+                return None  # per-thread memory is a filtered view of the same store
+        elif kind == "note" and thread:
+            return None  # a day's notes span threads
         elif kind == "fact":
             fact: Fact = item
             if fact.status == "archived" or (agent and fact.agent not in (None, agent)):

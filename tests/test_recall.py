@@ -203,3 +203,14 @@ def test_memories_sharing_features_with_the_best_match_come_along(mem):
     writer.set_status("biscuit", "deprecated")  # a deprecated feature leads nowhere
     items = {i.id for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False).items}
     assert linked.id not in items
+
+
+def test_a_thread_narrows_episodes_but_not_facts(mem):
+    mine = _say(mem, "The billing migration uses logical replication", at=NOW - timedelta(days=1), thread="billing")
+    other = _say(mem, "The billing dashboard needs a new chart", at=NOW - timedelta(days=1), thread="dashboards")
+    fact = mem.remember("Billing runs on Postgres", user="ana")
+    mem.flush()
+    everywhere = {i.id for i in mem.recall("billing", user="ana", at=NOW, track=False).items}
+    assert {mine.id, other.id, fact.id} <= everywhere
+    narrowed = {i.id for i in mem.recall("billing", user="ana", thread="billing", at=NOW, track=False).items}
+    assert mine.id in narrowed and fact.id in narrowed and other.id not in narrowed
