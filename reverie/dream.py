@@ -73,7 +73,7 @@ ARCHIVE_NEWER = "contradicted by a newer entry"
 # ---------------------------------------------------------------- reversible changes
 
 class Change(Model):
-    kind: Literal["fact", "episode"]
+    kind: Literal["fact", "episode", "profile"]  # a profile change's id is the section name
     id: str
     before: dict[str, Any] | None = None  # None: the operation created it
 
@@ -101,6 +101,10 @@ class Journal(Model):
             kind = "episode" if isinstance(item, Episode) else "fact"
             self._before.setdefault((kind, item.id), item.model_dump(mode="json"))
 
+    def watch_profile(self, store: Store) -> None:
+        for name, section in store.get_profile(self.user).sections().items():
+            self._before.setdefault(("profile", name), _section_state(section))
+
     def created(self, fact: Fact) -> None:
         self._created.append(fact.id)
 
@@ -110,6 +114,8 @@ class Journal(Model):
         now: dict[tuple[str, str], dict[str, Any]] = {
             ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
         } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
+        if any(kind == "profile" for kind, _ in self._before):
+            now |= {("profile", n): _section_state(s) for n, s in store.get_profile(self.user).sections().items()}
         created = set(self._created)
         self.changes = [
             Change(kind=key[0], id=key[1], before=before)
@@ -122,6 +128,10 @@ class Journal(Model):
         if self.changes:
             store.set_meta(journal_key(self.id), self.model_dump_json())
         return self
+
+
+def _section_state(section: Any) -> dict[str, Any]:
+    return {"summary": section.summary, "updated_at": section.updated_at.isoformat() if section.updated_at else None}
 
 
 def journal_key(journal_id: str) -> str:

@@ -422,6 +422,13 @@ def undo(memory: "Memory", journal_id: str, *, user: str) -> UndoReport:
             if change.kind == "episode":
                 memory.store.put_episode(Episode.model_validate(change.before))
                 report.restored += 1
+            elif change.kind == "profile":
+                before = change.before or {}
+                stamp = before.get("updated_at")
+                memory.store.put_profile_section(
+                    user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else now
+                )
+                report.restored += 1
             elif change.before is not None:
                 fact = Fact.model_validate(change.before)
                 memory.learner.index_fact(fact, fact.tags)
@@ -546,6 +553,7 @@ def sync(memory: "Memory", *, user: str) -> SyncReport:
     lines, profile = parse_memory_md(text)
     journal = Journal(user=user, action="sync")
     with memory.store.transaction():
+        journal.watch_profile(memory.store)
         curated = _SyncEdits(memory, user, snapshot.facts, journal, report).apply(lines)
         now = utcnow()
         for section in sorted(set(snapshot.profile) | set(profile)):

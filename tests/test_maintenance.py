@@ -292,3 +292,17 @@ def test_clean_leaves_freshly_ingested_old_history_alone(mem):
     assert report.archived == [] and report.kept == 3
     later = datetime.now(timezone.utc) + timedelta(days=200)  # still never recalled by then
     assert len(mem.clean(user="ana", dry_run=True, now=later).archived) == 3
+
+
+def test_undoing_a_sync_also_takes_back_its_profile_edit(mem, home):
+    mem.remember("Likes jazz", user="ana", category="preference")
+    mem.set_profile("user.cognitiveStyle", "Conclusion first, then details", user="ana")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Conclusion first, then details", "Details first"),
+                    encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert report.profile == ["user.cognitiveStyle"] and report.journal  # a profile-only sync can be undone
+    assert mem.profile(user="ana").user.cognitive_style.summary == "Details first"
+    mem.undo(report.journal, user="ana")
+    assert mem.profile(user="ana").user.cognitive_style.summary == "Conclusion first, then details"
