@@ -134,6 +134,12 @@ def _section_state(section: Any) -> dict[str, Any]:
     return {"summary": section.summary, "updated_at": section.updated_at.isoformat() if section.updated_at else None}
 
 
+def _in_home(memory: "Memory", path: Path) -> str:
+    """A written file as a path inside the memory home: reports reach API clients, which
+    have no business knowing the server's folders."""
+    return Path(path).resolve().relative_to(Path(memory.home).resolve()).as_posix()
+
+
 def journal_key(journal_id: str) -> str:
     return f"journal:{journal_id}"
 
@@ -579,9 +585,9 @@ def _dream(memory: "Memory", run: DreamRun, force: bool, now: datetime) -> Dream
     report.entries = len(curated)
     report.categories = len({f.category for f in curated})
     if curated:  # never an empty overwrite
-        report.memory_md = str(publish_memory_md(memory, user, curated, dreamed_at=until))
+        report.memory_md = _in_home(memory, publish_memory_md(memory, user, curated, dreamed_at=until))
     report.output_hash = _Inputs.read(memory, user, since, until).digest()
-    report.diary = str(write_diary(memory, run, report, now))
+    report.diary = _in_home(memory, write_diary(memory, run, report, now))
     return report
 
 

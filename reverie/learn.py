@@ -150,8 +150,7 @@ class Learner:
             self._cond.notify()
 
     def requeue_unlearned(self, user: str | None = None) -> None:
-        episodes = self.store.unlearned_episodes(limit=100000)
-        self.enqueue([e for e in episodes if user is None or e.user == user], delay=0.0)
+        self.enqueue(self.store.unlearned_episodes(limit=100000, user=user), delay=0.0)
 
     def pending(self) -> int:
         with self._cond:

@@ -493,7 +493,7 @@ def health(memory: "Memory", *, user: str) -> HealthReport:
             elif found == "conflict" and a.category == b.category:
                 report.contradictions.append([_fact_line(a), _fact_line(b)])
     report.pending_facts = len(memory.store.list_facts(user, status="pending"))
-    report.unlearned_episodes = sum(1 for e in memory.store.unlearned_episodes(limit=100000) if e.user == user)
+    report.unlearned_episodes = len(memory.store.unlearned_episodes(limit=100000, user=user))
     for tag in memory.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.reasons = _verdict(report)

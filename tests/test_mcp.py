@@ -58,7 +58,7 @@ async def error(client: Client, tool: str, **arguments: Any) -> str:
 def test_stdio_process_message_then_save_memory_then_search_finds_it(tmp_path):
     async def script(client: Client) -> None:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"process_message", "save_memory", "remember", "search", "forget", "feedback", "dream"}
+        assert names == {"process_message", "save_memory", "remember", "search", "forget", "feedback", "dream", "dream_status"}
         frame = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
         assert frame["frame_id"].startswith("ep_") and frame["route"] in ("shallow", "medium", "deep")
         saved = await call(client, "save_memory", frame_id=frame["frame_id"], reply="Biscuit is a lovely name!")
@@ -103,8 +103,14 @@ def test_stdio_dream_runs_for_the_user(tmp_path):
 
     async def script(client: Client) -> None:
         assert (await client.read_resource("memory://MEMORY.md")).contents[0].text == ""
-        run = await call(client, "dream", days=3)
-        assert run["user"] == "ana" and run["status"] == "done"
+        run = await call(client, "dream", days=3)  # starts in the background
+        assert run["user"] == "ana" and run["status"] in ("queued", "running", "done")
+        for _ in range(200):
+            status = await call(client, "dream_status", id=run["id"])
+            if status["status"] not in ("queued", "running"):
+                break
+            await anyio.sleep(0.05)
+        assert status["status"] == "done"
         assert "bakery" in (await client.read_resource("memory://MEMORY.md")).contents[0].text
         assert "days" in await error(client, "dream", days=0)
 

@@ -57,8 +57,8 @@ def dream(
             console.print(escape(describe(run)))
             report = DreamReport.model_validate(run.report or {})
             for label, path in (("MEMORY.md", report.memory_md), ("diary", report.diary)):
-                if path:
-                    console.print(f"[dim]{label}:[/] {escape(path)}")
+                if path:  # reports name files inside the home; a person wants the whole path
+                    console.print(f"[dim]{label}:[/] {escape(str(mem.home / path))}")
         if run.status == "failed":
             raise typer.Exit(1)
 

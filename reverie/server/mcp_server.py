@@ -157,8 +157,14 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
 
     @tool
     def dream(days: Annotated[int | None, Field(ge=1, le=30, description="How many days back (1-30).")] = None) -> str:
-        """Distill recent daily notes and facts into long-term memory (MEMORY.md) now."""
-        return _answer(lambda user: memory.dream(user=user, days=days, background=False))
+        """Start distilling recent daily notes and facts into long-term memory (MEMORY.md).
+        It runs in the background; ask dream_status with the returned id for the outcome."""
+        return _answer(lambda user: memory.dream(user=user, days=days, background=True))
+
+    @tool
+    def dream_status(id: Annotated[str | None, Field(description="A dream run id; default: the latest.")] = None) -> str:
+        """How a dream run went: queued, running, done, skipped or failed, with its report."""
+        return _answer(lambda user: memory.dream_status(id, user=user))
 
     @server.resource("memory://MEMORY.md", name="MEMORY.md", mime_type="text/markdown")
     def memory_md() -> str:

@@ -110,7 +110,7 @@ class Store(ABC):
         """Frames left pending by a crashed process become interrupted; returns how many."""
 
     @abstractmethod
-    def unlearned_episodes(self, limit: int = 1000) -> list[Episode]:
+    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[Episode]:
         """Completed episodes the learning line has not processed yet (oldest first)."""
 
     @abstractmethod

@@ -390,10 +390,12 @@ class SQLiteStore(Store):
                 self.put_episode(episode)
         return len(rows)
 
-    def unlearned_episodes(self, limit: int = 1000) -> list[Episode]:
-        rows = self._x(
-            "SELECT * FROM episodes WHERE status = 'completed' AND learned = 0 ORDER BY pk LIMIT ?", (limit,)
-        )
+    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[Episode]:
+        sql, params = "SELECT * FROM episodes WHERE status = 'completed' AND learned = 0", []
+        if user is not None:
+            sql += " AND user = ?"
+            params.append(user)
+        rows = self._x(sql + " ORDER BY pk LIMIT ?", [*params, limit])
         return [self._episode(r) for r in rows]
 
     def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None:
