@@ -83,12 +83,12 @@ def clip(text: str, limit: int) -> str:
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 
 
-def attribute(text: str, messages: list[Message]) -> list[int]:
+def attribute(text: str, messages: list[Message], *, bags: list[frozenset[str]] | None = None) -> list[int]:
     """Which messages a derived line (summary, overview, fact) was drawn from: each of its
     sentences goes to the message that holds at least half of its words, if any."""
     # a "Speaker:" label carries the speaker's name, which is no evidence of where a sentence came from
     names = frozenset(t for m in messages if m.speaker for t in token_set(m.speaker))
-    bags = [token_set(m.content) for m in messages]
+    bags = bags if bags is not None else [token_set(m.content) for m in messages]
     found: set[int] = set()
     for sentence in _SENTENCE.split(text):
         words = token_set(sentence) - names
@@ -207,14 +207,15 @@ class Learner:
                 if ep.status == "completed" and not ep.learned
             ]
             episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
-            if not episodes:
-                return 0
-            try:
-                self.learn(episodes)
-            except EngineError as exc:
-                self._retry_later(key, pending, episodes, exc)
-                return 0
-            return len(episodes)
+            learned = 0
+            for start, chunk in _chunks(episodes, self.memory.engines.extract.batch_chars):
+                try:
+                    self.learn(chunk)
+                except EngineError as exc:
+                    self._retry_later(key, pending, episodes[start:], exc)
+                    break
+                learned += len(chunk)
+            return learned
 
     def _retry_later(self, key: Key, pending: _Pending, episodes: list[Episode], exc: Exception) -> None:
         log.warning("engine failed for %d episodes of %s, will retry: %s", len(episodes), key, exc)
@@ -223,7 +224,7 @@ class Learner:
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
         with self._cond:
             current = self._queue.setdefault(key, _Pending())
-            current.ids = list(dict.fromkeys(pending.ids + current.ids))
+            current.ids = list(dict.fromkeys([e.id for e in episodes] + current.ids))
             current.attempts = pending.attempts
             current.due = time.monotonic() + delay
             self._cond.notify()
@@ -311,8 +312,11 @@ class Learner:
             s = plan.summaries[ep.id]
             ep.summary = redact(normalize_space(s.summary))
             ep.overview = redact(normalize_space(s.overview))
-            ep.summary_from = attribute(ep.summary, ep.messages)
-            ep.overview_from = ep.summary_from if ep.overview == ep.summary else attribute(ep.overview, ep.messages)
+            bags = [token_set(m.content) for m in ep.messages]
+            ep.summary_from = attribute(ep.summary, ep.messages, bags=bags)
+            ep.overview_from = (
+                ep.summary_from if ep.overview == ep.summary else attribute(ep.overview, ep.messages, bags=bags)
+            )
             if s.scene and not ep.scene:
                 ep.scene, ep.sub_scene = s.scene, s.sub_scene
             ep.tags = list(dict.fromkeys(live[n] for n in map(normalize_tag, s.tags) if n in live))
@@ -473,6 +477,23 @@ def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
     """The turns a learned fact rests on: those it was drawn from, else its episodes' turns."""
     drawn = [sid for e in episodes for sid in e.sources_of(attribute(content, e.messages))]
     return drawn or [sid for e in episodes for sid in e.source_ids]
+
+
+def _chunks(episodes: list[Episode], max_chars: int | None):
+    """(start index, episodes) batches of at most ``max_chars`` of text each (one episode at
+    least), so that a long ingested talk reaches a model in prompts it can read."""
+    if max_chars is None:
+        yield 0, episodes
+        return
+    start, size = 0, 0
+    for i, ep in enumerate(episodes):
+        length = sum(len(m.content) for m in ep.messages)
+        if i > start and size + length > max_chars:
+            yield start, episodes[start:i]
+            start, size = i, 0
+        size += length
+    if start < len(episodes):
+        yield start, episodes[start:]
 
 
 def _ref(fact: Fact) -> FactRef:

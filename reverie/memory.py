@@ -87,7 +87,7 @@ def clean_label(value: Any, field: str) -> Any:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    return _redact.redact(value.strip())
+    return _redact.redact_label(value.strip())
 
 
 def normalize_category(category: str | None) -> tuple[str, str | None]:

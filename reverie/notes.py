@@ -20,14 +20,17 @@ def user_dir(memory: "Memory", user: str) -> Path:
     return Path(memory.home) / "users" / user
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Temp file + rename: readers see the old file or the new one, never half of one.
+    ``durable=False`` skips the fsync, for views the store can always render again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -46,4 +49,5 @@ def mirror_notes(memory: "Memory", user: str, dates: Iterable[str]) -> None:
     for date in sorted(set(dates)):
         notes = memory.store.list_notes(user, since=date, until=date)
         if notes:
-            write_atomic(folder / f"{date}.md", render_day(date, (n.content for n in notes)))
+            # the store holds the notes; a lost file is written again on the next flush
+            write_atomic(folder / f"{date}.md", render_day(date, (n.content for n in notes)), durable=False)

@@ -17,12 +17,14 @@ about passwords stay as they are, because memory that loses them is worse.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-__all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_obj"]
+__all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_label", "redact_obj"]
 
 Kind = Literal["email", "phone", "card", "id-number", "iban", "password", "api-key", "token", "private-key"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -483,3 +485,9 @@ def _redact_field(key: Any, value: Any) -> Any:
     if kind is not None and isinstance(value, str) and value.strip() and not _PLACEHOLDER_RE.fullmatch(value):
         return f"[{kind}]"
     return redact_obj(value)
+
+
+@lru_cache(maxsize=8192)
+def redact_label(text: str) -> str:
+    """:func:`redact` for short labels that repeat (speakers, roles, threads, tag names)."""
+    return redact(text)

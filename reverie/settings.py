@@ -48,6 +48,7 @@ class Settings(BaseModel):
     fact_capacity: int = 100
     duplicate_jaccard: float = 0.7
     max_message_chars: int = 4000
+    learn_batch_chars: int = 16000  # text per LLM extract call when learning from a long talk
     # recall line
     budget: int = 2000
     correction_budget_share: float = 0.15

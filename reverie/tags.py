@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagRelation, utcnow
-from reverie.redact import redact
+from reverie.redact import redact_label
 from reverie.store.base import Store
 from reverie.text import STOPWORDS, has_cjk
 
@@ -135,7 +135,7 @@ class TagWriter:
         """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
         (itself, or the tag it was merged into)."""
         # a name that holds a secret is no feature worth keeping
-        wanted = [normalize_tag(n) for n in names if redact(n) == n]
+        wanted = [normalize_tag(n) for n in names if redact_label(n) == n]
         existing = self.store.get_tags(self.user, wanted)
         out: dict[str, str] = {}
         for norm in dict.fromkeys(wanted):

@@ -104,7 +104,7 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return list(_terms(text, keep_stopwords))
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     # the same message is split by the index, the summarizer and the extractor: once is enough
     result = []

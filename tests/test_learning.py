@@ -344,3 +344,33 @@ def test_learning_keeps_what_was_written_while_the_engine_worked(mem):
     stored = mem.episode(ep.id)
     assert stored.learned and stored.summary
     assert stored.feedback is not None and stored.feedback.status == "rejected"
+
+
+def test_a_long_talk_reaches_the_engine_in_bounded_batches(home, fake_openai):
+    fake_openai.respond_by_step({"summarize": SUMMARY, "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, learn_batch_chars=1000)
+    mem.add([{"role": "user", "content": f"message {i}: " + "words " * 40} for i in range(20)],
+            user="ana", group="message")
+    assert mem.flush() == 20
+    extracts = [r for r in fake_openai.chat_requests if r.step == "extract"]
+    assert len(extracts) >= 5
+    assert all(len(r.message("user")) < 4000 for r in extracts)
+    mem.close()
+
+
+def test_a_failed_batch_keeps_the_rest_for_later(home, fake_openai):
+    calls = {"n": 0}
+
+    def extract(body):
+        calls["n"] += 1
+        return Reply.error(500) if calls["n"] == 2 else _extraction()
+
+    fake_openai.respond_by_step({"summarize": SUMMARY, "extract": extract, "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, learn_batch_chars=300)
+    mem.add([{"role": "user", "content": f"note {i}: " + "words " * 40} for i in range(4)],
+            user="ana", group="message")
+    assert mem.flush() == 1  # the first batch landed, the second failed and stopped the run
+    assert sum(e.learned for e in mem.episodes(user="ana")) == 1
+    assert mem.learner.pending() == 3
+    assert mem.flush() == 3
+    mem.close()

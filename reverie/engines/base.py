@@ -170,6 +170,8 @@ class Engine(Protocol):
     """What every engine implements. Each method is pure with respect to the store."""
 
     name: str
+    # how much conversation text one extract call should see at most (None: any)
+    batch_chars: int | None
 
     def perceive(self, request: PerceiveRequest) -> Perception: ...
 

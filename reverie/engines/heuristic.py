@@ -1468,6 +1468,7 @@ class HeuristicEngine:
     """The offline engine: every step is a pure function of its request."""
 
     name = "heuristic"
+    batch_chars = None  # rules read any length: no need to split a long talk
 
     def perceive(self, request: PerceiveRequest) -> Perception:
         return _perceive(request)

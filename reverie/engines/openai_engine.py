@@ -86,6 +86,7 @@ class OpenAIEngine:
         max_retries: int = 2,
         backoff: float = 0.5,
         temperature: float = 0.0,
+        batch_chars: int | None = 16000,
     ):
         if max_retries < 0 or backoff < 0 or timeout <= 0:
             raise InvalidInput(
@@ -98,6 +99,7 @@ class OpenAIEngine:
         self.max_retries = max_retries
         self.backoff = backoff
         self.temperature = temperature
+        self.batch_chars = batch_chars
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or _api_key_from_environment(),

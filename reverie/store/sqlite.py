@@ -273,21 +273,22 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ shared row writing
     def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> None:
-        table = _MAIN_TABLE[kind]
+        """Insert or update a row by id, and its full-text row unless ``search_text`` is None
+        (then an existing row keeps its search row; a new one gets an empty one)."""
+        table, names = _MAIN_TABLE[kind], list(columns)
         with self.transaction():
+            if search_text is None:
+                sets = ", ".join(f"{n} = ?" for n in names if n != "id")
+                values = [v for n, v in columns.items() if n != "id"]
+                if self._x(f"UPDATE {table} SET {sets} WHERE id = ?", [*values, columns["id"]]).rowcount:
+                    return
             row = self._x(f"SELECT pk FROM {table} WHERE id = ?", (columns["id"],)).fetchone()
-            names = list(columns)
             if row is None:
-                cur = self._x(
-                    f"INSERT INTO {table} ({', '.join(names)}) VALUES ({_in(names)})", columns.values()
-                )
-                pk = cur.lastrowid
+                pk = self._x(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({_in(names)})", columns.values()).lastrowid
             else:
                 pk = row[0]
                 sets = ", ".join(f"{n} = ?" for n in names)
                 self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
-                if search_text is None:
-                    return
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
             self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text or "")))
 
