@@ -406,3 +406,15 @@ def test_dream_notes_and_diary_from_the_cli(home):
     diary = cli("diary")
     assert diary.exit_code == 0 and "I read 1 fact and 1 note line from the last 2 days" in diary.output
     assert cli("diary", "--date", "1999-01-01").exit_code == 1
+
+
+def test_the_agents_own_words_in_the_notes_are_not_distilled_as_user_facts(mem):
+    from reverie.engines.base import DistillRequest, NoteRef
+    from reverie.engines.heuristic import HeuristicEngine
+
+    plan = HeuristicEngine().distill(DistillRequest(facts=[], notes=[
+        NoteRef(id="n1", date="2026-11-02", content="Assistant: Understood: always conclusion first, no padding"),
+        NoteRef(id="n2", date="2026-11-02", content="User: prefers trash over rm for deleting files"),
+    ]))
+    added = [e for e in plan.entries if e.action == "add"]
+    assert [e.sources for e in added] == [["n2"]]

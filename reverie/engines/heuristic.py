@@ -1221,6 +1221,9 @@ def _similar(a: _Item, b: _Item) -> bool:
     return len(small) >= 2 and small <= large
 
 
+_AGENT_LINE = re.compile(r"^\s*(?:assistant|agent|bot|助手)\s*[:：]", re.IGNORECASE)
+
+
 def _note_text(line: str) -> str:
     """A note line as the signal rules read it: "User: prefers tabs" (a summary) -> "The user prefers tabs"."""
     line = line.strip()
@@ -1247,6 +1250,8 @@ def _dream_items(request: DistillRequest, removals: list[PlanEntry]) -> list[_It
         items.append(_Item(fact.id, fact.content.strip(), fact.category, fact.confidence, fact.uses, when,
                            len(items), True, fact.content, _claim(fact.content, negated)))
     for note in request.notes:
+        if _AGENT_LINE.match(note.content):
+            continue  # what the agent said is no fact about the user
         for sig in _line_signals(_note_text(note.content)):
             items.append(_Item(note.id, sig.content, sig.category, sig.confidence, 0, _note_time(note.date),
                                len(items), False, note.content, _claim(sig.content, sig.negated)))
