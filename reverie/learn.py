@@ -64,6 +64,7 @@ TEMPORARY = re.compile(
     re.IGNORECASE,
 )
 MAX_FACT_CHARS = 160
+AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
 
@@ -448,13 +449,20 @@ class Learner:
         for ep in episodes:
             if not ep.summary or is_trivial(ep.user_text):
                 continue
+            content, drawn = ep.summary, ep.summary_from
+            first = next((i for i, m in enumerate(ep.messages) if m.role not in AGENT_ROLES), None)
+            if first is not None and drawn and all(ep.messages[i].role in AGENT_ROLES for i in drawn):
+                # the day's notes tell what the user said and did, not the agent's answer
+                message = ep.messages[first]
+                content = f"{message.speaker or 'User'}: {clip(normalize_space(message.content), 240)}"
+                drawn = [first]
             self.store.put_note(
                 Note(
                     user=user,
                     date=ep.occurred_at.date().isoformat(),
-                    content=ep.summary,
+                    content=content,
                     episodes=[ep.id],
-                    source_ids=ep.sources_of(ep.summary_from),
+                    source_ids=ep.sources_of(drawn),
                 )
             )
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 EpisodeStatus = Literal["pending", "completed", "interrupted", "failed"]
 FactStatus = Literal["pending", "consolidated", "archived"]
@@ -61,14 +61,13 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+# every stored time compares with every other: naive inputs are taken as UTC
+Timestamp = Annotated[datetime, AfterValidator(as_utc)]
+
+
 class Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _aware(cls, value: Any) -> Any:
-        # every stored time compares with every other: naive inputs are taken as UTC
-        return as_utc(value) if isinstance(value, datetime) else value
 
 
 class Message(Model):
@@ -77,7 +76,7 @@ class Message(Model):
     role: str = "user"
     speaker: str | None = None
     content: str
-    at: datetime | None = None
+    at: Timestamp | None = None
     source_id: str | None = None
 
 
@@ -85,8 +84,8 @@ class TimeRef(Model):
     """A time the message refers to ("last week", "in May 2023", "去年")."""
 
     text: str
-    start: datetime
-    end: datetime
+    start: Timestamp
+    end: Timestamp
 
 
 class Perception(Model):
@@ -105,7 +104,7 @@ class Perception(Model):
 class Feedback(Model):
     status: FeedbackStatus
     reason: str = ""
-    at: datetime = Field(default_factory=utcnow)
+    at: Timestamp = Field(default_factory=utcnow)
 
 
 class Episode(Model):
@@ -115,9 +114,9 @@ class Episode(Model):
     user: str
     agent: str | None = None
     thread: str = "default"
-    created_at: datetime = Field(default_factory=utcnow)
-    completed_at: datetime | None = None
-    occurred_at: datetime = Field(default_factory=utcnow)
+    created_at: Timestamp = Field(default_factory=utcnow)
+    completed_at: Timestamp | None = None
+    occurred_at: Timestamp = Field(default_factory=utcnow)
     status: EpisodeStatus = "pending"
     user_text: str = ""
     reply_text: str = ""
@@ -137,7 +136,7 @@ class Episode(Model):
     learned: bool = False
     archived: bool = False
     uses: int = 0
-    last_used_at: datetime | None = None
+    last_used_at: Timestamp | None = None
     # which process holds a pending frame ("host:pid"), so start-up recovery
     # interrupts only frames whose process is gone
     owner: str | None = None
@@ -172,9 +171,9 @@ class Fact(Model):
     status: FactStatus = "pending"
     tags: list[str] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
-    last_used_at: datetime | None = None
+    created_at: Timestamp = Field(default_factory=utcnow)
+    updated_at: Timestamp = Field(default_factory=utcnow)
+    last_used_at: Timestamp | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
     archived_reason: str = ""
@@ -182,7 +181,7 @@ class Fact(Model):
 
 class ProfileSection(Model):
     summary: str = ""
-    updated_at: datetime | None = Field(default=None, alias="updatedAt")
+    updated_at: Timestamp | None = Field(default=None, alias="updatedAt")
 
 
 class UserContext(Model):
@@ -234,7 +233,7 @@ class Note(Model):
     user: str
     date: str  # YYYY-MM-DD
     content: str
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: Timestamp = Field(default_factory=utcnow)
     episodes: list[str] = Field(default_factory=list)
     source_ids: list[str] = Field(default_factory=list)
 
@@ -250,8 +249,8 @@ class KnowledgeDoc(Model):
     scope: KnowledgeScope = "global"
     agent: str | None = None
     project: str | None = None
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
+    created_at: Timestamp = Field(default_factory=utcnow)
+    updated_at: Timestamp = Field(default_factory=utcnow)
 
 
 class Tag(Model):
@@ -265,8 +264,8 @@ class Tag(Model):
     synonyms: list[str] = Field(default_factory=list)
     status: TagStatus = "unexamined"
     merged_to: str | None = None
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
+    created_at: Timestamp = Field(default_factory=utcnow)
+    updated_at: Timestamp = Field(default_factory=utcnow)
 
 
 class TagRelation(Model):

@@ -111,7 +111,10 @@ def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     for w in words(text):
         if not keep_stopwords and (w in STOPWORDS or (len(w) == 1 and not has_cjk(w))):
             continue
-        result.append(stem(w.replace("'", "")))
+        term = stem(w.replace("'", ""))
+        if not keep_stopwords and term in STOPWORDS:
+            continue  # "wants" is as empty as "want"
+        result.append(term)
     return tuple(result)
 
 

@@ -374,3 +374,13 @@ def test_a_failed_batch_keeps_the_rest_for_later(home, fake_openai):
     assert mem.learner.pending() == 3
     assert mem.flush() == 3
     mem.close()
+
+
+def test_daily_notes_tell_what_the_user_said_not_the_agents_answer(mem):
+    mem.add([{"role": "user", "content": "No, actually I switched to helix last month, not neovim."},
+             {"role": "assistant", "content": "Thanks for the correction: helix it is, I will remember that carefully."}],
+            user="ana", at=AT)
+    mem.flush()
+    notes = mem.store.list_notes("ana")
+    assert len(notes) == 1 and "helix last month" in notes[0].content
+    assert not notes[0].content.lower().startswith("assistant")
