@@ -43,6 +43,7 @@ from reverie.models import (
 )
 from reverie.claims import fact_relation
 from reverie.redact import redact
+from reverie.store.base import EpisodeRef
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import jaccard, normalize_space, preferred_language, token_set
 
@@ -109,7 +110,7 @@ def fact_rank(fact: Fact, now: datetime) -> float:
 
 @dataclass
 class _Pending:
-    ids: list[str] = field(default_factory=list)
+    ids: dict[str, None] = field(default_factory=dict)  # an ordered set
     due: float = 0.0
     attempts: int = 0
 
@@ -140,13 +141,12 @@ class Learner:
             self._thread.start()
 
     # ------------------------------------------------------------ queue
-    def enqueue(self, episodes: Iterable[Episode], *, delay: float | None = None) -> None:
+    def enqueue(self, episodes: Iterable[Episode | EpisodeRef], *, delay: float | None = None) -> None:
         due = time.monotonic() + (self.settings.debounce_seconds if delay is None else delay)
         with self._cond:
             for ep in episodes:
                 pending = self._queue.setdefault((ep.user, ep.agent, ep.thread), _Pending())
-                if ep.id not in pending.ids:
-                    pending.ids.append(ep.id)
+                pending.ids.setdefault(ep.id)
                 pending.due = max(pending.due, due) if pending.attempts else due
             self._cond.notify()
 
@@ -225,7 +225,7 @@ class Learner:
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
         with self._cond:
             current = self._queue.setdefault(key, _Pending())
-            current.ids = list(dict.fromkeys([e.id for e in episodes] + current.ids))
+            current.ids = dict.fromkeys([*(e.id for e in episodes), *current.ids])
             current.attempts = pending.attempts
             current.due = time.monotonic() + delay
             self._cond.notify()

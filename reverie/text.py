@@ -87,8 +87,13 @@ def stem(word: str) -> str:
     return word
 
 
+_ASCII_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words in reading order; Chinese runs segmented into words."""
+    if text.isascii():  # most text: no CJK, no curly quotes, a much simpler pattern
+        return _ASCII_TOKEN_RE.findall(text.lower())
     out: list[str] = []
     for match in _TOKEN_RE.finditer(text.lower()):
         token = match.group(0)

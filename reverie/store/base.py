@@ -38,6 +38,16 @@ class Posting:
     weight: float
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeRef:
+    """Where an episode belongs, without its content (enough to queue it for learning)."""
+
+    id: str
+    user: str
+    agent: str | None
+    thread: str
+
+
 @dataclass(slots=True)
 class ApiKey:
     id: str
@@ -110,7 +120,7 @@ class Store(ABC):
         """Frames left pending by a crashed process become interrupted; returns how many."""
 
     @abstractmethod
-    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[Episode]:
+    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list["EpisodeRef"]:
         """Completed episodes the learning line has not processed yet (oldest first)."""
 
     @abstractmethod

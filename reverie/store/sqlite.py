@@ -29,7 +29,7 @@ from reverie.models import (
     TagRelation,
     as_utc,
 )
-from reverie.store.base import ApiKey, DreamRun, Hit, Posting, Store
+from reverie.store.base import ApiKey, DreamRun, EpisodeRef, Hit, Posting, Store
 from reverie.text import index_text
 
 MIGRATIONS: list[str] = [
@@ -391,13 +391,13 @@ class SQLiteStore(Store):
                 self.put_episode(episode)
         return len(rows)
 
-    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[Episode]:
-        sql, params = "SELECT * FROM episodes WHERE status = 'completed' AND learned = 0", []
+    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:
+        sql, params = "SELECT id, user, agent, thread FROM episodes WHERE status = 'completed' AND learned = 0", []
         if user is not None:
             sql += " AND user = ?"
             params.append(user)
         rows = self._x(sql + " ORDER BY pk LIMIT ?", [*params, limit])
-        return [self._episode(r) for r in rows]
+        return [EpisodeRef(*r) for r in rows]
 
     def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None:
         ids = list(episode_ids)
