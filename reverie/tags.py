@@ -13,6 +13,7 @@ Two sides with different rights:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from reverie.errors import InvalidInput, NotFound
@@ -37,6 +38,7 @@ GENERIC_TAGS: set[str] = {
 }
 
 
+@lru_cache(maxsize=16384)
 def normalize_tag(name: str) -> str:
     """One spelling per tag: lower case, single spaces, a plain plural folded.
 
