@@ -45,7 +45,7 @@ from reverie.claims import fact_relation
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tags import TagWriter, normalize_tag
-from reverie.text import jaccard, normalize_space, preferred_language, token_set
+from reverie.text import normalize_space, preferred_language, token_set
 
 if TYPE_CHECKING:
     from reverie.memory import Memory

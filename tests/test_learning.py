@@ -6,7 +6,6 @@ import json
 import time
 from datetime import datetime, timezone
 
-import pytest
 from typer.testing import CliRunner
 
 from reverie import Memory

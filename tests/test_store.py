@@ -90,7 +90,7 @@ def test_rewriting_an_item_keeps_one_search_row(tmp_path):
 
 def _writer(home: str, worker: int, count: int) -> None:
     mem = Memory(home, background=False)
-    for i in range(count):
+    for _ in range(count):
         mem.remember(f"w{worker} stored item {uuid.uuid4().hex} {uuid.uuid4().hex}", user="ana")
     mem.store.close()
 
