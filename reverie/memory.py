@@ -480,6 +480,10 @@ class Memory:
         track: bool = True,
     ) -> Recall:
         """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query is empty: recall needs the new message", field="query")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise InvalidInput("budget must be a positive number of tokens", field="budget")
         return self.recaller.recall(
             query, user=check_user(user), budget=budget or self.settings.budget, thread=thread,
             agent=agent, at=at, explain=explain, track=track,

@@ -214,3 +214,13 @@ def test_a_thread_narrows_episodes_but_not_facts(mem):
     assert {mine.id, other.id, fact.id} <= everywhere
     narrowed = {i.id for i in mem.recall("billing", user="ana", thread="billing", at=NOW, track=False).items}
     assert mine.id in narrowed and fact.id in narrowed and other.id not in narrowed
+
+
+@pytest.mark.parametrize("query, budget, field", [("", None, "query"), ("   ", None, "query"),
+                                                   ("hello", 0, "budget"), ("hello", -5, "budget")])
+def test_bad_recall_input_names_the_field(mem, query, budget, field):
+    from reverie import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        mem.recall(query, user="ana", budget=budget)
+    assert err.value.field == field
