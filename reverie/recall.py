@@ -427,19 +427,24 @@ def _episode_line(ep: Episode, depth: str, query: frozenset[str]) -> tuple[str, 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
+def _speaker_names(ep: Episode) -> frozenset[str]:
+    return frozenset(t for m in ep.messages if m.speaker for t in terms(m.speaker))
+
+
 def _focus(ep: Episode, query: frozenset[str], count: int) -> tuple[str, list[str]] | None:
-    """The sentences of the episode that share the most query words (a speaker's name
-    counts as a word of each of their sentences)."""
-    if not query:
+    """The sentences of the episode that share the most query words. The names of the
+    people talking do not make a sentence answer ("Thanks, Melanie!"), but a speaker's
+    name counts for each of their own sentences that does."""
+    content = query - _speaker_names(ep)
+    if not content:
         return None
     ranked = []
     for index, message in enumerate(ep.messages):
         speaker = frozenset(terms(message.speaker)) if message.speaker else frozenset()
         for order, sentence in enumerate(_SENTENCE_END.split(message.content)):
             words = token_set(sentence)
-            hits = len((words | speaker) & query)
-            if words & query:
-                ranked.append((-hits, index, order, sentence))
+            if words & content:
+                ranked.append((-len((words | speaker) & query), index, order, sentence))
     if not ranked:
         return None
     # the best sentence of each message that answers, best messages first

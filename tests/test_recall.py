@@ -224,3 +224,13 @@ def test_bad_recall_input_names_the_field(mem, query, budget, field):
     with pytest.raises(InvalidInput) as err:
         mem.recall(query, user="ana", budget=budget)
     assert err.value.field == field
+
+
+def test_a_name_alone_does_not_make_a_sentence_answer(mem):
+    ep = mem.add([{"speaker": "Caroline", "content": "Thanks, Melanie! That was a lovely afternoon."},
+                  {"speaker": "Melanie", "content": "Anytime. I painted that lake sunrise last year."}],
+                 user="ana", at=NOW - timedelta(days=3))[0]
+    mem.flush()
+    item = next(i for i in mem.recall("When did Melanie paint a sunrise?", user="ana", at=NOW, track=False).items
+                if i.id == ep.id)
+    assert "lake sunrise" in item.text and "Thanks, Melanie" not in item.text
