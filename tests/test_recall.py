@@ -234,3 +234,19 @@ def test_a_name_alone_does_not_make_a_sentence_answer(mem):
     item = next(i for i in mem.recall("When did Melanie paint a sunrise?", user="ana", at=NOW, track=False).items
                 if i.id == ep.id)
     assert "lake sunrise" in item.text and "Thanks, Melanie" not in item.text
+
+
+def test_the_same_history_recalls_the_same_way_in_any_store(tmp_path):
+    """Ids are random; no ordering may depend on them (the benchmark's figures repeat)."""
+    from reverie import Memory
+
+    talk = [{"speaker": "Ana" if i % 2 == 0 else "Bo", "content": f"We talked about the {w} plan and the {w} budget"}
+            for i, w in enumerate(["garden", "kitchen", "garden", "roof", "kitchen", "garden", "roof", "attic"] * 3)]
+    lines = []
+    for name in ("a", "b"):
+        with Memory(tmp_path / name, background=False) as mem:
+            mem.add(talk, user="ana", at=NOW - timedelta(days=2))
+            mem.flush()
+            lines.append([[i.text for i in mem.recall(q, user="ana", budget=150, at=NOW, track=False).items]
+                          for q in ("the garden plan", "budget for the kitchen", "roof")])
+    assert lines[0] == lines[1]

@@ -586,7 +586,7 @@ class SQLiteStore(Store):
             return []
         rows = self._x(
             f"SELECT kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) "
-            f"AND kind IN ({_in(kinds)}) ORDER BY kind, item_id, tag",
+            f"AND kind IN ({_in(kinds)}) ORDER BY rowid",
             [user, *names, *kinds],
         )
         return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
