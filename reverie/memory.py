@@ -434,6 +434,10 @@ class Memory:
         agent: str | None = None, project: str | None = None,
     ) -> KnowledgeDoc:
         """A whole markdown document (a reusable pattern), recalled when matched."""
+        if scope not in ("global", "agent", "project"):
+            raise InvalidInput("scope must be global, agent or project", field="scope")
+        if not isinstance(tags or [], list) or not all(isinstance(t, str) for t in tags or []):
+            raise InvalidInput("tags must be a list of words", field="tags")
         doc = KnowledgeDoc(
             user=check_user(user), title=clean_text(title, "title"), body=clean_text(body, "body"),
             tags=tags or [], scope=scope, agent=clean_label(agent, "agent"), project=clean_label(project, "project"),

@@ -113,3 +113,16 @@ def test_demo_runs_offline_and_prints_blocks(tmp_path, flag):
         assert not any("example.com" in f for f in data["facts"])
     else:
         assert "<memory>" in result.output and "why each item was chosen" in result.output
+
+
+def test_knowledge_documents_from_files(home, tmp_path):
+    doc = tmp_path / "release.md"
+    doc.write_text("# Release checklist\n\n1. tag the commit\n2. build the wheel\n3. publish to the index\n", encoding="utf-8")
+    added = json.loads(run("knowledge", "add", str(doc), "--user", "ana", "--tag", "release", "--json", home=home).output)
+    assert added["title"] == "Release checklist" and added["tags"] == ["release"]
+    listed = json.loads(run("knowledge", "list", "--user", "ana", "--json", home=home).output)
+    assert [d["id"] for d in listed] == [added["id"]]
+    recalled = json.loads(run("recall", "how do we publish a release wheel?", "--user", "ana", "--json", home=home).output)
+    assert any(i["kind"] == "knowledge" and i["id"] == added["id"] for i in recalled["items"])
+    bad = runner.invoke(app, ["knowledge", "add", str(doc), "--user", "ana", "--scope", "planet", "--home", str(home)])
+    assert bad.exit_code == 2 and "scope" in bad.output

@@ -321,3 +321,41 @@ def tags_merge(
         moved = mem.merge_tags(old, new, user=user)
         say({"moved": moved}, as_json, f"merged {old!r} into {new!r}: {moved} items moved")
 
+
+
+knowledge_app = typer.Typer(help="Knowledge: whole markdown documents, recalled when they match.", no_args_is_help=True)
+app.add_typer(knowledge_app, name="knowledge")
+
+
+@knowledge_app.command("add")
+def knowledge_add(
+    file: Annotated[Path, typer.Argument(help="A markdown file.", exists=True, dir_okay=False)],
+    user: User,
+    home: Home = None,
+    title: Annotated[Optional[str], typer.Option(help="Title (default: the file's first heading, else its name).")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A feature tag (repeatable).")] = None,
+    scope: Annotated[str, typer.Option(help="global, agent or project.")] = "global",
+    as_json: Json = False,
+) -> None:
+    """Add a markdown document to a user's knowledge."""
+    body = file.read_text(encoding="utf-8")
+    heading = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), None)
+    with open_memory(home) as mem:
+        doc = mem.add_knowledge(title or heading or file.stem, body, user=user, tags=tag or [], scope=scope)
+        say(doc, as_json, f"added {doc.id}: {escape(doc.title)}")
+
+
+@knowledge_app.command("list")
+def knowledge_list(user: User, home: Home = None, as_json: Json = False) -> None:
+    """List a user's knowledge documents."""
+    with open_memory(home) as mem:
+        docs = mem.knowledge(user=user)
+        if as_json:
+            emit_json(dump(docs))
+            return
+        table = Table(title=f"knowledge of {user}")
+        for col in ("id", "title", "scope", "tags"):
+            table.add_column(col, no_wrap=col == "id")
+        for d in docs:
+            table.add_row(d.id, escape(d.title), d.scope, ", ".join(d.tags))
+        console.print(table)
