@@ -90,6 +90,14 @@ def clean_label(value: Any, field: str) -> Any:
     return _redact.redact_label(value.strip())
 
 
+def check_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput("tags must be a list of words", field="tags")
+    return tags
+
+
 def normalize_category(category: str | None) -> tuple[str, str | None]:
     """(category, original): an unknown category is stored as other, the original kept."""
     value = _redact.redact((category or "other").strip())
@@ -306,7 +314,7 @@ class Memory:
             provenance=Provenance(origin="manual"),
         )
         with self.store.transaction():
-            stored = self.learner.add_fact(TagWriter(self.store, user), fact, tags or [])
+            stored = self.learner.add_fact(TagWriter(self.store, user), fact, check_tags(tags))
             if stored is not fact and stored.status == "pending":
                 stored.status = "consolidated"  # a person vouched for it: promote
                 self.store.put_fact(stored)
@@ -436,8 +444,7 @@ class Memory:
         """A whole markdown document (a reusable pattern), recalled when matched."""
         if scope not in ("global", "agent", "project"):
             raise InvalidInput("scope must be global, agent or project", field="scope")
-        if not isinstance(tags or [], list) or not all(isinstance(t, str) for t in tags or []):
-            raise InvalidInput("tags must be a list of words", field="tags")
+        tags = check_tags(tags)
         doc = KnowledgeDoc(
             user=check_user(user), title=clean_text(title, "title"), body=clean_text(body, "body"),
             tags=tags or [], scope=scope, agent=clean_label(agent, "agent"), project=clean_label(project, "project"),
