@@ -90,6 +90,33 @@ def clean_label(value: Any, field: str) -> Any:
     return _redact.redact_label(value.strip())
 
 
+def check_text(value: Any, field: str) -> str | None:
+    """An optional text argument (a filter, a category, an id)."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    return value
+
+
+def check_time(value: Any, field: str) -> datetime | None:
+    """A datetime, or an ISO 8601 string; naive times are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInput(f"{field} is not an ISO date-time: {value!r}", field=field) from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field} must be a date-time, not {type(value).__name__}", field=field)
+    return as_utc(value)
+
+
+def check_messages(messages: Any) -> list[Any]:
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Iterable):
+        raise InvalidInput("messages must be a list of messages", field="messages")
+    return list(messages)
+
+
 def check_tags(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -100,7 +127,7 @@ def check_tags(tags: Any) -> list[str]:
 
 def normalize_category(category: str | None) -> tuple[str, str | None]:
     """(category, original): an unknown category is stored as other, the original kept."""
-    value = _redact.redact((category or "other").strip())
+    value = _redact.redact((check_text(category, "category") or "other").strip())
     low = value.lower()
     if low in CATEGORIES:
         return low, None
@@ -193,7 +220,7 @@ class Memory:
         """
         return Turn.open(
             self, message, user=check_user(user), thread=clean_label(thread, "thread") or "default",
-            agent=clean_label(agent, "agent"), budget=budget, at=at,
+            agent=clean_label(agent, "agent"), budget=budget, at=check_time(at, "at"),
         )
 
     def complete_turn(self, frame_id: str, reply: str, *, user: str | None = None) -> Episode:
@@ -221,7 +248,8 @@ class Memory:
         """
         user = check_user(user)
         thread, agent = clean_label(thread, "thread") or "default", clean_label(agent, "agent")
-        msgs = [self._message(m, i, at) for i, m in enumerate(messages)]
+        at = check_time(at, "at")
+        msgs = [self._message(m, i, at) for i, m in enumerate(check_messages(messages))]
         if not msgs:
             raise InvalidInput("messages is empty: nothing to add", field="messages")
         now = utcnow()
@@ -267,17 +295,12 @@ class Memory:
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
         role = data.get("role") or ("user" if not data.get("speaker") else "speaker")
-        when = data.get("at") or at
-        if isinstance(when, str):
-            try:
-                when = datetime.fromisoformat(when)
-            except ValueError as exc:
-                raise InvalidInput(f"{field}.at is not an ISO date-time: {when!r}", field=f"{field}.at") from exc
+        when = check_time(data.get("at"), f"{field}.at") or at
         return Message(
             role=clean_label(str(role), f"{field}.role"),
             speaker=clean_label(data.get("speaker"), f"{field}.speaker"),
             content=clean_text(content, f"{field}.content"),
-            at=as_utc(when) if when else None,
+            at=when,
             source_id=str(data["source_id"]) if data.get("source_id") else None,
         )
 
@@ -300,8 +323,8 @@ class Memory:
         category, original = normalize_category(category)
         if area is not None and area not in AREAS:
             raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
-        if not 0.0 <= float(confidence) <= 1.0:
-            raise InvalidInput("confidence must be between 0 and 1", field="confidence")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+            raise InvalidInput("confidence must be a number between 0 and 1", field="confidence")
         fact = Fact(
             user=user,
             agent=clean_label(agent, "agent"),
@@ -332,11 +355,13 @@ class Memory:
         (default: pending and consolidated)."""
         if status is not None and status not in ("pending", "consolidated", "archived"):
             raise InvalidInput("status must be pending, consolidated or archived", field="status")
-        facts = self.store.list_facts(check_user(user), status=status, category=category, agent=agent)
+        facts = self.store.list_facts(
+            check_user(user), status=status, category=check_text(category, "category"), agent=check_text(agent, "agent")
+        )
         return sorted(facts, key=lambda f: (-f.uses, -f.confidence, f.created_at))
 
     def fact(self, fact_id: str, *, user: str | None = None) -> Fact:
-        fact = self.store.get_fact(fact_id)
+        fact = self.store.get_fact(check_text(fact_id, "id") or "")
         if fact is None or (user is not None and fact.user != user):
             raise NotFound(f"no fact {fact_id!r}" + (f" for user {user!r}" if user else ""))
         return fact
@@ -357,8 +382,9 @@ class Memory:
                 raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
             fact.area = changes["area"]
         if changes.get("confidence") is not None:
-            if not 0.0 <= float(changes["confidence"]) <= 1.0:
-                raise InvalidInput("confidence must be between 0 and 1", field="confidence")
+            value = changes["confidence"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise InvalidInput("confidence must be a number between 0 and 1", field="confidence")
             fact.confidence = float(changes["confidence"])
         if changes.get("status") is not None:
             if changes["status"] not in ("pending", "consolidated", "archived"):
@@ -418,10 +444,16 @@ class Memory:
         archived: bool | None = False,
     ) -> list[Episode]:
         """Episodes of a user, newest first."""
-        return self.store.list_episodes(check_user(user), thread=thread, status=status, limit=limit, archived=archived)
+        if status is not None and status not in ("pending", "completed", "interrupted", "failed"):
+            raise InvalidInput("status must be pending, completed, interrupted or failed", field="status")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidInput("limit must be a positive whole number", field="limit")
+        return self.store.list_episodes(
+            check_user(user), thread=check_text(thread, "thread"), status=status, limit=limit, archived=archived
+        )
 
     def episode(self, episode_id: str, *, user: str | None = None) -> Episode:
-        ep = self.store.get_episode(episode_id)
+        ep = self.store.get_episode(check_text(episode_id, "id") or "")
         if ep is None or (user is not None and ep.user != user):
             raise NotFound(f"no episode {episode_id!r}" + (f" for user {user!r}" if user else ""))
         return ep
@@ -475,6 +507,9 @@ class Memory:
 
     def merge_tags(self, old: str, new: str, *, user: str) -> int:
         """A person's explicit merge: OLD's items move to NEW; OLD stays as a redirect."""
+        for name, field in ((old, "old"), (new, "new")):
+            if not isinstance(name, str) or not name.strip():
+                raise InvalidInput(f"{field} must be a tag name", field=field)
         return TagWriter(self.store, check_user(user)).merge(old, new)
 
     # ------------------------------------------------------------ recall and learning
@@ -496,8 +531,8 @@ class Memory:
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise InvalidInput("budget must be a positive number of tokens", field="budget")
         return self.recaller.recall(
-            query, user=check_user(user), budget=budget or self.settings.budget, thread=thread,
-            agent=agent, at=at, explain=explain, track=track,
+            query, user=check_user(user), budget=budget or self.settings.budget, thread=check_text(thread, "thread"),
+            agent=check_text(agent, "agent"), at=check_time(at, "at"), explain=explain, track=track,
         )
 
     def flush(self, *, user: str | None = None) -> int:
@@ -546,7 +581,7 @@ class Memory:
         daily-note lines (summarized, redacted) for the day they happened."""
         from reverie import dream
 
-        return dream.trim(self, messages, user=check_user(user), thread=thread, at=at)
+        return dream.trim(self, check_messages(messages), user=check_user(user), thread=thread, at=check_time(at, "at"))
 
     def dream(
         self, *, user: str, days: int | None = None, force: bool = False, background: bool = False,

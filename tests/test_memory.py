@@ -225,3 +225,29 @@ def test_stats_counts_per_user(mem):
     mem.add([{"role": "user", "content": "hello world of memory"}], user="ana", thread="x")
     stats = mem.stats(user="ana")["users"]["ana"]
     assert stats["facts"] == 1 and stats["episodes"] == 1 and stats["threads"] == ["x"]
+
+
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda m: m.remember("a fine fact", user="ana", category=3), "category"),
+        (lambda m: m.remember("a fine fact", user="ana", confidence="high"), "confidence"),
+        (lambda m: m.remember("a fine fact", user="ana", tags="one,two"), "tags"),
+        (lambda m: m.add("just a string", user="ana"), "messages"),
+        (lambda m: m.add(None, user="ana"), "messages"),
+        (lambda m: m.add([{"content": "hi", "at": 5}], user="ana"), "messages[0].at"),
+        (lambda m: m.add([{"content": "hi"}], user="ana", at="yesterday"), "at"),
+        (lambda m: m.recall("hello", user="ana", at=12), "at"),
+        (lambda m: m.recall("hello", user="ana", thread=["t"]), "thread"),
+        (lambda m: m.forget(["fact_1"]), "id"),
+        (lambda m: m.episodes(user="ana", status="done"), "status"),
+        (lambda m: m.episodes(user="ana", limit=0), "limit"),
+        (lambda m: m.facts(user="ana", category=["a"]), "category"),
+        (lambda m: m.merge_tags(None, "x", user="ana"), "old"),
+        (lambda m: m.trim(42, user="ana"), "messages"),
+    ],
+)
+def test_wrong_types_are_clear_errors_naming_the_field(mem, call, field):
+    with pytest.raises(InvalidInput) as err:
+        call(mem)
+    assert err.value.field == field
