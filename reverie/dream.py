@@ -198,7 +198,7 @@ def fold(memory: "Memory", drop: Fact, keep: Fact, reason: str, journal: Journal
     keep.uses = max(keep.uses, drop.uses)
     keep.confidence = max(keep.confidence, drop.confidence)
     absorb(keep, [drop])
-    memory.learner._archive(drop, reason, keep, now)
+    memory.learner.archive_fact(drop, reason, keep, now)
     memory.learner.index_fact(keep, _unique([*keep.tags, *drop.tags]))
 
 
@@ -791,7 +791,7 @@ class _Apply:
         return curated
 
     def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
-        self.memory.learner._archive(fact, reason, successor, self.now)
+        self.memory.learner.archive_fact(fact, reason, successor, self.now)
 
 
 def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:

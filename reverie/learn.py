@@ -351,7 +351,7 @@ class Learner:
         facts = self.store.get_facts(ex.facts_to_reinforce)
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":
-                self._reinforce(fact, list(episode_ids), now)
+                self.reinforce_fact(fact, list(episode_ids), now)
         removed = []
         for removal in ex.facts_to_remove:
             fact = self.store.get_fact(removal.id)
@@ -392,7 +392,7 @@ class Learner:
                 added.append(fact)
         for fact, reason in removed:
             successor = next((f for f in added if f.category == fact.category), added[0] if added else None)
-            self._archive(fact, reason or "removed by the learning line", successor, now)
+            self.archive_fact(fact, reason or "removed by the learning line", successor, now)
         self._enforce_capacity(user, now)
 
     def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
@@ -401,20 +401,22 @@ class Learner:
         for old in self.store.list_facts(fact.user):
             relation = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
             if relation == "duplicate":
-                return self._reinforce(old, fact.provenance.episodes, fact.updated_at)
+                return self.reinforce_fact(old, fact.provenance.episodes, fact.updated_at)
             if relation == "conflict" and old.category == fact.category:
-                self._archive(old, "contradicted by a newer fact", fact, fact.updated_at)
+                self.archive_fact(old, "contradicted by a newer fact", fact, fact.updated_at)
         self.index_fact(fact, tags, writer=writer)
         return fact
 
-    def _reinforce(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
+    def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
+        """[Nx] + 1, remembering which episodes said it again (inside the caller's transaction)."""
         fact.uses += 1
         fact.last_used_at = fact.updated_at = now
         fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
         self.store.put_fact(fact)
         return fact
 
-    def _archive(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
+    def archive_fact(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
+        """Archive (never delete); a successor gets the supersedes link (inside the caller's transaction)."""
         fact.status, fact.archived_reason, fact.updated_at = "archived", reason, now
         if successor is not None:
             fact.superseded_by = successor.id
@@ -429,8 +431,7 @@ class Learner:
             return
         evictable = sorted((f for f in consolidated if f.category != "correction"), key=lambda f: fact_rank(f, now))
         for fact in evictable[:excess]:
-            fact.status, fact.archived_reason, fact.updated_at = "archived", "over capacity", now
-            self.store.put_fact(fact)
+            self.archive_fact(fact, "over capacity", None, now)
 
     def index_fact(self, fact: Fact, tags: list[str], *, writer: TagWriter | None = None) -> None:
         """Store a fact with its tags (inside the caller's transaction)."""

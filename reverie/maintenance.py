@@ -307,7 +307,7 @@ def _apply_tidy(memory: "Memory", user: str, proposal: TidyReport) -> TidyReport
                 change.refused = "the fact changed since the proposal"
             elif change.op == "remove":
                 successor = next((live[i] for i in _IDS.findall(change.reason) if i in live and i != fact.id), None)
-                memory.learner._archive(fact, f"tidy: {change.reason}", successor, now)
+                memory.learner.archive_fact(fact, f"tidy: {change.reason}", successor, now)
             elif change.op == "rewrite":
                 fact.content, fact.updated_at = change.after, now
                 memory.learner.index_fact(fact, fact.tags)
@@ -436,7 +436,7 @@ def undo(memory: "Memory", journal_id: str, *, user: str) -> UndoReport:
             else:
                 fact = memory.store.get_fact(change.id)
                 if fact is not None and fact.status != "archived":
-                    memory.learner._archive(fact, f"undone ({journal.id})", None, now)
+                    memory.learner.archive_fact(fact, f"undone ({journal.id})", None, now)
                     report.archived += 1
         journal.undone_at = now
         memory.store.set_meta(journal_key(journal.id), journal.model_dump_json())
@@ -587,7 +587,7 @@ class _SyncEdits:
                     seen.setdefault(fact.id, fact)
         for fid, fact in self.known.items():
             if fid not in seen and fact.status != "archived":
-                self.memory.learner._archive(fact, "deleted from MEMORY.md by hand", None, self.now)
+                self.memory.learner.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
                 self.report.deleted.append(_fact_line(fact))
         return [f for f in seen.values() if f.status != "archived"]
 

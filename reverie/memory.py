@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import weakref
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -46,7 +46,9 @@ from reverie.turn import Turn
 
 log = logging.getLogger("reverie")
 
-_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+def frame_owner() -> str:
+    """Who holds a pending frame: this host and process (asked each time: a fork has its own pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _owner_alive(owner: str | None) -> bool:
@@ -161,12 +163,7 @@ class Memory:
     # ------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
         """Frames left pending by a dead process become interrupted; unlearned episodes re-queue."""
-        stale = [
-            ep
-            for user in self.store.users()
-            for ep in self.store.list_episodes(user, status="pending", archived=None)
-            if not _owner_alive(ep.owner)
-        ]
+        stale = [ep for ep in self.store.pending_frames() if not _owner_alive(ep.owner)]
         if stale:
             with self.store.transaction():
                 for ep in stale:
@@ -403,8 +400,7 @@ class Memory:
             if hard:
                 self.store.delete_fact(fact.id)
             else:
-                fact.status, fact.archived_reason, fact.updated_at = "archived", "forgotten", utcnow()
-                self.store.put_fact(fact)
+                self.learner.archive_fact(fact, "forgotten", None, utcnow())
         return fact
 
     def reinforce(self, fact_id: str, *, user: str | None = None) -> Fact:
@@ -413,11 +409,8 @@ class Memory:
         if fact.status == "archived":
             raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing", field="id")
         with self.store.transaction():
-            fact.uses += 1
             fact.status = "consolidated"
-            fact.last_used_at = fact.updated_at = utcnow()
-            self.store.put_fact(fact)
-        return fact
+            return self.learner.reinforce_fact(fact, [], utcnow())
 
     # ------------------------------------------------------------ profile, episodes, knowledge
     def profile(self, *, user: str) -> Profile:
@@ -704,6 +697,3 @@ def _group(messages: list[Message], mode: str) -> list[list[Message]]:
 def _side(message: Message) -> str:
     return message.speaker or message.role
 
-
-def days_between(a: datetime, b: datetime) -> float:
-    return abs((as_utc(a) - as_utc(b)) / timedelta(days=1))

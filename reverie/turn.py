@@ -45,7 +45,7 @@ class Turn:
         budget: int | None,
         at: datetime | None,
     ) -> "Turn":
-        from reverie.memory import _OWNER, clean_text
+        from reverie.memory import clean_text, frame_owner
 
         text = clean_text(message, "message")
         when = as_utc(at) if at else utcnow()
@@ -57,7 +57,7 @@ class Turn:
             occurred_at=when,
             user_text=text,
             messages=[Message(role="user", content=text, at=when)],
-            owner=_OWNER,
+            owner=frame_owner(),
         )
         # the frame lands before anything else can fail: a crash from here on leaves
         # a pending episode that start-up recovery marks interrupted, never lost

@@ -116,8 +116,8 @@ class Store(ABC):
     ) -> list[Episode]: ...
 
     @abstractmethod
-    def interrupt_pending(self, before: datetime) -> int:
-        """Frames left pending by a crashed process become interrupted; returns how many."""
+    def pending_frames(self) -> list[Episode]:
+        """Every user's pending frames (start-up recovery decides which were orphaned)."""
 
     @abstractmethod
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list["EpisodeRef"]:

@@ -380,16 +380,8 @@ class SQLiteStore(Store):
             params.append(limit)
         return [self._episode(r) for r in self._x(sql, params)]
 
-    def interrupt_pending(self, before: datetime) -> int:
-        with self.transaction():
-            rows = self._x(
-                "SELECT * FROM episodes WHERE status = 'pending' AND created_at < ?", (_ts(before),)
-            ).fetchall()
-            for row in rows:
-                episode = self._episode(row)
-                episode.status = "interrupted"
-                self.put_episode(episode)
-        return len(rows)
+    def pending_frames(self) -> list[Episode]:
+        return [self._episode(r) for r in self._x("SELECT * FROM episodes WHERE status = 'pending' ORDER BY pk")]
 
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:
         sql, params = "SELECT id, user, agent, thread FROM episodes WHERE status = 'completed' AND learned = 0", []
