@@ -165,7 +165,7 @@ class Recaller:
     # ------------------------------------------------------------ match
     def _match(self, user: str, query: str, query_terms: list[str], perception: Perception):
         candidates: dict[tuple[str, str], _Candidate] = {}
-        hits = self.store.search(user, query_terms, ("episode", "fact", "note", "knowledge"), CANDIDATES_PER_KIND * 4)
+        hits = self.store.search(user, query_terms, ("episode", "fact", "note", "knowledge"), CANDIDATES_PER_KIND)
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ("episode", "fact", "note", "knowledge")}
         floor = max(top.values()) * KIND_NORM_FLOOR
         top = {kind: max(score, floor) for kind, score in top.items()}

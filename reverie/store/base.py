@@ -182,8 +182,9 @@ class Store(ABC):
     # ------------------------------------------------------------ search and usage
     @abstractmethod
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
-        """BM25 over the items' indexed text. Only completed, unarchived episodes and
-        unarchived facts are returned."""
+        """BM25 over the items' indexed text: the best ``limit`` of each kind, best first
+        within a kind (scores of different kinds do not compare). Only completed,
+        unarchived episodes and unarchived facts are returned."""
 
     @abstractmethod
     def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:

@@ -523,8 +523,7 @@ class SQLiteStore(Store):
                 (match, user, limit),
             )
             hits += [Hit(kind, r[0], -r[1]) for r in rows]
-        hits.sort(key=lambda h: h.score, reverse=True)
-        return hits[:limit]
+        return hits
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
         ids = list(ids)
