@@ -149,8 +149,9 @@ class Recaller:
         now = as_utc(at) if at else utcnow()
         perception = self.perceive(query, now)
         query_terms = terms(query)
-        candidates, matched = self._match(user, query, query_terms, perception)
-        scored = self._score(user, candidates, perception, now, thread, agent)
+        loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
+        candidates, matched = self._match(user, query_terms, perception, loaded)
+        scored = self._score(user, candidates, perception, now, thread, agent, loaded)
         profile = self.store.get_profile(user)
         corrections = [s for s in scored if s.kind == "fact" and s.category == "correction"]
         background = self._background_facts(user, scored, agent)
@@ -160,10 +161,13 @@ class Recaller:
         )
         if track:
             self._track(items, now)
+        if not explain:
+            for item in items:
+                item.parts = {}
         return Recall(query, user, perception, context, items, used, budget)
 
     # ------------------------------------------------------------ match
-    def _match(self, user: str, query: str, query_terms: list[str], perception: Perception):
+    def _match(self, user: str, query_terms: list[str], perception: Perception, loaded: dict[str, Episode]):
         candidates: dict[tuple[str, str], _Candidate] = {}
         hits = self.store.search(user, query_terms, ("episode", "fact", "note", "knowledge"), CANDIDATES_PER_KIND)
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ("episode", "fact", "note", "knowledge")}
@@ -178,7 +182,8 @@ class Recaller:
         # features of the best text matches lead to the memories that share them
         # (pseudo-relevance feedback over tags), weaker than the query's own tags
         best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
-        neighbours = {t: ep.id for ep in self.store.get_episodes(best_episodes).values() for t in ep.tags}
+        loaded.update(self.store.get_episodes(best_episodes))
+        neighbours = {t: loaded[i].id for i in best_episodes if i in loaded for t in loaded[i].tags}
         for tag in self.store.get_tags(user, neighbours).values():
             if tag.status in ("active", "unexamined"):
                 expansion.add(tag.name, NEIGHBOUR_WEIGHT, f"via {neighbours[tag.name]}")
@@ -196,21 +201,25 @@ class Recaller:
                 candidates[key].tag_score = value / best if best else 0.0
         for ref in perception.time_refs:
             for ep in self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND):
+                loaded[ep.id] = ep
                 candidates.setdefault(("episode", ep.id), _Candidate("episode", ep.id))
         # the query's own tags (2-4 at most): the existing tags its words and phrases landed on
         matched = [tag for tag, weight in expansion.weights.items() if weight >= 1.0][:MAX_QUERY_TAGS]
         return candidates, matched
 
     # ------------------------------------------------------------ score
-    def _score(self, user, candidates, perception, now, thread, agent) -> list["_Scored"]:
+    def _score(self, user, candidates, perception, now, thread, agent, loaded: dict[str, Episode]) -> list["_Scored"]:
         by_kind: dict[str, list[_Candidate]] = {}
         for cand in candidates.values():
             by_kind.setdefault(cand.kind, []).append(cand)
         for kind, cands in by_kind.items():
             cands.sort(key=lambda c: TEXT_WEIGHT * c.text_score + TAG_WEIGHT * c.tag_score, reverse=True)
             by_kind[kind] = cands[: CANDIDATES_PER_KIND]
+        def episodes(ids: list[str]) -> dict[str, Episode]:
+            return {**loaded, **self.store.get_episodes(i for i in ids if i not in loaded)}
+
         loaders = {
-            "episode": self.store.get_episodes, "fact": self.store.get_facts,
+            "episode": episodes, "fact": self.store.get_facts,
             "note": self.store.get_notes, "knowledge": self.store.get_knowledge,
         }
         scored: list[_Scored] = []

@@ -90,7 +90,7 @@ def test_rejected_feedback_excludes_and_confirmed_boosts(mem):
     mem.flush()
     mem.feedback(a.id, "rejected")
     mem.feedback(b.id, "confirmed")
-    result = mem.recall("when does the parking garage close?", user="ana", at=NOW)
+    result = mem.recall("when does the parking garage close?", user="ana", at=NOW, explain=True)
     ids = [i.id for i in result.items if i.kind == "episode"]
     assert a.id not in ids and b.id in ids
     item = next(i for i in result.items if i.id == b.id)
@@ -101,8 +101,8 @@ def test_a_named_time_beats_recency(mem):
     old = _say(mem, "Went to the pottery class and made a blue bowl", at=datetime(2023, 5, 12, tzinfo=timezone.utc))
     _say(mem, "Went to the pottery class and made a green vase", at=NOW - timedelta(days=1))
     mem.flush()
-    plain = mem.recall("pottery class", user="ana", at=NOW, track=False)
-    dated = mem.recall("what did I make at the pottery class in May 2023?", user="ana", at=NOW, track=False)
+    plain = mem.recall("pottery class", user="ana", at=NOW, track=False, explain=True)
+    dated = mem.recall("what did I make at the pottery class in May 2023?", user="ana", at=NOW, track=False, explain=True)
     first_dated = [i for i in dated.items if i.kind == "episode"][0]
     assert first_dated.id == old.id
     assert first_dated.parts["time_match"] == 1.0
@@ -113,7 +113,7 @@ def test_recency_decays_with_age(mem):
     new = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=1))
     old = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=60))
     mem.flush()
-    items = {i.id: i for i in mem.recall("ramen place", user="ana", at=NOW, track=False).items}
+    items = {i.id: i for i in mem.recall("ramen place", user="ana", at=NOW, track=False, explain=True).items}
     assert items[new.id].score > items[old.id].score
     assert items[new.id].parts["recency"] == pytest.approx(2.718281828 ** (-0.05), rel=1e-3)
 
@@ -175,7 +175,7 @@ def test_scene_and_sub_scene_bonus(mem):
         stored = mem.episode(ep.id)
         stored.scene, stored.sub_scene = scene, sub
         mem.store.put_episode(stored)
-    items = {i.id: i for i in mem.recall(query, user="ana", at=NOW, track=False).items}
+    items = {i.id: i for i in mem.recall(query, user="ana", at=NOW, track=False, explain=True).items}
     assert items[same.id].parts["scene"] == pytest.approx(0.1)
     assert "scene" not in items[other.id].parts
     assert items[same.id].score > items[other.id].score
@@ -196,12 +196,12 @@ def test_memories_sharing_features_with_the_best_match_come_along(mem):
         stored.tags = writer.ensure(tags)
         mem.store.put_episode(stored)
         mem.store.set_item_tags("ana", "episode", ep.id, {t: 1.0 for t in stored.tags})
-    items = {i.id: i for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False).items}
+    items = {i.id: i for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False, explain=True).items}
     assert best.id in items and linked.id in items and unrelated.id not in items
     assert items[linked.id].matched_tags == ["biscuit"]
     assert items[linked.id].parts["text"] == 0.0 and items[linked.id].score < items[best.id].score
     writer.set_status("biscuit", "deprecated")  # a deprecated feature leads nowhere
-    items = {i.id for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False).items}
+    items = {i.id for i in mem.recall("the puppy we adopted", user="ana", at=NOW, track=False, explain=True).items}
     assert linked.id not in items
 
 
@@ -258,3 +258,12 @@ def test_the_same_history_recalls_the_same_way_in_any_store(tmp_path):
             items = mem.recall("zeppelin", user="ana", budget=80, at=NOW, track=False).items
             chosen.append([i.text for i in items])
     assert chosen[0] and chosen[0] == chosen[1]
+
+
+def test_without_explain_items_carry_no_score_parts(mem):
+    mem.remember("Keeps bees in the garden", user="ana")
+    plain = mem.recall("bees in the garden", user="ana", track=False)
+    explained = mem.recall("bees in the garden", user="ana", track=False, explain=True)
+    assert [i.id for i in plain.items] == [i.id for i in explained.items]
+    assert all(i.parts == {} for i in plain.items)
+    assert any(i.parts for i in explained.items)
