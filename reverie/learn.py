@@ -284,9 +284,9 @@ class Learner:
                     user_speakers=self._user_speakers(episodes),
                 )
             )
-        names = {normalize_tag(t) for s in summaries.values() for t in s.tags} | {
-            normalize_tag(t) for t in extraction.tags
-        }
+        # the tags that will be written: the episodes' and the new facts' (a conversation-level
+        # tag an engine may add lands on no item, so it is not governed either)
+        names = {normalize_tag(t) for s in summaries.values() for t in s.tags}
         names |= {normalize_tag(t) for f in extraction.new_facts for t in f.tags}
         names.discard("")
         decisions = TagDecisions()

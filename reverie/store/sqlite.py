@@ -292,12 +292,13 @@ class SQLiteStore(Store):
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
             self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text or "")))
 
-    def _bodies(self, kind: str, ids: Iterable[str]) -> list[str]:
+    def _rows(self, kind: str, ids: Iterable[str]) -> list[sqlite3.Row]:
+        """Rows by id, a few hundred ids per statement (SQLite caps the parameters)."""
         ids = list(dict.fromkeys(ids))
-        out: list[str] = []
+        out: list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            out += [r[0] for r in self._x(f"SELECT body FROM {_MAIN_TABLE[kind]} WHERE id IN ({_in(chunk)})", chunk)]
+            out += self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE id IN ({_in(chunk)})", chunk).fetchall()
         return out
 
     # ------------------------------------------------------------ episodes
@@ -343,13 +344,7 @@ class SQLiteStore(Store):
         return self._episode(row) if row else None
 
     def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
-        ids = list(dict.fromkeys(ids))
-        out: dict[str, Episode] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            for row in self._x(f"SELECT * FROM episodes WHERE id IN ({_in(chunk)})", chunk):
-                out[row["id"]] = self._episode(row)
-        return out
+        return {row["id"]: self._episode(row) for row in self._rows("episode", ids)}
 
     def list_episodes(
         self,
@@ -429,13 +424,7 @@ class SQLiteStore(Store):
         return self._fact(row) if row else None
 
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
-        ids = list(dict.fromkeys(ids))
-        out: dict[str, Fact] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            for row in self._x(f"SELECT * FROM facts WHERE id IN ({_in(chunk)})", chunk):
-                out[row["id"]] = self._fact(row)
-        return out
+        return {row["id"]: self._fact(row) for row in self._rows("fact", ids)}
 
     def list_facts(self, user, *, status=None, category=None, agent=None) -> list[Fact]:
         statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
@@ -491,8 +480,7 @@ class SQLiteStore(Store):
         return [Note.model_validate_json(r[0]) for r in rows]
 
     def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
-        notes = (Note.model_validate_json(b) for b in self._bodies("note", ids))
-        return {n.id: n for n in notes}
+        return {row["id"]: Note.model_validate_json(row["body"]) for row in self._rows("note", ids)}
 
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write(
@@ -506,8 +494,7 @@ class SQLiteStore(Store):
         return [KnowledgeDoc.model_validate_json(r[0]) for r in rows]
 
     def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]:
-        docs = (KnowledgeDoc.model_validate_json(b) for b in self._bodies("knowledge", ids))
-        return {d.id: d for d in docs}
+        return {row["id"]: KnowledgeDoc.model_validate_json(row["body"]) for row in self._rows("knowledge", ids)}
 
     # ------------------------------------------------------------ search and usage
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
