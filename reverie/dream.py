@@ -51,7 +51,8 @@ from reverie.models import (
     new_id,
     utcnow,
 )
-from reverie.notes import mirror_notes, user_dir, write_atomic
+from reverie.notes import mirror_notes
+from reverie.inputs import normalize_category
 from reverie.redact import redact
 from reverie.store.base import DreamRun, Store
 from reverie.text import normalize_space, preferred_language, token_set
@@ -247,7 +248,7 @@ def trim(
         with memory.store.transaction():
             for note in notes:
                 memory.store.put_note(note)
-        mirror_notes(memory, user, {n.date for n in notes})
+        mirror_notes(memory.store, memory.files, user, {n.date for n in notes})
     return notes
 
 
@@ -617,8 +618,6 @@ def _check(proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> 
 
 def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
     """No fabrication: an entry must cite inputs, and what it says must come from them."""
-    from reverie.memory import normalize_category
-
     cited = _unique(p.sources)
     unknown = [s for s in cited if s not in inputs.facts and s not in inputs.notes]
     if not cited:
@@ -836,7 +835,7 @@ SNAPSHOT = "memory_md:{user}"
 
 
 def memory_md_path(memory: "Memory", user: str) -> Path:
-    return user_dir(memory, user) / "MEMORY.md"
+    return memory.files.memory_md(user)
 
 
 class MemoryLine(Model):
@@ -875,7 +874,7 @@ def publish_memory_md(
     dreamed_at = dreamed_at or (previous.dreamed_at if previous else "")
     profile = memory.store.get_profile(user)
     text = render_memory_md(user, profile, facts, dreamed_at)
-    write_atomic(path, text)
+    memory.files.write(user, path, text)
     snapshot = Snapshot(
         sha=text_sha(text),
         dreamed_at=dreamed_at,
@@ -987,14 +986,15 @@ def _category_of(title: str) -> str:
 # ---------------------------------------------------------------- the dream diary
 
 def diary_dir(memory: "Memory", user: str) -> Path:
-    return user_dir(memory, user) / "memory" / "dreams"
+    return memory.files.diary_dir(user)
 
 
 def write_diary(memory: "Memory", run: DreamRun, report: DreamReport, now: datetime) -> Path:
     """Append this run's story to the day's diary (one file a day, one section a run)."""
-    path = diary_dir(memory, run.user) / f"{now.date().isoformat()}.md"
-    head = path.read_text(encoding="utf-8").rstrip() + "\n\n" if path.is_file() else f"# Dream diary, {now.date()}\n\n"
-    write_atomic(path, head + diary_section(run, report, now))
+    path = memory.files.diary_file(run.user, now.date().isoformat())
+    old = memory.files.read(run.user, path)
+    head = old.rstrip() + "\n\n" if old is not None else f"# Dream diary, {now.date()}\n\n"
+    memory.files.write(run.user, path, head + diary_section(run, report, now))
     return path
 
 

@@ -21,6 +21,7 @@ import secrets
 from dataclasses import dataclass
 
 from reverie.errors import InvalidInput, NotFound, ReverieError
+from reverie.inputs import check_user
 from reverie.models import new_id, utcnow
 from reverie.store.base import ApiKey, Store
 
@@ -47,8 +48,6 @@ class NewKey:
 
 def create_key(store: Store, *, user: str, name: str = "", admin: bool = False) -> NewKey:
     """Create a key for ``user`` and return it with its secret (shown once)."""
-    from reverie.memory import check_user
-
     user = check_user(user)
     if not isinstance(name, str) or len(name) > 200:
         raise InvalidInput("name must be text of at most 200 characters", field="name")
@@ -85,8 +84,6 @@ def verify_key(store: Store, secret: str | None) -> ApiKey | None:
 def authorize(store: Store, secret: str | None, *, user: str | None = None) -> str:
     """The user a request acts for: the key's own user, or ``user`` when the key is
     an admin key (a plain key may name only its own user)."""
-    from reverie.memory import check_user
-
     key = verify_key(store, secret)
     if key is None:
         reason = "no API key" if not secret else "unknown or revoked API key"

@@ -42,6 +42,8 @@ from reverie.models import (
     utcnow,
 )
 from reverie.claims import fact_relation
+from reverie.notes import mirror_notes
+from reverie.inputs import normalize_category
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tags import TagWriter, normalize_tag
@@ -247,9 +249,7 @@ class Learner:
             self._apply_extraction(writer, user, episodes, plan.extraction)
             self._append_notes(user, episodes)
             self.store.mark_learned([e.id for e in episodes])
-        from reverie.notes import mirror_notes
-
-        mirror_notes(self.memory, user, {e.occurred_at.date().isoformat() for e in episodes})
+        mirror_notes(self.store, self.memory.files, user, {e.occurred_at.date().isoformat() for e in episodes})
 
     def _plan(self, episodes: list[Episode]) -> _Plan:
         limit = self.settings.max_message_chars
@@ -368,8 +368,6 @@ class Learner:
                 content = content[: MAX_FACT_CHARS - 1].rstrip() + "…"
             sources = [s for s in new.sources if s in episode_ids] or list(episode_ids)
             content = _name_the_speaker(content, [by_id[e] for e in sources])
-            from reverie.memory import normalize_category
-
             category, original = normalize_category(new.category)
             fact = Fact(
                 user=user,

@@ -43,6 +43,7 @@ from reverie.claims import NEGATION
 from reverie.recall import DECAY
 from reverie.learn import MAX_FACT_CHARS
 from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
+from reverie.inputs import normalize_category
 from reverie.redact import redact
 from reverie.tags import TagWriter
 from reverie.text import normalize_space, terms, words
@@ -592,8 +593,6 @@ class _SyncEdits:
         return [f for f in seen.values() if f.status != "archived"]
 
     def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
-        from reverie.memory import normalize_category
-
         content = _clean(line.content)
         if not content or (content == before.content and line.category == before.category and line.area == before.area):
             return fact

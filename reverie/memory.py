@@ -21,6 +21,18 @@ from typing import Any, Iterable
 from reverie import redact as _redact
 from reverie.engines import Engines
 from reverie.errors import InvalidInput, NotFound
+from reverie.files import UserFiles
+from reverie.inputs import (
+    check_date,
+    check_messages,
+    check_tags,
+    check_text,
+    check_time,
+    check_user,
+    clean_label,
+    clean_text,
+    normalize_category,
+)
 from reverie.learn import Learner
 from reverie.models import (
     AREAS,
@@ -66,76 +78,6 @@ def _owner_alive(owner: str | None) -> bool:
     return True
 
 
-def clean_text(text: Any, field: str) -> str:
-    if not isinstance(text, str):
-        raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
-    cleaned = _redact.redact(text.strip())
-    if not cleaned:
-        raise InvalidInput(f"{field} is empty", field=field)
-    return cleaned
-
-
-def check_user(user: Any) -> str:
-    if not isinstance(user, str) or not user.strip():
-        raise InvalidInput("user is required: pass user='name'", field="user")
-    if len(user) > 200 or any(c in user for c in "/\\\0"):
-        raise InvalidInput("user must be a plain name without slashes", field="user")
-    return user.strip()
-
-
-def clean_label(value: Any, field: str) -> Any:
-    """Threads, agents, speakers, roles, projects: short labels, stored without secrets."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    return _redact.redact_label(value.strip())
-
-
-def check_text(value: Any, field: str) -> str | None:
-    """An optional text argument (a filter, a category, an id)."""
-    if value is not None and not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    return value
-
-
-def check_time(value: Any, field: str) -> datetime | None:
-    """A datetime, or an ISO 8601 string; naive times are taken as UTC."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError as exc:
-            raise InvalidInput(f"{field} is not an ISO date-time: {value!r}", field=field) from exc
-    if not isinstance(value, datetime):
-        raise InvalidInput(f"{field} must be a date-time, not {type(value).__name__}", field=field)
-    return as_utc(value)
-
-
-def check_messages(messages: Any) -> list[Any]:
-    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Iterable):
-        raise InvalidInput("messages must be a list of messages", field="messages")
-    return list(messages)
-
-
-def check_tags(tags: Any) -> list[str]:
-    if tags is None:
-        return []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InvalidInput("tags must be a list of words", field="tags")
-    return tags
-
-
-def normalize_category(category: str | None) -> tuple[str, str | None]:
-    """(category, original): an unknown category is stored as other, the original kept."""
-    value = _redact.redact((check_text(category, "category") or "other").strip())
-    low = value.lower()
-    if low in CATEGORIES:
-        return low, None
-    return "other", value
-
-
 class Memory:
     """Long-term memory for one home (a folder with ``reverie.db`` and markdown views)."""
 
@@ -151,6 +93,7 @@ class Memory:
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         self.home.mkdir(parents=True, exist_ok=True)
+        self.files = UserFiles(self.home)
         self.store = store or SQLiteStore(self.home / "reverie.db")
         self.engines = Engines(self.settings)
         self.recaller = Recaller(self)
@@ -608,20 +551,22 @@ class Memory:
         self, *, user: str, date: str | None = None, since: str | None = None, until: str | None = None
     ) -> list:
         """Daily-note lines, oldest first: one day, or a range of YYYY-MM-DD dates."""
-        return self.store.list_notes(check_user(user), since=date or since, until=date or until)
+        since = check_date(date, "date") if date is not None else (check_date(since, "since") if since is not None else None)
+        until = check_date(date, "date") if date is not None else (check_date(until, "until") if until is not None else None)
+        return self.store.list_notes(check_user(user), since=since, until=until)
 
     def diaries(self, *, user: str, date: str | None = None) -> dict[str, str]:
         """Dream diaries by date (YYYY-MM-DD -> markdown), oldest first."""
         from reverie import dream
 
-        return dream.diaries(self, check_user(user), date)
+        return dream.diaries(self, check_user(user), check_date(date) if date is not None else None)
 
     def memory_md(self, *, user: str) -> str:
         """The text of the user's MEMORY.md ("" before the first dream)."""
         from reverie import dream
 
-        path = dream.memory_md_path(self, check_user(user))
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
+        user = check_user(user)
+        return self.files.read(user, self.files.memory_md(user)) or ""
 
     def consolidate(self, *, user: str, dry_run: bool = False) -> Any:
         """Rule-based dedup (exact + Jaccard); the highest [Nx] stays, the rest is archived."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -44,6 +44,20 @@ HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTerm
 PROFILE_SECTIONS: tuple[str, ...] = tuple(f"user.{s}" for s in USER_SECTIONS) + tuple(
     f"history.{s}" for s in HISTORY_SECTIONS
 )
+
+
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def check_day(value: object) -> str:
+    """A real calendar day written ``YYYY-MM-DD`` (ValueError otherwise). Dates name files."""
+    if not isinstance(value, str) or not _DAY_RE.fullmatch(value):
+        raise ValueError(f"{str(value)[:40]!r} is not a date written YYYY-MM-DD")
+    try:
+        date.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a real calendar day") from exc
+    return value
 
 
 def utcnow() -> datetime:
@@ -231,7 +245,7 @@ class Note(Model):
 
     id: str = Field(default_factory=lambda: new_id("note"))
     user: str
-    date: str  # YYYY-MM-DD
+    date: Annotated[str, AfterValidator(check_day)]  # YYYY-MM-DD, a real day: it names a file
     content: str
     created_at: Timestamp = Field(default_factory=utcnow)
     episodes: list[str] = Field(default_factory=list)

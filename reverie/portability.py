@@ -25,8 +25,11 @@ from reverie.models import (
     Note,
     Profile,
     Provenance,
+    new_id,
     utcnow,
 )
+from reverie.inputs import normalize_category
+from reverie.notes import mirror_notes
 from reverie.redact import redact, redact_obj
 from reverie.tags import TagWriter
 
@@ -171,8 +174,6 @@ def _coerce_confidence(value: Any) -> float:
 
 
 def _fact(raw: dict, user: str) -> Fact:
-    from reverie.memory import normalize_category
-
     content = raw.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ValueError("content is missing or empty")
@@ -206,15 +207,23 @@ def _items(raw_items: list, section: str, user: str, strict: bool, parse) -> lis
         except (ValueError, ValidationError) as exc:
             message = _first_error(exc)
             if strict:
-                raise InvalidInput(f"{where}: {message}; nothing was imported", field=where) from exc
+                field = where + _first_loc(exc)
+                raise InvalidInput(f"{field}: {message}; nothing was imported", field=field) from exc
             log.warning("skipping %s: %s", where, message)
     return out
+
+
+def _first_loc(exc: Exception) -> str:
+    """``.date`` for a pydantic error at the item's ``date`` field ("" otherwise)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        return "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in exc.errors()[0]["loc"])
+    return ""
 
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        return str(err["msg"]).removeprefix("Value error, ")
     return str(exc)
 
 
@@ -246,15 +255,11 @@ def _apply(memory: "Memory", user: str, parsed: dict[str, list]) -> dict[str, in
             _own_id(next(iter(store.get_knowledge([doc.id]).values()), None), doc, user, "kn")
             memory.learner.index_knowledge(doc)
             counts["knowledge"] += 1
-    from reverie.notes import mirror_notes
-
-    mirror_notes(memory, user, {n.date for n in parsed["notes"]})
+    mirror_notes(memory.store, memory.files, user, {n.date for n in parsed["notes"]})
     return counts
 
 
 def _own_id(existing: Any, item: Any, user: str, prefix: str) -> None:
     """An id already taken by another user's item gets a fresh one (no cross-user overwrite)."""
     if existing is not None and existing.user != user:
-        from reverie.models import new_id
-
         item.id = new_id(prefix)

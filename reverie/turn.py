@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from reverie.errors import Conflict, NotFound
+from reverie.inputs import clean_text
 from reverie.models import Episode, Message, as_utc, utcnow
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Turn:
         budget: int | None,
         at: datetime | None,
     ) -> "Turn":
-        from reverie.memory import clean_text, frame_owner
+        from reverie.memory import frame_owner
 
         text = clean_text(message, "message")
         when = as_utc(at) if at else utcnow()
@@ -81,8 +82,6 @@ class Turn:
 
     def complete(self, reply: str) -> Episode:
         """Phase two: store the reply; the learning line fills summary, overview and tags."""
-        from reverie.memory import clean_text
-
         text = clean_text(reply, "reply")
         with self._memory.store.transaction():
             current = self._memory.store.get_episode(self.episode.id)

@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import Field
 
+from reverie.inputs import check_user
 from reverie.errors import InvalidInput, ReverieError
 
 if TYPE_CHECKING:
@@ -77,7 +78,6 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     """An MCP server over ``memory``: for ``user`` alone (stdio), or with ``user=None``
     for the HTTP door, where each request's API key names the user."""
     from reverie import __version__
-    from reverie.memory import check_user
 
     # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
     server = MCPServer("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")

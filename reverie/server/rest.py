@@ -27,6 +27,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from reverie.inputs import check_user
 from reverie.errors import Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
 from reverie.keys import AccessDenied, authorize
 from reverie.models import Episode, Fact, Profile
@@ -164,8 +165,6 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     app.add_exception_handler(RequestValidationError, _on_validation_error)
 
     def who(secret: str | None, named: str | None) -> str:
-        from reverie.memory import check_user
-
         if not auth:
             return check_user(named or default_user)
         return authorize(memory.store, secret, user=named)

@@ -1,0 +1,124 @@
+"""Input checks and normalisation: every value a caller hands reverie is checked here.
+
+The doors (Python API, CLI, REST, MCP) and the lines all use these functions, so
+one value is judged the same way wherever it enters. A bad value raises
+:class:`~reverie.errors.InvalidInput` naming the field; nothing is written.
+
+Values that become part of a file path are the strictest:
+
+- a **user id** is 1-64 characters: letters and digits of any script, ``_``,
+  ``-`` and ``.``, starting with a letter or a digit (so ``.``, ``..``, slashes,
+  NUL and control characters never reach a path);
+- a **date** is a real calendar day written ``YYYY-MM-DD``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Iterable
+
+from reverie import redact as _redact
+from reverie.errors import InvalidInput
+from reverie.models import CATEGORIES, as_utc, check_day
+
+USER_MAX = 64
+_USER_RE = re.compile(r"[^\W_][\w.-]*")
+
+__all__ = [
+    "USER_MAX",
+    "check_date",
+    "check_messages",
+    "check_tags",
+    "check_text",
+    "check_time",
+    "check_user",
+    "clean_label",
+    "clean_text",
+    "normalize_category",
+]
+
+
+def check_user(user: Any) -> str:
+    """A user id from the safe alphabet (see the module docstring), surrounding blanks removed."""
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidInput("user is required: pass user='name'", field="user")
+    name = user.strip()
+    if len(name) > USER_MAX or not _USER_RE.fullmatch(name) or not name.isprintable():
+        raise InvalidInput(
+            f"user {name[:40]!r} is not a valid user id: 1-{USER_MAX} letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            field="user",
+        )
+    return name
+
+
+def check_date(value: Any, field: str = "date") -> str:
+    """A real calendar day as ``YYYY-MM-DD``."""
+    try:
+        return check_day(value)
+    except ValueError as exc:
+        raise InvalidInput(f"{field}: {exc}", field=field) from exc
+
+
+def clean_text(text: Any, field: str) -> str:
+    """Required text, stripped and redacted."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
+    cleaned = _redact.redact(text.strip())
+    if not cleaned:
+        raise InvalidInput(f"{field} is empty", field=field)
+    return cleaned
+
+
+def clean_label(value: Any, field: str) -> Any:
+    """Threads, agents, speakers, roles, projects: short labels, stored without secrets."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    return _redact.redact_label(value.strip())
+
+
+def check_text(value: Any, field: str) -> str | None:
+    """An optional text argument (a filter, a category, an id)."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    return value
+
+
+def check_time(value: Any, field: str) -> datetime | None:
+    """A datetime, or an ISO 8601 string; naive times are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInput(f"{field} is not an ISO date-time: {value!r}", field=field) from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field} must be a date-time, not {type(value).__name__}", field=field)
+    return as_utc(value)
+
+
+def check_messages(messages: Any) -> list[Any]:
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Iterable):
+        raise InvalidInput("messages must be a list of messages", field="messages")
+    return list(messages)
+
+
+def check_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput("tags must be a list of words", field="tags")
+    return tags
+
+
+def normalize_category(category: str | None) -> tuple[str, str | None]:
+    """(category, original): an unknown category is stored as other, the original kept."""
+    value = _redact.redact((check_text(category, "category") or "other").strip())
+    low = value.lower()
+    if low in CATEGORIES:
+        return low, None
+    return "other", value
