@@ -54,6 +54,14 @@ class Settings(BaseModel):
     correction_budget_share: float = 0.15
     promote_score: float = 0.5
     # dream line
+    # limits (README "Limits and guarantees"): every input has one
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # a REST request body; larger is a 413
+    max_query_chars: int = Field(2000, ge=50)  # recall matches on this much of a message; the episode keeps it all
+    max_fact_chars: int = Field(1000, ge=20)  # a longer fact is refused (facts are one line, <= 120 advised)
+    max_import_depth: int = Field(32, ge=4)  # nesting of an import envelope
+    # storage: "normal" may lose the last commits on power loss (never corrupts); "full" fsyncs every commit
+    durability: str = "normal"
+    # dream line
     dream_days: int = 3
     dream_max_entries: int = 30
     dream_time: str = "23:55"
@@ -76,6 +84,13 @@ class Settings(BaseModel):
                 raise ValueError(f"unknown engine step {step!r}; steps are {', '.join(STEPS)}")
             if engine not in ENGINE_NAMES:
                 raise ValueError(f"unknown engine {engine!r} for step {step!r}")
+        return value
+
+    @field_validator("durability")
+    @classmethod
+    def _known_durability(cls, value: str) -> str:
+        if value not in ("normal", "full"):
+            raise ValueError("durability must be 'normal' or 'full'")
         return value
 
     def engine_for(self, step: str) -> str:
