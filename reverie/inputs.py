@@ -21,22 +21,42 @@ from typing import Any, Iterable
 from reverie import redact as _redact
 from reverie.errors import InvalidInput
 from reverie.models import CATEGORIES, as_utc, check_day
+from reverie.text import normalize_space
 
 USER_MAX = 64
 _USER_RE = re.compile(r"[^\W_][\w.-]*")
+# control characters other than tab and line breaks carry no meaning in memory text
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# half of a UTF-16 pair: valid in a JSON string ("\ud800"), but no text can hold it
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = [
     "USER_MAX",
     "check_date",
+    "check_json",
     "check_messages",
     "check_tags",
     "check_text",
     "check_time",
+    "check_unicode",
     "check_user",
+    "clean_fact",
     "clean_label",
     "clean_text",
     "normalize_category",
 ]
+
+
+def check_unicode(value: str, field: str) -> str:
+    """Text that can be stored and sent back: no lone UTF-16 surrogate."""
+    found = _SURROGATE.search(value)
+    if found is not None:
+        raise InvalidInput(
+            f"{field} holds an unpaired surrogate (\\u{ord(found.group()):04x}) at character {found.start()}: "
+            "not valid Unicode text",
+            field=field,
+        )
+    return value
 
 
 def check_user(user: Any) -> str:
@@ -65,10 +85,42 @@ def clean_text(text: Any, field: str) -> str:
     """Required text, stripped and redacted."""
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
-    cleaned = _redact.redact(text.strip())
+    cleaned = _redact.redact(_CONTROL.sub("", check_unicode(text, field)).strip())
     if not cleaned:
         raise InvalidInput(f"{field} is empty", field=field)
     return cleaned
+
+
+def clean_fact(text: Any, field: str, limit: int) -> str:
+    """A fact's one line: required, redacted, blanks folded, at most ``limit`` characters."""
+    content = normalize_space(clean_text(text, field))
+    if len(content) > limit:
+        raise InvalidInput(
+            f"{field} is {len(content)} characters; a fact is one line of at most {limit} "
+            "(max_fact_chars): store long text as knowledge or as a conversation",
+            field=field,
+        )
+    return content
+
+
+def check_json(value: Any, limit: int) -> None:
+    """Refuse a JSON document nested deeper than ``limit``, or holding text that is not valid
+    Unicode; the field is named as a path (``facts[2].content``). Walked without recursion."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, str):
+            check_unicode(item, where)
+            continue
+        if isinstance(item, dict):
+            children = [(v, f"{where}.{check_unicode(str(k), where)}") for k, v in item.items()]
+        elif isinstance(item, list):
+            children = [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+        else:
+            continue
+        if depth > limit:
+            raise InvalidInput(f"{where} is nested deeper than {limit} levels (max_import_depth)", field=where)
+        stack.extend((child, depth + 1, path.removeprefix("$.")) for child, path in children)
 
 
 def clean_label(value: Any, field: str) -> Any:
@@ -77,14 +129,14 @@ def clean_label(value: Any, field: str) -> Any:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    return _redact.redact_label(value.strip())
+    return _redact.redact_label(_CONTROL.sub("", check_unicode(value, field)).strip())
 
 
 def check_text(value: Any, field: str) -> str | None:
     """An optional text argument (a filter, a category, an id)."""
     if value is not None and not isinstance(value, str):
         raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    return value
+    return check_unicode(value, field) if value is not None else None
 
 
 def check_time(value: Any, field: str) -> datetime | None:
@@ -112,6 +164,8 @@ def check_tags(tags: Any) -> list[str]:
         return []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidInput("tags must be a list of words", field="tags")
+    for tag in tags:
+        check_unicode(tag, "tags")
     return tags
 
 

@@ -28,7 +28,7 @@ from reverie.models import (
     new_id,
     utcnow,
 )
-from reverie.inputs import normalize_category
+from reverie.inputs import check_json, normalize_category
 from reverie.notes import mirror_notes
 from reverie.redact import redact, redact_obj
 from reverie.tags import TagWriter
@@ -66,14 +66,31 @@ def import_user(memory: "Memory", data: dict | str, user: str, *, strict: bool =
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"import is not valid JSON: {exc}", field="$") from exc
+        except RecursionError as exc:
+            raise InvalidInput("import is nested too deeply", field="$") from exc
     if not isinstance(data, dict):
         raise InvalidInput("import must be a JSON object (an export envelope)", field="$")
+    check_json(data, memory.settings.max_import_depth)
     data = redact_obj(data)
     if _is_deerflow(data):
         parsed = _parse_deerflow(data, user, strict)
     else:
         parsed = _parse_envelope(data, user, strict)
+    _check_fact_length(parsed, memory.settings.max_fact_chars, strict)
     return _apply(memory, user, parsed)
+
+
+def _check_fact_length(parsed: dict[str, list], limit: int, strict: bool) -> None:
+    kept = []
+    for index, fact in enumerate(parsed["facts"]):
+        if len(fact.content) <= limit:
+            kept.append(fact)
+            continue
+        message = f"facts[{index}].content is {len(fact.content)} characters; a fact is at most {limit} (max_fact_chars)"
+        if strict:
+            raise InvalidInput(f"{message}; nothing was imported", field=f"facts[{index}].content")
+        log.warning("skipping %s", message)
+    parsed["facts"] = kept
 
 
 def _is_deerflow(data: dict) -> bool:

@@ -51,6 +51,30 @@ def locomo(
         _print_report(report)
 
 
+@bench_app.command("inputs")
+def inputs(
+    size: Annotated[
+        Optional[list[int]], typer.Option("--size", min=1, help="Message size(s) in characters; repeat. Default 1000, 100000, 1000000."),
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs per size; the median is reported.")] = 3,
+    as_json: Json = False,
+) -> None:
+    """Recall and turn time for very long messages: the recall path is linear in the message."""
+    from reverie.bench.inputs import SIZES, run_input_sizes
+
+    with fail_cleanly():
+        rows = run_input_sizes(size or list(SIZES), repeat=repeat)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="Recall and turn time by message size (median ms)")
+    for col in ("characters", "recall ms", "turn ms"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(f"{row['chars']:,}", f"{row['recall_ms']:.1f}", f"{row['turn_ms']:.1f}")
+    console.print(table)
+
+
 def _budgets(values: list[str] | None) -> list[int]:
     out = []
     for value in values or []:

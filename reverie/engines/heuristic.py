@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from dataclasses import dataclass, field
@@ -508,17 +509,22 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
     Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week.
     """
     today = now.date()
-    taken: list[tuple[int, int]] = []
+    # spans already taken, kept sorted and disjoint: an overlap test is two neighbours
+    # (bisect), so the whole pass stays linear in the text, however many dates it holds
+    starts: list[int] = []
+    ends: list[int] = []
     found: list[tuple[int, TimeRef]] = []
     for pattern, handler in _TIME_PATTERNS:
         for m in pattern.finditer(text):
             start, end = m.span()
-            if any(start < e and s < end for s, e in taken):
+            at = bisect.bisect_right(starts, start)
+            if (at > 0 and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue
             span = handler(m, today)
             if span is None:
                 continue
-            taken.append((start, end))
+            starts.insert(at, start)
+            ends.insert(at, end)
             found.append((start, TimeRef(
                 text=m.group(0).strip(),
                 start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 import anyio.to_thread
 from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -23,6 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers, QueryParams
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -125,12 +127,80 @@ async def _on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
 async def _on_validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
     """422 whose message starts with the field, like the library's own 400s."""
     errors = jsonable_encoder(exc.errors())
-    first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
-    loc = [str(part) for part in first.get("loc", [])]
-    field = ".".join(loc[1:]) or (loc[0] if loc else "body")
-    return JSONResponse(
-        {"detail": f"{field}: {first.get('msg', 'invalid')}", "field": field, "errors": errors}, status_code=422
-    )
+    # a misspelled field shows as "unknown" first, not as the missing field it was meant to be
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    first = (unknown or errors or [{"loc": ["body"], "msg": "invalid request"}])[0]
+    field = _field(first)
+    message = first.get("msg", "invalid")
+    if unknown:
+        missing = [_field(e) for e in errors if e.get("type") == "missing"]
+        message = "unknown field" + (f" (did you mean {missing[0]}?)" if missing else "")
+    return JSONResponse({"detail": f"{field}: {message}", "field": field, "errors": errors}, status_code=422)
+
+
+def _field(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", [])]
+    return ".".join(loc[1:]) or (loc[0] if loc else "body")
+
+
+async def _on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """Starlette's own errors keep their status; a body that cannot be parsed names the body."""
+    if exc.status_code == 400 and "parsing the body" in str(exc.detail):
+        return JSONResponse({"detail": "body: not a JSON document reverie can read (malformed or nested too deeply)",
+                             "field": "body"}, status_code=400)
+    return await http_exception_handler(request, exc)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is a 413, whether it declares its
+    length or streams it; nothing of it reaches an endpoint."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        async def tracked(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = {"detail": f"request body is larger than {self.limit} bytes (max_body_bytes)", "field": "body"}
+        await JSONResponse(body, status_code=413)(scope, receive, send)
+
+
+class _TooLarge(StarletteHTTPException):
+    """Raised while the body streams in: FastAPI re-raises HTTP errors as they are, so the
+    answer is this 413 even when the body is read inside an endpoint."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=413, detail="request body is too large (max_body_bytes)")
 
 
 # ------------------------------------------------------------ the app
@@ -161,8 +231,10 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     if not auth:
         # without keys, a page the browser loads must not reach us through DNS rebinding
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
+    app.add_middleware(BodyLimit, limit=memory.settings.max_body_bytes)
     app.add_exception_handler(ReverieError, _on_reverie_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
 
     def who(secret: str | None, named: str | None) -> str:
         if not auth:
