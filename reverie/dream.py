@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry, SummarizeRequest
 from reverie.errors import Conflict, InvalidInput, ReverieError
@@ -41,7 +41,6 @@ from reverie.learn import TEMPORARY, clip, fact_rank, is_trivial
 from reverie.models import (
     AREAS,
     CATEGORIES,
-    Episode,
     Fact,
     Model,
     Note,
@@ -51,10 +50,11 @@ from reverie.models import (
     new_id,
     utcnow,
 )
+from reverie.journal import SNAPSHOT, Journal
 from reverie.notes import mirror_notes
 from reverie.inputs import normalize_category
 from reverie.redact import redact
-from reverie.store.base import DreamRun, Store
+from reverie.store.base import DreamRun
 from reverie.text import normalize_space, preferred_language, token_set
 
 if TYPE_CHECKING:
@@ -73,76 +73,10 @@ ARCHIVE_NEWER = "contradicted by a newer entry"
 
 # ---------------------------------------------------------------- reversible changes
 
-class Change(Model):
-    kind: Literal["fact", "episode", "profile"]  # a profile change's id is the section name
-    id: str
-    before: dict[str, Any] | None = None  # None: the operation created it
-
-
-class Journal(Model):
-    """The undo record of one automatic operation: every item it changed, as it was before.
-
-    Watch the items an operation may touch (as read from the store) before it
-    changes them; ``commit`` keeps only those that really changed.
-    """
-
-    id: str = Field(default_factory=lambda: new_id("chg"))
-    user: str
-    action: str
-    at: datetime = Field(default_factory=utcnow)
-    changes: list[Change] = Field(default_factory=list)
-    # the facts MEMORY.md listed before the operation (None: there was no MEMORY.md)
-    memory_md_before: list[str] | None = None
-    undone_at: datetime | None = None
-    _before: dict[tuple[str, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
-    _created: list[str] = PrivateAttr(default_factory=list)
-
-    def watch(self, items: Iterable[Fact | Episode]) -> None:
-        for item in items:
-            kind = "episode" if isinstance(item, Episode) else "fact"
-            self._before.setdefault((kind, item.id), item.model_dump(mode="json"))
-
-    def watch_profile(self, store: Store) -> None:
-        for name, section in store.get_profile(self.user).sections().items():
-            self._before.setdefault(("profile", name), _section_state(section))
-
-    def created(self, fact: Fact) -> None:
-        self._created.append(fact.id)
-
-    def commit(self, store: Store) -> "Journal":
-        """Record what changed (inside the caller's transaction); nothing changed, nothing saved."""
-        ids = {kind: [i for k, i in self._before if k == kind] for kind in ("fact", "episode")}
-        now: dict[tuple[str, str], dict[str, Any]] = {
-            ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
-        } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
-        if any(kind == "profile" for kind, _ in self._before):
-            now |= {("profile", n): _section_state(s) for n, s in store.get_profile(self.user).sections().items()}
-        created = set(self._created)
-        self.changes = [
-            Change(kind=key[0], id=key[1], before=before)
-            for key, before in self._before.items()
-            if key in now and now[key] != before and key[1] not in created
-        ]
-        self.changes += [Change(kind="fact", id=i) for i in dict.fromkeys(self._created)]
-        snapshot = store.get_meta(SNAPSHOT.format(user=self.user))
-        self.memory_md_before = list(Snapshot.model_validate_json(snapshot).facts) if snapshot else None
-        if self.changes:
-            store.set_meta(journal_key(self.id), self.model_dump_json())
-        return self
-
-
-def _section_state(section: Any) -> dict[str, Any]:
-    return {"summary": section.summary, "updated_at": section.updated_at.isoformat() if section.updated_at else None}
-
-
 def _in_home(memory: "Memory", path: Path) -> str:
     """A written file as a path inside the memory home: reports reach API clients, which
     have no business knowing the server's folders."""
     return Path(path).resolve().relative_to(Path(memory.home).resolve()).as_posix()
-
-
-def journal_key(journal_id: str) -> str:
-    return f"journal:{journal_id}"
 
 
 @lru_cache(maxsize=8192)
@@ -831,7 +765,6 @@ _LABEL_SECTION = {label.casefold(): s for s, label in PROFILE_LABELS.items()}
 _H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
 _BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
 _PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
-SNAPSHOT = "memory_md:{user}"
 
 
 def memory_md_path(memory: "Memory", user: str) -> Path:
@@ -1140,7 +1073,6 @@ __all__ = [
     "ChatReply",
     "DreamEntry",
     "DreamReport",
-    "Journal",
     "Scheduler",
     "chat_command",
     "describe",

@@ -10,6 +10,7 @@ nothing: the batch stays unlearned and is retried later (and at start-up).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -45,7 +46,8 @@ from reverie.claims import fact_relation
 from reverie.notes import mirror_notes
 from reverie.inputs import normalize_category
 from reverie.redact import redact
-from reverie.store.base import EpisodeRef
+from reverie.journal import Journal
+from reverie.store.base import EpisodeRef, Store
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import normalize_space, preferred_language, token_set
 
@@ -102,6 +104,22 @@ def attribute(text: str, messages: list[Message], *, bags: list[frozenset[str]] 
         if len(words & bags[best]) * 2 >= len(words):
             found.add(best)
     return sorted(found)
+
+
+OVER_CAPACITY = "over capacity"
+CAPACITY_META = "capacity:{user}"
+# origins of facts a person vouched for: never evicted by capacity
+VOUCHED = frozenset({"manual", "import", "sync"})
+
+
+def evictable_by_capacity(fact: Fact) -> bool:
+    return fact.provenance.origin not in VOUCHED and fact.category != "correction"
+
+
+def capacity_record(store: Store, user: str) -> dict:
+    """What capacity evicted for ``user`` so far: evicted (total), last_at, last_count, last_journal."""
+    raw = store.get_meta(CAPACITY_META.format(user=user))
+    return json.loads(raw) if raw else {}
 
 
 def fact_rank(fact: Fact, now: datetime) -> float:
@@ -423,13 +441,29 @@ class Learner:
         self.store.put_fact(fact)
 
     def _enforce_capacity(self, user: str, now: datetime) -> None:
+        """Keep the consolidated facts within ``fact_capacity`` by archiving the lowest-ranked
+        *learned* ones. Facts a person vouched for (remember, save_memory, import, MEMORY.md
+        edits) and corrections are never evicted; every eviction is journaled (undo) and
+        counted for ``health``."""
         consolidated = self.store.list_facts(user, status="consolidated")
         excess = len(consolidated) - self.settings.fact_capacity
         if excess <= 0:
             return
-        evictable = sorted((f for f in consolidated if f.category != "correction"), key=lambda f: fact_rank(f, now))
-        for fact in evictable[:excess]:
-            self.archive_fact(fact, "over capacity", None, now)
+        evictable = sorted((f for f in consolidated if evictable_by_capacity(f)), key=lambda f: fact_rank(f, now))
+        chosen = evictable[:excess]
+        if not chosen:
+            return
+        journal = Journal(user=user, action="capacity")
+        journal.watch(chosen)
+        for fact in chosen:
+            self.archive_fact(fact, OVER_CAPACITY, None, now)
+        journal.commit(self.store)
+        record = capacity_record(self.store, user)
+        record.update(evicted=record.get("evicted", 0) + len(chosen), last_at=now.isoformat(), last_journal=journal.id,
+                      last_count=len(chosen))
+        self.store.set_meta(CAPACITY_META.format(user=user), json.dumps(record))
+        log.warning("%s: %d learned facts over fact_capacity=%d archived (undo: reverie undo %s)",
+                    user, len(chosen), self.settings.fact_capacity, journal.id)
 
     def index_fact(self, fact: Fact, tags: list[str], *, writer: TagWriter | None = None) -> None:
         """Store a fact with its tags (inside the caller's transaction)."""

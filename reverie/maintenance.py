@@ -9,7 +9,7 @@
     >>> mem.undo(change_id, user="ana")                 # any journaled change, back as it was
 
 Nothing here deletes: facts and episodes are archived, and every change is
-journaled (reverie.dream.Journal) so that ``undo`` can put it back.
+journaled (reverie.journal.Journal) so that ``undo`` can put it back.
 """
 
 from __future__ import annotations
@@ -22,12 +22,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from reverie.dream import (
-    Journal,
     MemoryLine,
     _exact,
     _tokens,
     fold,
-    journal_key,
     load_snapshot,
     memory_md_path,
     numbers,
@@ -41,9 +39,10 @@ from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, NotFound
 from reverie.claims import NEGATION
 from reverie.recall import DECAY
-from reverie.learn import MAX_FACT_CHARS
+from reverie.learn import MAX_FACT_CHARS, capacity_record
 from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
 from reverie.inputs import normalize_category
+from reverie.journal import Journal, journal_key
 from reverie.redact import redact
 from reverie.tags import TagWriter
 from reverie.text import normalize_space, terms, words
@@ -468,6 +467,9 @@ class HealthReport(Model):
     pending_facts: int = 0
     unlearned_episodes: int = 0
     tags: dict[str, int] = Field(default_factory=dict)
+    capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
+    evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
+    last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
 
 
 # thresholds of the verdict (the seed names the signs, not the numbers)
@@ -476,6 +478,7 @@ MAX_NEVER_USED_SHARE = 0.5
 MAX_LONG_SHARE = 0.1
 MIN_FACTS_FOR_SHARES = 10
 MAX_PENDING = 50
+NEAR_CAPACITY = 0.9
 
 
 def health(memory: "Memory", *, user: str) -> HealthReport:
@@ -497,8 +500,23 @@ def health(memory: "Memory", *, user: str) -> HealthReport:
     report.unlearned_episodes = len(memory.store.unlearned_episodes(limit=100000, user=user))
     for tag in memory.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
+    report.capacity = memory.settings.fact_capacity
+    evictions = capacity_record(memory.store, user)
+    report.evicted_over_capacity = int(evictions.get("evicted", 0))
+    report.last_eviction = evictions.get("last_journal")
     report.reasons = _verdict(report)
     report.healthy = not report.reasons
+    if report.facts >= NEAR_CAPACITY * report.capacity:
+        report.advice.append(
+            f"{report.facts} consolidated facts against a capacity of {report.capacity} (fact_capacity): past it the "
+            "lowest-ranked learned facts are archived; facts a person stated are never evicted"
+        )
+    if report.evicted_over_capacity:
+        report.advice.append(
+            f"{report.evicted_over_capacity} learned facts were archived over capacity; the last "
+            f"{evictions.get('last_count', 0)} on {str(evictions.get('last_at', ''))[:10]} "
+            f"(`reverie undo {report.last_eviction}` brings them back; raise fact_capacity to keep more)"
+        )
     if report.facts >= MIN_FACTS_FOR_SHARES and report.high_priority_share < MIN_HIGH_SHARE:
         # young memory has few [3x]+ entries: a sign of health missing, not a sign of ill health
         report.advice.append(f"only {report.high_priority_share:.0%} of the entries are [3x]+ (battle-tested) yet; "

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from reverie import Memory
 from reverie.cli import app
+from reverie.models import Fact, Provenance
 from tests.fake_openai import Reply
 
 AT = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -159,9 +160,14 @@ def test_engine_reinforce_and_remove_lists_are_applied(home, fake_openai):
 
 def test_capacity_archives_the_weakest_but_keeps_corrections(home):
     mem = Memory(home, background=False, fact_capacity=3)
-    mem.remember("Never deploy on Fridays", user="ana", category="correction", confidence=0.1)
-    for i, word in enumerate(["alpha", "bravo", "charlie", "delta"]):
-        mem.remember(f"Project {word} uses codename {word}{i}", user="ana", confidence=0.5 + i / 10)
+    # learned facts (capacity never evicts what a person stated: see test_capacity.py)
+    facts = [Fact(user="ana", content="Never deploy on Fridays", category="correction", confidence=0.1)]
+    facts += [Fact(user="ana", content=f"Project {word} uses codename {word}{i}", confidence=0.5 + i / 10)
+              for i, word in enumerate(["alpha", "bravo", "charlie", "delta"])]
+    with mem.store.transaction():
+        for fact in facts:
+            fact.status, fact.provenance = "consolidated", Provenance(origin="learned")
+            mem.learner.index_fact(fact, [])
     mem.learner._enforce_capacity("ana", datetime.now(timezone.utc))
     live = mem.facts(user="ana", status="consolidated")
     archived = mem.facts(user="ana", status="archived")

@@ -1,0 +1,87 @@
+"""The undo journal: every automatic change keeps enough history to be taken back.
+
+An operation (a dream, consolidate, tidy, sync, clean, or the learning line's
+capacity eviction) watches the items it may touch before it changes them;
+``commit`` records the ones that really changed, and ``reverie undo ID`` puts
+them back.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Iterable, Literal
+
+from pydantic import Field, PrivateAttr
+
+from reverie.models import Episode, Fact, Model, new_id, utcnow
+from reverie.store.base import Store
+
+# the store's record of what reverie last wrote to a user's MEMORY.md (its fact ids under "facts")
+SNAPSHOT = "memory_md:{user}"
+
+
+def journal_key(journal_id: str) -> str:
+    return f"journal:{journal_id}"
+
+
+class Change(Model):
+    kind: Literal["fact", "episode", "profile"]  # a profile change's id is the section name
+    id: str
+    before: dict[str, Any] | None = None  # None: the operation created it
+
+
+class Journal(Model):
+    """The undo record of one automatic operation: every item it changed, as it was before.
+
+    Watch the items an operation may touch (as read from the store) before it
+    changes them; ``commit`` keeps only those that really changed.
+    """
+
+    id: str = Field(default_factory=lambda: new_id("chg"))
+    user: str
+    action: str
+    at: datetime = Field(default_factory=utcnow)
+    changes: list[Change] = Field(default_factory=list)
+    # the facts MEMORY.md listed before the operation (None: there was no MEMORY.md)
+    memory_md_before: list[str] | None = None
+    undone_at: datetime | None = None
+    _before: dict[tuple[str, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _created: list[str] = PrivateAttr(default_factory=list)
+
+    def watch(self, items: Iterable[Fact | Episode]) -> None:
+        for item in items:
+            kind = "episode" if isinstance(item, Episode) else "fact"
+            self._before.setdefault((kind, item.id), item.model_dump(mode="json"))
+
+    def watch_profile(self, store: Store) -> None:
+        for name, section in store.get_profile(self.user).sections().items():
+            self._before.setdefault(("profile", name), _section_state(section))
+
+    def created(self, fact: Fact) -> None:
+        self._created.append(fact.id)
+
+    def commit(self, store: Store) -> "Journal":
+        """Record what changed (inside the caller's transaction); nothing changed, nothing saved."""
+        ids = {kind: [i for k, i in self._before if k == kind] for kind in ("fact", "episode")}
+        now: dict[tuple[str, str], dict[str, Any]] = {
+            ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
+        } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
+        if any(kind == "profile" for kind, _ in self._before):
+            now |= {("profile", n): _section_state(s) for n, s in store.get_profile(self.user).sections().items()}
+        created = set(self._created)
+        self.changes = [
+            Change(kind=key[0], id=key[1], before=before)
+            for key, before in self._before.items()
+            if key in now and now[key] != before and key[1] not in created
+        ]
+        self.changes += [Change(kind="fact", id=i) for i in dict.fromkeys(self._created)]
+        snapshot = store.get_meta(SNAPSHOT.format(user=self.user))
+        self.memory_md_before = list(json.loads(snapshot)["facts"]) if snapshot else None
+        if self.changes:
+            store.set_meta(journal_key(self.id), self.model_dump_json())
+        return self
+
+
+def _section_state(section: Any) -> dict[str, Any]:
+    return {"summary": section.summary, "updated_at": section.updated_at.isoformat() if section.updated_at else None}
