@@ -7,7 +7,6 @@ a pending fact recalled with a score of at least 0.5 (seed 002).
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import re
@@ -60,9 +59,25 @@ PROFILE_LABELS = {
 }
 
 
+# "<" and ">" and the characters that read like them (fullwidth, small, single guillemets,
+# CJK, mathematical and ornamental angle brackets, arrowheads, Canadian syllabics): stored
+# text shows each as a character reference, so none of them can open or close a tag
+_LOOKALIKE_BRACKETS = "\uff1c\uff1e\ufe64\ufe65\u2039\u203a\u3008\u3009\u2329\u232a\u27e8\u27e9" \
+    "\u276c\u276d\u276e\u276f\u2770\u2771\u29fc\u29fd\u02c2\u02c3\u1438\u1433"
+_NEUTRAL = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: f"&#x{ord(c):X};" for c in _LOOKALIKE_BRACKETS}}
+)
+
+
+def neutralize(text: str) -> str:
+    """Stored text that can pose as no tag: ``&``, ``<``, ``>`` and look-alike angle brackets
+    become character references; lines stay as they are (for whole documents such as MEMORY.md)."""
+    return text.translate(_NEUTRAL)
+
+
 def escape(text: str) -> str:
     """Stored text can neither close the block nor start a line of its own."""
-    return " ".join(html.escape(text, quote=False).split())
+    return " ".join(neutralize(text).split())
 
 
 @dataclass

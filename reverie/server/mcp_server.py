@@ -21,6 +21,7 @@ from pydantic import Field
 
 from reverie.inputs import check_user
 from reverie.errors import InvalidInput, ReverieError
+from reverie.recall import neutralize
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
@@ -166,15 +167,17 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         """How a dream run went: queued, running, done, skipped or failed, with its report."""
         return _answer(lambda user: memory.dream_status(id, user=user))
 
+    # resources carry stored text to the model as recall's <memory> block does: escaped the
+    # same way (reverie.recall.neutralize), so no line of it can pose as a tag or instructions
     @server.resource("memory://MEMORY.md", name="MEMORY.md", mime_type="text/markdown")
     def memory_md() -> str:
         """The curated long-term memory: profile and consolidated facts."""
-        return _resource(lambda user: memory.memory_md(user=user))
+        return _resource(lambda user: neutralize(memory.memory_md(user=user)))
 
     @server.resource("memory://profile", name="profile", mime_type="application/json")
     def profile() -> str:
         """The structured profile (work, personal, top of mind, thinking style, history)."""
-        return _resource(lambda user: as_json(memory.profile(user=user)))
+        return _resource(lambda user: neutralize(as_json(memory.profile(user=user))))
 
     return server
 
