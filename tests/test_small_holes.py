@@ -78,3 +78,72 @@ def test_mcp_resources_are_escaped_as_recall_escapes(tmp_path):
     context = seen["context"]
     assert context.startswith("<memory>\n") and context.endswith("\n</memory>")
     no_tag_can_close_the_block(context[len("<memory>"):-len("</memory>")])
+
+
+# ---------------------------------------------------------------- 2. homes
+
+READ_ONLY = [
+    ["stats"],
+    ["facts", "--user", "ana"],
+    ["profile", "--user", "ana"],
+    ["episodes", "--user", "ana"],
+    ["recall", "anything?", "--user", "ana"],
+    ["notes", "--user", "ana"],
+    ["diary", "--user", "ana"],
+    ["health", "--user", "ana"],
+    ["export", "--user", "ana"],
+    ["tags", "list", "--user", "ana"],
+    ["keys", "list"],
+    ["knowledge", "list", "--user", "ana"],
+]
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=lambda a: " ".join(a[:2]))
+def test_read_only_commands_on_a_missing_home_say_so_and_create_nothing(tmp_path, args):
+    missing = tmp_path / "no" / "such" / "place" / "with" / "a" / "rather" / "long" / "name" / "to" / "wrap" / "x"
+    line = one_line_error(runner.invoke(app, [*args, "--home", str(missing)]))
+    assert line == f"error: no reverie home at {missing}; ingest or remember something first, or pass --home"
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_missing_home_in_the_environment_is_not_created_either(tmp_path, monkeypatch):
+    missing = tmp_path / "typo"
+    monkeypatch.setenv("REVERIE_HOME", str(missing))
+    assert "no reverie home at" in one_line_error(runner.invoke(app, ["stats"]))
+    assert not missing.exists()
+
+
+def test_writing_commands_still_create_the_home(tmp_path):
+    home = tmp_path / "new" / "home"
+    assert "no reverie home" in one_line_error(runner.invoke(app, ["facts", "--user", "ana", "--home", str(home)]))
+    assert not home.exists()
+    assert runner.invoke(app, ["remember", "Ana likes figs", "--user", "ana", "--home", str(home)]).exit_code == 0
+    assert (home / "reverie.db").is_file()
+    listed = runner.invoke(app, ["facts", "--user", "ana", "--json", "--home", str(home)])
+    assert [f["content"] for f in json.loads(listed.output)] == ["Ana likes figs"]
+
+
+@pytest.mark.parametrize("args", [["stats"], ["facts", "--user", "ana"], ["remember", "Ana likes figs", "--user", "ana"]])
+def test_a_home_that_is_a_file_is_a_one_line_error(tmp_path, args):
+    home = tmp_path / "home"
+    home.write_text("not a folder\n", encoding="utf-8")
+    line = one_line_error(runner.invoke(app, [*args, "--home", str(home)]))
+    assert "is not a folder" in line and str(home) in line
+    assert home.read_text(encoding="utf-8") == "not a folder\n"
+
+
+@pytest.mark.parametrize("args", [["stats"], ["facts", "--user", "ana"], ["remember", "Ana likes figs", "--user", "ana"]])
+def test_a_store_that_is_no_database_is_a_one_line_error(tmp_path, args):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "reverie.db").write_bytes(b"this is not an SQLite database, just some text" * 20)
+    line = one_line_error(runner.invoke(app, [*args, "--home", str(home)]))
+    assert "cannot open the store" in line and "not a database" in line

@@ -17,8 +17,9 @@ from typing import Annotated, Any, Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from reverie.errors import ReverieError
+from reverie.errors import NotFound, ReverieError, StoreError
 
 app = typer.Typer(
     name="reverie",
@@ -52,9 +53,14 @@ def open_memory(
     model: str | None = None,
     api_key: str | None = None,
     background: bool = False,
+    create: bool = True,
 ) -> Iterator[Any]:
-    """A Memory for one command; errors become a clear message and exit code 2."""
+    """A Memory for one command; errors become a clear message and exit code 2.
+
+    ``create=False`` (commands that only read): a home without a store is an error, and
+    nothing is created there; a typo in ``--home`` must not leave an empty store behind."""
     from reverie.memory import Memory
+    from reverie.settings import Settings
 
     llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
     overrides: dict[str, Any] = {}
@@ -63,19 +69,36 @@ def open_memory(
     if llm:
         overrides["llm"] = llm
     with fail_cleanly():
-        mem = Memory(home, background=background, **overrides)
+        settings = Settings.load(home, **overrides)
+        check_home(settings.home, create=create)
+        try:
+            mem = Memory(settings=settings, background=background)
+        except OSError as exc:  # e.g. a home folder that cannot be created or read
+            raise StoreError(f"cannot open the reverie home at {settings.home}: {exc.strerror or exc}") from exc
         try:
             yield mem
         finally:
             mem.close()
 
 
+def check_home(home: Path, *, create: bool) -> None:
+    """``home`` can hold a store: a folder (or nothing yet, when ``create``) with a readable
+    ``reverie.db`` (or none yet, when ``create``). Creates nothing."""
+    try:
+        if home.exists() and not home.is_dir():
+            raise StoreError(f"the reverie home {home} is not a folder; pass --home with a folder")
+        if not create and not (home / "reverie.db").exists():
+            raise NotFound(f"no reverie home at {home}; ingest or remember something first, or pass --home")
+    except OSError as exc:
+        raise StoreError(f"cannot read the reverie home at {home}: {exc.strerror or exc}") from exc
+
+
 @contextmanager
 def fail_cleanly() -> Iterator[None]:
     try:
         yield
-    except ReverieError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+    except ReverieError as exc:  # one line, whatever the width of the terminal
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -144,7 +144,7 @@ def health(
     as_json: Json = False,
 ) -> None:
     """Signs of healthy memory: [3x]+ share, [0x] count, long entries, duplicates, contradictions, backlog."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         report = mem.health(user=user)
         if as_json:
             emit_json(dump(report))
@@ -215,7 +215,7 @@ def undo(
 @app.command()
 def notes(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
     """Print the daily notes of one day (default: the latest day with notes)."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         lines = mem.notes(user=user, date=date)
         day = date or (lines[-1].date if lines else None)
         lines = [n for n in lines if n.date == day]
@@ -232,7 +232,7 @@ def notes(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
 @app.command()
 def diary(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
     """Print a dream diary (default: the latest)."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         found = mem.diaries(user=user, date=date)
         day = date or (max(found) if found else None)
         if as_json:

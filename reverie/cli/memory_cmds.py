@@ -96,7 +96,7 @@ def facts(
     as_json: Json = False,
 ) -> None:
     """List facts, most used first."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         items = mem.facts(user=user, status=status, category=category)
         if as_json:
             emit_json(dump(items))
@@ -112,7 +112,7 @@ def facts(
 @app.command()
 def profile(user: User, home: Home = None, as_json: Json = False) -> None:
     """Show the structured profile (work, personal, top of mind, thinking style, history)."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         prof = mem.profile(user=user)
         if as_json:
             emit_json(prof.to_json())
@@ -137,7 +137,7 @@ def episodes(
     as_json: Json = False,
 ) -> None:
     """List episodes, newest first."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         items = mem.episodes(user=user, thread=thread, status=status, limit=limit)
         if as_json:
             emit_json(dump(items))
@@ -206,7 +206,7 @@ def recall(
     as_json: Json = False,
 ) -> None:
     """Print the <memory> block for a message (read-only apart from usage counts)."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         result = mem.recall(query, user=user, budget=budget, thread=thread, explain=why)
         if as_json:
             emit_json(result.as_dict())
@@ -247,7 +247,7 @@ def export_cmd(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
 ) -> None:
     """Export a user's whole memory as one JSON envelope."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         text = json.dumps(mem.export(user=user), ensure_ascii=False, indent=2)
         if output:
             output.write_text(text + "\n", encoding="utf-8")
@@ -272,7 +272,7 @@ def import_cmd(
 @app.command()
 def stats(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user.")] = None, home: Home = None, as_json: Json = False) -> None:
     """Counts per user: episodes, facts, notes, tags."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         data = mem.stats(user=user)
         if as_json:
             emit_json(data)
@@ -294,7 +294,7 @@ def tags_list(
     as_json: Json = False,
 ) -> None:
     """List tags with their status and how many items carry them."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         tags = mem.tags(user=user, status=status)
         if as_json:
             emit_json(tags)
@@ -348,7 +348,7 @@ def knowledge_add(
 @knowledge_app.command("list")
 def knowledge_list(user: User, home: Home = None, as_json: Json = False) -> None:
     """List a user's knowledge documents."""
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         docs = mem.knowledge(user=user)
         if as_json:
             emit_json(dump(docs))

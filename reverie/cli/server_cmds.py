@@ -121,7 +121,7 @@ def keys_list(
     """List keys (never the keys themselves: only their ids)."""
     from reverie.keys import list_keys
 
-    with open_memory(home) as mem:
+    with open_memory(home, create=False) as mem:
         rows = [_key_row(k) for k in list_keys(mem.store, user=user)]
         if as_json:
             emit_json(rows)

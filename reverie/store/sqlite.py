@@ -197,10 +197,14 @@ class SQLiteStore(Store):
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
+            try:  # the first statements read the file: one that is no database fails here
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+            except sqlite3.Error as exc:
+                conn.close()
+                raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
             self._local.conn = conn
             self._local.depth = 0
             with self._lock:
