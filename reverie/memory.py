@@ -94,7 +94,7 @@ class Memory:
         self.home = Path(self.settings.home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.files = UserFiles(self.home)
-        self.store = store or SQLiteStore(self.home / "reverie.db")
+        self.store = store or SQLiteStore(self.home / "reverie.db", durability=self.settings.durability)
         self.engines = Engines(self.settings)
         self.recaller = Recaller(self)
         self.learner = Learner(self, background=background)

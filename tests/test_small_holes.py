@@ -147,3 +147,32 @@ def test_a_store_that_is_no_database_is_a_one_line_error(tmp_path, args):
     (home / "reverie.db").write_bytes(b"this is not an SQLite database, just some text" * 20)
     line = one_line_error(runner.invoke(app, [*args, "--home", str(home)]))
     assert "cannot open the store" in line and "not a database" in line
+
+
+# ---------------------------------------------------------------- 3. durability
+
+
+def synchronous(store: SQLiteStore) -> int:
+    return store._conn().execute("PRAGMA synchronous").fetchone()[0]
+
+
+def test_durability_setting_sets_the_synchronous_pragma(tmp_path, monkeypatch):
+    expected = {"normal": 1, "full": 2}  # PRAGMA synchronous reads back NORMAL as 1, FULL as 2
+    for durability, value in expected.items():
+        with Memory(tmp_path / durability, background=False, durability=durability) as mem:
+            assert mem.settings.durability == durability
+            assert synchronous(mem.store) == value
+            assert mem.store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            other: list[int] = []  # every thread opens its own connection: the same pragma there
+            thread = threading.Thread(target=lambda: other.append(synchronous(mem.store)))
+            thread.start()
+            thread.join()
+            assert other == [value]
+    monkeypatch.setenv("REVERIE_DURABILITY", "full")
+    with Memory(tmp_path / "env", background=False) as mem:
+        assert synchronous(mem.store) == 2
+    store = SQLiteStore(tmp_path / "plain.db")
+    try:
+        assert synchronous(store) == 1  # the default stays "normal"
+    finally:
+        store.close()

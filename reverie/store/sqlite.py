@@ -176,11 +176,20 @@ def fts_query(query_terms: Iterable[str]) -> str:
     return " OR ".join(quoted)
 
 
+# setting ``durability`` -> PRAGMA synchronous (with WAL)
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+
+
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30000):
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30000, durability: str = "normal"):
+        """``durability`` (setting ``durability``): "normal" syncs the WAL at checkpoints, so a
+        power loss may drop the last commits but never corrupts; "full" syncs every commit."""
+        if durability not in SYNCHRONOUS:
+            raise StoreError(f"durability must be one of {', '.join(SYNCHRONOUS)}, not {durability!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_ms = busy_timeout_ms
+        self._synchronous = SYNCHRONOUS[durability]
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -200,7 +209,7 @@ class SQLiteStore(Store):
             try:  # the first statements read the file: one that is no database fails here
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                 conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
             except sqlite3.Error as exc:
                 conn.close()
