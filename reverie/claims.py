@@ -2,13 +2,26 @@
 
 One judge for every place that must decide: remembering a fact, the learning
 line, the engines, the dream line and the health check.
+
+Word overlap alone cannot tell "Takes 5 mg of melatonin" from "Takes 10 mg of
+melatonin": the shared tokenizer (reverie.text) drops numbers of one digit and
+single letters, and the rest is the same. So the judge first reads the *values*
+a line states - numbers (2, 3.11, 两个, 三点), units (mg / g), codes (B12,
+SKU-44), single letters (row B), proper names (Emma, Lisbon), months and
+weekdays, numbered labels (Lesson 1, 第一课) - and compares them apart from the
+words around them (the *rest*). Two lines that differ in a value never repeat
+each other; they are one slot holding a new value (a conflict: newest wins) only
+when the rest is the same, and otherwise two facts.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
 
-from reverie.text import jaccard, stem, token_set
+from reverie.text import STOPWORDS, jaccard, stem, token_set
 
 NEGATION = re.compile(r"\b(not|never|no|don't|doesn't|dont|won't|isn't|hate|dislike)\b|n't|不|别|没|禁止", re.IGNORECASE)
 EXCLUSIVE = re.compile(
@@ -18,35 +31,382 @@ EXCLUSIVE = re.compile(
 )
 # "emacs over vim", "tea instead of coffee": what follows is the value given up
 GIVEN_UP = re.compile(r"\b(?:over|instead of|rather than)\s+\S+|,\s*not\s+\S+|而不是\S+|，?不是\S+")
+# "light mode in editors": what follows such a word says where the value holds, not the value
+QUALIFIER = re.compile(r"\b(?:in|at|on|for|during|when|while)\b", re.IGNORECASE)
+
+# ---------------------------------------------------------------- values
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_POWERS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+_CN_NUMERAL = f"[{''.join(_CN_DIGITS)}{''.join(_CN_POWERS)}]+|半"
+# what may follow a Chinese numeral for it to be a number: measure words and units
+# (a bare numeral is too often part of a word: 一起, 一样, 统一, 万一, 三明治)
+_CN_UNITS = sorted(
+    """毫克 微克 千克 公斤 克 斤 毫升 升 厘米 毫米 公里 千米 英里 米 点钟 点半 点 小时 个小时 分钟 秒钟 秒 楼 层 号
+    岁 个 位 只 条 本 次 遍 年 个月 月 日 天 周 星期 元 块钱 块 美元 欧元 杯 瓶 片 粒 颗 件 台 辆 套 间 家 门 节 课 章
+    步 部 集 倍 度 张 份 口 名 人 碗 顿 双 对 支 首 篇 页 公分 寸 英寸 磅 盎司 卡 千卡 % ％""".split(),
+    key=len,
+    reverse=True,
+)
+_CN_UNIT = "|".join(map(re.escape, _CN_UNITS))
+_CN_QUANTITY = re.compile(rf"(?P<n>\d+(?:\.\d+)?|{_CN_NUMERAL})\s*(?P<u>{_CN_UNIT})")
+_CN_LABEL = re.compile(rf"第\s*(?P<n>\d+|{_CN_NUMERAL})\s*(?P<u>[{_CJK}])?")
+_CN_WEEKDAY = re.compile(r"(?<![零〇一二两三四五六七八九十\d])(?:星期|礼拜|周)(?P<d>[一二三四五六日天1-7])")  # not 一周三次
+_CN_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
+
+# a numbered label introduces another item ("Lesson 1" / "Lesson 2"), never a new value
+_LABEL_WORDS = (
+    "lesson|chapter|step|part|week|day|episode|ep|session|item|section|module|exercise|question|task|"
+    "season|scene|act|lecture"
+)
+_EN_NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
+    "million": 1_000_000, "billion": 1_000_000_000,
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+}
+_LABEL_NUMBER = "|".join(_EN_NUMBER_WORDS) + "|one"
+_ROMAN = r"[IVX]{2,}|[VX]|I(?=\s*(?:[:.,;)]|$))"  # "Part I:", not "every day I run"
+_EN_LABEL = re.compile(
+    rf"\b(?P<w>(?i:{_LABEL_WORDS}))\.?\s*(?:#|no\.?\s*)?\s*(?P<n>\d+[a-zA-Z]?|{_ROMAN}|(?i:{_LABEL_NUMBER}))\b"
+    r"|\b(?P<q>[Qq][1-4])\b|#\s*(?P<h>\d+)\b"
+)
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split()
+    )
+}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())} | {"sept": 9})
+_WEEKDAYS = {d: i + 1 for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+_WEEKDAYS.update({d[:3]: i for d, i in list(_WEEKDAYS.items())} | {"tues": 2, "thur": 4, "thurs": 4})
+# lower-case words that are also a month or a day only when capitalised
+_AMBIGUOUS_TIME = {"may", "march", "august", "jan", "mar", "apr", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+                   "sept", "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+# units, read as such only right after a number ("5 mg", "10mg", "3 pm")
+_UNITS = {
+    "mg": "mg", "milligram": "mg", "milligrams": "mg", "mcg": "mcg", "µg": "mcg", "ug": "mcg",
+    "g": "g", "gram": "g", "grams": "g", "gr": "g", "kg": "kg", "kgs": "kg", "kilo": "kg", "kilos": "kg",
+    "kilogram": "kg", "kilograms": "kg", "lb": "lb", "lbs": "lb", "pound": "lb", "pounds": "lb",
+    "oz": "oz", "ounce": "oz", "ounces": "oz", "iu": "iu", "ml": "ml", "milliliter": "ml",
+    "milliliters": "ml", "millilitre": "ml", "millilitres": "ml", "l": "l", "liter": "l", "liters": "l",
+    "litre": "l", "litres": "l", "cl": "cl", "dl": "dl", "km": "km", "kms": "km", "kilometer": "km",
+    "kilometers": "km", "kilometre": "km", "kilometres": "km", "m": "m", "meter": "m", "meters": "m",
+    "metre": "m", "metres": "m", "cm": "cm", "centimeter": "cm", "centimeters": "cm", "mm": "mm",
+    "mi": "mi", "mile": "mi", "miles": "mi", "ft": "ft", "foot": "ft", "feet": "ft", "inch": "inch",
+    "inches": "inch", "yd": "yd", "yards": "yd", "am": "am", "a.m": "am", "pm": "pm", "p.m": "pm",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "min": "min", "mins": "min",
+    "minute": "min", "minutes": "min", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
+    "year": "year", "years": "year", "yr": "year", "yrs": "year", "%": "%", "percent": "%",
+    "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "hz": "hz", "khz": "khz", "mhz": "mhz", "ghz": "ghz",
+    "w": "w", "kw": "kw", "kwh": "kwh", "v": "v", "mph": "mph", "kph": "kph", "kmh": "kph", "c": "°c",
+    "°c": "°c", "f": "°f", "°f": "°f", "k": "k", "x": "x", "usd": "usd", "eur": "eur", "gbp": "gbp",
+    "dollar": "usd", "dollars": "usd", "euro": "eur", "euros": "eur", "bucks": "usd", "cal": "kcal",
+    "kcal": "kcal", "calories": "kcal", "cups": "cup", "cup": "cup", "tablets": "tablet",
+    "tablet": "tablet", "pills": "pill", "pill": "pill",
+}
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "cny", "￥": "cny"}
+# one letter that is a word, not a value ("I", "a"; chat shorthand u, r, y, n, k)
+_LETTER_WORDS = set("aiurynkstxo")
+# capitalised first words that are not names even when a verb follows ("Often visits Rome")
+_NOT_NAMES = {"often", "seldom", "soon", "user", "someone", "somebody", "everyone", "everybody", "nobody",
+              "anyone", "anybody", "person", "customer", "client"}
+_CONTRACTIONS = ("m", "re", "ve", "ll", "d", "t")
+_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "vs", "e.g", "i.e", "etc", "approx", "no"}
+# an identifier that follows one of these (or a copula, or an exclusive verb) is a slot's value:
+# "row B" / "row C", "gate B12" / "gate C7", "boss is Emma" / "boss is Olivia"
+_SLOT_NOUNS = set(
+    """row seat gate floor apartment apt flat unit suite spot bay lane room table desk locker platform terminal
+    size grade class group team tier zone block level version plan type model code id pin""".split()
+)
+_COPULA = re.compile(r"\b(?:is|are|was|were|became|becomes)\b|[:=]|是|叫|姓", re.IGNORECASE)
+# words that mark an update without changing what is said ("Currently takes 10 mg")
+_UPDATE_WORDS = frozenset({"currently", "nowaday", "presently", "lately", "recently", "anymore",
+                           "目前", "如今", "最近", "改成", "改为", "变成"})  # as terms: nowadays -> nowaday
+_TOKEN = re.compile(rf"[^\W_{_CJK}]+(?:[.:,/-][^\W_{_CJK}]+)*(?:['’][^\W_{_CJK}]+)?%?")
+_SENTENCE_END = re.compile(r"(?:^|[.!?。！？\n•*]|(?:^|\s)-)\s*[\"'“‘(\[]*\s*$")
+
+
+@dataclass(frozen=True)
+class _Claim:
+    labels: Counter  # "lesson 1", "第1课"
+    quantities: Counter  # numbers, units, months and weekdays
+    idents: dict[str, bool]  # codes, letters and proper names -> whether they fill a slot
+    names: frozenset[str]  # proper names (compared by presence: "Lisbon" is said by "lisbon" too)
+    name_terms: frozenset[str]  # the names as terms, to take out of the other line's rest
+    words: frozenset[str]  # every Latin word, lower-cased
+    rest: frozenset[str]  # content terms once the values are taken out
+
+
+def _number(text: str) -> str:
+    text = text.rstrip(".,:")
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", text):
+        text = text.replace(",", "")
+    if text.isdigit():
+        return str(int(text))
+    return text
+
+
+def _cn_number(text: str) -> str:
+    if text[0].isdigit():
+        return _number(text)
+    if text == "半":
+        return "0.5"
+    if not any(ch in _CN_POWERS for ch in text):  # 二零二三: digit by digit
+        return str(int("".join(str(_CN_DIGITS[ch]) for ch in text)))
+    total = section = digit = 0
+    for ch in text:
+        if ch in _CN_DIGITS:
+            digit = _CN_DIGITS[ch]
+        elif ch in ("万", "亿"):
+            total += (section + digit) * _CN_POWERS[ch]
+            section = digit = 0
+        else:
+            section += (digit or 1) * _CN_POWERS[ch]
+            digit = 0
+    return str(total + section + digit)
+
+
+def _sentence_start(text: str, start: int) -> bool:
+    before = text[:start]
+    if _SENTENCE_END.search(before) is None:
+        return False
+    word = re.search(r"([^\W_]+(?:\.[^\W_]+)*)\.\s*$", before)  # "Dr. Smith" does not start a sentence
+    return not (word and word.group(1).lower() in _ABBREVIATIONS)
+
+
+def _names_at_start(token: str, after: str) -> bool:
+    """A capitalised first word is a name when it owns something ("Emma's") or does something
+    ("Emma loves hiking", "Tom is 5"), not when it is the verb itself ("Prefers tea")."""
+    lower = token.lower()
+    if lower.endswith(("'s", "’s")):
+        return True
+    if lower.endswith(("s", "ed", "ing", "ly")) or lower in STOPWORDS or lower in _NOT_NAMES:
+        return False
+    nxt = re.match(r"\s+([a-z]+)\b", after)
+    if nxt is None:
+        return False
+    verb = nxt.group(1)
+    return verb in {"is", "was", "has", "had", "and", "will", "can", "does", "did"} or (
+        len(verb) > 3 and verb.endswith("s") and not verb.endswith("ss")
+    )
+
+
+def _dated(text: str, start: int, end: int) -> bool:
+    """"march 3", "3rd may": a lower-case month is a month next to a day of the month."""
+    return bool(re.match(r"\s+\d{1,2}(?:st|nd|rd|th)?\b", text[end:])
+                or re.search(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?$", text[:start]))
+
+
+def _slotted(text: str, start: int, previous: str | None) -> bool:
+    if previous is not None and previous in _SLOT_NOUNS:
+        return True
+    head = text[:start]
+    return bool(EXCLUSIVE.search(head) or _COPULA.search(head))
+
+
+@lru_cache(maxsize=16384)
+def _claim(text: str) -> _Claim:
+    labels: Counter = Counter()
+    quantities: Counter = Counter()
+    idents: dict[str, bool] = {}
+    names: set[str] = set()
+    lowered: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    blank = list(text)
+
+    def take(start: int, end: int) -> None:
+        spans.append((start, end))
+        blank[start:end] = " " * (end - start)
+
+    def free(start: int, end: int) -> bool:
+        return all(e <= start or s >= end for s, e in spans)
+
+    for m in _CN_LABEL.finditer(text):
+        labels[f"第{_cn_number(m.group('n'))}{m.group('u') or ''}"] += 1
+        take(m.start(), m.end())
+    for m in _EN_LABEL.finditer(text):
+        if not free(m.start(), m.end()):
+            continue
+        if m.group("q"):
+            labels[m.group("q").lower()] += 1
+        elif m.group("h"):
+            labels[f"#{_number(m.group('h'))}"] += 1
+        else:
+            n = m.group("n")
+            n = str(_EN_NUMBER_WORDS.get(n.lower(), 1 if n.lower() == "one" else n)).lower()
+            labels[f"{stem(m.group('w').lower())} {_number(n) if n[0].isdigit() else n}"] += 1
+        take(m.start(), m.end())
+    for m in _CN_WEEKDAY.finditer(text):
+        if free(m.start(), m.end()):
+            d = m.group("d")
+            quantities[f"weekday {_CN_WEEKDAYS.get(d, d)}"] += 1
+            take(m.start(), m.end())
+    for m in _CN_QUANTITY.finditer("".join(blank)):
+        n, unit = m.group("n"), m.group("u")
+        if n == "一" and unit == "点" and not re.match(r"[钟半\d零一二两三四五六七八九十]", text[m.end():m.end() + 1]):
+            continue  # 有一点累: "a little", not one o'clock
+        quantities[_cn_number(n)] += 1
+        quantities[unit.replace("％", "%")] += 1
+        take(m.start(), m.end())
+
+    def ident(key: str, start: int, before: str | None) -> None:
+        idents[key] = idents.get(key, False) or _slotted(text, start, before)
+
+    previous, previous_end, number_end = "", -1, -1
+    for m in _TOKEN.finditer("".join(blank)):
+        token, start, end = m.group(0), m.start(), m.end()
+        # the word right before, when nothing but spaces parts them ("row B", not "plan, John")
+        before = previous if previous_end >= 0 and not text[previous_end:start].strip() else None
+        after_number = number_end >= 0 and not text[number_end:start].strip()
+        lower = base = token.lower().replace("’", "'")
+        previous, previous_end = lower, end
+        if "'" in lower:
+            stem_part, suffix = lower.rsplit("'", 1)
+            if lower in STOPWORDS or suffix in _CONTRACTIONS or (suffix != "s" and stem_part.endswith("n")):
+                lowered.add(lower)
+                continue  # let's, I'm, don't: words, never values
+            if suffix == "s":
+                base = previous = stem_part  # Emma's -> emma
+        lowered.add(base)
+        if any(ch.isdigit() for ch in base):
+            number = re.fullmatch(r"(\d+(?:[.,:]\d+)*)(?:st|nd|rd|th)?%?", base)
+            with_unit = re.fullmatch(r"(\d+(?:[.,:]\d+)*)([^\W\d_]+)", base)
+            if number:
+                quantities[_number(number.group(1))] += 1
+                if base.endswith("%"):
+                    quantities["%"] += 1
+                if text[start - 1:start] in _CURRENCY:
+                    quantities[_CURRENCY[text[start - 1]]] += 1  # $500
+                number_end = end
+            elif with_unit and with_unit.group(2) in _UNITS:  # 10mg, 3pm
+                quantities[_number(with_unit.group(1))] += 1
+                quantities[_UNITS[with_unit.group(2)]] += 1
+                number_end = end
+            else:
+                ident(base, start, before)  # B12, SKU-44, 4B
+        elif after_number and base in _UNITS:
+            quantities[_UNITS[base]] += 1
+        elif base in _EN_NUMBER_WORDS or ("-" in base and all(p in _EN_NUMBER_WORDS for p in base.split("-"))):
+            quantities[str(sum(_EN_NUMBER_WORDS[p] for p in base.split("-")))] += 1
+            number_end = end
+        elif base in _WEEKDAYS and (token[0].isupper() or base not in _AMBIGUOUS_TIME):
+            quantities[f"weekday {_WEEKDAYS[base]}"] += 1
+        elif base in _MONTHS and (token[0].isupper() or base not in _AMBIGUOUS_TIME or _dated(text, start, end)):
+            quantities[f"month {_MONTHS[base]}"] += 1
+        elif len(base) == 1 and base.isalpha():
+            if token.isupper() and token != "I" and not (token == "A" and _sentence_start(text, start)):
+                ident(base, start, before)  # row B, Plan A, vitamin D
+            elif token.islower() and base not in _LETTER_WORDS:
+                ident(base, start, before)
+            else:
+                continue
+        elif token[0].isupper() and base not in STOPWORDS and (
+            not _sentence_start(text, start) or _names_at_start(token, text[end:])
+        ):
+            names.add(base)
+            ident(base, start, before)
+        else:
+            continue
+        take(start, end)
+    name_terms = frozenset().union(*(token_set(n) for n in names)) if names else frozenset()
+    rest = token_set("".join(blank)) - name_terms
+    return _Claim(labels, quantities, idents, frozenset(names), name_terms, frozenset(lowered), rest)
+
+
+# ---------------------------------------------------------------- the judge
 
 
 def _verb(match: re.Match[str]) -> str:
     return " ".join(stem(w) for w in match.group(0).lower().split())
 
 
+def _split_object(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What an exclusive verb takes (the value) and where it holds (the qualifier)."""
+    text = GIVEN_UP.sub(" ", text)
+    qualifier = QUALIFIER.search(text)
+    if qualifier is None:
+        return token_set(text), frozenset()
+    return token_set(text[: qualifier.start()]), token_set(text[qualifier.start():])
+
+
+def _exclusive_conflict(new: str, old: str) -> bool:
+    """Both fill the same exclusive slot ("prefers", "lives in") with another value."""
+    slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
+    if not (slot_a and slot_b and _verb(slot_a) == _verb(slot_b)):
+        return False
+    # same subject (what precedes the verb), another value after it
+    if token_set(new[: slot_a.start()]) != token_set(old[: slot_b.start()]):
+        return False
+    obj_a, where_a = _split_object(new[slot_a.end():])
+    obj_b, where_b = _split_object(old[slot_b.end():])
+    if where_a != where_b:
+        return False  # "Python at work" / "Python at home": two facts, not one changed
+    only_a, only_b = obj_a - obj_b, obj_b - obj_a
+    # one value for another ("vim" / "emacs"), or the same value words with another
+    # ("dark mode in editors" / "light mode in editors")
+    single = len(obj_a) == 1 and len(obj_b) == 1
+    return bool((single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
+
+
+def _atoms(claim: _Claim) -> frozenset[str]:
+    """What a line says, values normalised: its rest, its names as terms, its other values."""
+    values = {f"#{v}" for v in claim.quantities} | {f"#{v}" for v in claim.idents if v not in claim.names}
+    return claim.rest | claim.name_terms | frozenset(values)
+
+
+def _same_rest(a: _Claim, b: _Claim) -> bool:
+    ignore = a.name_terms | b.name_terms | _UPDATE_WORDS
+    return a.rest - ignore == b.rest - ignore
+
+
+def _value_relation(a: _Claim, b: _Claim, negated_differs: bool) -> str | None | bool:
+    """The verdict when the two lines state different values; False when they state the same."""
+    if a.labels != b.labels:
+        return None  # Lesson 1 / Lesson 2: two items
+    more_a, more_b = a.quantities - b.quantities, b.quantities - a.quantities
+    ids_a = {k: s for k, s in a.idents.items() if k not in b.idents and not (k in a.names and k in b.words)}
+    ids_b = {k: s for k, s in b.idents.items() if k not in a.idents and not (k in b.names and k in a.words)}
+    if not (more_a or more_b or ids_a or ids_b):
+        return False
+    # never the same fact; the same slot with another value only when all else is the same,
+    # each line has a value the other lacks, and a different name, code or letter fills a slot
+    if negated_differs or not _same_rest(a, b):
+        return None
+    if not ((more_a or ids_a) and (more_b or ids_b)):
+        return None
+    if not all(ids_a.values()) or not all(ids_b.values()):
+        return None  # "Emma likes hiking" / "Olivia likes hiking", "vitamin D" / "vitamin C"
+    return "conflict"
+
+
 def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     """"duplicate", "conflict" (same subject, a different claim) or None.
 
     A conflict is either the same statement with its polarity flipped ("likes
-    coffee" / "doesn't like coffee") or an exclusive slot holding another value
-    ("prefers vim" / "I prefer emacs over vim"); additive statements ("likes
-    hiking" / "likes painting") never conflict.
+    coffee" / "doesn't like coffee"), an exclusive slot holding another value
+    ("prefers vim" / "I prefer emacs over vim") or the same statement with another
+    number ("has 2 kids" / "has 3 kids"); additive statements ("likes hiking" /
+    "likes painting") and numbered items ("Lesson 1" / "Lesson 2") never conflict,
+    and lines that state different values are never duplicates.
     """
-    a, b = token_set(new), token_set(old)
-    score = jaccard(a, b)
     negated_differs = bool(NEGATION.search(new)) != bool(NEGATION.search(old))
-    slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
-    if slot_a and slot_b and _verb(slot_a) == _verb(slot_b):
-        # same subject (what precedes the verb), another value after it
-        if token_set(new[: slot_a.start()]) == token_set(old[: slot_b.start()]):
-            obj_a = token_set(GIVEN_UP.sub(" ", new[slot_a.end() :]))
-            obj_b = token_set(GIVEN_UP.sub(" ", old[slot_b.end() :]))
-            only_a, only_b = obj_a - obj_b, obj_b - obj_a
-            # one value for another ("vim" / "emacs"), or the same qualifier with another
-            # value ("dark mode in editors" / "light mode in editors")
-            single = len(obj_a) == 1 and len(obj_b) == 1
-            if (single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2:
-                return "conflict"
+    a_claim, b_claim = _claim(new), _claim(old)
+    verdict = _value_relation(a_claim, b_claim, negated_differs)
+    if verdict is not False:
+        if (verdict is None and not negated_differs and a_claim.labels == b_claim.labels
+                and _same_rest(a_claim, b_claim) and _exclusive_conflict(new, old)):
+            return "conflict"  # "I prefer Emacs over Vim" / "Prefers Vim": the slot takes another value
+        return verdict
+    if _exclusive_conflict(new, old):
+        return "conflict"
+    # the same values: the words around them decide ("Has 2 kids" / "has two kids", "3 pm" / "3pm")
+    score = max(jaccard(token_set(new), token_set(old)), jaccard(_atoms(a_claim), _atoms(b_claim)))
     if score >= duplicate_at and not negated_differs:
         return "duplicate"
     if negated_differs and score >= 0.5:

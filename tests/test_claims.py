@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from reverie.claims import fact_relation
@@ -27,6 +29,128 @@ def test_fact_relation(new, old, expected):
     assert fact_relation(new, old, 0.7) == expected
 
 
+# (new, old, verdict): a line that states another value (a number, a unit, a code, a letter,
+# a proper name, a month or a day) is never a duplicate; it is a conflict (newest wins) only
+# when everything else is the same, and a numbered label (Lesson 1 / Lesson 2) is another item.
+DUP, CONFLICT, DISTINCT = "duplicate", "conflict", None
+PAIRS = [
+    # numbers: the same slot with a new value
+    ("Takes 10 mg of melatonin", "Takes 5 mg of melatonin", CONFLICT),
+    ("Has 3 kids", "Has 2 kids", CONFLICT),
+    ("Has three kids", "Has 2 kids", CONFLICT),
+    ("Meeting at 4 pm", "Meeting at 3 pm", CONFLICT),
+    ("Lives on floor 3", "Lives on floor 2", CONFLICT),
+    ("Lives on the third floor", "Lives on the second floor", CONFLICT),
+    ("Birthday is March 30", "Birthday is March 3", CONFLICT),
+    ("Uses Python 3.12", "Uses Python 3.11", CONFLICT),
+    ("Weighs 72 kg", "Weighs 70 kg", CONFLICT),
+    ("Runs 10 km every day", "Runs 5 km every day", CONFLICT),
+    ("Budget is $600", "Budget is $500", CONFLICT),
+    ("Sleeps 8 hours a night", "Sleeps 7 hours a night", CONFLICT),
+    ("Is 35 years old", "Is 34 years old", CONFLICT),
+    ("Drinks 3 cups of coffee a day", "Drinks 2 cups of coffee a day", CONFLICT),
+    ("Wakes up at 6:30 am", "Wakes up at 7:00 am", CONFLICT),
+    ("Runs Node 20 in production", "Runs Node 18 in production", CONFLICT),
+    ("Meeting with Emma at 4 pm", "Meeting with Emma at 3 pm", CONFLICT),
+    ("Currently takes 10 mg of melatonin", "Takes 5 mg of melatonin", CONFLICT),
+    ("Meeting on Tuesday", "Meeting on Monday", CONFLICT),
+    # units, codes, letters and names that fill a slot
+    ("Takes 5 g of melatonin", "Takes 5 mg of melatonin", CONFLICT),
+    ("Sits in row C", "Sits in row B", CONFLICT),
+    ("Parking spot is C7", "Parking spot is B12", CONFLICT),
+    ("Blood type is B", "Blood type is A", CONFLICT),
+    ("Works at Meta", "Works at Google", CONFLICT),
+    ("Boss is Olivia", "Boss is Emma", CONFLICT),
+    # numbered labels: another item, not a new value
+    ("Lesson 2: SQLite basics", "Lesson 1: SQLite basics", DISTINCT),
+    ("Lesson 2: Postgres", "Lesson 1: SQLite", DISTINCT),
+    ("Chapter 4 covers indexes", "Chapter 3 covers indexes", DISTINCT),
+    ("Step 2: install uv", "Step 1: install uv", DISTINCT),
+    ("Part 2: SQLite basics", "Part 1: SQLite basics", DISTINCT),
+    ("Week 2: focus on cardio", "Week 1: focus on cardio", DISTINCT),
+    ("Day 2 in Rome", "Day 1 in Rome", DISTINCT),
+    ("Episode 5 was great", "Episode 4 was great", DISTINCT),
+    ("Session 3 covered joins", "Session 2 covered joins", DISTINCT),
+    ("Item 4: buy milk", "Item 3: buy milk", DISTINCT),
+    ("Q4 revenue target is 5M", "Q3 revenue target is 5M", DISTINCT),
+    # another value and another qualifier, subject or object: two facts
+    ("Uses Python 3.12 at home", "Uses Python 3.11 at work", DISTINCT),
+    ("Uses Python 3.11 at home", "Uses Python 3.11 at work", DISTINCT),
+    ("Prefers dark mode in terminals", "Prefers dark mode in editors", DISTINCT),
+    ("Olivia likes hiking", "Emma likes hiking", DISTINCT),
+    ("Met Olivia at the conference", "Met Emma at the conference", DISTINCT),
+    ("Has a dog named Max", "Has a dog named Rex", DISTINCT),
+    ("Takes vitamin C daily", "Takes vitamin D daily", DISTINCT),
+    ("Ordered SKU-45", "Ordered SKU-44", DISTINCT),
+    ("Flight BA117 lands at 9 am", "Flight LH400 lands at 9 am", DISTINCT),
+    ("Speaks Chinese", "Speaks English", DISTINCT),
+    ("Takes 10 mg of melatonin nightly", "Takes 5 mg of melatonin", DISTINCT),
+    ("Has 3 kids and a dog", "Has 2 kids", DISTINCT),
+    ("Has 2 kids and 1 dog", "Has 2 kids", DISTINCT),
+    # the same fact, said again
+    ("Prefers trash over rm!", "Prefers trash over rm", DUP),
+    ("PREFERS TABS OVER SPACES", "prefers tabs over spaces", DUP),
+    ("Every morning drinks coffee", "Drinks coffee every morning", DUP),
+    ("I prefer tea", "Prefers tea", DUP),
+    ("takes 5 mg of melatonin", "Takes 5 mg of melatonin.", DUP),
+    ("Takes 5 milligrams of melatonin", "Takes 5 mg of melatonin", DUP),
+    ("has 2 kids", "Has 2 kids!", DUP),
+    ("Has two kids", "Has 2 kids", DUP),
+    ("Meeting at 3pm", "Meeting at 3 pm", DUP),
+    ("lives in lisbon", "Lives in Lisbon", DUP),
+    ("emma's birthday is march 3", "Emma's birthday is March 3", DUP),
+    ("uses python 3.11 at work.", "Uses Python 3.11 at work", DUP),
+    ("Sits in row B.", "Sits in row B", DUP),
+    ("takes vitamin d daily", "Takes vitamin D daily", DUP),
+    ("Lesson 1 - SQLite basics", "Lesson 1: SQLite basics", DUP),
+    ("Pays 1200 EUR rent", "Pays 1,200 EUR rent", DUP),
+    # Chinese: numerals count as numbers, 第N is a label
+    ("每天吃10毫克褪黑素", "每天吃5毫克褪黑素", CONFLICT),
+    ("每天吃5克褪黑素", "每天吃5毫克褪黑素", CONFLICT),
+    ("有三个孩子", "有两个孩子", CONFLICT),
+    ("下午4点开会", "下午3点开会", CONFLICT),
+    ("住在3楼", "住在2楼", CONFLICT),
+    ("生日是三月三十日", "生日是三月三日", CONFLICT),
+    ("每周二开会", "每周一开会", CONFLICT),
+    ("体重72公斤", "体重70公斤", CONFLICT),
+    ("每天喝三杯咖啡", "每天喝两杯咖啡", CONFLICT),
+    ("用Python 3.12", "用Python 3.11", CONFLICT),
+    ("我女儿叫Olivia", "我女儿叫Emma", CONFLICT),
+    ("不喜欢咖啡", "喜欢咖啡", CONFLICT),
+    ("第二课", "第一课", DISTINCT),
+    ("第二课：SQLite基础", "第一课：SQLite基础", DISTINCT),
+    ("第2章讲索引", "第1章讲索引", DISTINCT),
+    ("第四步：安装uv", "第三步：安装uv", DISTINCT),
+    ("在家用Python 3.12", "在公司用Python 3.11", DISTINCT),
+    ("喜欢画画", "喜欢爬山", DISTINCT),
+    ("每天吃5毫克褪黑素。", "每天吃5毫克褪黑素", DUP),
+    ("有2个孩子", "有两个孩子", DUP),
+]
+
+
+@pytest.mark.parametrize("new, old, expected", PAIRS)
+def test_values_decide_between_duplicate_conflict_and_distinct(new, old, expected):
+    assert fact_relation(new, old, 0.7) == expected
+    assert fact_relation(old, new, 0.7) == expected  # whichever came first
+
+
+def test_confusion_matrix():
+    """Expected verdict (rows) against the judge's (columns); run with -s to see it."""
+    labels = [DUP, CONFLICT, DISTINCT]
+    names = {DUP: "duplicate", CONFLICT: "conflict", DISTINCT: "distinct"}
+    counts = Counter((expected, fact_relation(new, old, 0.7)) for new, old, expected in PAIRS)
+    wrong = [(new, old, expected, got) for new, old, expected in PAIRS
+             if (got := fact_relation(new, old, 0.7)) != expected]
+    width = max(len(n) for n in names.values()) + 2
+    lines = [f"\nfact_relation on {len(PAIRS)} pairs (rows: expected, columns: judged)",
+             "expected".ljust(width) + "".join(names[c].rjust(width) for c in labels)]
+    for row in labels:
+        lines.append(names[row].ljust(width) + "".join(str(counts[(row, c)]).rjust(width) for c in labels))
+    print("\n".join(lines))
+    assert len(PAIRS) >= 60
+    assert not wrong, wrong
+
+
 def test_learning_a_contrary_preference_archives_the_old_one(mem):
     old = mem.remember("Prefers vim for editing", user="ana", category="preference")
     with mem.turn("I prefer emacs over vim for all editing now", user="ana") as turn:
@@ -35,3 +159,19 @@ def test_learning_a_contrary_preference_archives_the_old_one(mem):
     assert mem.fact(old.id).status == "archived"
     live = [f.content for f in mem.facts(user="ana")]
     assert any("emacs" in c.lower() for c in live) and not any(c == "Prefers vim for editing" for c in live)
+
+
+def test_remembering_a_new_number_replaces_the_old_value(mem):
+    old = mem.remember("Takes 5 mg of melatonin", user="ana", category="health")
+    new = mem.remember("Takes 10 mg of melatonin", user="ana", category="health")
+    assert new.id != old.id and new.content == "Takes 10 mg of melatonin"
+    assert mem.fact(old.id).status == "archived" and mem.fact(old.id).superseded_by == new.id
+    assert [f.content for f in mem.facts(user="ana")] == ["Takes 10 mg of melatonin"]
+
+
+def test_numbered_items_are_kept_side_by_side(mem):
+    first = mem.remember("Lesson 1: SQLite basics", user="ana")
+    second = mem.remember("Lesson 2: SQLite basics", user="ana")
+    again = mem.remember("Lesson 1: SQLite basics!", user="ana")
+    assert second.id != first.id and again.id == first.id
+    assert sorted(f.content for f in mem.facts(user="ana")) == ["Lesson 1: SQLite basics", "Lesson 2: SQLite basics"]
