@@ -1,7 +1,10 @@
-"""Reading conversations from files: JSON, JSONL, 'Speaker: text' lines, LoCoMo.
+"""Reading conversations from files: JSON, JSONL, 'Speaker: text' lines, LoCoMo;
+and recognising input that is already stored.
 
 Every format becomes a list of :class:`Conversation` whose messages
-:meth:`Memory.add` takes as they are.
+:meth:`Memory.add` takes as they are. Adding the same input twice stores it once:
+:func:`skip_known` drops what an earlier add already stored, and :class:`Added`
+tells the caller how much that was.
 """
 
 from __future__ import annotations
@@ -11,14 +14,89 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from reverie.errors import InvalidInput
+from reverie.models import Episode, Message
+from reverie.store.base import Store, input_digest, nth_input, source_key
 
 LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
 SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})[:：]\s*(.+)$")
+
+
+class Added(list):
+    """What :meth:`Memory.add` returns: the episodes it stored (a plain ``list`` of
+    :class:`Episode`, as before), and what it recognised as stored already.
+
+    ``skipped`` counts the episodes left out because the same input was stored before
+    (or earlier in the same call); ``skipped_messages`` counts every message left out,
+    including those dropped from an episode that was stored with its new messages.
+    """
+
+    def __init__(self, episodes: Iterable[Episode] = (), *, skipped: int = 0, skipped_messages: int = 0):
+        super().__init__(episodes)
+        self.skipped = skipped
+        self.skipped_messages = skipped_messages
+
+    def __repr__(self) -> str:
+        return f"Added({list.__repr__(self)}, skipped={self.skipped}, skipped_messages={self.skipped_messages})"
+
+
+@dataclass
+class Fresh:
+    """The part of one add call that is new: episode groups with the keys to record them under."""
+
+    groups: list[list[Message]] = field(default_factory=list)
+    keys: list[list[str]] = field(default_factory=list)
+    skipped: int = 0
+    skipped_messages: int = 0
+
+
+def skip_known(store: Store, user: str, thread: str, groups: list[list[Message]]) -> Fresh:
+    """Leave out what is stored already for ``user`` in ``thread``.
+
+    A message whose source id (a LoCoMo dia_id...) was stored before, or came earlier in
+    this call, is dropped; a group with nothing left is a skipped episode. A group that is
+    left whole (or in part) is skipped when an episode with the same occurred time and
+    content (:func:`input_digest`) was stored: the n-th identical group of a call matches
+    the n-th stored one, so repeated exchanges inside one file are all kept. Two indexed
+    lookups per call; call it inside the transaction that stores the result.
+    """
+    sources = [source_key(m.source_id) for g in groups for m in g if m.source_id]
+    known = store.known_inputs(user, thread, sources) if sources else set()
+    out = Fresh()
+    kept: list[list[Message]] = []
+    for group in groups:
+        left = []
+        for m in group:
+            key = source_key(m.source_id) if m.source_id else None
+            if key is not None and key in known:
+                out.skipped_messages += 1
+                continue
+            if key is not None:
+                known.add(key)  # the same id twice in one call: the first one stands
+            left.append(m)
+        if left:
+            kept.append(left)
+        else:
+            out.skipped += 1
+    counts: dict[str, int] = {}
+    digests = []
+    for group in kept:
+        digest = input_digest(group)
+        digests.append(nth_input(digest, counts.get(digest, 0)))
+        counts[digest] = counts.get(digest, 0) + 1
+    seen = store.known_inputs(user, thread, digests) if digests else set()
+    for group, digest in zip(kept, digests):
+        if digest in seen:
+            out.skipped += 1
+            out.skipped_messages += len(group)
+            continue
+        out.groups.append(group)
+        out.keys.append([digest, *(source_key(m.source_id) for m in group if m.source_id)])
+    return out
 
 
 @dataclass

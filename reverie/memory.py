@@ -22,6 +22,7 @@ from reverie import redact as _redact
 from reverie.engines import Engines
 from reverie.errors import InvalidInput, NotFound
 from reverie.files import UserFiles
+from reverie.ingest import Added, skip_known
 from reverie.inputs import (
     check_date,
     check_messages,
@@ -178,13 +179,20 @@ class Memory:
         at: datetime | None = None,
         source: str | None = None,
         group: str = "exchange",
-    ) -> list[Episode]:
+    ) -> Added:
         """Ingest past conversation as completed episodes and queue it for learning.
 
         ``messages`` are ``{role|speaker, content|text, at?, source_id?}`` dicts (or
         Message objects, or plain strings from the user). Messages are grouped into
         exchanges (a message and the replies to it); ``group="message"`` keeps one
         episode per message. One transaction for the whole call.
+
+        Adding the same input again stores nothing new: a message whose ``source_id`` is
+        already stored in this user's thread is left out, and so is an exchange with the
+        same occurred time and content as a stored one (see :func:`reverie.ingest.skip_known`).
+        Returns the stored episodes as an :class:`~reverie.ingest.Added` list, whose
+        ``skipped`` (episodes) and ``skipped_messages`` say what was recognised and left out.
+        A live turn (:meth:`turn`) is always a new exchange, even with the same words.
         """
         user = check_user(user)
         thread, agent = clean_label(thread, "thread") or "default", clean_label(agent, "agent")
@@ -192,13 +200,15 @@ class Memory:
         msgs = [self._message(m, i, at) for i, m in enumerate(check_messages(messages))]
         if not msgs:
             raise InvalidInput("messages is empty: nothing to add", field="messages")
+        groups = _group(msgs, group)
         now = utcnow()
-        episodes = []
-        for group_msgs in _group(msgs, group):
-            first = group_msgs[0]
-            ids = [m.source_id for m in group_msgs if m.source_id]
-            episodes.append(
-                Episode(
+        with self.store.transaction():
+            fresh = skip_known(self.store, user, thread, groups)
+            episodes = Added(skipped=fresh.skipped, skipped_messages=fresh.skipped_messages)
+            for group_msgs, keys in zip(fresh.groups, fresh.keys):
+                first = group_msgs[0]
+                ids = [m.source_id for m in group_msgs if m.source_id]
+                ep = Episode(
                     user=user,
                     agent=agent,
                     thread=thread,
@@ -211,10 +221,12 @@ class Memory:
                     messages=group_msgs,
                     source_ids=ids + ([source] if source else []),
                 )
-            )
-        with self.store.transaction():
-            for ep in episodes:
                 self.store.put_episode(ep)
+                self.store.put_inputs(user, thread, ep.id, keys)
+                episodes.append(ep)
+        if fresh.skipped_messages:
+            log.info("add: %d episodes (%d messages) of %s/%s were stored already", fresh.skipped,
+                     fresh.skipped_messages, user, thread)
         self.learner.enqueue(episodes)
         return episodes
 

@@ -168,14 +168,17 @@ def test_scene_and_sub_scene_bonus(mem):
     query = "how did we fix the flaky integration test in the payments code?"
     perception = mem.recaller.perceive(query, NOW)
     assert perception.scene != "general"
-    same = _say(mem, "Fixed the flaky integration test by pinning the clock", at=NOW - timedelta(days=1))
-    other = _say(mem, "Fixed the flaky integration test by pinning the clock", at=NOW - timedelta(days=1))
+    # the same input in one thread is stored once, and the same line is delivered once:
+    # two threads, each recalled on its own
+    same = _say(mem, "Fixed the flaky integration test by pinning the clock", at=NOW - timedelta(days=1), thread="t1")
+    other = _say(mem, "Fixed the flaky integration test by pinning the clock", at=NOW - timedelta(days=1), thread="t2")
     mem.flush()
     for ep, scene, sub in ((same, perception.scene, perception.sub_scene), (other, "travel", "")):
         stored = mem.episode(ep.id)
         stored.scene, stored.sub_scene = scene, sub
         mem.store.put_episode(stored)
-    items = {i.id: i for i in mem.recall(query, user="ana", at=NOW, track=False, explain=True).items}
+    items = {i.id: i for t in ("t1", "t2")
+             for i in mem.recall(query, user="ana", thread=t, at=NOW, track=False, explain=True).items}
     assert items[same.id].parts["scene"] == pytest.approx(0.1)
     assert "scene" not in items[other.id].parts
     assert items[same.id].score > items[other.id].score

@@ -45,29 +45,38 @@ def ingest(
     api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
-    """Ingest a past conversation from a file, then learn from it."""
+    """Ingest a past conversation from a file, then learn from it. Input stored before
+    (the same file again) is recognised and skipped."""
     from rich.progress import Progress
 
     with fail_cleanly():
         conversations = load_conversations(file)
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
-        episodes = 0
+        episodes = skipped = skipped_messages = 0
         with Progress(console=console, transient=True, disable=as_json) as progress:
             task = progress.add_task("ingesting", total=len(conversations))
             for conv in conversations:
-                episodes += len(mem.add(conv.messages, user=user, thread=thread or conv.thread))
+                added = mem.add(conv.messages, user=user, thread=thread or conv.thread)
+                episodes += len(added)
+                skipped += added.skipped
+                skipped_messages += added.skipped_messages
                 progress.advance(task)
             learned = 0
             if learn:
                 progress.add_task("learning", total=None)
                 learned = mem.flush(user=user)
         stats = mem.stats(user=user)["users"][user]
-        result = {"episodes": episodes, "learned": learned, "facts": stats["facts"], "tags": stats["tags"]}
+        result = {
+            "episodes": episodes, "skipped": skipped, "skipped_messages": skipped_messages,
+            "learned": learned, "facts": stats["facts"], "tags": stats["tags"],
+        }
         if as_json:
             emit_json(result)
         else:
+            partial = f" ({skipped_messages} messages)" if skipped_messages != skipped else ""
             console.print(
                 f"Ingested [bold]{episodes}[/] episodes from {len(conversations)} conversation(s); "
+                f"skipped [bold]{skipped}[/] stored before{partial}; "
                 f"learned from {learned}. {stats['facts']} facts stored."
             )
 

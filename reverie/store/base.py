@@ -7,13 +7,14 @@ same methods. Callers group several calls into one logical write with
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Sequence
 
-from reverie.models import Episode, Fact, KnowledgeDoc, Note, Profile, Tag, TagRelation
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, as_utc
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
@@ -71,6 +72,28 @@ class DreamRun:
     error: str = ""
 
 
+def input_digest(messages: Sequence[Message]) -> str:
+    """What makes an ingested episode the same input again: its first message's time (the
+    episode's occurred time as the input gave it, or none) and every message's role,
+    speaker and content. The user and thread are kept beside it, not hashed."""
+    first = messages[0].at if messages else None
+    h = hashlib.sha256((as_utc(first).isoformat() if first else "").encode())
+    for m in messages:
+        h.update("\x1e".join(("", m.role, m.speaker or "", m.content)).encode("utf-8", "surrogatepass"))
+    return "d:" + h.hexdigest()[:40]
+
+
+def nth_input(digest: str, n: int) -> str:
+    """The key of the ``n``-th episode with this digest in one input (from 0): identical
+    exchanges inside one file stay apart, and the file read again matches each of them."""
+    return digest if n == 0 else f"{digest}#{n}"
+
+
+def source_key(source_id: str) -> str:
+    """The input key of an external message id (a LoCoMo dia_id...)."""
+    return "s:" + source_id
+
+
 class Store(ABC):
     """Persistence for one reverie home. Every method is safe to call from any thread."""
 
@@ -125,6 +148,16 @@ class Store(ABC):
 
     @abstractmethod
     def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None: ...
+
+    @abstractmethod
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
+        """Which of these input keys (:func:`input_digest`, :func:`source_key`) an episode of
+        ``user`` in ``thread`` was already stored under: an indexed lookup per key."""
+
+    @abstractmethod
+    def put_inputs(self, user: str, thread: str, episode_id: str, keys: Iterable[str]) -> None:
+        """Record the input keys of an ingested episode (a key already recorded stays with its
+        first episode)."""
 
     # ------------------------------------------------------------ facts
     @abstractmethod

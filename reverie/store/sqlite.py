@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from reverie.errors import StoreError
 from reverie.models import (
@@ -22,6 +22,7 @@ from reverie.models import (
     Episode,
     Fact,
     KnowledgeDoc,
+    Message,
     Note,
     Profile,
     ProfileSection,
@@ -29,10 +30,47 @@ from reverie.models import (
     TagRelation,
     as_utc,
 )
-from reverie.store.base import ApiKey, DreamRun, EpisodeRef, Hit, Posting, Store
+from reverie.store.base import (
+    ApiKey,
+    DreamRun,
+    EpisodeRef,
+    Hit,
+    Posting,
+    Store,
+    input_digest,
+    nth_input,
+    source_key,
+)
 from reverie.text import index_text
 
-MIGRATIONS: list[str] = [
+def _input_keys(conn: sqlite3.Connection) -> None:
+    """2: the keys ingested input is recognised by (one row per key, looked up by primary key),
+    filled in for the episodes stored before, so that input ingested before the upgrade is
+    recognised too. This reads every episode once, at the upgrade only."""
+    conn.execute(
+        "CREATE TABLE input_keys (user TEXT NOT NULL, thread TEXT NOT NULL, key TEXT NOT NULL, "
+        "episode_id TEXT NOT NULL, PRIMARY KEY (user, thread, key)) WITHOUT ROWID"
+    )
+    seen: dict[tuple[str, str, str], int] = {}
+    rows: list[tuple[str, str, str, str]] = []
+    for episode_id, user, thread, body in conn.execute("SELECT id, user, thread, body FROM episodes ORDER BY pk"):
+        try:
+            messages = [Message.model_validate(m) for m in json.loads(body).get("messages") or []]
+        except (ValueError, TypeError, AttributeError):
+            continue  # an unreadable body keeps no key: it is never matched, never lost
+        if not messages:
+            continue
+        digest = input_digest(messages)
+        n = seen.get((user, thread, digest), 0)
+        seen[(user, thread, digest)] = n + 1
+        keys = [nth_input(digest, n), *(source_key(m.source_id) for m in messages if m.source_id)]
+        rows += [(user, thread, key, episode_id) for key in keys]
+    conn.executemany("INSERT OR IGNORE INTO input_keys (user, thread, key, episode_id) VALUES (?, ?, ?, ?)", rows)
+
+
+# each step is SQL (statements separated by ";\n") or a function given the connection;
+# all of them run inside the one upgrade transaction
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 1: the whole model
     """
     CREATE TABLE episodes (
@@ -146,6 +184,8 @@ MIGRATIONS: list[str] = [
 
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 2: ingest recognises input it has already stored (Memory.add)
+    _input_keys,
 ]
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
@@ -256,7 +296,11 @@ class SQLiteStore(Store):
                     f"reverie understands ({len(MIGRATIONS)}); upgrade reverie"
                 )
             for number in range(version, len(MIGRATIONS)):
-                for statement in MIGRATIONS[number].split(";\n"):
+                step = MIGRATIONS[number]
+                if callable(step):
+                    step(conn)
+                    continue
+                for statement in step.split(";\n"):
                     if statement.strip():
                         conn.execute(statement)
             if row is None:
@@ -406,6 +450,25 @@ class SQLiteStore(Store):
                 f"UPDATE episodes SET learned = ?, learn_error = ? WHERE id IN ({_in(ids)})",
                 [int(learned), error, *ids],
             )
+
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
+        keys = list(dict.fromkeys(keys))
+        found: set[str] = set()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            found.update(
+                r[0] for r in self._x(
+                    f"SELECT key FROM input_keys WHERE user = ? AND thread = ? AND key IN ({_in(chunk)})",
+                    [user, thread, *chunk],
+                )
+            )
+        return found
+
+    def put_inputs(self, user: str, thread: str, episode_id: str, keys: Iterable[str]) -> None:
+        self._conn().executemany(
+            "INSERT OR IGNORE INTO input_keys (user, thread, key, episode_id) VALUES (?, ?, ?, ?)",
+            [(user, thread, key, episode_id) for key in dict.fromkeys(keys)],
+        )
 
     # ------------------------------------------------------------ facts
     def put_fact(self, fact: Fact) -> None:

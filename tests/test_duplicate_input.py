@@ -1,0 +1,115 @@
+"""Duplicated input (issue 9, part 7): the same input ingested twice is stored once, and
+recall never delivers the same line twice."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+from typer.testing import CliRunner
+
+from reverie import Memory
+from reverie.cli import app
+
+runner = CliRunner()
+NOW = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+TALK = [
+    {"role": "user", "content": "I'm a data engineer at a bank.", "at": "2024-02-01T09:00:00Z"},
+    {"role": "assistant", "content": "Nice.", "at": "2024-02-01T09:01:00Z"},
+    {"role": "user", "content": "I prefer short answers with the conclusion first.", "at": "2024-02-01T09:02:00Z"},
+    {"role": "assistant", "content": "Will do.", "at": "2024-02-01T09:03:00Z"},
+]
+
+
+def _cli(*args: str, home) -> str:
+    result = runner.invoke(app, [*args, "--home", str(home)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _locomo() -> dict:
+    return {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group yesterday."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "That sounds brave, how was it?"},
+            {"speaker": "Caroline", "dia_id": "D1:3", "text": "It was powerful, I felt accepted."},
+            {"speaker": "Melanie", "dia_id": "D1:4", "text": "I'm so glad. I painted a lake sunrise last week."},
+        ],
+        "session_2_date_time": "10:37 am on 27 June, 2023",
+        "session_2": [
+            {"speaker": "Melanie", "dia_id": "D2:1", "text": "I ran a charity race for mental health."},
+            {"speaker": "Caroline", "dia_id": "D2:2", "text": "Amazing! I'm looking into counseling careers."},
+        ],
+    }
+
+
+def test_cli_ingest_of_the_same_file_twice_stores_nothing_new_and_says_so(home, tmp_path):
+    talk = tmp_path / "talk.json"
+    talk.write_text(json.dumps(TALK), encoding="utf-8")
+    first = json.loads(_cli("ingest", str(talk), "--user", "ana", "--json", home=home))
+    assert (first["episodes"], first["skipped"]) == (2, 0)
+    second = json.loads(_cli("ingest", str(talk), "--user", "ana", "--json", home=home))
+    assert (second["episodes"], second["skipped"], second["skipped_messages"]) == (0, 2, 4)
+    third = _cli("ingest", str(talk), "--user", "ana", home=home)
+    assert "Ingested 0 episodes" in third and "skipped 2 stored before" in third
+    episodes = json.loads(_cli("episodes", "--user", "ana", "--json", home=home))
+    assert len(episodes) == 2
+
+    # a LoCoMo file: its turns are known by their dia_id, even where a re-export changed a word
+    conv = tmp_path / "conv-26.json"
+    conv.write_text(json.dumps(_locomo()), encoding="utf-8")
+    first = json.loads(_cli("ingest", str(conv), "--user", "ana", "--json", home=home))
+    assert first["skipped"] == 0 and first["episodes"] > 0
+    edited = _locomo()
+    edited["session_2"][0]["text"] = "I ran a charity race for mental health!"
+    conv.write_text(json.dumps(edited), encoding="utf-8")
+    again = json.loads(_cli("ingest", str(conv), "--user", "ana", "--json", home=home))
+    assert (again["episodes"], again["skipped"], again["skipped_messages"]) == (0, first["episodes"], 6)
+    assert len(json.loads(_cli("episodes", "--user", "ana", "--json", home=home))) == 2 + first["episodes"]
+
+
+def test_memory_add_twice_stores_once_and_reports_what_it_skipped(mem):
+    first = mem.add(TALK, user="ana", thread="t1")
+    assert isinstance(first, list) and len(first) == 2 and first.skipped == 0
+    second = mem.add(TALK, user="ana", thread="t1")
+    assert second == [] and isinstance(second, list)
+    assert (second.skipped, second.skipped_messages) == (2, 4)
+    assert len(mem.episodes(user="ana")) == 2
+    # the same words at another time, in another thread or for another user are new input
+    moved = [{**m, "at": m["at"].replace("2024-02-01", "2024-02-02")} for m in TALK]
+    assert len(mem.add(moved, user="ana", thread="t1")) == 2
+    assert len(mem.add(TALK, user="ana", thread="t2")) == 2
+    assert len(mem.add(TALK, user="bo", thread="t1")) == 2
+    # one file may hold the same exchange twice: both are kept, and both are known next time
+    repeated = ["Thanks!", {"role": "assistant", "content": "You're welcome."}] * 2
+    assert len(mem.add(repeated, user="ana", thread="t3")) == 2
+    again = mem.add(repeated, user="ana", thread="t3")
+    assert (len(again), again.skipped) == (0, 2)
+    # a file that grew: only what is new is stored
+    grown = mem.add([*TALK, {"role": "user", "content": "I moved to Lisbon.", "at": "2024-02-01T09:04:00Z"}],
+                    user="ana", thread="t1")
+    assert [e.user_text for e in grown] == ["I moved to Lisbon."] and grown.skipped == 2
+    # a live turn with the same words is a new exchange, not a duplicate
+    with mem.turn("I'm a data engineer at a bank.", user="ana", thread="t1") as turn:
+        turn.complete("Noted.")
+    assert len(mem.episodes(user="ana", thread="t1")) == 2 + 2 + 1 + 1
+
+
+def test_a_store_made_before_the_upgrade_knows_its_input(home):
+    with Memory(home, background=False) as mem:
+        mem.add(TALK, user="ana", thread="t1")
+    conn = sqlite3.connect(home / "reverie.db")  # the store as schema version 1 left it
+    conn.execute("DROP TABLE input_keys")
+    conn.execute("UPDATE schema_version SET version = 1")
+    conn.commit()
+    conn.close()
+    with Memory(home, background=False) as mem:
+        assert mem.store.schema_version() >= 2
+        again = mem.add(TALK, user="ana", thread="t1")
+        assert (len(again), again.skipped) == (0, 2)
+        assert len(mem.episodes(user="ana")) == 2
+
