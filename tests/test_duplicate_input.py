@@ -113,3 +113,33 @@ def test_a_store_made_before_the_upgrade_knows_its_input(home):
         assert (len(again), again.skipped) == (0, 2)
         assert len(mem.episodes(user="ana")) == 2
 
+
+def _visible(item) -> str:
+    return item.text.split("] ", 1)[-1]
+
+
+def test_recall_delivers_a_repeated_line_once_then_other_items(mem):
+    for i in range(15):
+        mem.add([{"speaker": "Melanie", "content": "the marathon is going well."}], user="ana",
+                thread=f"t{i % 3}", at=NOW - timedelta(days=i + 1, hours=i))
+    others = [
+        "Melanie: my knee hurt after the marathon training run on Sunday.",
+        "Melanie: I bought new shoes for the marathon in Porto.",
+        "Melanie: I did not finish the half marathon in May because of the heat.",
+        "Melanie: I did finish the half marathon in May despite the heat.",
+    ]
+    for i, line in enumerate(others):
+        speaker, text = line.split(": ", 1)
+        mem.add([{"speaker": speaker, "content": text}], user="ana", thread="t9", at=NOW - timedelta(days=20 + i))
+    mem.flush()
+    result = mem.recall("how is the marathon going?", user="ana", budget=2000, at=NOW, explain=True)
+    episodes = [i for i in result.items if i.kind == "episode"]
+    said = [_visible(i) for i in episodes]
+    assert sum("the marathon is going well" in s for s in said) == 1
+    assert len(said) == len(set(said))
+    assert sum(any(o.split(": ", 1)[1][:30] in s for s in said) for o in others) == len(others)
+    # a negation apart is not the same line; the kept line still says why and where from
+    kept = next(i for i in episodes if "the marathon is going well" in _visible(i))
+    assert kept.parts and kept.parts["relevance"] > 0 and len(kept.provenance) == 1
+    assert mem.episode(kept.provenance[0]).messages[0].content == "the marathon is going well."
+    assert result.context.count("the marathon is going well") == 1

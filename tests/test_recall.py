@@ -110,10 +110,12 @@ def test_a_named_time_beats_recency(mem):
 
 
 def test_recency_decays_with_age(mem):
-    new = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=1))
-    old = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=60))
+    # the same line twice is delivered once: each thread's recall shows its own
+    new = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=1), thread="t1")
+    old = _say(mem, "Tried the new ramen place downtown", at=NOW - timedelta(days=60), thread="t2")
     mem.flush()
-    items = {i.id: i for i in mem.recall("ramen place", user="ana", at=NOW, track=False, explain=True).items}
+    items = {i.id: i for t in ("t1", "t2")
+             for i in mem.recall("ramen place", user="ana", thread=t, at=NOW, track=False, explain=True).items}
     assert items[new.id].score > items[old.id].score
     assert items[new.id].parts["recency"] == pytest.approx(2.718281828 ** (-0.05), rel=1e-3)
 
