@@ -7,6 +7,29 @@ password, an API key or a token. Detection is precise on purpose: dates,
 times, prices, versions, ports, issue numbers and sentences that merely talk
 about passwords stay as they are, because memory that loses them is worse.
 
+Credentials inside something larger are cut out of it, so the useful rest survives:
+
+- connection strings and other URLs with a password keep scheme, user and host
+  and lose only the password: ``postgres://admin:[password]@localhost:5432/app``
+  (also ``redis://:[password]@host``). A URL or ssh target with a user but no
+  password (``ssh://git@host``, ``git@github.com:org/repo.git``) is a login,
+  not an email address, and stays as it is;
+- webhook URLs (Slack, Discord, Microsoft Teams) keep the host and the path up
+  to the secret part: ``https://hooks.slack.com/services/[token]``;
+- URL query parameters (and ``;key=value`` connection strings) keep their name
+  and lose the value up to the next ``&``, ``;`` or ``#``:
+  ``?user=bob&password=[password]&next=/``, ``?access_token=[token]``, ``?api_key=[api-key]``;
+- ``Authorization: Basic <base64>``, ``curl -u user:pass`` and ``mysql -pPASS``
+  lose the credential as ``[password]`` (Basic encodes user and password),
+  other authorization schemes (``Bearer``, ``token``...) as ``[token]``;
+- ``.netrc`` entries (``machine host login bob password [password]``) lose the
+  value after ``password``;
+- a password given after a Chinese keyword may itself be Chinese (``口令：[password]``)
+  when a colon, or a verb and a space, sets it apart (``密码是 [password]``).
+
+Every pattern runs in linear time: values are matched greedily up to a
+delimiter, and each search starts only at a fixed keyword or delimiter.
+
 >>> redact("Call me at +1 415-555-0132 tomorrow")
 'Call me at [phone] tomorrow'
 >>> redact("我的密码是abc123，别告诉别人")
@@ -17,11 +40,12 @@ about passwords stay as they are, because memory that loses them is worse.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 __all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_label", "redact_obj"]
@@ -64,6 +88,8 @@ class _Detector:
     check: Check | None = None
     # Keyword forms ("password: x") redact only the value, held in one of these groups.
     value_groups: tuple[str, ...] = ()
+    # The pattern runs only if the lower-cased text holds one of these (when given).
+    cue: tuple[str, ...] = ()
 
     def find(self, text: str) -> list[Finding]:
         found = []
@@ -188,6 +214,123 @@ def _bare_password_ok(m: re.Match[str]) -> bool:
     return any(ch.isdigit() for ch in m.group("bare")) and len(m.group("bare")) >= 6
 
 
+def _in_query(m: re.Match[str]) -> bool:
+    """The key of ``m`` is a URL query parameter (``?password=``, ``&access_token=``): left to the query detectors."""
+    i, stop = m.start(), max(0, m.start() - 64)
+    while i > stop and (m.string[i - 1].isalnum() or m.string[i - 1] in "_.-"):
+        i -= 1
+    return i > 0 and m.string[i - 1] in "?&;"
+
+
+# Stand-ins for a value, not a value: ${DB_PASSWORD}, $PGPASS, {token}, {{ secret }}, <password>, ****, %s.
+_TEMPLATE_RE = re.compile(r"\$\{?\w+\}?|\{\{?\s*[\w.]*\s*\}?\}|<[\w .-]*>|\*+|%(?:\(\w+\))?s")
+_FLAGS = frozenset("true false yes no on off null none 0 1".split())
+
+
+def _literal(value: str) -> bool:
+    return not _TEMPLATE_RE.fullmatch(value)
+
+
+def _userinfo_ok(m: re.Match[str]) -> bool:
+    return _literal(m.group("bare"))
+
+
+def _query_ok(m: re.Match[str]) -> bool:
+    value = m.group("bare")
+    return _literal(value) and value.lower() not in _FLAGS
+
+
+def _keyword_password_ok(m: re.Match[str]) -> bool:
+    return not _in_query(m) and _password_ok(m)
+
+
+def _keyword_secret_ok(m: re.Match[str]) -> bool:
+    return not _in_query(m) and _secret_value_ok(m)
+
+
+def _basic_auth_ok(m: re.Match[str]) -> bool:
+    """``Basic <credentials>``: in an Authorization header always, in prose if it decodes to ``user:password``."""
+    if m.group("auth") is not None:
+        return True
+    try:
+        decoded = base64.b64decode(m.group("bare"), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+# Authorization schemes whose first word is no credential (Basic has its own detector).
+_OTHER_AUTH_SCHEMES = r"(?i:basic|digest|negotiate|ntlm|aws4-hmac-sha256)"
+# Words that follow "Authorization: Bearer" when a text describes the header instead of giving it.
+_AUTH_WORDS = frozenset(
+    "token tokens header headers scheme auth authentication authorization credential credentials value string key"
+    " jwt here your my the a an".split()
+)
+
+
+def _auth_header_ok(m: re.Match[str]) -> bool:
+    value = m.group("bare")
+    if m.group("scheme") is None:  # "Authorization: <value>": only a machine-made value
+        return len(value) >= 8 and _random_looking(value)
+    return value.lower() not in _AUTH_WORDS and not _plain_word(value) and _literal(value)
+
+
+_COMMAND_CURL_RE = re.compile(r"(?<![\w-])curl(?![\w-])")
+_COMMAND_MYSQL_RE = re.compile(r"(?<![\w-])(?:mysql|mariadb)[\w-]*(?![\w-])")
+
+
+def _line_before(m: re.Match[str], limit: int = 512) -> str:
+    """The text of ``m``'s line before it, at most ``limit`` characters (a bound keeps many matches linear)."""
+    start = max(m.start() - limit, m.string.rfind("\n", 0, m.start()) + 1)
+    return m.string[start : m.start()]
+
+
+def _curl_user_ok(m: re.Match[str]) -> bool:
+    """``-u user:password`` is curl's; ``-u`` means other things to other commands (``docker run -u 1000:1000``)."""
+    return _COMMAND_CURL_RE.search(_line_before(m)) is not None and _literal(m.group("bare"))
+
+
+def _mysql_password_ok(m: re.Match[str]) -> bool:
+    """``-p<password>`` is a password to the MySQL clients only (``mkdir -p``, ``ssh -p 22`` are no secrets)."""
+    value = m.group("quoted") if m.group("quoted") is not None else m.group("bare")
+    return _COMMAND_MYSQL_RE.search(_line_before(m)) is not None and _literal(value)
+
+
+def _netrc_ok(m: re.Match[str]) -> bool:
+    value = m.group("quoted") if m.group("quoted") is not None else m.group("bare")
+    if not _literal(value):
+        return False
+    if m.group("login") is None and not re.match(r"\s+(?:login|account)\s", m.string[m.end() : m.end() + 16]):
+        return False
+    # "machine learning login page password reset" is prose: a host name has a dot, or the value is no word.
+    host = m.group("host")
+    return host is None or "." in host or host == "localhost" or not _plain_word(value)
+
+
+# Values after a Chinese password word that say something about the password instead of giving it.
+_ZH_NOT_A_PASSWORD = frozenset(
+    """
+    什么 啥 多少 哪个 哪些 几位 几个 空 无 没有 未设置 不知道 忘了 忘记了 对的 错的 正确的 错误的 一样的 相同的
+    默认 默认的 保密 略 同上 见上 见下 如下 以下 下面 上面 这个 那个 它 生日 我的生日 手机号 身份证后六位
+    """.split()
+)
+_ZH_NOT_A_PASSWORD_START = tuple(
+    "请 见 忘 没 不 未 已 在 要 需 必须 应 可以 由 和 与 跟 也 都 还 就 太 很 非常 比较 至少 最少 长度 通常 一般 同".split()
+)
+_ZH_LENGTH_RE = re.compile(r"[零一二两三四五六七八九十百几\d]+(?:位|个字|个字符)")
+
+
+def _zh_password_ok(m: re.Match[str]) -> bool:
+    """A Chinese value after a Chinese password word ("口令：芝麻开门"), not a remark about it ("密码：请联系管理员")."""
+    value = m.group("bare")
+    return (
+        value not in _ZH_NOT_A_PASSWORD
+        and not value.startswith(_ZH_NOT_A_PASSWORD_START)
+        and not value.endswith(("吗", "呢", "吧", "么"))
+        and not _ZH_LENGTH_RE.match(value)
+    )
+
+
 def _value(bare: str) -> str:
     """A secret value: quoted (anything up to the closing quote) or bare; never a placeholder."""
     return (
@@ -196,11 +339,22 @@ def _value(bare: str) -> str:
     )
 
 
-# A bare value ends before trailing punctuation and the next space (or, for
-# values that follow Chinese words, the next non-ASCII character).
-_BARE_SPACED = r"[^\s\"'“”‘’`，。；、！？]+?(?=[.,;:!?)\]]*(?:[\s，。；、！？]|$))"
-_BARE_ASCII = r"[!-~]+?(?=[.,;:!?)\]]*(?:[^!-~]|$))"
-_BARE_TOKEN = r"[A-Za-z0-9._~+/=-]+?(?=[.,;:!?)\]]*(?:[^A-Za-z0-9._~+/=-]|$))"
+# A bare value ends before trailing punctuation and the next space or quote (or,
+# for values that follow Chinese words, the next non-ASCII character). It is
+# taken greedily and given back up to its last non-punctuation character: a
+# lazy value with a look-ahead over the punctuation would be quadratic on long
+# runs of it.
+_TRAIL = r"[.,;:!?)\]]"
+
+
+def _bare(chars: str, stop: str) -> str:
+    """A run of ``chars`` that ends where ``stop`` (or the end) follows, minus its trailing punctuation."""
+    return rf"{chars}*(?!{_TRAIL}){chars}(?={_TRAIL}*(?:{stop}|$))"
+
+
+_BARE_SPACED = _bare(r"[^\s\"'“”‘’`，。；、！？]", r"[\s\"'“”‘’`，。；、！？]")
+_BARE_ASCII = _bare(r"[!-~]", r"[^!-~]")
+_BARE_TOKEN = _bare(r"[A-Za-z0-9._~+/=-]", r"[^A-Za-z0-9._~+/=-]")
 
 _PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:\s?code)?"
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
@@ -215,7 +369,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         "private-key",
         _compile(
             r"""-----BEGIN[ ](?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY-----
-            (?:.*?-----END[ ](?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY-----|[A-Za-z0-9+/=\s]*)""",
+            (?:(?:[^-]|-(?!----BEGIN[ ]))*?-----END[ ](?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY-----|[A-Za-z0-9+/=\s]*)""",
             re.DOTALL,
         ),
     ),
@@ -234,6 +388,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
               | AIza[0-9A-Za-z_-]{35}                                              # Google
               | xox[abposr]-[A-Za-z0-9-]{10,}                                      # Slack
               | hf_[A-Za-z0-9]{30,} | glpat-[A-Za-z0-9_-]{20,}                     # Hugging Face, GitLab
+              | npm_[A-Za-z0-9]{36}                                                # npm
             )(?![A-Za-z0-9])"""
         ),
         check=lambda m: _random_looking(m.group()),
@@ -251,7 +406,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
                 | 令牌)
             ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
         ),
-        check=_secret_value_ok,
+        check=_keyword_secret_ok,
         value_groups=("quoted", "bare"),
     ),
     _Detector(
@@ -262,7 +417,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
                 | (?i:api)?密钥 | 秘钥)
             ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
         ),
-        check=_secret_value_ok,
+        check=_keyword_secret_ok,
         value_groups=("quoted", "bare"),
     ),
     _Detector(
@@ -270,14 +425,14 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(
             rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))["']?\s*(?:[:=：]|=>)\s*""" + _value(_BARE_SPACED)
         ),
-        check=_password_ok,
+        check=_keyword_password_ok,
         value_groups=("quoted", "bare"),
     ),
     _Detector(
         "password",  # "my password is hunter2", "the password for the wifi was now 'x'"
         _compile(
             rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
-            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'-]+){{1,3}}?)?
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/:-]+){{1,3}}?)?
             (?:\s+(?i:is|was)|'s)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+"""
             + _value(_BARE_SPACED)
         ),
@@ -302,6 +457,159 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     ),
 )
 
+_ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
+# A Chinese password value: a run up to a space or punctuation, 64 characters at most.
+_ZH_VALUE_CHAR = r"[^\s\"'“”‘’`，。；、！？：（）()<>\[\]【】《》,;!?]"
+_ZH_VALUE_LAST = r"[^\s\"'“”‘’`，。；、！？：（）()<>\[\]【】《》,;!?.:]"
+
+
+def _query_detector(kind: Kind, keys: str) -> _Detector:
+    """``?key=value``, ``&key=value`` (``;key=value`` in connection strings): the value up to ``&``, ``;``, ``#``."""
+    return _Detector(
+        kind,
+        _compile(
+            rf"""[?&;](?i:(?:[A-Za-z0-9_.-]*[_.-])?(?:{keys}))=
+            (?P<bare>(?!{_PLACEHOLDER}(?:[&;\#\s"'<>]|$))[^&;\#\s"'<>]*(?!{_TRAIL})[^&;\#\s"'<>])"""
+        ),
+        check=_query_ok,
+        value_groups=("bare",),
+        cue=("=",),
+    )
+
+
+# Secrets inside URLs, headers, command lines and config lines. Each keeps the
+# text around the secret (scheme, user, host, parameter name) and cuts the secret.
+_EMBEDDED_DETECTORS: tuple[_Detector, ...] = (
+    _Detector(
+        "password",  # scheme://user:password@host (postgres, mysql, redis, amqp, mongodb+srv, https...)
+        _compile(
+            rf"""(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,30}}://
+            [^\s:/?\#@\[\]"'<>]*:
+            (?P<bare>(?!{_PLACEHOLDER}@)[^\s/?\#"'<>]+)   # greedy: a password holding "@" ends at the last one
+            @(?=[A-Za-z0-9\[])"""
+        ),
+        check=_userinfo_ok,
+        value_groups=("bare",),
+        cue=("://",),
+    ),
+    _Detector(
+        "token",  # Slack incoming webhook / workflow trigger
+        _compile(
+            r"""(?<![A-Za-z0-9.-])hooks\.slack\.com/(?:services|workflows|triggers)/
+            (?P<bare>[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)+)"""
+        ),
+        value_groups=("bare",),
+        cue=("hooks.slack",),
+    ),
+    _Detector(
+        "token",  # Discord webhook: id and token
+        _compile(
+            r"""(?<![A-Za-z0-9.-])(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/(?:v\d+/)?webhooks/
+            (?P<bare>\d+/[A-Za-z0-9_-]+)"""
+        ),
+        value_groups=("bare",),
+        cue=("/webhooks/",),
+    ),
+    _Detector(
+        "token",  # Microsoft Teams incoming webhook
+        _compile(
+            r"""(?<![A-Za-z0-9.-])
+            (?:[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook(?:b2)?)/
+            (?P<bare>[A-Za-z0-9@%/_.-]*[A-Za-z0-9])"""
+        ),
+        value_groups=("bare",),
+        cue=("webhook",),
+    ),
+    _query_detector("password", r"(?:db|user|admin|root)?(?:password|passwd|passwort|passphrase|passcode|pass|pwd)"),
+    _query_detector(
+        "token",
+        r"(?:access|auth|refresh|id|session|api|bearer|csrf|xsrf|oauth)?token|sig|signature",
+    ),
+    _query_detector(
+        "api-key",
+        r"(?:client|app|api)?secret|secret[_-]?key|api[_-]?key|access[_-]?key|private[_-]?key",
+    ),
+    _Detector(
+        "password",  # "Authorization: Basic dXNlcjpwYXNz": base64 of user:password
+        _compile(
+            rf"""(?<![A-Za-z0-9-])(?P<auth>(?i:(?:proxy-)?authorization)["']?\s*[:=]\s*["']?)?(?i:basic)\s+
+            (?P<bare>(?!{_PLACEHOLDER})[A-Za-z0-9+/]+={{0,2}})(?![A-Za-z0-9+/=])"""
+        ),
+        check=_basic_auth_ok,
+        value_groups=("bare",),
+        cue=("basic",),
+    ),
+    _Detector(
+        "token",  # "Authorization: Bearer x", "Authorization: token x"
+        _compile(
+            rf"""(?<![A-Za-z0-9-])(?i:(?:proxy-)?authorization)["']?\s*[:=]\s*["']?
+            (?:(?P<scheme>(?i:bearer|token|bot|jwt|apikey|api-key|key|sso-key|oauth|otoken|session))\s+)?
+            (?P<bare>(?!{_PLACEHOLDER})(?!{_OTHER_AUTH_SCHEMES}(?![A-Za-z0-9-])){_BARE_TOKEN})"""
+        ),
+        check=_auth_header_ok,
+        value_groups=("bare",),
+        cue=("authoriz",),
+    ),
+    _Detector(
+        "password",  # curl -u user:password
+        _compile(
+            rf"""(?<![\w-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:
+            (?P<bare>(?!{_PLACEHOLDER})(?!//)[^\s"']+)"""
+        ),
+        check=_curl_user_ok,
+        value_groups=("bare",),
+        cue=("curl",),
+    ),
+    _Detector(
+        "password",  # mysql -u root -pS3cret
+        _compile(r"(?<![\w-])-p" + _value(r"[^\s\"'“‘`]+")),
+        check=_mysql_password_ok,
+        value_groups=("quoted", "bare"),
+        cue=("mysql", "mariadb"),
+    ),
+    _Detector(
+        "password",  # .netrc: machine api.example.com login bob password s3cret
+        _compile(
+            r"""(?<![A-Za-z0-9_-])(?:machine\s+(?P<host>[^\s"']+)|default)
+            (?P<login>(?:\s+(?:login|account)\s+[^\s"']+){1,3})?
+            \s+password\s+"""
+            + _value(_BARE_SPACED)
+        ),
+        check=_netrc_ok,
+        value_groups=("quoted", "bare"),
+        cue=("machine", "default"),
+    ),
+    _Detector(
+        "password",  # "口令：芝麻开门2024", "密码是 芝麻开门": a Chinese value, set apart by a colon or a space
+        _compile(
+            rf"""(?P<key>{_ZH_PASSWORD_WORD})\s*(?:(?:{_ZH_VERB})?\s*[：:=]\s*|(?:{_ZH_VERB})[ \t\u3000]+)
+            (?P<bare>(?=[^\x00-\x7f]){_ZH_VALUE_CHAR}{{0,63}}{_ZH_VALUE_LAST})[.:]{{0,3}}(?!{_ZH_VALUE_CHAR})"""
+        ),
+        check=_zh_password_ok,
+        value_groups=("bare",),
+        cue=("码", "碼", "口令"),
+    ),
+)
+
+# A login is no email address: scp-style targets (git@github.com:org/repo.git),
+# the user of a URL (ssh://git@host/...) and the target of ssh (ssh -p 2222 deploy@host.example.com).
+_SSH_COMMAND_RE = re.compile(
+    r"(?:^|[\s\"'`(;|&])(?:ssh|sftp|mosh|autossh|ssh-copy-id)(?:\s+-[A-Za-z]+(?:\s+[^\s@-]\S*)?)*\s+$"
+)
+_USERINFO_END_RE = re.compile(r"[\s/?#@]")
+
+
+def _email_ok(m: re.Match[str]) -> bool:
+    text, start, end = m.string, m.start(), m.end()
+    if text.startswith(":", end) and end + 1 < len(text) and (text[end + 1].isalnum() or text[end + 1] in "~/._-"):
+        return False
+    head = text[max(0, start - 256) : start]
+    scheme = head.rfind("://")
+    if scheme >= 0 and not _USERINFO_END_RE.search(head, scheme + 3):
+        return False
+    return not _SSH_COMMAND_RE.search(head)
+
+
 _EMAIL_DETECTORS = (
     _Detector(
         "email",
@@ -309,6 +617,7 @@ _EMAIL_DETECTORS = (
             r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@"
             r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
         ),
+        check=_email_ok,
     ),
 )
 
@@ -371,20 +680,24 @@ _CODE_DETECTORS = (
 )
 
 # Each family runs only when a cheap look at the text says it could match:
-# most sentences have no digits, no "@" and no secret words, and cost four searches.
+# most sentences have no digits, no "@" and no secret words, and cost four searches
+# (and a few substring tests for the cues of the embedded secrets).
 # The secret cue is searched in lower case, which is several times faster than IGNORECASE.
 _SECRET_CUE = re.compile(
-    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_"
+    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_|npm_"
     r"|bearer|p(?:ass|wd?|in)|token|key|secret|密码|密碼|口令|令牌|密钥|秘钥"
 )
+_EMBEDDED_CUE = re.compile("|".join(sorted({re.escape(cue) for d in _EMBEDDED_DETECTORS for cue in d.cue})))
 _NUMBER_CUE = re.compile(r"\d(?:[\s().-]{0,3}\d){6}")
 _CODE_CUE = re.compile(r"[A-Z]{2} ?\d{2}")
 
-_FAMILIES: tuple[tuple[Callable[[str], object], tuple[_Detector, ...]], ...] = (
-    (lambda text: _SECRET_CUE.search(text.lower()), _SECRET_DETECTORS),
-    (lambda text: "@" in text, _EMAIL_DETECTORS),
-    (_NUMBER_CUE.search, _NUMBER_DETECTORS),
-    (_CODE_CUE.search, _CODE_DETECTORS),
+# Each family is asked with the text and the text in lower case.
+_FAMILIES: tuple[tuple[Callable[[str, str], object], tuple[_Detector, ...]], ...] = (
+    (lambda text, lower: _SECRET_CUE.search(lower), _SECRET_DETECTORS),
+    (lambda text, lower: _EMBEDDED_CUE.search(lower), _EMBEDDED_DETECTORS),  # then each asks its own cue
+    (lambda text, lower: "@" in text, _EMAIL_DETECTORS),
+    (lambda text, lower: _NUMBER_CUE.search(text), _NUMBER_DETECTORS),
+    (lambda text, lower: _CODE_CUE.search(text), _CODE_DETECTORS),
 )
 
 
@@ -399,11 +712,15 @@ def find_sensitive(text: str) -> list[Finding]:
     """
     candidates: list[tuple[int, int, int, Finding]] = []
     rank = 0
+    lower = text.lower()
     for could_match, detectors in _FAMILIES:
-        if not could_match(text):
+        if not could_match(text, lower):
             rank += len(detectors)
             continue
         for detector in detectors:
+            if detector.cue and not any(cue in lower for cue in detector.cue):
+                rank += 1
+                continue
             candidates.extend((f.start, f.start - f.end, rank, f) for f in detector.find(text) if f.end > f.start)
             rank += 1
     candidates.sort(key=lambda c: c[:3])
@@ -450,6 +767,9 @@ _SECRET_FIELDS: dict[str, Kind] = {
     "refreshtoken": "token",
     "idtoken": "token",
     "bearertoken": "token",
+    "authorization": "token",
+    "proxyauthorization": "token",
+    "xapikey": "api-key",
 }
 
 

@@ -219,3 +219,182 @@ def test_long_pathological_input_stays_linear():
     for text in texts:
         redact(text)
     assert time.perf_counter() - start < 1.0
+
+
+# --- secrets embedded in URLs, headers, command lines and config lines ---------------------------
+
+NPM_TOKEN = "npm" + "_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+GITLAB_TOKEN = "gl" + "pat-xY7zA1bC2dE3fG4hI5jK"
+SLACK_HOOK = "https://hooks.slack" + ".com/services/"
+SLACK_HOOK_SECRET = "T0123ABCD/B0456EFGH/" + "aBcDeFgHiJkLmNoPqRsTuVwX"
+DISCORD_HOOK_SECRET = "123456789012345678/" + "aBcD-eFgH_iJkLmNoPqRsTuVwXyZ0123456789"
+TEAMS_HOOK_SECRET = (
+    "7aa49aa6-7840-443d-806c-08ebe8f59966@72f988bf-86f1-41af-91ab-2d7cd011db47"
+    "/IncomingWebhook/" + "3f0e8a1b2c4d4e5f9a8b7c6d5e4f3a2b/4a2b6c8d-1e3f-4a5b-8c7d-9e0f1a2b3c4d"
+)
+
+# (text, the secret, the placeholder kind): only the secret is replaced, the rest survives.
+EMBEDDED_CAUGHT = [
+    ("mysql://root:pw@10.0.3.7", "pw", "password"),
+    ("connect with mysql://root:pw@db.example.com:3306/app now", "pw", "password"),
+    ("postgres://admin:hunter2@localhost", "hunter2", "password"),
+    ("DATABASE_URL=postgresql://u:PGp4ss@db:5432/app", "PGp4ss", "password"),
+    ("redis://:secret@host:6379", "secret", "password"),
+    ("rediss://default:Xy9secret@cache.example.com:6380/0", "Xy9secret", "password"),
+    ("amqp://guest:gu3st-pw@rabbit:5672/%2f", "gu3st-pw", "password"),
+    ("mongodb://app:Sup3r$ecret@host1:27017,host2:27017/db?replicaSet=rs0", "Sup3r$ecret", "password"),
+    ("mongodb+srv://user:pw0rd@cluster0.abcde.mongodb.net/test", "pw0rd", "password"),
+    ("ftp://bob:s3cret@files.example.com/pub", "s3cret", "password"),
+    ("clone https://user:pa55word@git.example.com/org/repo.git", "pa55word", "password"),
+    ("postgres://u:p@ss@host/db", "p@ss", "password"),  # an unescaped "@" in the password
+    ('{"url": "postgres://app:Sup3r$ecret@db.internal:5432/app"}', "Sup3r$ecret", "password"),
+    ("jdbc:mysql://db:3306/app?user=root&password=hunter2&useSSL=false", "hunter2", "password"),
+    (f"post to {SLACK_HOOK}{SLACK_HOOK_SECRET} when done", SLACK_HOOK_SECRET, "token"),
+    (f"https://discord.com/api/webhooks/{DISCORD_HOOK_SECRET}", DISCORD_HOOK_SECRET, "token"),
+    (f"https://discordapp.com/api/webhooks/{DISCORD_HOOK_SECRET}", DISCORD_HOOK_SECRET, "token"),
+    (f"https://contoso.webhook.office.com/webhookb2/{TEAMS_HOOK_SECRET}", TEAMS_HOOK_SECRET, "token"),
+    ('curl -H "Authorization: Basic dXNlcjpwYXNz" https://api.example.com', "dXNlcjpwYXNz", "password"),
+    ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "password"),
+    ("Proxy-Authorization: basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l", "password"),
+    ("the header was Basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l", "password"),  # user:pass
+    ("Authorization: Bearer abc", "abc", "token"),
+    ('"Authorization": "token 9f8e7d6c"', "9f8e7d6c", "token"),
+    ("curl -u bob:s3cret https://api.example.com", "s3cret", "password"),
+    ("mysql -h db -u root -pS3cret app", "S3cret", "password"),
+    (f"//registry.npmjs.org/:_authToken={NPM_TOKEN}", NPM_TOKEN, "api-key"),
+    (f"publish with {NPM_TOKEN}", NPM_TOKEN, "api-key"),
+    (f"gitlab token {GITLAB_TOKEN}", GITLAB_TOKEN, "api-key"),
+    ("machine api.example.com login bob password s3cret", "s3cret", "password"),
+    ("machine api.example.com\n  login bob\n  password secret\n", "secret", "password"),
+    ("default login anonymous password guest@example.com", "guest@example.com", "password"),
+    ("https://x.io/login?user=bob&password=hunter2", "hunter2", "password"),
+    ("https://x.io/login?user=bob&password=hunter2&next=/home", "hunter2", "password"),
+    ("https://x.io/login?passwd=tulip#top", "tulip", "password"),
+    ("https://x.io/login?pwd=tulip", "tulip", "password"),
+    ("https://x.io/cb?token=abcdef&state=1", "abcdef", "token"),
+    ("https://x.io/cb?access_token=abc&state=1", "abc", "token"),
+    ("https://x.io/cb?secret=tulip", "tulip", "api-key"),
+    ("https://maps.example.com/?api_key=tulip&q=paris", "tulip", "api-key"),
+    ("https://x.blob.core.windows.net/c/f?sv=2022-11-02&sig=AbC%2Bd3F", "AbC%2Bd3F", "token"),
+    ("Server=db;Database=app;User Id=sa;Password=myPass123;Encrypt=true", "myPass123", "password"),
+    ("口令：芝麻开门2024", "芝麻开门2024", "password"),
+    ("密码: 芝麻开门", "芝麻开门", "password"),
+    ("密码是 芝麻开门", "芝麻开门", "password"),
+    ("他说门禁口令：芝麻开门，别外传", "芝麻开门", "password"),
+    ("the password for https://x.io is hunter2", "hunter2", "password"),
+    ('{"cmd": "mysql --password=hunter2"}', "hunter2", "password"),  # a quote ends a bare value
+]
+
+# The shape of each replacement: what survives around the secret.
+EMBEDDED_EXACT = [
+    ("postgres://admin:hunter2@localhost", "postgres://admin:[password]@localhost"),
+    ("amqp://guest:guest@rabbit", "amqp://guest:[password]@rabbit"),
+    ("redis://:secret@host:6379", "redis://:[password]@host:6379"),
+    (f"{SLACK_HOOK}{SLACK_HOOK_SECRET}", f"{SLACK_HOOK}[token]"),
+    (f"https://discord.com/api/webhooks/{DISCORD_HOOK_SECRET}", "https://discord.com/api/webhooks/[token]"),
+    ("https://x.io/login?user=bob&password=hunter2&next=/", "https://x.io/login?user=bob&password=[password]&next=/"),
+    ('curl -H "Authorization: Basic dXNlcjpwYXNz" x.io', 'curl -H "Authorization: Basic [password]" x.io'),
+    ("machine h.example.com login bob password s3cret", "machine h.example.com login bob password [password]"),
+    ("口令：芝麻开门2024", "口令：[password]"),
+]
+
+EMBEDDED_LEFT_ALONE = [
+    "https://example.com/a?b=1",
+    "see http://example.com:8080/path?q=1#frag",
+    "postgres://localhost:5432/app",
+    "postgresql://db.internal/app?sslmode=require",
+    "redis://cache:6379/0",
+    "mongodb://host1:27017,host2:27017/db",
+    "ssh deploy@10.0.0.5",
+    "ssh git@github.com",
+    "ssh -i ~/.ssh/id_ed25519 -p 2222 deploy@host.example.com",
+    "git@github.com:org/repo.git",
+    "git clone ssh://git@github.com/org/repo.git",
+    "rsync -av build/ deploy@web.example.com:/srv/www",
+    "postgres://user:${PGPASSWORD}@db/app",
+    "I forgot my password",
+    "口令很长",
+    "口令要定期换",
+    "密码：请联系管理员",
+    "密码是 什么？",
+    "密码是 六位数字",
+    "https://x.io/?max_tokens=2000&page=2",
+    "https://x.io/?compass=north&bypass=1",
+    "https://x.io/?remember_password=true",
+    "https://x.io/login?password=",
+    "Authorization: Bearer <token>",
+    "the Authorization: Bearer header carries the token",
+    'Authorization: Digest username="bob", realm="api"',
+    "Basic English is easy to learn",
+    "we use basic auth for the admin page",
+    "docker run -u 1000:1000 app",
+    "git push -u origin main:main",
+    "mkdir -p /srv/app && ssh -p 2222 host",
+    "machine learning login page password reset",
+    "the webhook fires on push",
+    "https://hooks.slack.com/services/",
+    "It was 1:56 pm on 8 May, 2023",
+    "2023-05-08T14:30:00Z",
+    "Python 3.11.7 and v2.3.0",
+    "it costs $1,299.99",
+    "meet at 10:30@cafe",
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", EMBEDDED_CAUGHT, ids=[c[2] + ":" + c[0][:40] for c in EMBEDDED_CAUGHT])
+def test_embedded_secrets_are_replaced_and_the_rest_survives(text, secret, kind):
+    out = redact(text)
+    assert secret not in out
+    assert "[email]" not in out, "a credential must not pass for an email address"
+    assert out == text.replace(secret, f"[{kind}]")
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text, expected", EMBEDDED_EXACT)
+def test_embedded_secret_replacement_keeps_the_useful_parts(text, expected):
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", EMBEDDED_LEFT_ALONE)
+def test_look_alikes_of_embedded_secrets_are_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+def test_user_and_host_of_a_connection_string_are_not_an_email():
+    text = "mongodb+srv://user:pw@cluster0.abcde.mongodb.net/test and mail bob@example.com"
+    findings = find_sensitive(text)
+    assert [(f.kind, text[f.start : f.end]) for f in findings] == [("password", "pw"), ("email", "bob@example.com")]
+
+
+def test_redact_obj_replaces_authorization_fields_whole():
+    out = redact_obj({"headers": {"Authorization": "Basic dXNlcjpwYXNz", "Accept": "application/json"}})
+    assert out == {"headers": {"Authorization": "[token]", "Accept": "application/json"}}
+
+
+# Long inputs built to make a backtracking pattern go quadratic or worse; each
+# must come back right (the pytest timeout catches a pattern that does not).
+N = 200_000
+ADVERSARIAL = [
+    # (input, expected output)
+    ("a://b:" * (N // 6), "a://b:" * (N // 6)),
+    ("a://b:" * (N // 6) + "c@host", "a://b:" * (N // 6 - 1) + "a://b:[password]@host"),
+    ("a:b@" * (N // 4), "a:b@" * (N // 4)),
+    ("&password" * (N // 9), "&password" * (N // 9)),
+    ("-u a:b " * (N // 7), "-u a:b " * (N // 7)),  # no curl on the line
+    ("密码：" + "芝麻" * (N // 2), "密码：" + "芝麻" * (N // 2)),  # too long for a password
+    ("口令：" * (N // 6) * 2, "口令：[password]：" * (N // 6)),  # every other keyword is the value
+    ("Authorization: " * (N // 15), "Authorization: " * (N // 15)),
+]
+
+
+@pytest.mark.parametrize("text, expected", ADVERSARIAL, ids=[t[:12] for t, _ in ADVERSARIAL])
+def test_adversarial_input_is_handled_in_linear_time(text, expected):
+    assert redact(text) == expected
+
+
+def test_long_runs_of_punctuation_after_a_keyword_stay_linear():
+    dots = "." * N
+    assert redact("password: " + dots + "a") == "password: [password]"
+    assert redact("password: " + dots) == "password: " + dots
+    assert redact("-----BEGIN RSA PRIVATE KEY-----\n" * 6_000) == "[private-key]" * 6_000
