@@ -29,7 +29,9 @@ from reverie.inputs import (
     check_tags,
     check_text,
     check_time,
+    check_unicode,
     check_user,
+    clean_fact,
     clean_label,
     clean_text,
     normalize_category,
@@ -37,7 +39,6 @@ from reverie.inputs import (
 from reverie.learn import Learner
 from reverie.models import (
     AREAS,
-    CATEGORIES,
     FEEDBACK_STATUSES,
     PROFILE_SECTIONS,
     Episode,
@@ -47,14 +48,12 @@ from reverie.models import (
     Message,
     Profile,
     Provenance,
-    as_utc,
     utcnow,
 )
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
 from reverie.store import SQLiteStore, Store
 from reverie.tags import TagWriter
-from reverie.text import normalize_space
 from reverie.turn import Turn
 
 log = logging.getLogger("reverie")
@@ -271,7 +270,7 @@ class Memory:
         """Store a fact a person vouches for (consolidated at once). A near-duplicate of an
         existing fact reinforces that fact instead of adding a second."""
         user = check_user(user)
-        content = normalize_space(clean_text(content, "content"))
+        content = clean_fact(content, "content", self.settings.max_fact_chars)
         category, original = normalize_category(category)
         if area is not None and area not in AREAS:
             raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
@@ -326,7 +325,7 @@ class Memory:
         if unknown:
             raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
         if changes.get("content") is not None:
-            fact.content = normalize_space(clean_text(changes["content"], "content"))
+            fact.content = clean_fact(changes["content"], "content", self.settings.max_fact_chars)
         if changes.get("category") is not None:
             fact.category, fact.original_category = normalize_category(changes["category"])
         if changes.get("area") is not None:
@@ -378,6 +377,7 @@ class Memory:
             raise InvalidInput(f"unknown profile section {section!r}; one of {', '.join(PROFILE_SECTIONS)}", field="section")
         if not isinstance(summary, str):
             raise InvalidInput("summary must be text", field="summary")
+        check_unicode(summary, "summary")
         with self.store.transaction():
             self.store.put_profile_section(user, section, _redact.redact(summary.strip()), utcnow())
         return self.store.get_profile(user)
@@ -413,7 +413,7 @@ class Memory:
             raise InvalidInput(f"status must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
         with self.store.transaction():
             ep = self.episode(episode_id, user=user)
-            ep.feedback = Feedback(status=status, reason=_redact.redact(reason))
+            ep.feedback = Feedback(status=status, reason=_redact.redact(check_text(reason, "reason") or ""))
             self.store.put_episode(ep, reindex=False)
         return ep
 
@@ -476,6 +476,7 @@ class Memory:
         """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: recall needs the new message", field="query")
+        check_unicode(query, "query")
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise InvalidInput("budget must be a positive number of tokens", field="budget")
         return self.recaller.recall(
@@ -575,7 +576,6 @@ class Memory:
 
     def memory_md(self, *, user: str) -> str:
         """The text of the user's MEMORY.md ("" before the first dream)."""
-        from reverie import dream
 
         user = check_user(user)
         return self.files.read(user, self.files.memory_md(user)) or ""

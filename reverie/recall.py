@@ -144,6 +144,16 @@ class _Candidate:
     tags: list[str] = field(default_factory=list)
 
 
+def clip_query(text: str, limit: int) -> str:
+    """What recall matches on: the whole message up to ``limit`` characters, else its
+    beginning and its end (where a long message usually asks its question). Every step
+    after this is linear in the clipped text, whatever the message's length."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return f"{text[:head]} … {text[len(text) - (limit - head):]}"
+
+
 class Recaller:
     def __init__(self, memory: "Memory"):
         self.memory = memory
@@ -168,6 +178,7 @@ class Recaller:
         at: datetime | None, explain: bool, track: bool,
     ) -> Recall:
         now = as_utc(at) if at else utcnow()
+        query = clip_query(query, self.memory.settings.max_query_chars)
         perception = self.perceive(query, now)
         query_terms = terms(query)
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
