@@ -126,3 +126,12 @@ def test_knowledge_documents_from_files(home, tmp_path):
     assert any(i["kind"] == "knowledge" and i["id"] == added["id"] for i in recalled["items"])
     bad = runner.invoke(app, ["knowledge", "add", str(doc), "--user", "ana", "--scope", "planet", "--home", str(home)])
     assert bad.exit_code == 2 and "scope" in bad.output
+
+
+def test_remember_says_when_it_reinforced_or_replaced_instead_of_storing(home):
+    first = run("remember", "Takes 5 mg of melatonin", "--user", "ana", home=home).output
+    assert first.startswith("remembered")
+    replaced = run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output
+    assert "replaces fact_" in replaced and "archived" in replaced
+    again = run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output
+    assert again.startswith("already known, reinforced") and "[other 1x]" in again

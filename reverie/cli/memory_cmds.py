@@ -26,6 +26,7 @@ from reverie.cli import (
     fail_cleanly,
     open_memory,
 )
+from reverie.models import utcnow
 from reverie.ingest import load_conversations
 
 tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
@@ -92,8 +93,14 @@ def remember(
 ) -> None:
     """Store a fact you vouch for (a near-duplicate reinforces the existing one)."""
     with open_memory(home) as mem:
+        started = utcnow()
         fact = mem.remember(content, user=user, category=category, area=area)
-        say(fact, as_json, f"[green]remembered[/] {fact.id} {escape(f'[{fact.category} {fact.uses}x]')} {escape(fact.content)}")
+        new = fact.created_at >= started
+        # a near-duplicate is not stored twice: the stored line gains a use, and the caller hears so
+        verb = "remembered" if new else "already known, reinforced"
+        replaced = f" (replaces {fact.supersedes}, now archived)" if new and fact.supersedes else ""
+        say(fact, as_json, f"[green]{verb}[/] {fact.id} {escape(f'[{fact.category} {fact.uses}x]')} "
+                           f"{escape(fact.content)}{escape(replaced)}")
 
 
 @app.command()
