@@ -131,7 +131,7 @@ def test_knowledge_documents_from_files(home, tmp_path):
 def test_remember_says_when_it_reinforced_or_replaced_instead_of_storing(home):
     first = run("remember", "Takes 5 mg of melatonin", "--user", "ana", home=home).output
     assert first.startswith("remembered")
-    replaced = run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output
+    replaced = " ".join(run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output.split())
     assert "replaces fact_" in replaced and "archived" in replaced
     again = run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output
     assert again.startswith("already known, reinforced") and "[other 1x]" in again
