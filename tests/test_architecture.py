@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "reverie"
 
@@ -305,17 +307,23 @@ def _with_type_only(lines: list[str]) -> str:
 
 def test_no_import_cycles() -> None:
     problems = cycle_report(list(_imports()))
-    assert not problems, "\n" + _with_type_only(problems)
+    if problems:
+        pytest.fail(_with_type_only(problems), pytrace=False)
 
 
 def test_no_function_level_imports_of_reverie_modules() -> None:
     problems = lazy_import_report(list(_imports()))
-    assert not problems, "\nfunction-level imports:\n" + "\n".join(problems)
+    if problems:
+        pytest.fail("function-level imports:\n" + "\n".join(problems), pytrace=False)
 
 
 def test_base_layer_does_not_import_upper_layers() -> None:
     problems = layer_report(list(_imports()))
-    assert not problems, "\nbase-layer modules importing memory, cli, server or a line module:\n" + "\n".join(problems)
+    if problems:
+        pytest.fail(
+            "base-layer modules importing memory, cli, server or a line module:\n" + "\n".join(problems),
+            pytrace=False,
+        )
 
 
 def test_layer_rules_name_modules_that_exist() -> None:
