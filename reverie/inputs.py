@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, overload
 
 from reverie import redact as _redact
 from reverie.errors import InvalidInput
@@ -32,9 +32,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = [
     "USER_MAX",
+    "check_budget",
+    "check_confidence",
     "check_date",
     "check_json",
     "check_messages",
+    "check_query",
     "check_tags",
     "check_text",
     "check_time",
@@ -123,7 +126,34 @@ def check_json(value: Any, limit: int) -> None:
         stack.extend((child, depth + 1, path.removeprefix("$.")) for child, path in children)
 
 
-def clean_label(value: Any, field: str) -> Any:
+def check_confidence(value: Any) -> float:
+    """A confidence in 0..1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidInput("confidence must be a number between 0 and 1", field="confidence")
+    return float(value)
+
+
+def check_budget(value: Any) -> int | None:
+    """A token budget: a positive whole number, or None for the configured one."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInput("budget must be a positive number of tokens", field="budget")
+    return value
+
+
+def check_query(value: Any) -> str:
+    """The message recall is asked about: non-empty, valid text (not redacted: it is not stored)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("query is empty: recall needs the new message", field="query")
+    return check_unicode(value, "query")
+
+
+@overload
+def clean_label(value: None, field: str) -> None: ...
+@overload
+def clean_label(value: str, field: str) -> str: ...
+@overload
+def clean_label(value: object, field: str) -> str | None: ...
+def clean_label(value: object, field: str) -> str | None:
     """Threads, agents, speakers, roles, projects: short labels, stored without secrets."""
     if value is None:
         return None

@@ -17,7 +17,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 
 from reverie.errors import InvalidInput, NotFound
-from reverie.models import RelationLevel, Tag, TagRelation, utcnow
+from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow
 from reverie.redact import redact_label
 from reverie.store.base import Store
 from reverie.text import STOPWORDS, has_cjk
@@ -95,8 +95,8 @@ def expand(store: Store, user: str, names: list[str]) -> Expansion:
     """The recall line's tag expansion (read-only)."""
     expansion = Expansion()
     roots = resolve(store, user, names)
-    for origin, tag in roots.items():
-        expansion.add(tag, 1.0, origin)
+    for origin, root in roots.items():
+        expansion.add(root, 1.0, origin)
     frontier = dict(expansion.weights)
     for hop in range(1, SYNONYM_HOPS + 1):
         if not frontier:
@@ -128,12 +128,12 @@ class TagWriter:
         self.store = store
         self.user = user
 
-    def ensure(self, names: list[str], *, dimension: str = "content") -> list[str]:
+    def ensure(self, names: list[str], *, dimension: TagDimension = "content") -> list[str]:
         """Tags for ``names``, creating new ones as ``unexamined``; generic words are refused
         (and an existing generic tag is deprecated). Returns the live tag names, in order."""
         return list(dict.fromkeys(self.ensure_map(names, dimension=dimension).values()))
 
-    def ensure_map(self, names: list[str], *, dimension: str = "content") -> dict[str, str]:
+    def ensure_map(self, names: list[str], *, dimension: TagDimension = "content") -> dict[str, str]:
         """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
         (itself, or the tag it was merged into)."""
         # a name that holds a secret is no feature worth keeping

@@ -24,7 +24,7 @@ import re
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Callable, Protocol
 
 __all__ = ["count_tokens", "counter_name", "truncate_to_tokens", "ELLIPSIS"]
 
@@ -78,12 +78,12 @@ def _estimate(text: str) -> int:
 # --- tiktoken, only from a local file ------------------------------------------
 
 
-def _tiktoken_cache_dir(tiktoken_load: Any) -> str:
+def _tiktoken_cache_dir(tiktoken_load: object) -> str:
     """The directory the installed tiktoken reads its cache from ("" = caching off)."""
     for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if var in os.environ:
             return os.environ[var]
-    default = getattr(tiktoken_load, "_default_cache_dir", None)
+    default: Callable[[], str] | None = getattr(tiktoken_load, "_default_cache_dir", None)
     if default is not None:
         return default()
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")  # older tiktoken
@@ -101,8 +101,14 @@ def _cached_cl100k(cache_dir: str) -> Path | None:
     return path if hashlib.sha256(data).hexdigest() == _CL100K_SHA256 else None
 
 
+class _Encoding(Protocol):
+    """What reverie uses of a ``tiktoken.Encoding``."""
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
 @lru_cache(maxsize=1)
-def _encoding() -> Any | None:
+def _encoding() -> _Encoding | None:
     try:
         import tiktoken
         import tiktoken.load
@@ -112,10 +118,11 @@ def _encoding() -> Any | None:
         log.debug("tiktoken present but cl100k_base is not cached; estimating tokens")
         return None
     try:
-        return tiktoken.get_encoding("cl100k_base")
+        encoding: _Encoding = tiktoken.get_encoding("cl100k_base")
     except Exception:  # a broken install must not break counting
         log.warning("tiktoken could not load cl100k_base; estimating tokens", exc_info=True)
         return None
+    return encoding
 
 
 def counter_name() -> str:

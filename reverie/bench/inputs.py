@@ -12,7 +12,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 from reverie.memory import Memory
 
@@ -21,12 +21,20 @@ SIZES = (1_000, 100_000, 1_000_000)
 _PIECE = "We met in 2023 and last week Caroline said the Lisbon trip in May was great. 去年我们去了杭州。 "
 
 
+class InputSizeTiming(TypedDict):
+    """One row of :func:`run_input_sizes`: medians in milliseconds."""
+
+    chars: int
+    recall_ms: float
+    turn_ms: float
+
+
 def message_of(size: int) -> str:
     """A message of exactly ``size`` characters."""
     return (_PIECE * (size // len(_PIECE) + 1))[:size]
 
 
-def run_input_sizes(sizes: Sequence[int] = SIZES, *, repeat: int = 3) -> list[dict[str, Any]]:
+def run_input_sizes(sizes: Sequence[int] = SIZES, *, repeat: int = 3) -> list[InputSizeTiming]:
     """Median recall and turn time (ms) for messages of each size, on a small learned store."""
     with tempfile.TemporaryDirectory(prefix="reverie-bench-") as tmp:
         with Memory(Path(tmp) / "home", background=False) as mem:
@@ -37,10 +45,11 @@ def run_input_sizes(sizes: Sequence[int] = SIZES, *, repeat: int = 3) -> list[di
                 user="bench", group="message",
             )
             mem.flush()
-            out = []
+            out: list[InputSizeTiming] = []
             for size in sizes:
                 text = message_of(size)
-                recalls, turns = [], []
+                recalls: list[float] = []
+                turns: list[float] = []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
                     mem.recall(text, user="bench", budget=500, track=False)

@@ -6,7 +6,7 @@ import json
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypedDict
 
 import typer
 from rich.markup import escape
@@ -16,8 +16,22 @@ from reverie.cli import Home, Json, app, console, emit_json, open_memory
 from reverie.cli.memory_cmds import print_why
 
 
-def load_sample() -> dict:
-    return json.loads(resources.files("reverie.data").joinpath("sample_conversation.json").read_text(encoding="utf-8"))
+class SampleConversation(TypedDict):
+    thread: str
+    messages: list[dict[str, str]]  # role, content, at (ISO 8601)
+
+
+class Sample(TypedDict):
+    """The bundled ``data/sample_conversation.json``."""
+
+    user: str
+    conversations: list[SampleConversation]
+    questions: list[str]
+
+
+def load_sample() -> Sample:
+    sample: Sample = json.loads(resources.files("reverie.data").joinpath("sample_conversation.json").read_text(encoding="utf-8"))
+    return sample
 
 
 @app.command()

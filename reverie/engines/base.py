@@ -170,8 +170,10 @@ class Engine(Protocol):
     """What every engine implements. Each method is pure with respect to the store."""
 
     name: str
-    # how much conversation text one extract call should see at most (None: any)
-    batch_chars: int | None
+
+    @property
+    def batch_chars(self) -> int | None:
+        """How much conversation text one extract call should see at most (None: any)."""
 
     def perceive(self, request: PerceiveRequest) -> Perception: ...
 

@@ -229,6 +229,7 @@ def _first_json_object(text: str) -> dict[str, Any]:
     start = text.find("{")
     if start < 0:
         raise _BadAnswer("no JSON object in the answer")
+    data: dict[str, Any]  # decoding starts at "{", so what comes back is an object
     try:
         data, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
