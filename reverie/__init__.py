@@ -31,10 +31,10 @@ from reverie.models import (
 from reverie.recall import Recall, RecallItem
 from reverie.settings import Settings
 from reverie.turn import Turn
-
-__version__ = "0.1.0"
+from reverie.version import __version__
 
 __all__ = [
+    "__version__",
     "Conflict",
     "EngineError",
     "Episode",

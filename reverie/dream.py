@@ -21,44 +21,46 @@ can take a person's edits, additions and deletions into the store.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from pydantic import Field
 
-from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry, SummarizeRequest
+from reverie.context import Context
+from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry
 from reverie.errors import Conflict, InvalidInput, ReverieError
-from reverie.claims import fact_relation
-from reverie.learn import TEMPORARY, clip, fact_rank, is_trivial
+from reverie.facts import (
+    TEMPORARY,
+    absorb,
+    exact_key,
+    fact_rank,
+    numbers,
+    relation,
+    unique,
+)
+from reverie.inputs import normalize_category
+from reverie.journal import Journal
+from reverie.memory_md import follow, plural, publish_memory_md, sync
+from reverie.messages import is_trivial
 from reverie.models import (
-    AREAS,
-    CATEGORIES,
     Fact,
     Model,
     Note,
     Profile,
     Provenance,
     as_utc,
+    digest,
     new_id,
     utcnow,
 )
-from reverie.journal import SNAPSHOT, Journal
-from reverie.notes import mirror_notes
-from reverie.inputs import normalize_category
 from reverie.redact import redact
 from reverie.store.base import DreamRun
 from reverie.text import normalize_space, preferred_language, token_set
-
-if TYPE_CHECKING:
-    from reverie.memory import Memory
 
 log = logging.getLogger("reverie.dream")
 
@@ -71,123 +73,10 @@ ARCHIVE_MERGED = "merged into a denser line by the dream"
 ARCHIVE_NEWER = "contradicted by a newer entry"
 
 
-# ---------------------------------------------------------------- reversible changes
-
-def _in_home(memory: "Memory", path: Path) -> str:
+def _in_home(ctx: Context, path: Path) -> str:
     """A written file as a path inside the memory home: reports reach API clients, which
     have no business knowing the server's folders."""
-    return Path(path).resolve().relative_to(Path(memory.home).resolve()).as_posix()
-
-
-@lru_cache(maxsize=8192)
-def _tokens(text: str) -> frozenset[str]:
-    return token_set(text)
-
-
-def relation(a: Fact, b: Fact, duplicate_at: float) -> str | None:
-    """The learning line's fact_relation; pairs that share no word (most) are skipped cheaply."""
-    if _exact(a.content) == _exact(b.content):
-        return "duplicate"
-    if not _tokens(a.content) & _tokens(b.content):
-        return None
-    return fact_relation(a.content, b.content, duplicate_at)
-
-
-def rank(fact: Fact, now: datetime) -> float:
-    """The learning line's fact_rank, safe for facts an import stored with naive times."""
-    times = {k: as_utc(v) for k in ("updated_at", "last_used_at") if (v := getattr(fact, k)) is not None}
-    return fact_rank(fact.model_copy(update=times), now)
-
-
-def numbers(text: str) -> set[str]:
-    """The numbers a line states: where a made-up detail does the most harm."""
-    return set(re.findall(r"\d+(?:[.,:]\d+)*", text))
-
-
-def _exact(text: str) -> str:
-    return normalize_space(text).casefold().rstrip(" .。!！")
-
-
-def _unique(values: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(v for v in values if v))
-
-
-def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -> None:
-    """``fact`` now also stands on these facts and notes: their provenance joins its own."""
-    facts, notes = [f for f in facts if f.id != fact.id], list(notes)
-    p = fact.provenance
-    p.facts = _unique([*p.facts, *(f.id for f in facts), *(i for f in facts for i in f.provenance.facts)])
-    p.notes = _unique([*p.notes, *(n.id for n in notes), *(i for f in facts for i in f.provenance.notes)])
-    p.episodes = _unique(
-        [*p.episodes, *(e for f in facts for e in f.provenance.episodes), *(e for n in notes for e in n.episodes)]
-    )
-    p.source_ids = _unique(
-        [*p.source_ids, *(s for f in facts for s in f.provenance.source_ids), *(s for n in notes for s in n.source_ids)]
-    )
-
-
-def fold(memory: "Memory", drop: Fact, keep: Fact, reason: str, journal: Journal, now: datetime) -> None:
-    """``drop`` says what ``keep`` says: archive it with a link; ``keep`` takes its provenance,
-    its tags and the higher ``[Nx]``."""
-    journal.watch([drop, keep])
-    keep.uses = max(keep.uses, drop.uses)
-    keep.confidence = max(keep.confidence, drop.confidence)
-    absorb(keep, [drop])
-    memory.learner.archive_fact(drop, reason, keep, now)
-    memory.learner.index_fact(keep, _unique([*keep.tags, *drop.tags]))
-
-
-# ---------------------------------------------------------------- daily notes from trimmed context
-
-def trim(
-    memory: "Memory",
-    messages: Iterable[Any],
-    *,
-    user: str,
-    thread: str = "default",
-    at: datetime | None = None,
-) -> list[Note]:
-    """The host agent dropped ``messages`` from its context window: keep them as daily notes.
-
-    Each exchange becomes one line for the day it happened, written by the
-    summarize engine and redacted. Reporting the same messages again for the
-    same thread adds nothing. Returns the new note lines.
-    """
-    from reverie.memory import _group
-
-    msgs = [memory._message(m, i, at) for i, m in enumerate(messages)]
-    if not msgs:
-        raise InvalidInput("messages is empty: nothing to trim", field="messages")
-    language = preferred_language(" ".join(m.content for m in msgs))
-    limit = memory.settings.max_message_chars
-    now = utcnow()
-    notes: list[Note] = []
-    for group in _group(msgs, "exchange"):
-        if all(is_trivial(m.content) for m in group):
-            continue
-        when = max((as_utc(m.at) for m in group if m.at), default=now)
-        day = when.date().isoformat()
-        marker = f"trim:{thread}:{_digest([m.content for m in group])[:16]}"
-        existing = memory.store.list_notes(user, since=day, until=day) + [n for n in notes if n.date == day]
-        if any(marker in n.source_ids for n in existing):
-            continue
-        clipped = [m.model_copy(update={"content": clip(m.content, limit)}) for m in group]
-        answer = memory.engines.summarize.summarize(SummarizeRequest(messages=clipped, language=language))
-        line = normalize_space(redact(answer.summary))
-        if not line or any(_exact(n.content) == _exact(line) for n in existing):
-            continue
-        ids = [m.source_id for m in group if m.source_id]
-        notes.append(Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker]))
-    if notes:
-        with memory.store.transaction():
-            for note in notes:
-                memory.store.put_note(note)
-        mirror_notes(memory.store, memory.files, user, {n.date for n in notes})
-    return notes
-
-
-def _digest(parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str).encode()).hexdigest()
+    return Path(path).resolve().relative_to(Path(ctx.files.home).resolve()).as_posix()
 
 
 # ---------------------------------------------------------------- the chat command
@@ -238,7 +127,7 @@ def parse_chat_command(text: str) -> ChatCommand | None:
 
 
 def chat_command(
-    memory: "Memory", text: str, *, user: str, on_done: Callable[[DreamRun], Any] | None = None
+    ctx: Context, text: str, *, user: str, on_done: Callable[[DreamRun], Any] | None = None
 ) -> ChatReply | None:
     """Run a ``/memory dream [N]`` typed in a chat, in the background; None if ``text`` is no
     ``/memory`` command. Errors come back as a reply, not an exception."""
@@ -246,7 +135,7 @@ def chat_command(
         command = parse_chat_command(text)
         if command is None:
             return None
-        run = run_dream(memory, user, days=command.days, background=True, on_done=on_done)
+        run = run_dream(ctx, user, days=command.days, background=True, on_done=on_done)
     except (InvalidInput, Conflict) as exc:
         return ChatReply(ok=False, message=str(exc))
     return ChatReply(
@@ -305,14 +194,10 @@ def describe(run: DreamRun) -> str:
     if run.status == "skipped":
         return f"No dream this time: {report.skipped}."
     return (
-        f"Dream done: {_count(len(report.merged), 'merge')}, {len(report.added)} new, "
-        f"{_count(len(report.conflicts), 'conflict')}, {len(report.cleaned)} cleaned, "
-        f"{len(report.rejected)} rejected; MEMORY.md holds {_count(report.entries, 'entry', 'entries')}."
+        f"Dream done: {plural(len(report.merged), 'merge')}, {len(report.added)} new, "
+        f"{plural(len(report.conflicts), 'conflict')}, {len(report.cleaned)} cleaned, "
+        f"{len(report.rejected)} rejected; MEMORY.md holds {plural(report.entries, 'entry', 'entries')}."
     )
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 # ---------------------------------------------------------------- running a dream
@@ -323,7 +208,7 @@ _WORKERS: dict[str, tuple[str, threading.Thread]] = {}  # run id -> (home, backg
 
 
 def run_dream(
-    memory: "Memory",
+    ctx: Context,
     user: str,
     *,
     days: int | None = None,
@@ -338,14 +223,14 @@ def run_dream(
     (poll ``store.get_dream_run(run.id)``; ``on_done(run)`` is called when it
     ends). Raises Conflict while another dream of this user is running.
     """
-    days = check_days(memory.settings.dream_days if days is None else days)
+    days = check_days(ctx.settings.dream_days if days is None else days)
     run = DreamRun(id=new_id("dream"), user=user, status="queued", days=days, started_at=utcnow())
-    key = _claim(memory, run)
+    key = _claim(ctx, run)
     try:
-        memory.store.put_dream_run(run)
+        ctx.store.put_dream_run(run)
         if background:
             worker = threading.Thread(
-                target=_finish, args=(memory, run, key, force, now, on_done), name=f"reverie-dream-{user}", daemon=True
+                target=_finish, args=(ctx, run, key, force, now, on_done), name=f"reverie-dream-{user}", daemon=True
             )
             queued = dataclasses.replace(run)
             with _GUARD:
@@ -355,13 +240,13 @@ def run_dream(
     except BaseException:
         _release(key)
         raise
-    return _finish(memory, run, key, force, now, on_done)
+    return _finish(ctx, run, key, force, now, on_done)
 
 
-def wait(memory: "Memory", timeout: float | None = None) -> bool:
+def wait(home: Path, timeout: float | None = None) -> bool:
     """Wait until the background dreams of this home have ended (call it before closing the
     store); False if some still run after ``timeout`` seconds."""
-    home = str(Path(memory.home).resolve())
+    home = str(Path(home).resolve())
     with _GUARD:
         workers = [w for h, w in _WORKERS.values() if h == home and w is not threading.current_thread()]
     for worker in workers:
@@ -369,23 +254,23 @@ def wait(memory: "Memory", timeout: float | None = None) -> bool:
     return not any(w.is_alive() for w in workers)
 
 
-def dream_status(memory: "Memory", user: str, run_id: str | None = None) -> DreamRun | None:
+def dream_status(ctx: Context, user: str, run_id: str | None = None) -> DreamRun | None:
     """A run by id, or the user's latest run."""
     if run_id is None:
-        return memory.store.last_dream_run(user)
-    run = memory.store.get_dream_run(run_id)
+        return ctx.store.last_dream_run(user)
+    run = ctx.store.get_dream_run(run_id)
     return run if run is not None and run.user == user else None
 
 
-def _claim(memory: "Memory", run: DreamRun) -> tuple[str, str]:
-    key = (str(Path(memory.home).resolve()), run.user)
+def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
+    key = (str(Path(ctx.files.home).resolve()), run.user)
     with _GUARD:
         if key in _RUNNING:
             raise Conflict(
                 f"a dream is already running for {run.user} (run {_RUNNING[key]}); "
                 "wait for it or poll its status"
             )
-        last = memory.store.last_dream_run(run.user)
+        last = ctx.store.last_dream_run(run.user)
         if last and last.status in ("queued", "running") and utcnow() - as_utc(last.started_at) < STALE_RUN:
             raise Conflict(
                 f"another process is dreaming for {run.user} (run {last.id}); "
@@ -401,7 +286,7 @@ def _release(key: tuple[str, str]) -> None:
 
 
 def _finish(
-    memory: "Memory",
+    ctx: Context,
     run: DreamRun,
     key: tuple[str, str],
     force: bool,
@@ -410,8 +295,8 @@ def _finish(
 ) -> DreamRun:
     try:
         run.status = "running"
-        memory.store.put_dream_run(run)
-        report = _dream(memory, run, force, as_utc(now) if now else utcnow())
+        ctx.store.put_dream_run(run)
+        report = _dream(ctx, run, force, as_utc(now) if now else utcnow())
         run.status = "skipped" if report.skipped else "done"
         run.report = report.model_dump(mode="json")
     except Exception as exc:  # a background run has nobody to raise to: the run records it
@@ -423,7 +308,7 @@ def _finish(
     finally:
         run.finished_at = utcnow()
         try:
-            memory.store.put_dream_run(run)
+            ctx.store.put_dream_run(run)
         finally:
             _release(key)
     if on_done is not None:
@@ -447,8 +332,8 @@ class _Inputs:
     times: dict[str, datetime]
 
     @classmethod
-    def read(cls, memory: "Memory", user: str, since: str, until: str) -> "_Inputs":
-        store = memory.store
+    def read(cls, ctx: Context, user: str, since: str, until: str) -> "_Inputs":
+        store = ctx.store
         facts = {f.id: f for f in store.list_facts(user, status="consolidated")}
         pending = store.list_facts(user, status="pending")
         notes = {n.id: n for n in store.list_notes(user, since=since, until=until)}
@@ -469,7 +354,7 @@ class _Inputs:
 
     def digest(self) -> str:
         """Changes when what a dream would read changes (usage counts do not count)."""
-        return _digest(
+        return digest(
             {
                 "facts": sorted((f.id, f.content, f.category, f.area or "") for f in self.facts.values()),
                 "notes": sorted((n.id, n.content) for n in self.notes.values()),
@@ -493,36 +378,34 @@ def _window(now: datetime, days: int) -> tuple[str, str]:
     return (until - timedelta(days=days - 1)).isoformat(), until.isoformat()
 
 
-def _dream(memory: "Memory", run: DreamRun, force: bool, now: datetime) -> DreamReport:
-    from reverie.maintenance import sync
-
+def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamReport:
     user = run.user
-    sync(memory, user=user)
+    sync(ctx, user=user)
     since, until = _window(now, run.days)
-    inputs = _Inputs.read(memory, user, since, until)
+    inputs = _Inputs.read(ctx, user, since, until)
     report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes))
     if not inputs.facts and not inputs.notes:
         return report.skip(f"there are no facts and no daily notes from {since} to {until}")
     run.input_hash = inputs.digest()
-    last = memory.store.last_dream_run(user, status="done")
+    last = ctx.store.last_dream_run(user, status="done")
     if not force and last and run.input_hash in (last.input_hash, (last.report or {}).get("output_hash")):
         return report.skip(f"nothing changed since the last dream ({last.id}); force a run to dream anyway")
-    plan = memory.engines.distill.distill(inputs.request(memory.settings.dream_max_entries))
+    plan = ctx.engines.distill.distill(inputs.request(ctx.settings.dream_max_entries))
     journal = Journal(id=run.id, user=user, action="dream")
-    with memory.store.transaction():
+    with ctx.store.transaction():
         # read again under the lock: the learning line may have written while the engine thought
-        inputs = _Inputs.read(memory, user, since, until)
+        inputs = _Inputs.read(ctx, user, since, until)
         entries = _check(plan.entries, inputs, report)
         if not any(e.action != "remove" for e in entries):
             return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
-        curated = _Apply(memory, inputs, journal, report, now).run(entries)
-        report.journal = journal.id if journal.commit(memory.store).changes else None
+        curated = _Apply(ctx, inputs, journal, report, now).run(entries)
+        report.journal = journal.id if journal.commit(ctx.store).changes else None
     report.entries = len(curated)
     report.categories = len({f.category for f in curated})
     if curated:  # never an empty overwrite
-        report.memory_md = _in_home(memory, publish_memory_md(memory, user, curated, dreamed_at=until))
-    report.output_hash = _Inputs.read(memory, user, since, until).digest()
-    report.diary = _in_home(memory, write_diary(memory, run, report, now))
+        report.memory_md = _in_home(ctx, publish_memory_md(ctx, user, curated, dreamed_at=until))
+    report.output_hash = _Inputs.read(ctx, user, since, until).digest()
+    report.diary = _in_home(ctx, write_diary(ctx, run, report, now))
     return report
 
 
@@ -552,7 +435,7 @@ def _check(proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> 
 
 def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
     """No fabrication: an entry must cite inputs, and what it says must come from them."""
-    cited = _unique(p.sources)
+    cited = unique(p.sources)
     unknown = [s for s in cited if s not in inputs.facts and s not in inputs.notes]
     if not cited:
         return None, "it cites no sources"
@@ -565,14 +448,14 @@ def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
             return None, f"{p.action} must cite a fact"
         return _Entry(p.action, "", facts[0].category, facts, [], p.reason), ""
     content = normalize_space(redact(p.content))
-    words = _tokens(content)
+    words = token_set(content)
     if not words:
         return None, "it has no content"
     source = " ".join([*(f.content for f in facts), *(n.content for n in notes)])
     invented = sorted(numbers(content) - numbers(source))
     if invented:
         return None, f"it states {', '.join(invented)}, which its sources do not"
-    missing = sorted(words - _tokens(source))
+    missing = sorted(words - token_set(source))
     if 1 - len(missing) / len(words) < GROUNDING_MIN:
         return None, (
             f"only {len(words) - len(missing)} of its {len(words)} content words appear in its sources "
@@ -584,8 +467,8 @@ def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
 class _Apply:
     """Applies checked entries in the caller's transaction; returns the curated list."""
 
-    def __init__(self, memory: "Memory", inputs: _Inputs, journal: Journal, report: DreamReport, now: datetime):
-        self.memory, self.inputs, self.journal, self.report, self.now = memory, inputs, journal, report, now
+    def __init__(self, ctx: Context, inputs: _Inputs, journal: Journal, report: DreamReport, now: datetime):
+        self.ctx, self.inputs, self.journal, self.report, self.now = ctx, inputs, journal, report, now
         self.pool: dict[str, Fact] = {**inputs.facts, **{f.id: f for f in inputs.pending}}
         journal.watch(self.pool.values())
 
@@ -617,11 +500,11 @@ class _Apply:
         """A merged or new line: an input fact that says it already, a pending fact it confirms,
         or a new consolidated fact; merged facts are archived into it."""
         sources = [f for f in entry.facts if f.status != "archived"]
-        key = _exact(entry.content)
-        survivor = next((f for f in sources if _exact(f.content) == key), None)
+        key = exact_key(entry.content)
+        survivor = next((f for f in sources if exact_key(f.content) == key), None)
         if survivor is None:
             probe = Fact(user=self.journal.user, content=entry.content, category=entry.category)
-            dup = self.memory.settings.duplicate_jaccard
+            dup = self.ctx.settings.duplicate_jaccard
             survivor = next((f for f in self.inputs.pending if f.status == "pending"
                              and relation(probe, f, dup) == "duplicate"), None)
         if survivor is None:
@@ -636,7 +519,7 @@ class _Apply:
         times[survivor.id] = max(
             (times[x.id] for x in [survivor, *sources, *entry.notes] if x.id in times), default=self.now
         )
-        self.memory.learner.index_fact(survivor, _unique([*survivor.tags, *(t for f in sources for t in f.tags)]))
+        self.ctx.facts.index_fact(survivor, unique([*survivor.tags, *(t for f in sources for t in f.tags)]))
         merged = [f for f in sources if f is not survivor and f.id not in self.kept_ids]
         for fact in merged:
             self._archive(fact, ARCHIVE_MERGED, survivor)
@@ -676,7 +559,7 @@ class _Apply:
                 (f for e, f in results if named & {f.id, *(x.id for x in e.facts), *(n.id for n in e.notes)}),
                 None,
             ) or next((f for _, f in results
-                       if relation(f, fact, self.memory.settings.duplicate_jaccard) == "conflict"), None)
+                       if relation(f, fact, self.ctx.settings.duplicate_jaccard) == "conflict"), None)
             reason = entry.reason or "dropped from the curated list"
             self._archive(fact, ARCHIVE_NEWER if successor else reason, successor)
             if successor is not None:
@@ -688,7 +571,7 @@ class _Apply:
     def _settle(self, facts: list[Fact]) -> list[Fact]:
         """Checked in code whatever the engine said: a duplicate folds into the line with the
         higher [Nx]; on a same-subject contradiction the newer evidence wins."""
-        dup = self.memory.settings.duplicate_jaccard
+        dup = self.ctx.settings.duplicate_jaccard
         accepted: list[Fact] = []
         by_time = sorted(facts, key=lambda f: self.inputs.times.get(f.id, as_utc(f.created_at)), reverse=True)
         for fact in by_time:
@@ -696,7 +579,7 @@ class _Apply:
                 found = relation(fact, other, dup)
                 if found == "duplicate":
                     keep, drop = (other, fact) if other.uses >= fact.uses else (fact, other)
-                    fold(self.memory, drop, keep, f"{ARCHIVE_MERGED} (same as {keep.id})", self.journal, self.now)
+                    self.ctx.facts.fold(drop, keep, f"{ARCHIVE_MERGED} (same as {keep.id})", self.journal, self.now)
                     accepted[i] = keep
                     self.report.merged.append(DreamEntry(content=keep.content, fact_id=keep.id,
                                                          replaced=[drop.content], reason="duplicate"))
@@ -718,216 +601,27 @@ class _Apply:
             if current.id in alive:
                 curated.setdefault(current.id, current)
         self.report.kept = sum(1 for i in self.kept_ids if i in curated)
-        ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -rank(f, self.now)))
-        curated = ranked[: self.memory.settings.dream_max_entries]
+        ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
+        curated = ranked[: self.ctx.settings.dream_max_entries]
         self.report.overflow = len(live) - len(curated)
         return curated
 
     def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
-        self.memory.learner.archive_fact(fact, reason, successor, self.now)
-
-
-def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:
-    """The live fact an archived one was folded or superseded into (itself when live)."""
-    seen = {fact.id}
-    while fact.status == "archived" and fact.superseded_by in pool and fact.superseded_by not in seen:
-        fact = pool[fact.superseded_by]
-        seen.add(fact.id)
-    return fact
-
-
-# ---------------------------------------------------------------- MEMORY.md
-
-CATEGORY_TITLES: dict[str, str] = {
-    "correction": "Corrections",
-    "constraint": "Rules",
-    "preference": "Preferences",
-    "identity": "Identity",
-    "goal": "Goals",
-    "decision": "Decisions",
-    "cognitive": "How they think",
-    "behavior": "Habits",
-    "context": "Context",
-    "knowledge": "Knowledge",
-    "other": "Other",
-}
-PROFILE_LABELS: dict[str, str] = {
-    "user.workContext": "Work",
-    "user.personalContext": "Personal",
-    "user.topOfMind": "Top of mind",
-    "user.cognitiveStyle": "Thinking style",
-    "history.recentMonths": "Recent months",
-    "history.earlierContext": "Earlier",
-    "history.longTermBackground": "Background",
-}
-_TITLE_CATEGORY = {t.casefold(): c for c, t in CATEGORY_TITLES.items()}
-_LABEL_SECTION = {label.casefold(): s for s, label in PROFILE_LABELS.items()}
-_H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
-_BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
-_PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
-
-
-def memory_md_path(memory: "Memory", user: str) -> Path:
-    return memory.files.memory_md(user)
-
-
-class MemoryLine(Model):
-    """An entry line of MEMORY.md as a person left it."""
-
-    fact_id: str | None = None
-    content: str
-    category: str
-    area: str | None = None
-
-
-class Snapshot(Model):
-    """What reverie last wrote to MEMORY.md: the base that a person's edits are read against."""
-
-    sha: str
-    dreamed_at: str = ""
-    facts: dict[str, MemoryLine] = Field(default_factory=dict)
-    profile: dict[str, str] = Field(default_factory=dict)
-
-
-def load_snapshot(memory: "Memory", user: str) -> Snapshot | None:
-    raw = memory.store.get_meta(SNAPSHOT.format(user=user))
-    return Snapshot.model_validate_json(raw) if raw else None
-
-
-def text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def publish_memory_md(
-    memory: "Memory", user: str, facts: list[Fact], *, dreamed_at: str | None = None
-) -> Path:
-    """Write MEMORY.md atomically and remember what was written (for sync)."""
-    path = memory_md_path(memory, user)
-    previous = load_snapshot(memory, user)
-    dreamed_at = dreamed_at or (previous.dreamed_at if previous else "")
-    profile = memory.store.get_profile(user)
-    text = render_memory_md(user, profile, facts, dreamed_at)
-    memory.files.write(user, path, text)
-    snapshot = Snapshot(
-        sha=text_sha(text),
-        dreamed_at=dreamed_at,
-        facts={f.id: _line(f) for f in facts},
-        profile={k: s.summary for k, s in profile.sections().items() if s.summary},
-    )
-    memory.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
-    return path
-
-
-def refresh_memory_md(memory: "Memory", user: str) -> None:
-    """After maintenance: the same curated entries, following merges, if MEMORY.md exists."""
-    snapshot = load_snapshot(memory, user)
-    if snapshot is None or not memory_md_path(memory, user).is_file():
-        return
-    pool = {f.id: f for f in memory.store.list_facts(user, status=("pending", "consolidated", "archived"))}
-    facts = [follow(pool[i], pool) for i in snapshot.facts if i in pool]
-    publish_memory_md(memory, user, list({f.id: f for f in facts if f.status != "archived"}.values()))
-
-
-def _line(fact: Fact) -> MemoryLine:
-    return MemoryLine(fact_id=fact.id, content=fact.content, category=fact.category, area=_area(fact))
-
-
-def _area(fact: Fact) -> str | None:
-    return (fact.area or "General") if fact.category == "preference" else None
-
-
-def render_memory_md(user: str, profile: Profile, facts: list[Fact], dreamed_at: str) -> str:
-    now = utcnow()
-    when = f", last distilled on {dreamed_at}" if dreamed_at else ""
-    out = [
-        f"# Memory of {user}",
-        "",
-        f"What reverie keeps about {user} for the long term{when}: {_count(len(facts), 'entry', 'entries')}. "
-        "[Nx] counts how often an entry was used.",
-        "Edit freely: change, add or delete lines under a heading. `reverie sync` (and the next dream) "
-        "takes your edits in; keep the `<!-- fact_… -->` marker at the end of each line.",
-        "",
-    ]
-    sections = [(PROFILE_LABELS[k], s.summary) for k, s in profile.sections().items() if s.summary]
-    if sections:
-        out += ["## Profile", "", *(f"- **{label}:** {_inline(text)}" for label, text in sections), ""]
-    for category, title in CATEGORY_TITLES.items():
-        group = sorted((f for f in facts if f.category == category), key=lambda f: -rank(f, now))
-        if not group:
-            continue
-        out += [f"## {title}", ""]
-        if category != "preference":
-            out += [*(_entry(f) for f in group), ""]
-            continue
-        for area in AREAS:
-            lines = [_entry(f) for f in group if _area(f) == area]
-            if lines:
-                out += [f"### {area}", "", *lines, ""]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _inline(text: str) -> str:
-    return normalize_space(text).replace("<!--", "<!- -")
-
-
-def _entry(fact: Fact) -> str:
-    return f"- [{fact.uses}x] {_inline(fact.content)} <!-- {fact.id} -->"
-
-
-def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
-    """The entry lines (with the category of their heading) and the profile lines of MEMORY.md."""
-    lines: list[MemoryLine] = []
-    profile: dict[str, str] = {}
-    category: str | None = None
-    area: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if _H1.match(line):
-            category = None
-            continue
-        if heading := _H2.match(line):
-            category, area = _category_of(heading.group(1)), None
-            continue
-        if heading := _H3.match(line):
-            area = next((a for a in AREAS if a.casefold() == heading.group(1).casefold()), None)
-            continue
-        bullet = _BULLET.match(line)
-        if bullet is None or category is None:
-            continue
-        body = normalize_space(bullet["body"])
-        if category == "profile":
-            found = _PROFILE_LINE.match(body)
-            section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
-            if section:
-                profile[section] = found["text"].strip()
-        elif body:
-            lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
-                                    area=(area or "General") if category == "preference" else None))
-    return lines, profile
-
-
-def _category_of(title: str) -> str:
-    key = title.strip().casefold()
-    if key == "profile":
-        return "profile"
-    if key in _TITLE_CATEGORY:
-        return _TITLE_CATEGORY[key]
-    singular = key.removesuffix("s")
-    return singular if singular in CATEGORIES else "other"
+        self.ctx.facts.archive_fact(fact, reason, successor, self.now)
 
 
 # ---------------------------------------------------------------- the dream diary
 
-def diary_dir(memory: "Memory", user: str) -> Path:
-    return memory.files.diary_dir(user)
+def diary_dir(ctx: Context, user: str) -> Path:
+    return ctx.files.diary_dir(user)
 
 
-def write_diary(memory: "Memory", run: DreamRun, report: DreamReport, now: datetime) -> Path:
+def write_diary(ctx: Context, run: DreamRun, report: DreamReport, now: datetime) -> Path:
     """Append this run's story to the day's diary (one file a day, one section a run)."""
-    path = memory.files.diary_file(run.user, now.date().isoformat())
-    old = memory.files.read(run.user, path)
+    path = ctx.files.diary_file(run.user, now.date().isoformat())
+    old = ctx.files.read(run.user, path)
     head = old.rstrip() + "\n\n" if old is not None else f"# Dream diary, {now.date()}\n\n"
-    memory.files.write(run.user, path, head + diary_section(run, report, now))
+    ctx.files.write(run.user, path, head + diary_section(run, report, now))
     return path
 
 
@@ -935,25 +629,25 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
     r = report
     span = "day" if run.days == 1 else f"{run.days} days"
     story = [
-        f"I read {_count(r.facts_read, 'fact')} and {_count(r.notes_read, 'note line')} "
+        f"I read {plural(r.facts_read, 'fact')} and {plural(r.notes_read, 'note line')} "
         f"from the last {span} ({r.since} to {r.until})."
     ]
     if r.kept or r.confirmed:
         story.append(
-            f"I kept {_count(r.kept + r.confirmed, 'entry', 'entries')} as they were"
+            f"I kept {plural(r.kept + r.confirmed, 'entry', 'entries')} as they were"
             + (f", {r.confirmed} of them said again in the notes." if r.confirmed else ".")
         )
     if r.merged:
         replaced = sum(len(e.replaced) for e in r.merged) or len(r.merged)
         example = next((e for e in r.merged if e.replaced), None)
         story.append(
-            f"I merged {_count(replaced, 'entry', 'entries')} into {_count(len(r.merged), 'denser line')}"
+            f"I merged {plural(replaced, 'entry', 'entries')} into {plural(len(r.merged), 'denser line')}"
             + (f"; for example {_quote(example.content)} now also stands for {_quote(example.replaced[0])}."
                if example else ".")
         )
     if r.added:
         story.append(
-            f"The notes held {_count(len(r.added), 'new durable thing')}: {_list(_quote(e.content) for e in r.added)}."
+            f"The notes held {plural(len(r.added), 'new durable thing')}: {_list(_quote(e.content) for e in r.added)}."
         )
     for conflict in r.conflicts:
         story.append(
@@ -962,20 +656,20 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         )
     if r.cleaned:
         story.append(
-            f"I cleaned {_count(len(r.cleaned), 'entry', 'entries')}: "
+            f"I cleaned {plural(len(r.cleaned), 'entry', 'entries')}: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.cleaned)}."
         )
     if r.rejected:
         story.append(
-            f"I rejected {_count(len(r.rejected), 'proposal')} that did not stand on the inputs: "
+            f"I rejected {plural(len(r.rejected), 'proposal')} that did not stand on the inputs: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.rejected)}."
         )
     if not (r.merged or r.added or r.conflicts or r.cleaned):
         story.append("Nothing needed merging, adding or cleaning.")
     if r.memory_md:
         story.append(
-            f"MEMORY.md now holds {_count(r.entries, 'entry', 'entries')} in "
-            f"{_count(r.categories, 'category', 'categories')}"
+            f"MEMORY.md now holds {plural(r.entries, 'entry', 'entries')} in "
+            f"{plural(r.categories, 'category', 'categories')}"
             + (f"; {r.overflow} more stay in the store for recall but did not make the list." if r.overflow else ".")
         )
     else:
@@ -999,73 +693,11 @@ def _list(items: Iterable[str], limit: int = 5) -> str:
     return ", ".join(shown[:-1]) + (", " if more else " and ") + shown[-1] + more
 
 
-def diaries(memory: "Memory", user: str, day: str | None = None) -> dict[str, str]:
+def diaries(ctx: Context, user: str, day: str | None = None) -> dict[str, str]:
     """Dream diaries by date, oldest first (only ``day`` when given)."""
-    folder = diary_dir(memory, user)
+    folder = diary_dir(ctx, user)
     files = sorted(folder.glob("????-??-??.md")) if folder.is_dir() else []
     return {p.stem: p.read_text(encoding="utf-8") for p in files if day is None or p.stem == day}
-
-
-# ---------------------------------------------------------------- the nightly schedule
-
-class Scheduler:
-    """The nightly run (default 23:55 local, ``settings.dream_time``): the daily flush first,
-    then a dream for each user, one user after another.
-
-        >>> Scheduler(mem).start()      # a daemon thread; .stop() ends it
-    """
-
-    def __init__(self, memory: "Memory", *, at: str | None = None):
-        self.memory = memory
-        self.at = _clock(at or memory.settings.dream_time)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def next_run(self, now: datetime | None = None) -> datetime:
-        """The next run time after ``now`` (local time)."""
-        now = (now or datetime.now().astimezone()).astimezone()
-        due = now.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
-        return due if due > now else due + timedelta(days=1)
-
-    def run_once(self, now: datetime | None = None) -> list[DreamRun]:
-        """One nightly run now: flush the learning line, then dream for every user."""
-        self.memory.flush()
-        runs = []
-        for user in self.memory.store.users():
-            try:
-                runs.append(run_dream(self.memory, user, now=now))
-            except Conflict as exc:
-                log.info("nightly dream for %s skipped: %s", user, exc)
-        return runs
-
-    def start(self) -> "Scheduler":
-        if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="reverie-scheduler", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=timeout)
-
-    def _loop(self) -> None:
-        while True:
-            wait = (self.next_run() - datetime.now().astimezone()).total_seconds()
-            if self._stop.wait(timeout=max(0.0, wait)):
-                return
-            try:
-                self.run_once()
-            except Exception:  # the schedule must survive a bad night
-                log.exception("the nightly run failed")
-
-
-def _clock(value: str) -> tuple[int, int]:
-    found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
-    if found is None:
-        raise InvalidInput(f"dream_time must be HH:MM (24-hour), not {value!r}", field="dream_time")
-    return int(found.group(1)), int(found.group(2))
 
 
 __all__ = [
@@ -1073,11 +705,9 @@ __all__ = [
     "ChatReply",
     "DreamEntry",
     "DreamReport",
-    "Scheduler",
     "chat_command",
     "describe",
     "diaries",
     "parse_chat_command",
     "run_dream",
-    "trim",
 ]

@@ -10,20 +10,66 @@ tells the caller how much that was.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+from pydantic import BaseModel, Field
 
 from reverie.errors import InvalidInput
+from reverie.messages import as_line, parse_message
+from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
 from reverie.store.base import Store, input_digest, nth_input, source_key
 
 LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+log = logging.getLogger("reverie.ingest")
+
 SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})[:：]\s*(.+)$")
+
+
+def add_messages(
+    store: Store, messages: list[Any], *, user: str, thread: str, agent: str | None, at: datetime | None,
+    source: str | None, grouping: str,
+) -> "Added":
+    """Store past conversation as completed episodes in one transaction, leaving out what
+    was stored before (see :func:`skip_known`); the caller queues the result for learning."""
+    msgs = [parse_message(m, i, at) for i, m in enumerate(messages)]
+    if not msgs:
+        raise InvalidInput("messages is empty: nothing to add", field="messages")
+    groups = group_messages(msgs, grouping)
+    now = datetime.now(timezone.utc)
+    with store.transaction():
+        fresh = skip_known(store, user, thread, groups)
+        episodes = Added(skipped=fresh.skipped, skipped_messages=fresh.skipped_messages)
+        for group_msgs, keys in zip(fresh.groups, fresh.keys):
+            first = group_msgs[0]
+            ids = [m.source_id for m in group_msgs if m.source_id]
+            ep = Episode(
+                user=user,
+                agent=agent,
+                thread=thread,
+                created_at=now,
+                completed_at=now,
+                occurred_at=first.at or now,
+                status="completed",
+                user_text=first.content,
+                reply_text="\n".join(as_line(m) for m in group_msgs[1:]),
+                messages=group_msgs,
+                source_ids=ids + ([source] if source else []),
+            )
+            store.put_episode(ep)
+            store.put_inputs(user, thread, ep.id, keys)
+            episodes.append(ep)
+    if fresh.skipped_messages:
+        log.info("add: %d episodes (%d messages) of %s/%s were stored already", fresh.skipped,
+                 fresh.skipped_messages, user, thread)
+    return episodes
 
 
 class Added(list):
@@ -148,6 +194,42 @@ def locomo_conversation(data: dict, thread: str = "locomo") -> Conversation:
                 {"speaker": turn["speaker"], "content": text, "at": when + timedelta(minutes=i), "source_id": turn["dia_id"]}
             )
     return Conversation(thread=thread, messages=messages)
+
+
+class IngestReport(BaseModel):
+    """What one ingest did: episodes stored, input recognised as stored before, learning."""
+
+    conversations: int = 0
+    episodes: int = 0
+    skipped: int = 0  # episodes stored before
+    skipped_messages: int = 0
+    learned: int = 0
+    facts: int = 0  # facts the user has after it
+    tags: dict[str, int] = Field(default_factory=dict)
+
+
+def ingest(
+    source: str | Path | Iterable[Any], *, add: Callable[[list[Any], str], "Added"],
+    on_progress: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Read ``source`` (a file path, or a list of messages) and hand each conversation to
+    ``add(messages, thread)``; count what was stored and what was skipped."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise InvalidInput(f"no file {path.name!r} to ingest", field="path")
+        conversations = load_conversations(path)
+    else:
+        conversations = [Conversation("default", list(source))]
+    report = IngestReport(conversations=len(conversations))
+    for conv in conversations:
+        added = add(conv.messages, conv.thread)
+        report.episodes += len(added)
+        report.skipped += added.skipped
+        report.skipped_messages += added.skipped_messages
+        if on_progress is not None:
+            on_progress(conv.thread)
+    return report
 
 
 def load_conversations(path: Path) -> list[Conversation]:

@@ -10,20 +10,18 @@ nothing: the batch stays unlearned and is retried later (and at start-up).
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import re
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
+from reverie.context import Context
 from reverie.engines.base import (
     EpisodeSummary,
-    ExtractRequest,
     Extraction,
+    ExtractRequest,
     FactRef,
     GovernRequest,
     SummarizeRequest,
@@ -31,59 +29,30 @@ from reverie.engines.base import (
     TagInfo,
 )
 from reverie.errors import EngineError
+from reverie.facts import MAX_FACT_CHARS, TEMPORARY
+from reverie.inputs import normalize_category
+from reverie.messages import clip, is_trivial
 from reverie.models import (
     AREAS,
     PROFILE_SECTIONS,
     Episode,
     Fact,
-    KnowledgeDoc,
     Message,
-    Note,
     Provenance,
     utcnow,
 )
-from reverie.claims import fact_relation
-from reverie.notes import mirror_notes
-from reverie.inputs import normalize_category
+from reverie.notes import mirror_notes, put_episode_notes
 from reverie.redact import redact
-from reverie.journal import Journal
-from reverie.store.base import EpisodeRef, Store
+from reverie.store.base import EpisodeRef
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import normalize_space, preferred_language, token_set
-
-if TYPE_CHECKING:
-    from reverie.memory import Memory
 
 log = logging.getLogger("reverie.learn")
 
 Key = tuple[str, str | None, str]
 
-TRIVIAL = re.compile(
-    r"^\s*(ok(ay)?|k|thanks?( you)?|thx|ty|cool|nice|great|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|"
-    r"好的?|好|嗯+|哦+|谢谢|多谢|收到|行|可以|对|是的|拜拜|你好)\s*[.!?。！？~～]*\s*$",
-    re.IGNORECASE,
-)
-TEMPORARY = re.compile(
-    r"\b(right now|currently running|at the moment|is (up|down|running) on|on port \d+|port \d{2,5}\b|"
-    r"for now|this morning|tonight|today)\b|现在在|目前在|刚才|今天|端口",
-    re.IGNORECASE,
-)
-MAX_FACT_CHARS = 160
-AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
-
-
-def is_trivial(text: str) -> bool:
-    return bool(TRIVIAL.match(text)) or not token_set(text)
-
-
-def clip(text: str, limit: int) -> str:
-    """Very long messages keep their head and tail (where the point usually is)."""
-    if len(text) <= limit:
-        return text
-    half = max(1, (limit - 5) // 2)
-    return f"{text[:half]} […] {text[-half:]}"
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -106,28 +75,6 @@ def attribute(text: str, messages: list[Message], *, bags: list[frozenset[str]] 
     return sorted(found)
 
 
-OVER_CAPACITY = "over capacity"
-CAPACITY_META = "capacity:{user}"
-# origins of facts a person vouched for: never evicted by capacity
-VOUCHED = frozenset({"manual", "import", "sync"})
-
-
-def evictable_by_capacity(fact: Fact) -> bool:
-    return fact.provenance.origin not in VOUCHED and fact.category != "correction"
-
-
-def capacity_record(store: Store, user: str) -> dict:
-    """What capacity evicted for ``user`` so far: evicted (total), last_at, last_count, last_journal."""
-    raw = store.get_meta(CAPACITY_META.format(user=user))
-    return json.loads(raw) if raw else {}
-
-
-def fact_rank(fact: Fact, now: datetime) -> float:
-    """Capacity ranking: confidence, uses, recency (corrections are never evicted)."""
-    age_days = max(0.0, (now - (fact.last_used_at or fact.updated_at)).total_seconds() / 86400)
-    return fact.confidence + 0.3 * math.log1p(fact.uses) + 0.5 * math.exp(-0.05 * age_days)
-
-
 @dataclass
 class _Pending:
     ids: dict[str, None] = field(default_factory=dict)  # an ordered set
@@ -146,10 +93,13 @@ class _Plan:
 
 
 class Learner:
-    def __init__(self, memory: "Memory", *, background: bool = True):
-        self.memory = memory
-        self.store = memory.store
-        self.settings = memory.settings
+    """The debounced learning queue and the learning of one batch of episodes."""
+
+    def __init__(self, ctx: Context, *, background: bool = True):
+        self.ctx = ctx
+        self.store = ctx.store
+        self.settings = ctx.settings
+        self.facts = ctx.facts
         self._queue: dict[Key, _Pending] = {}
         self._cond = threading.Condition()
         self._busy = threading.Lock()
@@ -229,7 +179,7 @@ class Learner:
             ]
             episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
             learned = 0
-            for start, chunk in _chunks(episodes, self.memory.engines.extract.batch_chars):
+            for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
                 try:
                     self.learn(chunk)
                 except EngineError as exc:
@@ -265,13 +215,13 @@ class Learner:
             self._apply_summaries(writer, episodes, plan)
             self._apply_tag_decisions(writer, plan.decisions)
             self._apply_extraction(writer, user, episodes, plan.extraction)
-            self._append_notes(user, episodes)
+            put_episode_notes(self.store, user, episodes)
             self.store.mark_learned([e.id for e in episodes])
-        mirror_notes(self.store, self.memory.files, user, {e.occurred_at.date().isoformat() for e in episodes})
+        mirror_notes(self.store, self.ctx.files, user, {e.occurred_at.date().isoformat() for e in episodes})
 
     def _plan(self, episodes: list[Episode]) -> _Plan:
         limit = self.settings.max_message_chars
-        engines = self.memory.engines
+        engines = self.ctx.engines
         text = " ".join(m.content for e in episodes for m in e.messages)
         language = preferred_language(text)
         summaries: dict[str, EpisodeSummary] = {}
@@ -369,7 +319,7 @@ class Learner:
         facts = self.store.get_facts(ex.facts_to_reinforce)
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":
-                self.reinforce_fact(fact, list(episode_ids), now)
+                self.facts.reinforce_fact(fact, list(episode_ids), now)
         removed = []
         for removal in ex.facts_to_remove:
             fact = self.store.get_fact(removal.id)
@@ -404,100 +354,12 @@ class Learner:
                 created_at=now,
                 updated_at=now,
             )
-            if self.add_fact(writer, fact, new.tags) is fact:
+            if self.facts.add_fact(writer, fact, new.tags) is fact:
                 added.append(fact)
         for fact, reason in removed:
             successor = next((f for f in added if f.category == fact.category), added[0] if added else None)
-            self.archive_fact(fact, reason or "removed by the learning line", successor, now)
-        self._enforce_capacity(user, now)
-
-    def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
-        """Add a fact, unless it repeats one (then that one is reinforced and returned);
-        a fact it contradicts is archived with a supersedes link (newest wins)."""
-        for old in self.store.list_facts(fact.user):
-            relation = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
-            if relation == "duplicate":
-                return self.reinforce_fact(old, fact.provenance.episodes, fact.updated_at)
-            if relation == "conflict" and old.category == fact.category:
-                self.archive_fact(old, "contradicted by a newer fact", fact, fact.updated_at)
-        self.index_fact(fact, tags, writer=writer)
-        return fact
-
-    def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
-        """[Nx] + 1, remembering which episodes said it again (inside the caller's transaction)."""
-        fact.uses += 1
-        fact.last_used_at = fact.updated_at = now
-        fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
-        self.store.put_fact(fact)
-        return fact
-
-    def archive_fact(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
-        """Archive (never delete); a successor gets the supersedes link (inside the caller's transaction)."""
-        fact.status, fact.archived_reason, fact.updated_at = "archived", reason, now
-        if successor is not None:
-            fact.superseded_by = successor.id
-            successor.supersedes = fact.id
-            self.store.put_fact(successor)
-        self.store.put_fact(fact)
-
-    def _enforce_capacity(self, user: str, now: datetime) -> None:
-        """Keep the consolidated facts within ``fact_capacity`` by archiving the lowest-ranked
-        *learned* ones. Facts a person vouched for (remember, save_memory, import, MEMORY.md
-        edits) and corrections are never evicted; every eviction is journaled (undo) and
-        counted for ``health``."""
-        consolidated = self.store.list_facts(user, status="consolidated")
-        excess = len(consolidated) - self.settings.fact_capacity
-        if excess <= 0:
-            return
-        evictable = sorted((f for f in consolidated if evictable_by_capacity(f)), key=lambda f: fact_rank(f, now))
-        chosen = evictable[:excess]
-        if not chosen:
-            return
-        journal = Journal(user=user, action="capacity")
-        journal.watch(chosen)
-        for fact in chosen:
-            self.archive_fact(fact, OVER_CAPACITY, None, now)
-        journal.commit(self.store)
-        record = capacity_record(self.store, user)
-        record.update(evicted=record.get("evicted", 0) + len(chosen), last_at=now.isoformat(), last_journal=journal.id,
-                      last_count=len(chosen))
-        self.store.set_meta(CAPACITY_META.format(user=user), json.dumps(record))
-        log.warning("%s: %d learned facts over fact_capacity=%d archived (undo: reverie undo %s)",
-                    user, len(chosen), self.settings.fact_capacity, journal.id)
-
-    def index_fact(self, fact: Fact, tags: list[str], *, writer: TagWriter | None = None) -> None:
-        """Store a fact with its tags (inside the caller's transaction)."""
-        writer = writer or TagWriter(self.store, fact.user)
-        fact.tags = writer.ensure(tags) if tags else fact.tags
-        self.store.put_fact(fact)
-        self.store.set_item_tags(fact.user, "fact", fact.id, {t: 1.0 for t in fact.tags})
-
-    def index_knowledge(self, doc: KnowledgeDoc) -> None:
-        writer = TagWriter(self.store, doc.user)
-        doc.tags = writer.ensure(doc.tags)
-        self.store.put_knowledge(doc)
-        self.store.set_item_tags(doc.user, "knowledge", doc.id, {t: 1.0 for t in doc.tags})
-
-    def _append_notes(self, user: str, episodes: list[Episode]) -> None:
-        for ep in episodes:
-            if not ep.summary or is_trivial(ep.user_text):
-                continue
-            content, drawn = ep.summary, ep.summary_from
-            first = next((i for i, m in enumerate(ep.messages) if m.role not in AGENT_ROLES), None)
-            if first is not None and drawn and all(ep.messages[i].role in AGENT_ROLES for i in drawn):
-                # the day's notes tell what the user said and did, not the agent's answer
-                message = ep.messages[first]
-                content = f"{message.speaker or 'User'}: {clip(normalize_space(message.content), 240)}"
-                drawn = [first]
-            self.store.put_note(
-                Note(
-                    user=user,
-                    date=ep.occurred_at.date().isoformat(),
-                    content=content,
-                    episodes=[ep.id],
-                    source_ids=ep.sources_of(drawn),
-                )
-            )
+            self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
+        self.facts.enforce_capacity(user, now)
 
 
 def _name_the_speaker(content: str, episodes: list[Episode]) -> str:

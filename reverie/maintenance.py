@@ -17,38 +17,28 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from reverie.dream import (
-    MemoryLine,
-    _exact,
-    _tokens,
-    fold,
-    load_snapshot,
-    memory_md_path,
-    numbers,
-    parse_memory_md,
-    publish_memory_md,
-    refresh_memory_md,
-    relation,
-    text_sha,
-)
+from reverie.claims import NEGATION
+from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, NotFound
-from reverie.claims import NEGATION
-from reverie.recall import DECAY
-from reverie.learn import MAX_FACT_CHARS, capacity_record
-from reverie.models import Episode, Fact, Model, Provenance, as_utc, utcnow
-from reverie.inputs import normalize_category
+from reverie.facts import (
+    FactLine,
+    capacity_record,
+    clean_line,
+    exact_key,
+    fact_line,
+    numbers,
+    relation,
+)
 from reverie.journal import Journal, journal_key
-from reverie.redact import redact
+from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
+from reverie.models import DECAY, Episode, Fact, Model, Provenance, as_utc, utcnow
 from reverie.tags import TagWriter
-from reverie.text import normalize_space, terms, words
-
-if TYPE_CHECKING:
-    from reverie.memory import Memory
+from reverie.text import terms, token_set, words
 
 CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
@@ -56,16 +46,6 @@ REWRITE_SUPPORT = 0.75  # share of a rewrite's words that must come from the fac
 ADD_SUPPORT = 0.5
 PROTECTED_CATEGORIES = ("correction", "constraint")
 _IDS = re.compile(r"(?:fact|note)_[0-9a-f]+")
-
-
-class FactLine(Model):
-    fact_id: str
-    content: str
-    uses: int = 0
-
-
-def _fact_line(fact: Fact) -> FactLine:
-    return FactLine(fact_id=fact.id, content=fact.content, uses=fact.uses)
 
 
 # ---------------------------------------------------------------- consolidate
@@ -82,19 +62,19 @@ class ConsolidateReport(Model):
     journal: str | None = None
 
 
-def consolidate(memory: "Memory", *, user: str, dry_run: bool = False) -> ConsolidateReport:
+def consolidate(ctx: Context, *, user: str, dry_run: bool = False) -> ConsolidateReport:
     """Seed 002's rule-based dedup: facts that are the same line (exactly, or by Jaccard >=
     ``settings.consolidate_jaccard``) fold into the one with the highest ``[Nx]``."""
     if not dry_run:
-        sync(memory, user=user)
+        sync(ctx, user=user)
     facts = sorted(
-        memory.store.list_facts(user),
+        ctx.store.list_facts(user),
         key=lambda f: (-f.uses, f.status != "consolidated", -f.confidence, f.created_at),
     )
     groups: list[tuple[Fact, list[Fact]]] = []
     for fact in facts:
         home = next(
-            (g for g in groups if relation(fact, g[0], memory.settings.consolidate_jaccard) == "duplicate"), None
+            (g for g in groups if relation(fact, g[0], ctx.settings.consolidate_jaccard) == "duplicate"), None
         )
         if home is None:
             groups.append((fact, []))
@@ -102,7 +82,7 @@ def consolidate(memory: "Memory", *, user: str, dry_run: bool = False) -> Consol
             home[1].append(fact)
     groups = [g for g in groups if g[1]]
     report = ConsolidateReport(
-        groups=[DuplicateGroup(kept=_fact_line(k), archived=[_fact_line(d) for d in dups]) for k, dups in groups],
+        groups=[DuplicateGroup(kept=fact_line(k), archived=[fact_line(d) for d in dups]) for k, dups in groups],
         archived=sum(len(d) for _, d in groups),
         dry_run=dry_run,
     )
@@ -110,15 +90,15 @@ def consolidate(memory: "Memory", *, user: str, dry_run: bool = False) -> Consol
         return report
     journal = Journal(user=user, action="consolidate")
     now = utcnow()
-    with memory.store.transaction():
+    with ctx.store.transaction():
         for keep, dups in groups:
             journal.watch([keep, *dups])
             if any(d.status == "consolidated" for d in dups):
                 keep.status = "consolidated"  # the group was vouched for; its survivor stays so
             for dup in dups:
-                fold(memory, dup, keep, f"duplicate of {keep.id} (consolidate)", journal, now)
-        report.journal = journal.id if journal.commit(memory.store).changes else None
-    refresh_memory_md(memory, user)
+                ctx.facts.fold(dup, keep, f"duplicate of {keep.id} (consolidate)", journal, now)
+        report.journal = journal.id if journal.commit(ctx.store).changes else None
+    refresh_memory_md(ctx, user)
     return report
 
 
@@ -161,36 +141,36 @@ class TidyReport(Model):
 
 
 def tidy(
-    memory: "Memory", *, user: str, dry_run: bool = False, proposal: TidyReport | None = None
+    ctx: Context, *, user: str, dry_run: bool = False, proposal: TidyReport | None = None
 ) -> TidyReport:
     """The tidy engine's remove / rewrite / add, checked in code; applied unless ``dry_run``.
 
     Pass back the ``proposal`` a person saw to apply exactly that. Rewrites only
     when shorter or clearer; every user constraint is kept; when unsure, keep.
     """
-    proposal = proposal or propose_tidy(memory, user)
+    proposal = proposal or propose_tidy(ctx, user)
     if dry_run:
         return proposal
-    return _apply_tidy(memory, user, proposal)
+    return _apply_tidy(ctx, user, proposal)
 
 
-def propose_tidy(memory: "Memory", user: str) -> TidyReport:
-    facts = memory.store.list_facts(user)
+def propose_tidy(ctx: Context, user: str) -> TidyReport:
+    facts = ctx.store.list_facts(user)
     refs = [
         FactRef(id=f.id, content=f.content, category=f.category, confidence=f.confidence, uses=f.uses,
                 status=f.status, updated_at=f.updated_at)
         for f in facts
     ]
-    plan = memory.engines.tidy.tidy(refs)
-    judge = _Judge(memory, facts)
+    plan = ctx.engines.tidy.tidy(refs)
+    judge = _Judge(ctx, facts)
     return TidyReport(changes=[judge(a) for a in plan.actions])
 
 
 class _Judge:
     """Checks one proposed action against the rules; remembers what earlier ones touched."""
 
-    def __init__(self, memory: "Memory", facts: list[Fact]):
-        self.memory = memory
+    def __init__(self, ctx: Context, facts: list[Fact]):
+        self.ctx = ctx
         self.facts = {f.id: f for f in facts}
         self.touched: set[str] = set()
 
@@ -198,7 +178,7 @@ class _Judge:
         fact = self.facts.get(action.fact_id or "")
         change = TidyChange(
             op=action.op, fact_id=action.fact_id, before=fact.content if fact else "",
-            after=_clean(action.content) if action.op != "remove" else "",
+            after=clean_line(action.content) if action.op != "remove" else "",
             category=fact.category if fact and action.op != "add" else action.category, reason=action.reason,
         )
         if action.op == "add":
@@ -223,7 +203,7 @@ class _Judge:
 
     def _twin(self, fact: Fact) -> Fact | None:
         """Another live fact that says the same, so removing this one loses nothing."""
-        dup = self.memory.settings.duplicate_jaccard
+        dup = self.ctx.settings.duplicate_jaccard
         return next(
             (f for f in self.facts.values()
              if f.id != fact.id and f.id not in self.touched and relation(fact, f, dup) == "duplicate"),
@@ -239,7 +219,7 @@ class _Judge:
         if problem:
             return problem
         probe = Fact(user="", content=change.after, category=change.category)
-        dup = self.memory.settings.duplicate_jaccard
+        dup = self.ctx.settings.duplicate_jaccard
         if any(relation(probe, f, dup) == "duplicate" for f in self.facts.values() if f.id not in self.touched):
             return "a live fact says this already"
         return ""
@@ -249,18 +229,14 @@ def _protected(fact: Fact) -> bool:
     return fact.category in PROTECTED_CATEGORIES or fact.provenance.origin in ("manual", "sync")
 
 
-def _clean(text: str) -> str:
-    return normalize_space(redact(text or ""))[:MAX_FACT_CHARS]
-
-
 def _support_problem(new: str, source: str, minimum: float) -> str:
     """Why ``new`` does not stand on ``source`` ("" when it does)."""
-    words_new = _tokens(new)
+    words_new = token_set(new)
     if not words_new:
         return "it has no content words"
     if numbers(new) - numbers(source):
         return f"it states {', '.join(sorted(numbers(new) - numbers(source)))}, which the facts do not"
-    missing = words_new - _tokens(source)
+    missing = words_new - token_set(source)
     if 1 - len(missing) / len(words_new) < minimum:
         return f"it says things the facts do not ({', '.join(sorted(missing)[:6])})"
     return ""
@@ -275,7 +251,7 @@ def _rewrite_problem(fact: Fact, new: str) -> str:
     old = fact.content
     if not new:
         return "the rewrite is empty"
-    if _exact(new) == _exact(old):
+    if exact_key(new) == exact_key(old):
         return "the rewrite changes nothing"
     if bool(NEGATION.search(new)) != bool(NEGATION.search(old)):
         return "the rewrite would flip what the fact says"
@@ -284,43 +260,43 @@ def _rewrite_problem(fact: Fact, new: str) -> str:
     problem = _support_problem(new, old, REWRITE_SUPPORT)
     if problem:
         return problem
-    kept = _tokens(old) & _tokens(new)
-    if _protected(fact) and len(kept) < REWRITE_SUPPORT * len(_tokens(old)):
+    kept = token_set(old) & token_set(new)
+    if _protected(fact) and len(kept) < REWRITE_SUPPORT * len(token_set(old)):
         return "it would drop part of a user constraint"
     if len(new) < len(old) or (len(new) <= 1.1 * len(old) and _noise(new) < _noise(old)):
         return ""
     return "the rewrite is neither shorter nor clearer"
 
 
-def _apply_tidy(memory: "Memory", user: str, proposal: TidyReport) -> TidyReport:
-    sync(memory, user=user)
+def _apply_tidy(ctx: Context, user: str, proposal: TidyReport) -> TidyReport:
+    sync(ctx, user=user)
     result = proposal.model_copy(deep=True)
     journal = Journal(user=user, action="tidy")
     now = utcnow()
-    with memory.store.transaction():
-        live = {f.id: f for f in memory.store.list_facts(user)}
+    with ctx.store.transaction():
+        live = {f.id: f for f in ctx.store.list_facts(user)}
         journal.watch(live.values())
-        writer = TagWriter(memory.store, user)
+        writer = TagWriter(ctx.store, user)
         for change in result.accepted:
             fact = live.get(change.fact_id or "")
             if change.op != "add" and (fact is None or fact.content != change.before):
                 change.refused = "the fact changed since the proposal"
             elif change.op == "remove":
                 successor = next((live[i] for i in _IDS.findall(change.reason) if i in live and i != fact.id), None)
-                memory.learner.archive_fact(fact, f"tidy: {change.reason}", successor, now)
+                ctx.facts.archive_fact(fact, f"tidy: {change.reason}", successor, now)
             elif change.op == "rewrite":
                 fact.content, fact.updated_at = change.after, now
-                memory.learner.index_fact(fact, fact.tags)
+                ctx.facts.index_fact(fact, fact.tags)
             else:
                 named = [i for i in _IDS.findall(change.reason) if i in live]
                 new = Fact(user=user, content=change.after, category=change.category, confidence=1.0,
                            status="consolidated", provenance=Provenance(origin="dream", facts=named),
                            created_at=now, updated_at=now)
-                if memory.learner.add_fact(writer, new, []) is new:
+                if ctx.facts.add_fact(writer, new, []) is new:
                     journal.created(new)
-        result.journal = journal.id if journal.commit(memory.store).changes else None
+        result.journal = journal.id if journal.commit(ctx.store).changes else None
     result.applied = True
-    refresh_memory_md(memory, user)
+    refresh_memory_md(ctx, user)
     return result
 
 
@@ -357,12 +333,12 @@ def episode_weight(episode: Episode, now: datetime) -> float:
     return weight
 
 
-def clean(memory: "Memory", *, user: str, dry_run: bool = False, now: datetime | None = None) -> CleanReport:
+def clean(ctx: Context, *, user: str, dry_run: bool = False, now: datetime | None = None) -> CleanReport:
     """Archive (never delete) episodes whose weight fell under ``settings.clean_weight_threshold``
     and that are older than ``settings.clean_min_age_days``; ``restore`` brings one back."""
     now = as_utc(now) if now else utcnow()
-    settings = memory.settings
-    episodes = [e for e in memory.store.list_episodes(user, archived=False) if e.status != "pending"]
+    settings = ctx.settings
+    episodes = [e for e in ctx.store.list_episodes(user, archived=False) if e.status != "pending"]
     faded = []
     for ep in episodes:
         age = _days_unused(ep, now)
@@ -374,24 +350,24 @@ def clean(memory: "Memory", *, user: str, dry_run: bool = False, now: datetime |
     if dry_run or not faded:
         return report
     journal = Journal(user=user, action="clean")
-    with memory.store.transaction():
+    with ctx.store.transaction():
         journal.watch(ep for ep, _ in faded)
         for ep, _ in faded:
             ep.archived = True
-            memory.store.put_episode(ep)
-        report.journal = journal.id if journal.commit(memory.store).changes else None
+            ctx.store.put_episode(ep)
+        report.journal = journal.id if journal.commit(ctx.store).changes else None
     return report
 
 
-def restore(memory: "Memory", episode_id: str, *, user: str | None = None) -> Episode:
+def restore(ctx: Context, episode_id: str, *, user: str | None = None) -> Episode:
     """Bring an archived episode back (recall sees it again)."""
-    ep = memory.store.get_episode(episode_id)
+    ep = ctx.store.get_episode(episode_id)
     if ep is None or (user is not None and ep.user != user):
         raise NotFound(f"no episode {episode_id!r}" + (f" for user {user!r}" if user else ""))
     if ep.archived:
-        with memory.store.transaction():
+        with ctx.store.transaction():
             ep.archived = False
-            memory.store.put_episode(ep)
+            ctx.store.put_episode(ep)
     return ep
 
 
@@ -404,47 +380,47 @@ class UndoReport(Model):
     archived: int = 0
 
 
-def undo(memory: "Memory", journal_id: str, *, user: str) -> UndoReport:
+def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
     """Put back what one journaled operation (a dream, consolidate, tidy, sync or clean)
     changed: changed items return to their earlier state, items it created are archived."""
-    raw = memory.store.get_meta(journal_key(journal_id))
+    raw = ctx.store.get_meta(journal_key(journal_id))
     journal = Journal.model_validate_json(raw) if raw else None
     if journal is None or journal.user != user:
         raise NotFound(f"no change set {journal_id!r} for user {user!r}; dreams, consolidate, tidy, "
                        "sync and clean print the id of theirs")
     if journal.undone_at is not None:
         raise Conflict(f"{journal_id} was already undone on {journal.undone_at:%Y-%m-%d %H:%M}")
-    sync(memory, user=user)
+    sync(ctx, user=user)
     report = UndoReport(journal=journal.id, action=journal.action)
     now = utcnow()
-    with memory.store.transaction():
+    with ctx.store.transaction():
         for change in reversed(journal.changes):
             if change.kind == "episode":
-                memory.store.put_episode(Episode.model_validate(change.before))
+                ctx.store.put_episode(Episode.model_validate(change.before))
                 report.restored += 1
             elif change.kind == "profile":
                 before = change.before or {}
                 stamp = before.get("updated_at")
-                memory.store.put_profile_section(
+                ctx.store.put_profile_section(
                     user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else now
                 )
                 report.restored += 1
             elif change.before is not None:
                 fact = Fact.model_validate(change.before)
-                memory.learner.index_fact(fact, fact.tags)
+                ctx.facts.index_fact(fact, fact.tags)
                 report.restored += 1
             else:
-                fact = memory.store.get_fact(change.id)
+                fact = ctx.store.get_fact(change.id)
                 if fact is not None and fact.status != "archived":
-                    memory.learner.archive_fact(fact, f"undone ({journal.id})", None, now)
+                    ctx.facts.archive_fact(fact, f"undone ({journal.id})", None, now)
                     report.archived += 1
         journal.undone_at = now
-        memory.store.set_meta(journal_key(journal.id), journal.model_dump_json())
-    if journal.memory_md_before is None or load_snapshot(memory, user) is None:
-        refresh_memory_md(memory, user)
+        ctx.store.set_meta(journal_key(journal.id), journal.model_dump_json())
+    if journal.memory_md_before is None or load_snapshot(ctx, user) is None:
+        refresh_memory_md(ctx, user)
     else:
-        facts = memory.store.get_facts(journal.memory_md_before)
-        publish_memory_md(memory, user, [f for f in facts.values() if f.status != "archived"])
+        facts = ctx.store.get_facts(journal.memory_md_before)
+        publish_memory_md(ctx, user, [f for f in facts.values() if f.status != "archived"])
     return report
 
 
@@ -481,27 +457,27 @@ MAX_PENDING = 50
 NEAR_CAPACITY = 0.9
 
 
-def health(memory: "Memory", *, user: str) -> HealthReport:
-    facts = memory.store.list_facts(user, status="consolidated")
+def health(ctx: Context, *, user: str) -> HealthReport:
+    facts = ctx.store.list_facts(user, status="consolidated")
     report = HealthReport(user=user, healthy=True, facts=len(facts))
     report.high_priority = sum(1 for f in facts if f.uses >= 3)
     report.high_priority_share = round(report.high_priority / len(facts), 3) if facts else 0.0
     report.never_used = sum(1 for f in facts if f.uses == 0)
-    report.long_entries = [_fact_line(f) for f in facts if len(f.content) > LONG_ENTRY]
-    dup = memory.settings.duplicate_jaccard
+    report.long_entries = [fact_line(f) for f in facts if len(f.content) > LONG_ENTRY]
+    dup = ctx.settings.duplicate_jaccard
     for i, a in enumerate(facts):
         for b in facts[i + 1:]:
             found = relation(a, b, dup)
             if found == "duplicate":
-                report.duplicates.append([_fact_line(a), _fact_line(b)])
+                report.duplicates.append([fact_line(a), fact_line(b)])
             elif found == "conflict" and a.category == b.category:
-                report.contradictions.append([_fact_line(a), _fact_line(b)])
-    report.pending_facts = len(memory.store.list_facts(user, status="pending"))
-    report.unlearned_episodes = len(memory.store.unlearned_episodes(limit=100000, user=user))
-    for tag in memory.store.list_tags(user):
+                report.contradictions.append([fact_line(a), fact_line(b)])
+    report.pending_facts = len(ctx.store.list_facts(user, status="pending"))
+    report.unlearned_episodes = len(ctx.store.unlearned_episodes(limit=100000, user=user))
+    for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
-    report.capacity = memory.settings.fact_capacity
-    evictions = capacity_record(memory.store, user)
+    report.capacity = ctx.settings.fact_capacity
+    evictions = capacity_record(ctx.store, user)
     report.evicted_over_capacity = int(evictions.get("evicted", 0))
     report.last_eviction = evictions.get("last_journal")
     report.reasons = _verdict(report)
@@ -542,110 +518,10 @@ def _verdict(r: HealthReport) -> list[str]:
     return reasons
 
 
-# ---------------------------------------------------------------- sync (MEMORY.md hand edits)
-
-class SyncReport(Model):
-    edited: list[FactLine] = Field(default_factory=list)
-    added: list[FactLine] = Field(default_factory=list)
-    deleted: list[FactLine] = Field(default_factory=list)
-    profile: list[str] = Field(default_factory=list)
-    journal: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.edited or self.added or self.deleted or self.profile)
-
-
-def sync(memory: "Memory", *, user: str) -> SyncReport:
-    """Take a person's edits of MEMORY.md into the store: an edited line changes its fact,
-    a new line becomes a fact (category from its heading), a deleted line archives its
-    fact. Lines are matched by their ``<!-- fact_… -->`` marker (or, without one, by text)
-    against what reverie last wrote; a missing file changes nothing."""
-    path = memory_md_path(memory, user)
-    snapshot = load_snapshot(memory, user)
-    report = SyncReport()
-    if snapshot is None or not path.is_file():
-        return report
-    text = path.read_text(encoding="utf-8")
-    if text_sha(text) == snapshot.sha:
-        return report
-    lines, profile = parse_memory_md(text)
-    journal = Journal(user=user, action="sync")
-    with memory.store.transaction():
-        journal.watch_profile(memory.store)
-        curated = _SyncEdits(memory, user, snapshot.facts, journal, report).apply(lines)
-        now = utcnow()
-        for section in sorted(set(snapshot.profile) | set(profile)):
-            new = normalize_space(redact(profile.get(section, "")))
-            if new != snapshot.profile.get(section, ""):
-                memory.store.put_profile_section(user, section, new, now)
-                report.profile.append(section)
-        report.journal = journal.id if journal.commit(memory.store).changes else None
-    publish_memory_md(memory, user, curated)
-    return report
-
-
-class _SyncEdits:
-    def __init__(self, memory: "Memory", user: str, base: dict[str, MemoryLine], journal: Journal, report: SyncReport):
-        self.memory, self.user, self.base, self.journal, self.report = memory, user, base, journal, report
-        store = memory.store
-        self.known = store.get_facts(base)
-        journal.watch([*self.known.values(), *store.list_facts(user)])
-        self.by_text = {_exact(line.content): fid for fid, line in base.items()}
-        self.now = utcnow()
-
-    def apply(self, lines: list[MemoryLine]) -> list[Fact]:
-        seen: dict[str, Fact] = {}
-        for line in lines:
-            fid = line.fact_id if line.fact_id in self.base else self.by_text.get(_exact(line.content))
-            if fid in self.known and fid not in seen:
-                seen[fid] = self._edit(self.known[fid], self.base[fid], line)
-            else:
-                fact = self._add(line)
-                if fact is not None:
-                    seen.setdefault(fact.id, fact)
-        for fid, fact in self.known.items():
-            if fid not in seen and fact.status != "archived":
-                self.memory.learner.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
-                self.report.deleted.append(_fact_line(fact))
-        return [f for f in seen.values() if f.status != "archived"]
-
-    def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
-        content = _clean(line.content)
-        if not content or (content == before.content and line.category == before.category and line.area == before.area):
-            return fact
-        fact.content = content
-        if line.category != before.category:
-            fact.category, fact.original_category = normalize_category(line.category)
-        fact.area = line.area if fact.category == "preference" else None
-        fact.status = "consolidated"  # a person's edit is the newest word on it
-        fact.updated_at = self.now
-        self.memory.learner.index_fact(fact, fact.tags)
-        self.report.edited.append(_fact_line(fact))
-        return fact
-
-    def _add(self, line: MemoryLine) -> Fact | None:
-        content = _clean(line.content)
-        if not content:
-            return None
-        fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
-                    status="consolidated", provenance=Provenance(origin="sync"),
-                    created_at=self.now, updated_at=self.now)
-        stored = self.memory.learner.add_fact(TagWriter(self.memory.store, self.user), fact, [])
-        if stored is fact:
-            self.journal.created(fact)
-        elif stored.status == "pending":
-            stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
-            self.memory.store.put_fact(stored)
-        self.report.added.append(_fact_line(stored))
-        return stored
-
-
 __all__ = [
     "CleanReport",
     "ConsolidateReport",
     "HealthReport",
-    "SyncReport",
     "TidyReport",
     "UndoReport",
     "clean",
@@ -653,7 +529,6 @@ __all__ = [
     "episode_weight",
     "health",
     "restore",
-    "sync",
     "tidy",
     "undo",
 ]

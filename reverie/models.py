@@ -7,6 +7,8 @@ same shapes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import uuid
 from datetime import date, datetime, timezone
@@ -58,6 +60,25 @@ def check_day(value: object) -> str:
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a real calendar day") from exc
     return value
+
+# how a profile section is labelled wherever a person or a model reads it (the <memory>
+# block, MEMORY.md): deer-flow's names, "Thinking Style" included
+PROFILE_LABELS: dict[str, str] = {
+    "user.workContext": "Work Context",
+    "user.personalContext": "Personal Context",
+    "user.topOfMind": "Top Of Mind",
+    "user.cognitiveStyle": "Thinking Style",
+    "history.recentMonths": "Recent Months",
+    "history.earlierContext": "Earlier Context",
+    "history.longTermBackground": "Long-Term Background",
+}
+# seed 003's time decay: a memory's weight falls as exp(-DECAY * days since it last mattered)
+DECAY = 0.05
+
+
+def digest(parts: object) -> str:
+    """A stable SHA-256 of JSON-able parts (key order and non-ASCII text do not matter)."""
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def utcnow() -> datetime:
@@ -151,8 +172,8 @@ class Episode(Model):
     archived: bool = False
     uses: int = 0
     last_used_at: Timestamp | None = None
-    # which process holds a pending frame ("host:pid"), so start-up recovery
-    # interrupts only frames whose process is gone
+    # which process holds a pending turn ("host:pid"), so start-up recovery
+    # interrupts only turns whose process is gone
     owner: str | None = None
 
     def sources_of(self, indices: list[int]) -> list[str]:

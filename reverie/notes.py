@@ -1,15 +1,26 @@
-"""Daily notes: the markdown view of each day beside the database.
+"""Daily notes: one line per event of a user's day, written from one place.
 
-The store is the truth; ``<home>/users/<user>/memory/YYYY-MM-DD.md`` mirrors it
-so a person can read a day at a glance.
+The learning line adds a line for each learned exchange, ``Memory.trim`` adds
+the exchanges a host agent dropped from its context window, and each day's
+markdown view (``<home>/users/<user>/memory/YYYY-MM-DD.md``) is rendered from
+the store, which is the truth.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from datetime import datetime
+from typing import Any, Iterable
 
+from reverie.context import Context
+from reverie.engines.base import SummarizeRequest
+from reverie.errors import InvalidInput
+from reverie.facts import exact_key
 from reverie.files import UserFiles
-from reverie.store import Store
+from reverie.messages import AGENT_ROLES, clip, group, is_trivial, parse_message
+from reverie.models import Episode, Note, as_utc, digest, utcnow
+from reverie.redact import redact
+from reverie.store.base import Store
+from reverie.text import normalize_space, preferred_language
 
 
 def render_day(date: str, lines: Iterable[str]) -> str:
@@ -24,3 +35,66 @@ def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]
         if notes:
             # the store holds the notes; a lost file is written again on the next flush
             files.write(user, files.notes_file(user, date), render_day(date, (n.content for n in notes)), durable=False)
+
+
+def put_episode_notes(store: Store, user: str, episodes: Iterable[Episode]) -> None:
+    """A line for each learned exchange: what the user said and did (inside the caller's
+    transaction; mirror the days afterwards)."""
+    for ep in episodes:
+        if not ep.summary or is_trivial(ep.user_text):
+            continue
+        content, drawn = ep.summary, ep.summary_from
+        first = next((i for i, m in enumerate(ep.messages) if m.role not in AGENT_ROLES), None)
+        if first is not None and drawn and all(ep.messages[i].role in AGENT_ROLES for i in drawn):
+            # the day's notes tell what the user said and did, not the agent's answer
+            message = ep.messages[first]
+            content = f"{message.speaker or 'User'}: {clip(normalize_space(message.content), 240)}"
+            drawn = [first]
+        store.put_note(
+            Note(
+                user=user,
+                date=ep.occurred_at.date().isoformat(),
+                content=content,
+                episodes=[ep.id],
+                source_ids=ep.sources_of(drawn),
+            )
+        )
+
+
+def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default",
+         at: datetime | None = None) -> list[Note]:
+    """The host agent dropped ``messages`` from its context window: keep them as daily notes.
+
+    Each exchange becomes one line for the day it happened, written by the
+    summarize engine and redacted. Reporting the same messages again for the
+    same thread adds nothing. Returns the new note lines.
+    """
+    msgs = [parse_message(m, i, at) for i, m in enumerate(messages)]
+    if not msgs:
+        raise InvalidInput("messages is empty: nothing to trim", field="messages")
+    language = preferred_language(" ".join(m.content for m in msgs))
+    limit = ctx.settings.max_message_chars
+    now = utcnow()
+    notes: list[Note] = []
+    for exchange in group(msgs, "exchange"):
+        if all(is_trivial(m.content) for m in exchange):
+            continue
+        when = max((as_utc(m.at) for m in exchange if m.at), default=now)
+        day = when.date().isoformat()
+        marker = f"trim:{thread}:{digest([m.content for m in exchange])[:16]}"
+        existing = ctx.store.list_notes(user, since=day, until=day) + [n for n in notes if n.date == day]
+        if any(marker in n.source_ids for n in existing):
+            continue
+        clipped = [m.model_copy(update={"content": clip(m.content, limit)}) for m in exchange]
+        answer = ctx.engines.summarize.summarize(SummarizeRequest(messages=clipped, language=language))
+        line = normalize_space(redact(answer.summary))
+        if not line or any(exact_key(n.content) == exact_key(line) for n in existing):
+            continue
+        ids = [m.source_id for m in exchange if m.source_id]
+        notes.append(Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker]))
+    if notes:
+        with ctx.store.transaction():
+            for note in notes:
+                ctx.store.put_note(note)
+        mirror_notes(ctx.store, ctx.files, user, {n.date for n in notes})
+    return notes

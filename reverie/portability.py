@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from reverie.context import Context
 from reverie.errors import InvalidInput
+from reverie.inputs import check_json, normalize_category
 from reverie.models import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
@@ -28,13 +30,9 @@ from reverie.models import (
     new_id,
     utcnow,
 )
-from reverie.inputs import check_json, normalize_category
 from reverie.notes import mirror_notes
 from reverie.redact import redact, redact_obj
 from reverie.tags import TagWriter
-
-if TYPE_CHECKING:
-    from reverie.memory import Memory
 
 log = logging.getLogger("reverie.portability")
 
@@ -42,8 +40,8 @@ EXPORT_VERSION = 1
 SECTIONS = ("profile", "facts", "episodes", "notes", "knowledge")
 
 
-def export_user(memory: "Memory", user: str) -> dict[str, Any]:
-    store = memory.store
+def export_user(ctx: Context, user: str) -> dict[str, Any]:
+    store = ctx.store
     facts = store.list_facts(user, status=("pending", "consolidated", "archived"))
     episodes = store.list_episodes(user, archived=None, newest_first=False)
     return {
@@ -58,7 +56,7 @@ def export_user(memory: "Memory", user: str) -> dict[str, Any]:
     }
 
 
-def import_user(memory: "Memory", data: dict | str, user: str, *, strict: bool = True) -> dict[str, int]:
+def import_user(ctx: Context, data: dict | str, user: str, *, strict: bool = True) -> dict[str, int]:
     """Import ``data`` for ``user``; returns counts per section. ``strict=False`` (background
     reads) skips unusable entries with a warning instead of failing."""
     if isinstance(data, (str, bytes)):
@@ -70,14 +68,14 @@ def import_user(memory: "Memory", data: dict | str, user: str, *, strict: bool =
             raise InvalidInput("import is nested too deeply", field="$") from exc
     if not isinstance(data, dict):
         raise InvalidInput("import must be a JSON object (an export envelope)", field="$")
-    check_json(data, memory.settings.max_import_depth)
+    check_json(data, ctx.settings.max_import_depth)
     data = redact_obj(data)
     if _is_deerflow(data):
         parsed = _parse_deerflow(data, user, strict)
     else:
         parsed = _parse_envelope(data, user, strict)
-    _check_fact_length(parsed, memory.settings.max_fact_chars, strict)
-    return _apply(memory, user, parsed)
+    _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
+    return _apply(ctx, user, parsed)
 
 
 def _check_fact_length(parsed: dict[str, list], limit: int, strict: bool) -> None:
@@ -244,8 +242,8 @@ def _first_error(exc: Exception) -> str:
     return str(exc)
 
 
-def _apply(memory: "Memory", user: str, parsed: dict[str, list]) -> dict[str, int]:
-    store = memory.store
+def _apply(ctx: Context, user: str, parsed: dict[str, list]) -> dict[str, int]:
+    store = ctx.store
     writer = TagWriter(store, user)
     counts = {name: 0 for name in SECTIONS}
     with store.transaction():
@@ -256,7 +254,7 @@ def _apply(memory: "Memory", user: str, parsed: dict[str, list]) -> dict[str, in
                 counts["profile"] += 1
         for fact in parsed["facts"]:
             _own_id(store.get_fact(fact.id), fact, user, "fact")
-            memory.learner.index_fact(fact, fact.tags, writer=writer)
+            ctx.facts.index_fact(fact, fact.tags, writer=writer)
             counts["facts"] += 1
         for ep in parsed["episodes"]:
             _own_id(store.get_episode(ep.id), ep, user, "ep")
@@ -270,9 +268,9 @@ def _apply(memory: "Memory", user: str, parsed: dict[str, list]) -> dict[str, in
             counts["notes"] += 1
         for doc in parsed["knowledge"]:
             _own_id(next(iter(store.get_knowledge([doc.id]).values()), None), doc, user, "kn")
-            memory.learner.index_knowledge(doc)
+            ctx.facts.index_knowledge(doc)
             counts["knowledge"] += 1
-    mirror_notes(memory.store, memory.files, user, {n.date for n in parsed["notes"]})
+    mirror_notes(ctx.store, ctx.files, user, {n.date for n in parsed["notes"]})
     return counts
 
 

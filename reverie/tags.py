@@ -13,8 +13,8 @@ Two sides with different rights:
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow

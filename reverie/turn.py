@@ -1,24 +1,69 @@
-"""The two-phase write of seed 003: a pending frame on the message, completed on the reply."""
+"""Turns: seed 003's two-phase write. A turn is pending from the user's message until the
+reply completes it; leaving it without a reply marks it interrupted, an exception failed.
+
+One word for one thing: a *turn* is what the API (``Memory.turn``,
+``complete_turn(turn_id)``), REST (``/api/turns/{turn_id}``), MCP
+(``process_message`` -> ``turn_id``, ``save_memory(turn_id)``) and the store
+(``pending_turns``) call it; once completed it is stored as an :class:`Episode`.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 from datetime import datetime
-from typing import TYPE_CHECKING
+from types import TracebackType
 
 from reverie.errors import Conflict, NotFound
 from reverie.inputs import clean_text
-from reverie.models import Episode, Message, as_utc, utcnow
+from reverie.learn import Learner
+from reverie.models import Episode, EpisodeStatus, Message, as_utc, utcnow
+from reverie.recall import Recall, Recaller
+from reverie.store.base import Store
 
-if TYPE_CHECKING:
-    from reverie.memory import Memory
-    from reverie.recall import Recall
+log = logging.getLogger("reverie.turn")
+
+
+def turn_owner() -> str:
+    """Who holds a pending turn: this host and process (asked each time: a fork has its own pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # another machine's turn: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_turns(store: Store) -> int:
+    """Turns left pending by a dead process become interrupted (start-up recovery); returns
+    how many. Turns of live processes are left alone."""
+    stale = [ep for ep in store.pending_turns() if not owner_alive(ep.owner)]
+    if stale:
+        with store.transaction():
+            for ep in stale:
+                ep.status = "interrupted"
+                store.put_episode(ep)
+        log.info("marked %d turns from a crashed process as interrupted", len(stale))
+    return len(stale)
 
 
 class Turn:
     """One exchange in progress. ``context`` is the memory block to give the model."""
 
-    def __init__(self, memory: "Memory", episode: Episode, recall: "Recall | None" = None):
-        self._memory = memory
+    def __init__(self, store: Store, learner: Learner, episode: Episode, recall: Recall | None = None):
+        self._store = store
+        self._learner = learner
         self.episode = episode
         self.recall = recall
 
@@ -37,17 +82,17 @@ class Turn:
     @classmethod
     def open(
         cls,
-        memory: "Memory",
+        store: Store,
+        recaller: Recaller,
+        learner: Learner,
         message: str,
         *,
         user: str,
         thread: str,
         agent: str | None,
-        budget: int | None,
+        budget: int,
         at: datetime | None,
     ) -> "Turn":
-        from reverie.memory import frame_owner
-
         text = clean_text(message, "message")
         when = as_utc(at) if at else utcnow()
         episode = Episode(
@@ -58,33 +103,34 @@ class Turn:
             occurred_at=when,
             user_text=text,
             messages=[Message(role="user", content=text, at=when)],
-            owner=frame_owner(),
+            owner=turn_owner(),
         )
-        # the frame lands before anything else can fail: a crash from here on leaves
+        # the turn lands before anything else can fail: a crash from here on leaves
         # a pending episode that start-up recovery marks interrupted, never lost
-        with memory.store.transaction():
-            memory.store.put_episode(episode)
-        recall = memory.recall(text, user=user, budget=budget, thread=None, agent=agent, at=when)
+        with store.transaction():
+            store.put_episode(episode)
+        recall = recaller.recall(text, user=user, budget=budget, thread=None, agent=agent, at=when,
+                                 explain=False, track=True)
         episode.perception = recall.perception
         episode.scene, episode.sub_scene = recall.perception.scene, recall.perception.sub_scene
-        with memory.store.transaction():
-            current = memory.store.get_episode(episode.id)
+        with store.transaction():
+            current = store.get_episode(episode.id)
             if current is not None and current.status == "pending":
-                memory.store.put_episode(episode)
-        return cls(memory, episode, recall)
+                store.put_episode(episode)
+        return cls(store, learner, episode, recall)
 
     @classmethod
-    def resume(cls, memory: "Memory", frame_id: str, *, user: str | None = None) -> "Turn":
-        episode = memory.store.get_episode(frame_id)
+    def resume(cls, store: Store, learner: Learner, turn_id: str, *, user: str | None = None) -> "Turn":
+        episode = store.get_episode(turn_id)
         if episode is None or (user is not None and episode.user != user):
-            raise NotFound(f"no turn {frame_id!r}" + (f" for user {user!r}" if user else ""))
-        return cls(memory, episode)
+            raise NotFound(f"no turn {turn_id!r}" + (f" for user {user!r}" if user else ""))
+        return cls(store, learner, episode)
 
     def complete(self, reply: str) -> Episode:
         """Phase two: store the reply; the learning line fills summary, overview and tags."""
         text = clean_text(reply, "reply")
-        with self._memory.store.transaction():
-            current = self._memory.store.get_episode(self.episode.id)
+        with self._store.transaction():
+            current = self._store.get_episode(self.episode.id)
             if current is None:
                 raise NotFound(f"no turn {self.episode.id!r}")
             if current.status != "pending":
@@ -94,23 +140,25 @@ class Turn:
             current.status = "completed"
             current.completed_at = utcnow()
             current.owner = None
-            self._memory.store.put_episode(current)
+            self._store.put_episode(current)
         self.episode = current
-        self._memory.learner.enqueue([current])
+        self._learner.enqueue([current])
         return current
 
-    def _close(self, status: str) -> None:
-        with self._memory.store.transaction():
-            current = self._memory.store.get_episode(self.episode.id)
+    def _close(self, status: EpisodeStatus) -> None:
+        with self._store.transaction():
+            current = self._store.get_episode(self.episode.id)
             if current is not None and current.status == "pending":
-                current.status = status  # type: ignore[assignment]
+                current.status = status
                 current.owner = None
-                self._memory.store.put_episode(current)
+                self._store.put_episode(current)
                 self.episode = current
 
     def __enter__(self) -> "Turn":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.episode.status == "pending":
             self._close("failed" if exc_type else "interrupted")

@@ -33,7 +33,7 @@ def learned(memory: Memory, n: int, *, uses: int = 0) -> list[Fact]:
             fact = Fact(user="ana", content=f"Learned to repair {WORDS[i]}", status="consolidated",
                         uses=uses, provenance=Provenance(origin="learned"), created_at=now - timedelta(days=i),
                         updated_at=now - timedelta(days=i))
-            memory.learner.index_fact(fact, [])
+            memory.ctx.facts.index_fact(fact, [])
             out.append(fact)
     return out
 

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from reverie import Memory
 from reverie.cli import app
-from reverie.dream import Scheduler, parse_chat_command, wait
+from reverie.dream import parse_chat_command, wait
+from reverie.scheduler import Scheduler
 from reverie.errors import Conflict, InvalidInput
 from reverie.models import Note
 from tests.fake_openai import Reply
@@ -155,7 +156,7 @@ def test_one_dream_at_a_time_per_user(home, fake_openai):
         assert not reply.ok and "already running" in reply.message
         other = mem.dream(user="bo")  # another user is not held up
         assert other.status == "done"
-        assert wait(mem, timeout=10) and done.is_set()
+        assert wait(mem.home, timeout=10) and done.is_set()
         assert mem.dream_status(first.id, user="ana").status == "done"
         assert mem.dream(user="ana", force=True).status == "done"  # free again once it ended
     finally:

@@ -167,8 +167,8 @@ def test_capacity_archives_the_weakest_but_keeps_corrections(home):
     with mem.store.transaction():
         for fact in facts:
             fact.status, fact.provenance = "consolidated", Provenance(origin="learned")
-            mem.learner.index_fact(fact, [])
-    mem.learner._enforce_capacity("ana", datetime.now(timezone.utc))
+            mem.ctx.facts.index_fact(fact, [])
+    mem.ctx.facts.enforce_capacity("ana", datetime.now(timezone.utc))
     live = mem.facts(user="ana", status="consolidated")
     archived = mem.facts(user="ana", status="archived")
     assert len(live) == 3

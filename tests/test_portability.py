@@ -113,7 +113,7 @@ def test_import_normalizes_leniently_inside_a_valid_envelope(mem):
 def test_background_read_skips_unusable_facts_with_a_warning(mem, caplog):
     from reverie.portability import import_user
 
-    counts = import_user(mem, {"version": 1, "facts": [{"content": "good one"}, {"content": ""}]}, "ana", strict=False)
+    counts = import_user(mem.ctx, {"version": 1, "facts": [{"content": "good one"}, {"content": ""}]}, "ana", strict=False)
     assert counts["facts"] == 1
     assert "facts[1]" in caplog.text
 

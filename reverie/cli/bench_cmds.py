@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from reverie.cli import Engine, Json, app, console, emit_json, err_console, fail_cleanly
-
-if TYPE_CHECKING:
-    from reverie.bench import LocomoReport
+from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
+from reverie.bench.inputs import SIZES, run_input_sizes
+from reverie.cli.common import Engine, Json, app, console, emit_json, err_console, fail_cleanly
 
 bench_app = typer.Typer(help="Benchmarks: how much of what a question needs recall delivers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -33,7 +32,6 @@ def locomo(
     as_json: Json = False,
 ) -> None:
     """Evidence recall at token budgets and at k, latency and ingest speed, reverie beside BM25."""
-    from reverie.bench import BUDGETS, load_locomo, run_locomo
 
     budgets = _budgets(budget) or list(BUDGETS)
     with fail_cleanly():
@@ -60,7 +58,6 @@ def inputs(
     as_json: Json = False,
 ) -> None:
     """Recall and turn time for very long messages: the recall path is linear in the message."""
-    from reverie.bench.inputs import SIZES, run_input_sizes
 
     with fail_cleanly():
         rows = run_input_sizes(size or list(SIZES), repeat=repeat)

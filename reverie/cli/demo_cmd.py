@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from reverie.cli import Home, Json, app, console, emit_json, open_memory
+from reverie.cli.common import Home, Json, app, console, emit_json, open_memory
 from reverie.cli.memory_cmds import print_why
 
 

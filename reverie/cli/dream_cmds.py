@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from reverie.cli import (
+from reverie.cli.common import (
     ApiKey,
     BaseUrl,
     Engine,
@@ -23,10 +23,11 @@ from reverie.cli import (
     console,
     dump,
     emit_json,
-    say,
     err_console,
     open_memory,
+    say,
 )
+from reverie.dream import DreamReport, describe
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
 Date = Annotated[Optional[str], typer.Option("--date", help="The day, YYYY-MM-DD (default: the latest).")]
@@ -45,7 +46,6 @@ def dream(
     as_json: Json = False,
 ) -> None:
     """Deep Dream: distill recent daily notes and the facts into MEMORY.md and a dream diary."""
-    from reverie.dream import DreamReport, describe
 
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         spinner = console.status(f"dreaming over {user}'s recent notes…", spinner="moon")

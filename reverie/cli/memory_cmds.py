@@ -8,9 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
+from rich.progress import Progress
 from rich.table import Table
 
-from reverie.cli import (
+from reverie.cli.common import (
     ApiKey,
     BaseUrl,
     Engine,
@@ -22,12 +23,11 @@ from reverie.cli import (
     console,
     dump,
     emit_json,
-    say,
     fail_cleanly,
     open_memory,
+    say,
 )
 from reverie.models import utcnow
-from reverie.ingest import load_conversations
 
 tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
 app.add_typer(tags_app, name="tags")
@@ -48,38 +48,21 @@ def ingest(
 ) -> None:
     """Ingest a past conversation from a file, then learn from it. Input stored before
     (the same file again) is recognised and skipped."""
-    from rich.progress import Progress
-
-    with fail_cleanly():
-        conversations = load_conversations(file)
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
-        episodes = skipped = skipped_messages = 0
         with Progress(console=console, transient=True, disable=as_json) as progress:
-            task = progress.add_task("ingesting", total=len(conversations))
-            for conv in conversations:
-                added = mem.add(conv.messages, user=user, thread=thread or conv.thread)
-                episodes += len(added)
-                skipped += added.skipped
-                skipped_messages += added.skipped_messages
-                progress.advance(task)
-            learned = 0
-            if learn:
-                progress.add_task("learning", total=None)
-                learned = mem.flush(user=user)
-        stats = mem.stats(user=user)["users"][user]
-        result = {
-            "episodes": episodes, "skipped": skipped, "skipped_messages": skipped_messages,
-            "learned": learned, "facts": stats["facts"], "tags": stats["tags"],
-        }
+            task = progress.add_task("ingesting", total=None)
+            with fail_cleanly():
+                report = mem.ingest(file, user=user, thread=thread, learn=learn,
+                                    on_progress=lambda step: progress.update(task, description=step))
         if as_json:
-            emit_json(result)
-        else:
-            partial = f" ({skipped_messages} messages)" if skipped_messages != skipped else ""
-            console.print(
-                f"Ingested [bold]{episodes}[/] episodes from {len(conversations)} conversation(s); "
-                f"skipped [bold]{skipped}[/] stored before{partial}; "
-                f"learned from {learned}. {stats['facts']} facts stored."
-            )
+            emit_json(report.model_dump(mode="json"))
+            return
+        partial = f" ({report.skipped_messages} messages)" if report.skipped_messages != report.skipped else ""
+        console.print(
+            f"Ingested [bold]{report.episodes}[/] episodes from {report.conversations} conversation(s); "
+            f"skipped [bold]{report.skipped}[/] stored before{partial}; "
+            f"learned from {report.learned}. {report.facts} facts stored."
+        )
 
 
 @app.command()

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from reverie.cli import (
+from reverie.cli.common import (
     ApiKey,
     BaseUrl,
     Engine,
@@ -24,6 +24,10 @@ from reverie.cli import (
     fail_cleanly,
     open_memory,
 )
+from reverie.keys import create_key, list_keys, revoke_key
+from reverie.scheduler import Scheduler
+from reverie.server.mcp_server import run_stdio
+from reverie.server.rest import LOCAL_HOSTS, create_app
 
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -47,9 +51,6 @@ def serve(
     """
     import uvicorn
 
-    from reverie.dream import Scheduler
-    from reverie.keys import list_keys
-    from reverie.server.rest import LOCAL_HOSTS, create_app
 
     if no_auth and host not in LOCAL_HOSTS:
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
@@ -84,7 +85,6 @@ def mcp_cmd(
     api_key: ApiKey = None,
 ) -> None:
     """Serve one user's memory to an MCP client over stdio."""
-    from reverie.server.mcp_server import run_stdio
 
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
         with fail_cleanly():
@@ -100,7 +100,6 @@ def keys_create(
     as_json: Json = False,
 ) -> None:
     """Create an API key for a user; the key is printed once and never again."""
-    from reverie.keys import create_key
 
     with open_memory(home) as mem:
         new = create_key(mem.store, user=user, name=name, admin=admin)
@@ -119,7 +118,6 @@ def keys_list(
     as_json: Json = False,
 ) -> None:
     """List keys (never the keys themselves: only their ids)."""
-    from reverie.keys import list_keys
 
     with open_memory(home, create=False) as mem:
         rows = [_key_row(k) for k in list_keys(mem.store, user=user)]
@@ -141,7 +139,6 @@ def keys_revoke(
     as_json: Json = False,
 ) -> None:
     """Revoke a key: requests carrying it are refused from now on."""
-    from reverie.keys import revoke_key
 
     with open_memory(home) as mem:
         key = revoke_key(mem.store, key_id)

@@ -19,9 +19,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import Field
 
-from reverie.inputs import check_user
 from reverie.errors import InvalidInput, ReverieError
+from reverie.inputs import check_user
 from reverie.recall import neutralize
+from reverie.version import __version__
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
@@ -78,8 +79,6 @@ def _answer(action: Callable[[str], Any]) -> str:
 def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     """An MCP server over ``memory``: for ``user`` alone (stdio), or with ``user=None``
     for the HTTP door, where each request's API key names the user."""
-    from reverie import __version__
-
     # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
     server = MCPServer("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     server.middleware.append(_BindUser(check_user(user) if user is not None else None))

@@ -29,11 +29,19 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from reverie.errors import (
+    Conflict,
+    EngineError,
+    InvalidInput,
+    NotFound,
+    ReverieError,
+    StoreError,
+)
 from reverie.inputs import check_user
-from reverie.errors import Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
 from reverie.keys import AccessDenied, authorize
 from reverie.models import Episode, Fact, Profile
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
+from reverie.version import __version__
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
@@ -210,8 +218,6 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     ``auth=False`` trusts every caller: ``?user=`` picks the user (default
     ``default_user``) and only requests to 127.0.0.1 / localhost are accepted.
     """
-    from reverie import __version__
-
     mcp_server = _mcp_server(memory, auth) if mcp else None
 
     @contextlib.asynccontextmanager

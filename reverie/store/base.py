@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Literal, Sequence
 
-from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, as_utc
+from reverie.models import (
+    Episode,
+    Fact,
+    KnowledgeDoc,
+    Message,
+    Note,
+    Profile,
+    Tag,
+    TagRelation,
+    as_utc,
+)
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
@@ -139,8 +149,8 @@ class Store(ABC):
     ) -> list[Episode]: ...
 
     @abstractmethod
-    def pending_frames(self) -> list[Episode]:
-        """Every user's pending frames (start-up recovery decides which were orphaned)."""
+    def pending_turns(self) -> list[Episode]:
+        """Every user's pending turns (start-up recovery decides which were orphaned)."""
 
     @abstractmethod
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list["EpisodeRef"]:

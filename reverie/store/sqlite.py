@@ -43,6 +43,7 @@ from reverie.store.base import (
 )
 from reverie.text import index_text
 
+
 def _input_keys(conn: sqlite3.Connection) -> None:
     """2: the keys ingested input is recognised by (one row per key, looked up by primary key),
     filled in for the episodes stored before, so that input ingested before the upgrade is
@@ -432,7 +433,7 @@ class SQLiteStore(Store):
             params.append(limit)
         return [self._episode(r) for r in self._x(sql, params)]
 
-    def pending_frames(self) -> list[Episode]:
+    def pending_turns(self) -> list[Episode]:
         return [self._episode(r) for r in self._x("SELECT * FROM episodes WHERE status = 'pending' ORDER BY pk")]
 
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:

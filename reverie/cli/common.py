@@ -1,0 +1,122 @@
+"""What every ``reverie`` command shares: the app, the options, opening a memory, and
+printing results (JSON for scripts, rich text for people)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterator
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from reverie.errors import NotFound, ReverieError, StoreError
+from reverie.memory import Memory
+from reverie.settings import Settings
+
+app = typer.Typer(
+    name="reverie",
+    help="Local-first long-term memory for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+Home = Annotated[
+    Path | None,
+    typer.Option("--home", envvar="REVERIE_HOME", help="Memory home folder (default ~/.reverie).", show_default=False),
+]
+User = Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="Whose memory.")]
+Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Engine = Annotated[str | None, typer.Option("--engine", help="Engine for every step: heuristic or openai.")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")]
+Model = Annotated[str | None, typer.Option("--model", help="Model name for the openai engine.")]
+ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="REVERIE_LLM_API_KEY", help="API key for the openai engine.")]
+
+
+@contextmanager
+def open_memory(
+    home: Path | None,
+    *,
+    engine: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    background: bool = False,
+    create: bool = True,
+) -> Iterator[Memory]:
+    """A Memory for one command; errors become a clear message and exit code 2.
+
+    ``create=False`` (commands that only read): a home without a store is an error, and
+    nothing is created there; a typo in ``--home`` must not leave an empty store behind."""
+    llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
+    overrides: dict[str, Any] = {}
+    if engine:
+        overrides["engine"] = engine
+    if llm:
+        overrides["llm"] = llm
+    with fail_cleanly():
+        settings = Settings.load(home, **overrides)
+        check_home(settings.home, create=create)
+        try:
+            mem = Memory(settings=settings, background=background)
+        except OSError as exc:  # e.g. a home folder that cannot be created or read
+            raise StoreError(f"cannot open the reverie home at {settings.home}: {exc.strerror or exc}") from exc
+        try:
+            yield mem
+        finally:
+            mem.close()
+
+
+def check_home(home: Path, *, create: bool) -> None:
+    """``home`` can hold a store: a folder (or nothing yet, when ``create``) with a readable
+    ``reverie.db`` (or none yet, when ``create``). Creates nothing."""
+    try:
+        if home.exists() and not home.is_dir():
+            raise StoreError(f"the reverie home {home} is not a folder; pass --home with a folder")
+        if not create and not (home / "reverie.db").exists():
+            raise NotFound(f"no reverie home at {home}; ingest or remember something first, or pass --home")
+    except OSError as exc:
+        raise StoreError(f"cannot read the reverie home at {home}: {exc.strerror or exc}") from exc
+
+
+@contextmanager
+def fail_cleanly() -> Iterator[None]:
+    try:
+        yield
+    except ReverieError as exc:  # one line, whatever the width of the terminal
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def say(data: Any, as_json: bool, text: str) -> None:
+    """The one ending of most commands: ``data`` as JSON for scripts, ``text`` for people."""
+    if as_json:
+        emit_json(dump(data))
+    else:
+        console.print(text)
+
+
+def dump(model: Any) -> Any:
+    if isinstance(model, list):
+        return [dump(m) for m in model]
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True)
+    if dataclasses.is_dataclass(model) and not isinstance(model, type):
+        return dataclasses.asdict(model)
+    return model
+
+
+def main() -> None:
+    app()

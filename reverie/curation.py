@@ -1,0 +1,256 @@
+"""What a person does by hand: state a fact, edit, forget or reinforce it, set a profile
+section, say how a recalled episode worked out, add a knowledge document, merge tags;
+and the lookups and counts that go with them.
+
+Every function takes the line's :class:`~reverie.context.Context` and checked
+arguments; each write is one transaction through the one fact writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from reverie.context import Context
+from reverie.errors import InvalidInput, NotFound
+from reverie.inputs import (
+    check_confidence,
+    check_tags,
+    check_text,
+    check_unicode,
+    clean_fact,
+    clean_label,
+    clean_text,
+    normalize_category,
+)
+from reverie.models import (
+    AREAS,
+    FEEDBACK_STATUSES,
+    PROFILE_SECTIONS,
+    Episode,
+    Fact,
+    Feedback,
+    KnowledgeDoc,
+    Profile,
+    Provenance,
+    utcnow,
+)
+from reverie.redact import redact
+from reverie.tags import TagWriter
+
+FACT_STATUSES = ("pending", "consolidated", "archived")
+EPISODE_STATUSES = ("pending", "completed", "interrupted", "failed")
+
+
+def _check_area(area: Any) -> str | None:
+    if area is not None and area not in AREAS:
+        raise InvalidInput(f"area must be one of {', '.join(AREAS)}", field="area")
+    return area  # type: ignore[no-any-return]
+
+
+def _check_status(status: Any, allowed: tuple[str, ...]) -> Any:
+    if status is not None and status not in allowed:
+        raise InvalidInput(f"status must be {', '.join(allowed[:-1])} or {allowed[-1]}", field="status")
+    return status
+
+
+# ------------------------------------------------------------ facts
+def remember(
+    ctx: Context, content: str, *, user: str, category: str = "other", area: str | None = None,
+    agent: str | None = None, confidence: float = 1.0, tags: list[str] | None = None,
+) -> Fact:
+    """Store a fact a person vouches for (consolidated at once). A near-duplicate of an
+    existing fact reinforces that fact instead of adding a second; a fact it updates
+    ("Takes 10 mg" after "Takes 5 mg") archives the older with a link."""
+    text = clean_fact(content, "content", ctx.settings.max_fact_chars)
+    kind, original = normalize_category(category)
+    fact = Fact(
+        user=user,
+        agent=clean_label(agent, "agent"),
+        content=text,
+        category=kind,
+        original_category=original,
+        area=_check_area(area) or ("General" if kind == "preference" else None),
+        confidence=check_confidence(confidence),
+        status="consolidated",
+        provenance=Provenance(origin="manual"),
+    )
+    with ctx.store.transaction():
+        stored = ctx.facts.add_fact(TagWriter(ctx.store, user), fact, check_tags(tags))
+        if stored is not fact and stored.status == "pending":
+            stored.status = "consolidated"  # a person vouched for it: promote
+            ctx.store.put_fact(stored)
+    return stored
+
+
+def list_facts(
+    ctx: Context, *, user: str, status: str | None = None, category: str | None = None, agent: str | None = None
+) -> list[Fact]:
+    """Facts, most used first (default: pending and consolidated)."""
+    facts = ctx.store.list_facts(
+        user, status=_check_status(status, FACT_STATUSES), category=check_text(category, "category"),
+        agent=check_text(agent, "agent"),
+    )
+    return sorted(facts, key=lambda f: (-f.uses, -f.confidence, f.created_at))
+
+
+def get_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
+    fact = ctx.store.get_fact(check_text(fact_id, "id") or "")
+    if fact is None or (user is not None and fact.user != user):
+        raise NotFound(f"no fact {fact_id!r}" + (f" for user {user!r}" if user else ""))
+    return fact
+
+
+def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **changes: Any) -> Fact:
+    """Edit a fact's content, category, area, confidence or status."""
+    fact = get_fact(ctx, fact_id, user=user)
+    unknown = set(changes) - {"content", "category", "area", "confidence", "status"}
+    if unknown:
+        raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
+    if changes.get("content") is not None:
+        fact.content = clean_fact(changes["content"], "content", ctx.settings.max_fact_chars)
+    if changes.get("category") is not None:
+        fact.category, fact.original_category = normalize_category(changes["category"])
+    if changes.get("area") is not None:
+        fact.area = _check_area(changes["area"])
+    if changes.get("confidence") is not None:
+        fact.confidence = check_confidence(changes["confidence"])
+    if changes.get("status") is not None:
+        fact.status = _check_status(changes["status"], FACT_STATUSES)
+    fact.updated_at = utcnow()
+    with ctx.store.transaction():
+        ctx.facts.index_fact(fact, fact.tags)
+    return fact
+
+
+def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
+    """Archive a fact (reversible), or delete it for good with ``hard=True``."""
+    fact = get_fact(ctx, fact_id, user=user)
+    with ctx.store.transaction():
+        if hard:
+            ctx.store.delete_fact(fact.id)
+        else:
+            ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
+    return fact
+
+
+def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
+    """``[Nx]`` + 1 (seed 002); a pending fact reinforced by hand is promoted."""
+    fact = get_fact(ctx, fact_id, user=user)
+    if fact.status == "archived":
+        raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing", field="id")
+    with ctx.store.transaction():
+        fact.status = "consolidated"
+        return ctx.facts.reinforce_fact(fact, [], utcnow())
+
+
+# ------------------------------------------------------------ profile, episodes, knowledge
+def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profile:
+    """Set one profile section by hand, e.g. ``user.cognitiveStyle``."""
+    if section not in PROFILE_SECTIONS:
+        raise InvalidInput(f"unknown profile section {section!r}; one of {', '.join(PROFILE_SECTIONS)}", field="section")
+    if not isinstance(summary, str):
+        raise InvalidInput("summary must be text", field="summary")
+    check_unicode(summary, "summary")
+    with ctx.store.transaction():
+        ctx.store.put_profile_section(user, section, redact(summary.strip()), utcnow())
+    return ctx.store.get_profile(user)
+
+
+def list_episodes(
+    ctx: Context, *, user: str, thread: str | None = None, status: str | None = None, limit: int | None = 50,
+    archived: bool | None = False,
+) -> list[Episode]:
+    """Episodes of a user, newest first."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidInput("limit must be a positive whole number", field="limit")
+    return ctx.store.list_episodes(
+        user, thread=check_text(thread, "thread"), status=_check_status(status, EPISODE_STATUSES), limit=limit,
+        archived=archived,
+    )
+
+
+def get_episode(ctx: Context, episode_id: str, *, user: str | None = None) -> Episode:
+    ep = ctx.store.get_episode(check_text(episode_id, "id") or "")
+    if ep is None or (user is not None and ep.user != user):
+        raise NotFound(f"no episode {episode_id!r}" + (f" for user {user!r}" if user else ""))
+    return ep
+
+
+def feedback(ctx: Context, episode_id: str, status: str, *, reason: str = "", user: str | None = None) -> Episode:
+    """How a recalled episode worked out: confirmed (ranked up), rejected (never recalled
+    again), ignored or partial."""
+    if status not in FEEDBACK_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
+    with ctx.store.transaction():
+        ep = get_episode(ctx, episode_id, user=user)
+        ep.feedback = Feedback(status=status, reason=redact(check_text(reason, "reason") or ""))  # type: ignore[arg-type]
+        ctx.store.put_episode(ep, reindex=False)
+    return ep
+
+
+def add_knowledge(
+    ctx: Context, title: str, body: str, *, user: str, tags: list[str] | None = None, scope: str = "global",
+    agent: str | None = None, project: str | None = None,
+) -> KnowledgeDoc:
+    """A whole markdown document (a reusable pattern), recalled when matched."""
+    if scope not in ("global", "agent", "project"):
+        raise InvalidInput("scope must be global, agent or project", field="scope")
+    doc = KnowledgeDoc(
+        user=user, title=clean_text(title, "title"), body=clean_text(body, "body"), tags=check_tags(tags),
+        scope=scope, agent=clean_label(agent, "agent"), project=clean_label(project, "project"),  # type: ignore[arg-type]
+    )
+    with ctx.store.transaction():
+        ctx.facts.index_knowledge(doc)
+    return doc
+
+
+# ------------------------------------------------------------ tags and counts
+def describe_tags(ctx: Context, *, user: str, status: str | None = None) -> list[dict[str, Any]]:
+    """The tag dictionary with item counts and relations."""
+    tags = ctx.store.list_tags(user, status=status)
+    counts = ctx.store.tag_counts(user)
+    relations: dict[str, list[dict[str, str]]] = {}
+    for rel in ctx.store.relations(user, [t.name for t in tags]):
+        relations.setdefault(rel.source, []).append({"target": rel.target, "level": rel.level})
+    return [
+        {
+            "name": t.name, "status": t.status, "dimension": t.dimension, "merged_to": t.merged_to,
+            "items": counts.get(t.name, 0), "relations": relations.get(t.name, []),
+        }
+        for t in tags
+    ]
+
+
+def merge_tags(ctx: Context, old: str, new: str, *, user: str) -> int:
+    """A person's explicit merge: OLD's items move to NEW; OLD stays as a redirect."""
+    for name, field in ((old, "old"), (new, "new")):
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput(f"{field} must be a tag name", field=field)
+    return TagWriter(ctx.store, user).merge(old, new)
+
+
+def stats(ctx: Context, users: list[str]) -> dict[str, Any]:
+    """Counts per user."""
+    store = ctx.store
+    out: dict[str, Any] = {"home": str(ctx.files.home), "schema_version": store.schema_version(), "users": {}}
+    for name in users:
+        eps = store.list_episodes(name, archived=None)
+        facts = store.list_facts(name, status=FACT_STATUSES)
+        out["users"][name] = {
+            "episodes": len(eps),
+            "episodes_by_status": _count(e.status for e in eps),
+            "facts": len(facts),
+            "facts_by_status": _count(f.status for f in facts),
+            "notes": len(store.list_notes(name)),
+            "knowledge": len(store.list_knowledge(name)),
+            "tags": _count(t.status for t in store.list_tags(name)),
+            "threads": sorted({e.thread for e in eps}),
+        }
+    return out
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out

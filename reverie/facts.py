@@ -1,0 +1,198 @@
+"""The one way a fact is written: index, add (dedup / newest wins), reinforce, archive,
+fold a duplicate into its twin, and keep the curated set within capacity.
+
+Every line that writes facts (learning, dream, maintenance, sync, import, a
+person's ``remember``) goes through :class:`FactWriter`, inside the caller's
+transaction, so that a fact is judged, linked and indexed the same way whoever
+writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from datetime import datetime
+from typing import Any, Iterable
+
+from reverie.claims import fact_relation
+from reverie.journal import Journal
+from reverie.models import DECAY, Fact, KnowledgeDoc, Model, Note, as_utc
+from reverie.redact import redact
+from reverie.settings import Settings
+from reverie.store.base import Store
+from reverie.tags import TagWriter
+from reverie.text import normalize_space, token_set
+
+log = logging.getLogger("reverie.facts")
+
+# a learned fact longer than this is clipped (seed 002 advises one line under 120)
+MAX_FACT_CHARS = 160
+# what is true only for now ("the server is running on port 8080") is no durable fact
+TEMPORARY = re.compile(
+    r"\b(right now|currently running|at the moment|is (up|down|running) on|on port \d+|port \d{2,5}\b|"
+    r"for now|this morning|tonight|today)\b|现在在|目前在|刚才|今天|端口",
+    re.IGNORECASE,
+)
+OVER_CAPACITY = "over capacity"
+CAPACITY_META = "capacity:{user}"
+# origins of facts a person vouched for: never evicted by capacity
+VOUCHED = frozenset({"manual", "import", "sync"})
+
+
+def fact_rank(fact: Fact, now: datetime) -> float:
+    """Capacity and curation ranking: confidence, uses, recency (naive stored times read as UTC)."""
+    last = as_utc(fact.last_used_at or fact.updated_at)
+    age_days = max(0.0, (now - last).total_seconds() / 86400)
+    return fact.confidence + 0.3 * math.log1p(fact.uses) + 0.5 * math.exp(-DECAY * age_days)
+
+
+def exact_key(text: str) -> str:
+    """Two lines that are the same but for case, spacing and a final full stop."""
+    return normalize_space(text).casefold().rstrip(" .。!！")
+
+
+def relation(a: Fact, b: Fact, duplicate_at: float) -> str | None:
+    """:func:`reverie.claims.fact_relation` of two stored facts; pairs that share no word
+    (most) are skipped cheaply."""
+    if exact_key(a.content) == exact_key(b.content):
+        return "duplicate"
+    if not token_set(a.content) & token_set(b.content):
+        return None
+    return fact_relation(a.content, b.content, duplicate_at)
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers a line states: where a made-up detail does the most harm."""
+    return set(re.findall(r"\d+(?:[.,:]\d+)*", text))
+
+
+def evictable_by_capacity(fact: Fact) -> bool:
+    return fact.provenance.origin not in VOUCHED and fact.category != "correction"
+
+
+def capacity_record(store: Store, user: str) -> dict[str, Any]:
+    """What capacity evicted for ``user`` so far: evicted (total), last_at, last_count, last_journal."""
+    raw = store.get_meta(CAPACITY_META.format(user=user))
+    return dict(json.loads(raw)) if raw else {}
+
+
+class FactLine(Model):
+    """A fact as one line of a report."""
+
+    fact_id: str
+    content: str
+    uses: int = 0
+
+
+def fact_line(fact: Fact) -> FactLine:
+    return FactLine(fact_id=fact.id, content=fact.content, uses=fact.uses)
+
+
+def clean_line(text: str) -> str:
+    """A line a person or an engine wrote, as a fact's content: redacted, one line, clipped."""
+    return normalize_space(redact(text or ""))[:MAX_FACT_CHARS]
+
+
+def unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(v for v in values if v))
+
+
+def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -> None:
+    """``fact`` now also stands on these facts and notes: their provenance joins its own."""
+    facts, notes = [f for f in facts if f.id != fact.id], list(notes)
+    p = fact.provenance
+    p.facts = unique([*p.facts, *(f.id for f in facts), *(i for f in facts for i in f.provenance.facts)])
+    p.notes = unique([*p.notes, *(n.id for n in notes), *(i for f in facts for i in f.provenance.notes)])
+    p.episodes = unique(
+        [*p.episodes, *(e for f in facts for e in f.provenance.episodes), *(e for n in notes for e in n.episodes)]
+    )
+    p.source_ids = unique(
+        [*p.source_ids, *(s for f in facts for s in f.provenance.source_ids), *(s for n in notes for s in n.source_ids)]
+    )
+
+
+class FactWriter:
+    """Writes facts and knowledge for every line (call inside the caller's transaction)."""
+
+    def __init__(self, store: Store, settings: Settings):
+        self.store = store
+        self.settings = settings
+
+    def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
+        """Add a fact, unless it repeats one (then that one is reinforced and returned);
+        a fact it contradicts is archived with a supersedes link (newest wins)."""
+        for old in self.store.list_facts(fact.user):
+            found = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
+            if found == "duplicate":
+                return self.reinforce_fact(old, fact.provenance.episodes, fact.updated_at)
+            if found == "conflict" and old.category == fact.category:
+                self.archive_fact(old, "contradicted by a newer fact", fact, fact.updated_at)
+        self.index_fact(fact, tags, writer=writer)
+        return fact
+
+    def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
+        """[Nx] + 1, remembering which episodes said it again."""
+        fact.uses += 1
+        fact.last_used_at = fact.updated_at = now
+        fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
+        self.store.put_fact(fact)
+        return fact
+
+    def archive_fact(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
+        """Archive (never delete); a successor gets the supersedes link."""
+        fact.status, fact.archived_reason, fact.updated_at = "archived", reason, now
+        if successor is not None:
+            fact.superseded_by = successor.id
+            successor.supersedes = fact.id
+            self.store.put_fact(successor)
+        self.store.put_fact(fact)
+
+    def fold(self, drop: Fact, keep: Fact, reason: str, journal: Journal, now: datetime) -> None:
+        """``drop`` says what ``keep`` says: archive it with a link; ``keep`` takes its provenance,
+        its tags and the higher ``[Nx]``."""
+        journal.watch([drop, keep])
+        keep.uses = max(keep.uses, drop.uses)
+        keep.confidence = max(keep.confidence, drop.confidence)
+        absorb(keep, [drop])
+        self.archive_fact(drop, reason, keep, now)
+        self.index_fact(keep, unique([*keep.tags, *drop.tags]))
+
+    def index_fact(self, fact: Fact, tags: list[str], *, writer: TagWriter | None = None) -> None:
+        """Store a fact with its tags."""
+        writer = writer or TagWriter(self.store, fact.user)
+        fact.tags = writer.ensure(tags) if tags else fact.tags
+        self.store.put_fact(fact)
+        self.store.set_item_tags(fact.user, "fact", fact.id, {t: 1.0 for t in fact.tags})
+
+    def index_knowledge(self, doc: KnowledgeDoc) -> None:
+        writer = TagWriter(self.store, doc.user)
+        doc.tags = writer.ensure(doc.tags)
+        self.store.put_knowledge(doc)
+        self.store.set_item_tags(doc.user, "knowledge", doc.id, {t: 1.0 for t in doc.tags})
+
+    def enforce_capacity(self, user: str, now: datetime) -> None:
+        """Keep the consolidated facts within ``fact_capacity`` by archiving the lowest-ranked
+        *learned* ones. Facts a person vouched for (remember, save_memory, import, MEMORY.md
+        edits) and corrections are never evicted; every eviction is journaled (undo) and
+        counted for ``health``."""
+        consolidated = self.store.list_facts(user, status="consolidated")
+        excess = len(consolidated) - self.settings.fact_capacity
+        if excess <= 0:
+            return
+        evictable = sorted((f for f in consolidated if evictable_by_capacity(f)), key=lambda f: fact_rank(f, now))
+        chosen = evictable[:excess]
+        if not chosen:
+            return
+        journal = Journal(user=user, action="capacity")
+        journal.watch(chosen)
+        for fact in chosen:
+            self.archive_fact(fact, OVER_CAPACITY, None, now)
+        journal.commit(self.store)
+        record = capacity_record(self.store, user)
+        record.update(evicted=record.get("evicted", 0) + len(chosen), last_at=now.isoformat(), last_journal=journal.id,
+                      last_count=len(chosen))
+        self.store.set_meta(CAPACITY_META.format(user=user), json.dumps(record))
+        log.warning("%s: %d learned facts over fact_capacity=%d archived (undo: reverie undo %s)",
+                    user, len(chosen), self.settings.fact_capacity, journal.id)

@@ -1,0 +1,332 @@
+"""MEMORY.md: the curated long-term memory as a file a person can read and edit.
+
+``publish_memory_md`` renders the profile and the curated facts and records what
+it wrote (a snapshot in the store); ``sync`` reads a person's edits against
+that snapshot and takes them into the store (journaled: ``reverie undo``).
+
+    # Memory of ana
+    ## Profile
+    - **Thinking Style:** conclusion first, then the reasoning
+    ## Preferences
+    ### Tools
+    - [3x] Prefers trash over rm <!-- fact_0123456789abcdef -->
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pydantic import Field
+
+from reverie.context import Context
+from reverie.facts import FactLine, clean_line, exact_key, fact_line, fact_rank
+from reverie.inputs import normalize_category
+from reverie.journal import SNAPSHOT, Journal
+from reverie.models import (
+    AREAS,
+    CATEGORIES,
+    PROFILE_LABELS,
+    Fact,
+    Model,
+    Profile,
+    Provenance,
+    utcnow,
+)
+from reverie.redact import redact
+from reverie.tags import TagWriter
+from reverie.text import normalize_space
+
+
+def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:
+    """The live fact an archived one was folded or superseded into (itself when live)."""
+    seen = {fact.id}
+    while fact.status == "archived" and fact.superseded_by in pool and fact.superseded_by not in seen:
+        fact = pool[fact.superseded_by]
+        seen.add(fact.id)
+    return fact
+
+
+# ---------------------------------------------------------------- MEMORY.md
+
+CATEGORY_TITLES: dict[str, str] = {
+    "correction": "Corrections",
+    "constraint": "Rules",
+    "preference": "Preferences",
+    "identity": "Identity",
+    "goal": "Goals",
+    "decision": "Decisions",
+    "cognitive": "How they think",
+    "behavior": "Habits",
+    "context": "Context",
+    "knowledge": "Knowledge",
+    "other": "Other",
+}
+# the labels MEMORY.md used before they were unified with the <memory> block's: still read
+LEGACY_LABELS: dict[str, str] = {
+    "user.workContext": "Work",
+    "user.personalContext": "Personal",
+    "user.topOfMind": "Top of mind",
+    "history.recentMonths": "Recent months",
+    "history.earlierContext": "Earlier",
+    "history.longTermBackground": "Background",
+}
+_TITLE_CATEGORY = {t.casefold(): c for c, t in CATEGORY_TITLES.items()}
+_LABEL_SECTION = {label.casefold(): s for s, label in [*LEGACY_LABELS.items(), *PROFILE_LABELS.items()]}
+_H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
+_BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
+_PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``plural(2, "entry", "entries")`` -> "2 entries"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def memory_md_path(ctx: Context, user: str) -> Path:
+    return ctx.files.memory_md(user)
+
+
+class MemoryLine(Model):
+    """An entry line of MEMORY.md as a person left it."""
+
+    fact_id: str | None = None
+    content: str
+    category: str
+    area: str | None = None
+
+
+class Snapshot(Model):
+    """What reverie last wrote to MEMORY.md: the base that a person's edits are read against."""
+
+    sha: str
+    dreamed_at: str = ""
+    facts: dict[str, MemoryLine] = Field(default_factory=dict)
+    profile: dict[str, str] = Field(default_factory=dict)
+
+
+def load_snapshot(ctx: Context, user: str) -> Snapshot | None:
+    raw = ctx.store.get_meta(SNAPSHOT.format(user=user))
+    return Snapshot.model_validate_json(raw) if raw else None
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def publish_memory_md(
+    ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None
+) -> Path:
+    """Write MEMORY.md atomically and remember what was written (for sync)."""
+    path = memory_md_path(ctx, user)
+    previous = load_snapshot(ctx, user)
+    dreamed_at = dreamed_at or (previous.dreamed_at if previous else "")
+    profile = ctx.store.get_profile(user)
+    text = render_memory_md(user, profile, facts, dreamed_at)
+    ctx.files.write(user, path, text)
+    snapshot = Snapshot(
+        sha=text_sha(text),
+        dreamed_at=dreamed_at,
+        facts={f.id: _line(f) for f in facts},
+        profile={k: s.summary for k, s in profile.sections().items() if s.summary},
+    )
+    ctx.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
+    return path
+
+
+def refresh_memory_md(ctx: Context, user: str) -> None:
+    """After maintenance: the same curated entries, following merges, if MEMORY.md exists."""
+    snapshot = load_snapshot(ctx, user)
+    if snapshot is None or not memory_md_path(ctx, user).is_file():
+        return
+    pool = {f.id: f for f in ctx.store.list_facts(user, status=("pending", "consolidated", "archived"))}
+    facts = [follow(pool[i], pool) for i in snapshot.facts if i in pool]
+    publish_memory_md(ctx, user, list({f.id: f for f in facts if f.status != "archived"}.values()))
+
+
+def _line(fact: Fact) -> MemoryLine:
+    return MemoryLine(fact_id=fact.id, content=fact.content, category=fact.category, area=_area(fact))
+
+
+def _area(fact: Fact) -> str | None:
+    return (fact.area or "General") if fact.category == "preference" else None
+
+
+def render_memory_md(user: str, profile: Profile, facts: list[Fact], dreamed_at: str) -> str:
+    now = utcnow()
+    when = f", last distilled on {dreamed_at}" if dreamed_at else ""
+    out = [
+        f"# Memory of {user}",
+        "",
+        f"What reverie keeps about {user} for the long term{when}: {plural(len(facts), 'entry', 'entries')}. "
+        "[Nx] counts how often an entry was used.",
+        "Edit freely: change, add or delete lines under a heading. `reverie sync` (and the next dream) "
+        "takes your edits in; keep the `<!-- fact_… -->` marker at the end of each line.",
+        "",
+    ]
+    sections = [(PROFILE_LABELS[k], s.summary) for k, s in profile.sections().items() if s.summary]
+    if sections:
+        out += ["## Profile", "", *(f"- **{label}:** {_inline(text)}" for label, text in sections), ""]
+    for category, title in CATEGORY_TITLES.items():
+        group = sorted((f for f in facts if f.category == category), key=lambda f: -fact_rank(f, now))
+        if not group:
+            continue
+        out += [f"## {title}", ""]
+        if category != "preference":
+            out += [*(_entry(f) for f in group), ""]
+            continue
+        for area in AREAS:
+            lines = [_entry(f) for f in group if _area(f) == area]
+            if lines:
+                out += [f"### {area}", "", *lines, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _inline(text: str) -> str:
+    return normalize_space(text).replace("<!--", "<!- -")
+
+
+def _entry(fact: Fact) -> str:
+    return f"- [{fact.uses}x] {_inline(fact.content)} <!-- {fact.id} -->"
+
+
+def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
+    """The entry lines (with the category of their heading) and the profile lines of MEMORY.md."""
+    lines: list[MemoryLine] = []
+    profile: dict[str, str] = {}
+    category: str | None = None
+    area: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if _H1.match(line):
+            category = None
+            continue
+        if heading := _H2.match(line):
+            category, area = _category_of(heading.group(1)), None
+            continue
+        if heading := _H3.match(line):
+            area = next((a for a in AREAS if a.casefold() == heading.group(1).casefold()), None)
+            continue
+        bullet = _BULLET.match(line)
+        if bullet is None or category is None:
+            continue
+        body = normalize_space(bullet["body"])
+        if category == "profile":
+            found = _PROFILE_LINE.match(body)
+            section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
+            if section:
+                profile[section] = found["text"].strip()
+        elif body:
+            lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
+                                    area=(area or "General") if category == "preference" else None))
+    return lines, profile
+
+
+def _category_of(title: str) -> str:
+    key = title.strip().casefold()
+    if key == "profile":
+        return "profile"
+    if key in _TITLE_CATEGORY:
+        return _TITLE_CATEGORY[key]
+    singular = key.removesuffix("s")
+    return singular if singular in CATEGORIES else "other"
+
+
+# ---------------------------------------------------------------- sync: a person's edits of MEMORY.md
+
+class SyncReport(Model):
+    edited: list[FactLine] = Field(default_factory=list)
+    added: list[FactLine] = Field(default_factory=list)
+    deleted: list[FactLine] = Field(default_factory=list)
+    profile: list[str] = Field(default_factory=list)
+    journal: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edited or self.added or self.deleted or self.profile)
+
+
+def sync(ctx: Context, *, user: str) -> SyncReport:
+    """Take a person's edits of MEMORY.md into the store: an edited line changes its fact,
+    a new line becomes a fact (category from its heading), a deleted line archives its
+    fact. Lines are matched by their ``<!-- fact_… -->`` marker (or, without one, by text)
+    against what reverie last wrote; a missing file changes nothing."""
+    path = memory_md_path(ctx, user)
+    snapshot = load_snapshot(ctx, user)
+    report = SyncReport()
+    text = ctx.files.read(user, path)
+    if snapshot is None or text is None:
+        return report
+    if text_sha(text) == snapshot.sha:
+        return report
+    lines, profile = parse_memory_md(text)
+    journal = Journal(user=user, action="sync")
+    with ctx.store.transaction():
+        journal.watch_profile(ctx.store)
+        curated = _SyncEdits(ctx, user, snapshot.facts, journal, report).apply(lines)
+        now = utcnow()
+        for section in sorted(set(snapshot.profile) | set(profile)):
+            new = normalize_space(redact(profile.get(section, "")))
+            if new != snapshot.profile.get(section, ""):
+                ctx.store.put_profile_section(user, section, new, now)
+                report.profile.append(section)
+        report.journal = journal.id if journal.commit(ctx.store).changes else None
+    publish_memory_md(ctx, user, curated)
+    return report
+
+
+class _SyncEdits:
+    def __init__(self, ctx: Context, user: str, base: dict[str, MemoryLine], journal: Journal, report: SyncReport):
+        self.ctx, self.user, self.base, self.journal, self.report = ctx, user, base, journal, report
+        store = ctx.store
+        self.known = store.get_facts(base)
+        journal.watch([*self.known.values(), *store.list_facts(user)])
+        self.by_text = {exact_key(line.content): fid for fid, line in base.items()}
+        self.now = utcnow()
+
+    def apply(self, lines: list[MemoryLine]) -> list[Fact]:
+        seen: dict[str, Fact] = {}
+        for line in lines:
+            fid = line.fact_id if line.fact_id in self.base else self.by_text.get(exact_key(line.content))
+            if fid in self.known and fid not in seen:
+                seen[fid] = self._edit(self.known[fid], self.base[fid], line)
+            else:
+                fact = self._add(line)
+                if fact is not None:
+                    seen.setdefault(fact.id, fact)
+        for fid, fact in self.known.items():
+            if fid not in seen and fact.status != "archived":
+                self.ctx.facts.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
+                self.report.deleted.append(fact_line(fact))
+        return [f for f in seen.values() if f.status != "archived"]
+
+    def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
+        content = clean_line(line.content)
+        if not content or (content == before.content and line.category == before.category and line.area == before.area):
+            return fact
+        fact.content = content
+        if line.category != before.category:
+            fact.category, fact.original_category = normalize_category(line.category)
+        fact.area = line.area if fact.category == "preference" else None
+        fact.status = "consolidated"  # a person's edit is the newest word on it
+        fact.updated_at = self.now
+        self.ctx.facts.index_fact(fact, fact.tags)
+        self.report.edited.append(fact_line(fact))
+        return fact
+
+    def _add(self, line: MemoryLine) -> Fact | None:
+        content = clean_line(line.content)
+        if not content:
+            return None
+        fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
+                    status="consolidated", provenance=Provenance(origin="sync"),
+                    created_at=self.now, updated_at=self.now)
+        stored = self.ctx.facts.add_fact(TagWriter(self.ctx.store, self.user), fact, [])
+        if stored is fact:
+            self.journal.created(fact)
+        elif stored.status == "pending":
+            stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
+            self.ctx.store.put_fact(stored)
+        self.report.added.append(fact_line(stored))
+        return stored

@@ -1,0 +1,94 @@
+"""Messages: what a caller hands reverie as conversation, read one way everywhere.
+
+``parse_message`` turns a dict / :class:`Message` / plain string into a checked,
+redacted :class:`Message`; ``group`` cuts a conversation into exchanges (a message
+and the replies to it). :meth:`Memory.add`, ingest and the daily notes of
+:meth:`Memory.trim` all use them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from reverie.errors import InvalidInput
+from reverie.inputs import check_time, clean_label, clean_text
+from reverie.models import Message
+from reverie.text import token_set
+
+# roles whose words are the agent's, not the user's
+AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
+TRIVIAL = re.compile(
+    r"^\s*(ok(ay)?|k|thanks?( you)?|thx|ty|cool|nice|great|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|"
+    r"好的?|好|嗯+|哦+|谢谢|多谢|收到|行|可以|对|是的|拜拜|你好)\s*[.!?。！？~～]*\s*$",
+    re.IGNORECASE,
+)
+
+
+def is_trivial(text: str) -> bool:
+    """"ok", "thanks", "好的": a message with nothing to remember."""
+    return bool(TRIVIAL.match(text)) or not token_set(text)
+
+
+def clip(text: str, limit: int) -> str:
+    """Very long messages keep their head and tail (where the point usually is)."""
+    if len(text) <= limit:
+        return text
+    half = max(1, (limit - 5) // 2)
+    return f"{text[:half]} […] {text[-half:]}"
+
+
+def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
+    """``messages[index]`` as a checked Message: ``{role|speaker, content|text, at?,
+    source_id|dia_id|id?}``, a Message, or a plain string from the user."""
+    field = f"messages[{index}]"
+    if isinstance(raw, Message):
+        data = raw.model_dump()
+    elif isinstance(raw, str):
+        data = {"role": "user", "content": raw}
+    elif isinstance(raw, dict):
+        data = dict(raw)
+        data.setdefault("content", data.pop("text", None))
+        if "source_id" not in data:
+            data["source_id"] = data.pop("dia_id", None) or data.pop("id", None)
+    else:
+        raise InvalidInput(f"{field} must be an object with content, not {type(raw).__name__}", field=field)
+    content = data.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
+    role = data.get("role") or ("user" if not data.get("speaker") else "speaker")
+    when = check_time(data.get("at"), f"{field}.at") or at
+    return Message(
+        role=clean_label(str(role), f"{field}.role"),
+        speaker=clean_label(data.get("speaker"), f"{field}.speaker"),
+        content=clean_text(content, f"{field}.content"),
+        at=when,
+        source_id=str(data["source_id"]) if data.get("source_id") else None,
+    )
+
+
+def as_line(message: Message) -> str:
+    """The message as one line of a transcript (``Speaker: text``)."""
+    return f"{message.speaker}: {message.content}" if message.speaker else message.content
+
+
+def group(messages: list[Message], mode: str) -> list[list[Message]]:
+    """Exchanges: a new group starts at each message from the side that opened the
+    conversation, once the other side has spoken. ``mode="message"``: one group each."""
+    if mode == "message":
+        return [[m] for m in messages]
+    if mode != "exchange":
+        raise InvalidInput("group must be 'exchange' or 'message'", field="group")
+    opener = _side(messages[0])
+    groups: list[list[Message]] = []
+    for m in messages:
+        if not groups or (_side(m) == opener and any(_side(x) != opener for x in groups[-1])):
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
+
+
+def _side(message: Message) -> str:
+    return message.speaker or message.role

@@ -1,0 +1,89 @@
+"""The nightly run (default 23:55 local, ``settings.dream_time``): the daily flush of the
+learning line first, then a dream for each user, one user after another.
+
+    >>> Scheduler(mem).start()      # a daemon thread; .stop() ends it
+
+It drives a :class:`~reverie.memory.Memory` (anything with ``flush``, ``users``,
+``dream`` and ``settings``) the way a person would, so it holds no logic of the lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from reverie.errors import Conflict, InvalidInput
+from reverie.settings import Settings
+from reverie.store.base import DreamRun
+
+log = logging.getLogger("reverie.scheduler")
+
+
+class Nightly(Protocol):
+    """What the schedule drives: the Memory facade."""
+
+    settings: Settings
+
+    def flush(self, *, user: str | None = None) -> int: ...
+
+    def users(self) -> list[str]: ...
+
+    def dream(self, *, user: str, now: datetime | None = None) -> Any: ...
+
+
+class Scheduler:
+    def __init__(self, memory: Nightly, *, at: str | None = None):
+        self.memory = memory
+        self.at = clock(at or memory.settings.dream_time)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def next_run(self, now: datetime | None = None) -> datetime:
+        """The next run time after ``now`` (local time)."""
+        now = (now or datetime.now().astimezone()).astimezone()
+        due = now.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
+        return due if due > now else due + timedelta(days=1)
+
+    def run_once(self, now: datetime | None = None) -> list[DreamRun]:
+        """One nightly run now: flush the learning line, then dream for every user."""
+        self.memory.flush()
+        runs = []
+        for user in self.memory.users():
+            try:
+                runs.append(self.memory.dream(user=user, now=now))
+            except Conflict as exc:
+                log.info("nightly dream for %s skipped: %s", user, exc)
+        return runs
+
+    def start(self) -> "Scheduler":
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="reverie-scheduler", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout)
+
+    def _loop(self) -> None:
+        while True:
+            wait = (self.next_run() - datetime.now().astimezone()).total_seconds()
+            if self._stop.wait(timeout=max(0.0, wait)):
+                return
+            try:
+                self.run_once()
+            except Exception:  # the schedule must survive a bad night
+                log.exception("the nightly run failed")
+
+
+def clock(value: str) -> tuple[int, int]:
+    """``"23:55"`` -> (23, 55); InvalidInput for anything else."""
+    found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+    if found is None:
+        raise InvalidInput(f"dream_time must be HH:MM (24-hour), not {value!r}", field="dream_time")
+    return int(found.group(1)), int(found.group(2))
