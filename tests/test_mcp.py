@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from reverie import Memory
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
+from reverie.server.shapes import TurnOpened
 from tests.live_server import live_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,31 +59,38 @@ async def error(client: Client, tool: str, **arguments: Any) -> str:
 def test_stdio_process_message_then_save_memory_then_search_finds_it(tmp_path):
     async def script(client: Client) -> None:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"process_message", "save_memory", "remember", "search", "forget", "feedback", "dream", "dream_status"}
-        frame = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
-        assert frame["frame_id"].startswith("ep_") and frame["route"] in ("shallow", "medium", "deep")
-        saved = await call(client, "save_memory", frame_id=frame["frame_id"], reply="Biscuit is a lovely name!")
-        assert saved == {"success": True, "frame_id": frame["frame_id"], "status": "completed"}
-        assert "already completed" in await error(client, "save_memory", frame_id=frame["frame_id"], reply="again")
+        assert names == {"process_message", "save_memory", "ingest", "remember", "search", "forget", "feedback", "dream",
+                         "dream_status"}
+        turn = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
+        assert turn["turn_id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
+        saved = await call(client, "save_memory", turn_id=turn["turn_id"], reply="Biscuit is a lovely name!")
+        assert saved == {"turn_id": turn["turn_id"], "status": "completed"}
+        assert set(turn) == set(TurnOpened.model_fields)  # the same shape as REST's POST /api/turns
+        assert "already completed" in await error(client, "save_memory", turn_id=turn["turn_id"], reply="again")
         found = await call(client, "search", query="greyhound Biscuit", limit=3)
-        assert any(item["id"] == frame["frame_id"] and "Biscuit" in item["text"] for item in found["items"])
+        talk = [{"role": "user", "content": "My sister Lena moved to Oslo"}, {"role": "assistant", "content": "Nice!"}]
+        first = await call(client, "ingest", messages=talk, thread="family")
+        again = await call(client, "ingest", messages=talk, thread="family")
+        assert (first["episodes"], again["episodes"], again["skipped"]) == (1, 0, 1)
+        assert any(item["id"] == turn["turn_id"] and "Biscuit" in item["text"] for item in found["items"])
 
     session(stdio(tmp_path / "home", "ana"), script)
     with Memory(tmp_path / "home", background=False) as memory:
-        assert [(e.thread, e.status) for e in memory.episodes(user="ana")] == [("pets", "completed")]
+        assert sorted((e.thread, e.status) for e in memory.episodes(user="ana")) == [
+            ("family", "completed"), ("pets", "completed")]
 
 
 def test_stdio_remember_forget_feedback_and_resources(tmp_path):
     async def script(client: Client) -> None:
         fact = await call(client, "remember", content="Ana is allergic to peanuts", category="constraint")
         assert fact["category"] == "constraint" and fact["user"] == "ana"
-        frame = await call(client, "process_message", message="Suggest a snack for my hike")
-        assert frame["has_memory"] and "peanuts" in frame["context"]
-        await call(client, "save_memory", frame_id=frame["frame_id"], reply="Try dried apricots.")
-        assert await call(client, "feedback", id=frame["frame_id"], status="confirmed") == {
-            "id": frame["frame_id"], "feedback": "confirmed",
+        turn = await call(client, "process_message", message="Suggest a snack for my hike")
+        assert turn["has_memory"] and "peanuts" in turn["context"]
+        await call(client, "save_memory", turn_id=turn["turn_id"], reply="Try dried apricots.")
+        assert await call(client, "feedback", id=turn["turn_id"], status="confirmed") == {
+            "id": turn["turn_id"], "feedback": "confirmed",
         }
-        assert "feedback" in await error(client, "feedback", id=frame["frame_id"], status="loved")
+        assert "feedback" in await error(client, "feedback", id=turn["turn_id"], status="loved")
         assert await call(client, "forget", id=fact["id"]) == {"id": fact["id"], "status": "archived"}
         assert "no fact" in await error(client, "forget", id="fact_missing")
         assert "limit" in await error(client, "search", query="snack", limit=0)

@@ -19,6 +19,7 @@ from reverie import Memory
 from reverie.cli import app as cli
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
+from reverie.server.shapes import TurnOpened
 from tests.live_server import free_port, live_server, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,29 +202,39 @@ def test_recall_delivers_a_remembered_fact_with_reasons(ana):
     assert item["kind"] == "fact" and item["parts"]
 
 
-def test_turn_opens_a_frame_completes_once_then_conflicts(ana, bob):
+def test_turn_opens_completes_once_then_conflicts(ana, bob):
     add_fact(ana, "Ana is learning Portuguese for a move to Lisbon")
     opened = ana.post("/api/turns", json={"message": "How is my Portuguese going?", "thread": "lang"})
     assert opened.status_code == 201
     turn = opened.json()
-    assert turn["id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
+    assert turn["turn_id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
+    assert set(turn) == set(TurnOpened.model_fields)  # the same shape as MCP's process_message
     assert "Portuguese" in turn["context"]
     pending = ana.get("/api/memory/episodes", params={"thread": "lang", "status": "pending"}).json()
-    assert [e["id"] for e in pending] == [turn["id"]]
+    assert [e["id"] for e in pending] == [turn["turn_id"]]
 
-    assert bob.post(f"/api/turns/{turn['id']}/complete", json={"reply": "hijack"}).status_code == 404
-    done = ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "Steady progress: keep the daily lessons."})
+    assert bob.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "hijack"}).status_code == 404
+    done = ana.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "Steady progress: keep the daily lessons."})
     assert done.status_code == 200
-    assert done.json()["status"] == "completed"
-    again = ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "twice"})
+    assert done.json() == {"turn_id": turn["turn_id"], "status": "completed"}
+    again = ana.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "twice"})
     assert again.status_code == 409
     assert "already completed" in again.json()["detail"]
 
 
+def test_ingest_stores_a_conversation_once_and_learns(ana):
+    talk = [{"speaker": "Ana", "content": "I moved my sourdough starter to the fridge"},
+            {"speaker": "Bot", "content": "Good idea for slowing it down."}]
+    first = ana.post("/api/memory/ingest", json={"messages": talk, "thread": "baking"})
+    assert first.status_code == 200 and first.json()["episodes"] == 1 and first.json()["learned"] >= 1
+    again = ana.post("/api/memory/ingest", json={"messages": talk, "thread": "baking"}).json()
+    assert (again["episodes"], again["skipped"]) == (0, 1)
+
+
 def test_feedback_marks_an_episode(ana):
     turn = ana.post("/api/turns", json={"message": "Recommend a podcast about jazz"}).json()
-    ana.post(f"/api/turns/{turn['id']}/complete", json={"reply": "Try 'Jazz Library'."})
-    r = ana.post("/api/memory/feedback", json={"id": turn["id"], "status": "confirmed", "reason": "liked it"})
+    ana.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "Try 'Jazz Library'."})
+    r = ana.post("/api/memory/feedback", json={"id": turn["turn_id"], "status": "confirmed", "reason": "liked it"})
     assert r.status_code == 200
     assert r.json()["feedback"]["status"] == "confirmed"
 
@@ -232,7 +243,7 @@ def test_flush_learns_from_queued_turns_and_tags_list_them(api):
     with api.client("admin") as admin:
         # a user of its own, so that other tests' queued turns do not count here
         turn = admin.post("/api/turns", params={"user": "dora"}, json={"message": "I am a marine biologist studying octopus behaviour"}).json()
-        admin.post(f"/api/turns/{turn['id']}/complete", params={"user": "dora"}, json={"reply": "Fascinating field!"})
+        admin.post(f"/api/turns/{turn['turn_id']}/complete", params={"user": "dora"}, json={"reply": "Fascinating field!"})
         assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 1}
         assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 0}
         tags = admin.get("/api/tags", params={"user": "dora"}).json()
@@ -348,7 +359,7 @@ def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
         url = f"http://127.0.0.1:{port}"
         wait_for(f"{url}/healthz", proc)
         turn = httpx.post(f"{url}/api/turns", json={"message": "I started learning the violin this month"}).json()
-        httpx.post(f"{url}/api/turns/{turn['id']}/complete", json={"reply": "Great choice!"}).raise_for_status()
+        httpx.post(f"{url}/api/turns/{turn['turn_id']}/complete", json={"reply": "Great choice!"}).raise_for_status()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
@@ -356,4 +367,4 @@ def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
             proc.kill()
             proc.wait()
     with Memory(home, background=False) as memory:
-        assert memory.store.get_episode(turn["id"]).learned
+        assert memory.store.get_episode(turn["turn_id"]).learned

@@ -4,8 +4,10 @@ One server serves either one user over stdio (``reverie mcp --user ana``) or,
 mounted at ``/mcp`` inside ``reverie serve``, whichever user the request's API
 key stands for. Every tool calls :class:`reverie.Memory` and answers JSON text.
 
-    process_message(message, thread?)  -> frame_id, route, context   (before the reply)
-    save_memory(frame_id, reply)       -> completes the frame          (after the reply)
+    process_message(message, thread?)  -> turn_id, route, context    (before the reply)
+    save_memory(turn_id, reply)        -> completes the turn          (after the reply)
+
+The answers have the same shapes as REST's ``/api/turns`` (reverie.server.shapes).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import Field
 from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
 from reverie.recall import neutralize
+from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
 
 if TYPE_CHECKING:
@@ -33,7 +36,7 @@ USER_SCOPE = "reverie.user"
 INSTRUCTIONS = """\
 Long-term memory about the user. For every user message: call process_message
 first and put the returned `context` in front of your answer; after answering,
-call save_memory with the returned frame_id and your reply. Use remember for a
+call save_memory with the returned turn_id and your reply. Use remember for a
 durable fact the user states, search to look something up, forget to drop a
 wrong fact, feedback to say how a recalled episode worked out."""
 
@@ -89,36 +92,26 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         message: Annotated[str, Field(description="The user's new message.")],
         thread: Annotated[str, Field(description="Conversation thread id.")] = "default",
     ) -> str:
-        """Before answering: open a memory frame for the message and get the memory
-        context (route shallow/medium/deep) to put in front of the answer."""
-
-        def open_frame(user: str) -> dict[str, Any]:
-            turn = memory.turn(message, user=user, thread=thread)
-            p = turn.recall.perception if turn.recall else None
-            return {
-                "frame_id": turn.id,
-                "route": turn.route,
-                "scene": p.scene if p else "",
-                "intent": p.intent if p else "",
-                "tags": p.tags if p else [],
-                "has_memory": bool(turn.context),
-                "context": turn.context,
-            }
-
-        return _answer(open_frame)
+        """Before answering: open a turn for the message and get the memory context
+        (route shallow/medium/deep) to put in front of the answer."""
+        return _answer(lambda user: TurnOpened.of(memory.turn(message, user=user, thread=thread)))
 
     @tool
     def save_memory(
-        frame_id: Annotated[str, Field(description="The frame_id process_message returned.")],
+        turn_id: Annotated[str, Field(description="The turn_id process_message returned.")],
         reply: Annotated[str, Field(description="Your reply to the message.")],
     ) -> str:
-        """After answering: complete the frame with your reply so it can be learned from."""
+        """After answering: complete the turn with your reply so it can be learned from."""
+        return _answer(lambda user: TurnCompleted.of(memory.complete_turn(turn_id, reply, user=user)))
 
-        def complete(user: str) -> dict[str, Any]:
-            episode = memory.complete_turn(frame_id, reply, user=user)
-            return {"success": True, "frame_id": episode.id, "status": episode.status}
-
-        return _answer(complete)
+    @tool
+    def ingest(
+        messages: Annotated[list[dict[str, Any]], Field(description="Messages of a past conversation: "
+                                                                    "{role or speaker, content, at?}.")],
+        thread: Annotated[str | None, Field(description="Conversation thread id.")] = None,
+    ) -> str:
+        """Store a past conversation and learn from it; input stored before is skipped and counted."""
+        return _answer(lambda user: memory.ingest(messages, user=user, thread=thread))
 
     @tool
     def remember(

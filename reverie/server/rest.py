@@ -37,10 +37,12 @@ from reverie.errors import (
     ReverieError,
     StoreError,
 )
+from reverie.ingest import IngestReport
 from reverie.inputs import check_user
 from reverie.keys import AccessDenied, authorize
 from reverie.models import Episode, Fact, Profile
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
+from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
 
 if TYPE_CHECKING:
@@ -97,6 +99,12 @@ class TurnIn(_Body):
     thread: str = "default"
     agent: str | None = None
     budget: int | None = Field(default=None, ge=1)
+
+
+class IngestIn(_Body):
+    messages: list[dict[str, Any]] = Field(description="{role|speaker, content, at?, source_id?} messages of a past conversation.")
+    thread: str | None = Field(None, description="Thread for the messages (default: 'default').")
+    learn: bool = Field(True, description="Learn right away instead of after the debounce.")
 
 
 class ReplyIn(_Body):
@@ -339,17 +347,21 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
             body.query, user=user, budget=body.budget, thread=body.thread, agent=body.agent, explain=body.explain
         ).as_dict()
 
-    @app.post("/api/turns", status_code=201, tags=["turns"])
-    def open_turn(body: TurnIn, user: str = caller) -> dict[str, Any]:
-        """Phase one: store the message as a pending frame and return the context for it."""
+    @app.post("/api/turns", status_code=201, response_model=TurnOpened, tags=["turns"])
+    def open_turn(body: TurnIn, user: str = caller) -> TurnOpened:
+        """Phase one: store the message as a pending turn and return the memory context for it."""
         turn = memory.turn(body.message, user=user, thread=body.thread, agent=body.agent, budget=body.budget)
-        recall = turn.recall.as_dict() if turn.recall else {}
-        return {"id": turn.id, "route": turn.route, "context": turn.context, "recall": recall}
+        return TurnOpened.of(turn)
 
-    @app.post("/api/turns/{turn_id}/complete", response_model=Episode, tags=["turns"])
-    def complete_turn(turn_id: str, body: ReplyIn, user: str = caller) -> Episode:
+    @app.post("/api/turns/{turn_id}/complete", response_model=TurnCompleted, tags=["turns"])
+    def complete_turn(turn_id: str, body: ReplyIn, user: str = caller) -> TurnCompleted:
         """Phase two: store the reply; completing a finished turn is a 409."""
-        return memory.complete_turn(turn_id, body.reply, user=user)
+        return TurnCompleted.of(memory.complete_turn(turn_id, body.reply, user=user))
+
+    @app.post("/api/memory/ingest", response_model=IngestReport, tags=["memory"])
+    def ingest(body: IngestIn, user: str = caller) -> IngestReport:
+        """Ingest a past conversation (input stored before is skipped and counted), then learn."""
+        return memory.ingest(body.messages, user=user, thread=body.thread, learn=body.learn)
 
     @app.post("/api/memory/feedback", response_model=Episode, tags=["episodes"])
     def feedback(body: FeedbackIn, user: str = caller) -> Episode:
