@@ -61,6 +61,9 @@ def check_day(value: object) -> str:
         raise ValueError(f"{value!r} is not a real calendar day") from exc
     return value
 
+# the steps an engine does, each configurable on its own (settings.engines)
+ENGINE_STEPS: tuple[str, ...] = ("perceive", "extract", "summarize", "distill", "tidy", "govern_tags")
+
 # how a profile section is labelled wherever a person or a model reads it (the <memory>
 # block, MEMORY.md): deer-flow's names, "Thinking Style" included
 PROFILE_LABELS: dict[str, str] = {

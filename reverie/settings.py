@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from reverie.engines.base import STEPS
 from reverie.errors import InvalidInput
+from reverie.models import ENGINE_STEPS as STEPS
 
 ENGINE_NAMES = ("heuristic", "openai")
 

@@ -12,9 +12,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from reverie.models import Message, Model, Perception, Profile
+from reverie.models import ENGINE_STEPS, Message, Model, Perception, Profile
 
-STEPS: tuple[str, ...] = ("perceive", "extract", "summarize", "distill", "tidy", "govern_tags")
+STEPS: tuple[str, ...] = ENGINE_STEPS
 
 
 # ---------------------------------------------------------------- extract
