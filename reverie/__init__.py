@@ -8,6 +8,7 @@
 """
 
 from reverie.errors import (
+    AccessDenied,
     Conflict,
     EngineError,
     InvalidInput,
@@ -34,6 +35,7 @@ from reverie.turn import Turn
 from reverie.version import __version__
 
 __all__ = [
+    "AccessDenied",
     "__version__",
     "Conflict",
     "EngineError",

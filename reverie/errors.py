@@ -27,3 +27,12 @@ class EngineError(ReverieError):
 
 class StoreError(ReverieError):
     """The store could not be opened or migrated."""
+
+
+class AccessDenied(ReverieError):
+    """No key, or an unknown or revoked one (``status`` 401); or a key naming a user
+    it may not reach (403)."""
+
+    def __init__(self, message: str, *, status: int = 401):
+        super().__init__(message)
+        self.status = status

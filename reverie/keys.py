@@ -20,22 +20,13 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from reverie.errors import InvalidInput, NotFound, ReverieError
+from reverie.errors import AccessDenied, InvalidInput, NotFound
 from reverie.inputs import check_user
 from reverie.models import new_id, utcnow
 from reverie.store.base import ApiKey, Store
 
 PREFIX = "rv_"
 _SALT_META = "api_keys.salt"
-
-
-class AccessDenied(ReverieError):
-    """No key, or an unknown or revoked one (``status`` 401); or a key naming a user
-    it may not reach (403)."""
-
-    def __init__(self, message: str, *, status: int = 401):
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)

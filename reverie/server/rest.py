@@ -30,6 +30,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from reverie.errors import (
+    AccessDenied,
     Conflict,
     EngineError,
     InvalidInput,
@@ -39,7 +40,7 @@ from reverie.errors import (
 )
 from reverie.ingest import IngestReport
 from reverie.inputs import check_user
-from reverie.keys import AccessDenied, authorize
+from reverie.keys import authorize
 from reverie.models import Episode, Fact, Profile
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import TurnCompleted, TurnOpened
