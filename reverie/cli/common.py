@@ -8,7 +8,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Iterable, Iterator
 
 import typer
 from rich.console import Console
@@ -100,12 +100,14 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
-def say(data: Any, as_json: bool, text: str) -> None:
-    """The one ending of most commands: ``data`` as JSON for scripts, ``text`` for people."""
+def say(data: Any, as_json: bool, text: str | Iterable[str]) -> None:
+    """The one ending of every command that reports: ``data`` as JSON for scripts, ``text``
+    (a line, or lines) for people."""
     if as_json:
         emit_json(dump(data))
-    else:
-        console.print(text)
+        return
+    for line in [text] if isinstance(text, str) else text:
+        console.print(line)
 
 
 def dump(model: Any) -> Any:

@@ -68,15 +68,13 @@ def consolidate(user: User, home: Home = None, dry_run: DryRun = False, as_json:
     """Fold duplicate facts (exact, or Jaccard >= 0.9) into the one with the highest [Nx]."""
     with open_memory(home) as mem:
         report = mem.consolidate(user=user, dry_run=dry_run)
-        if as_json:
-            emit_json(dump(report))
-            return
+        lines = []
         for group in report.groups:
-            console.print(f"keep [{group.kept.uses}x] {escape(group.kept.content)} [dim]{group.kept.fact_id}[/]")
-            for fact in group.archived:
-                console.print(f"  [red]- archive[/] [{fact.uses}x] {escape(fact.content)} [dim]{fact.fact_id}[/]")
+            lines.append(f"keep [{group.kept.uses}x] {escape(group.kept.content)} [dim]{group.kept.fact_id}[/]")
+            lines += [f"  [red]- archive[/] [{f.uses}x] {escape(f.content)} [dim]{f.fact_id}[/]" for f in group.archived]
         verb = "would archive" if dry_run else "archived"
-        console.print(f"{verb} {report.archived} duplicate(s) in {len(report.groups)} group(s)" + _undo_hint(report.journal))
+        lines.append(f"{verb} {report.archived} duplicate(s) in {len(report.groups)} group(s)" + _undo_hint(report.journal))
+        say(report, as_json, lines)
 
 
 @app.command()
@@ -114,13 +112,11 @@ def clean(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json 
     """Archive episodes whose weight faded (old and unused); `reverie restore` brings one back."""
     with open_memory(home) as mem:
         report = mem.clean(user=user, dry_run=dry_run)
-        if as_json:
-            emit_json(dump(report))
-            return
-        for item in report.archived:
-            console.print(f"[dim]{item.episode_id}[/] weight {item.weight:.3f}, {item.age_days:.0f} days: {escape(item.summary[:100])}")
+        lines = [f"[dim]{item.episode_id}[/] weight {item.weight:.3f}, {item.age_days:.0f} days: {escape(item.summary[:100])}"
+                 for item in report.archived]
         verb = "would archive" if dry_run else "archived"
-        console.print(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal))
+        lines.append(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal))
+        say(report, as_json, lines)
 
 
 @app.command()
@@ -185,18 +181,12 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
     """Take your hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
     with open_memory(home) as mem:
         report = mem.sync(user=user)
-        if as_json:
-            emit_json(dump(report))
-            return
-        if not report.changed:
-            console.print("MEMORY.md has no edits to take in")
-            return
-        for label, lines in (("edited", report.edited), ("added", report.added), ("deleted", report.deleted)):
-            for line in lines:
-                console.print(f"{label} [dim]{line.fact_id}[/] {escape(line.content)}")
-        for section in report.profile:
-            console.print(f"profile {section} updated")
-        console.print("synced" + _undo_hint(report.journal))
+        lines = [f"{label} [dim]{line.fact_id}[/] {escape(line.content)}"
+                 for label, found in (("edited", report.edited), ("added", report.added), ("deleted", report.deleted))
+                 for line in found]
+        lines += [f"profile {section} updated" for section in report.profile]
+        lines.append("synced" + _undo_hint(report.journal) if report.changed else "MEMORY.md has no edits to take in")
+        say(report, as_json, lines)
 
 
 @app.command()
