@@ -1,0 +1,50 @@
+"""reverie.messages: one reading of a conversation for add, ingest and trim."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from reverie import InvalidInput
+from reverie.messages import as_line, clip, group, is_trivial, parse_message
+from reverie.models import Message
+
+
+def msg(speaker: str, text: str) -> Message:
+    return Message(role="speaker", speaker=speaker, content=text)
+
+
+def test_exchanges_start_at_the_opener_once_the_other_side_spoke():
+    talk = [msg("A", "hi"), msg("A", "are you there?"), msg("B", "yes"), msg("A", "good"), msg("B", "ok"), msg("B", "bye")]
+    assert [[m.content for m in g] for g in group(talk, "exchange")] == [
+        ["hi", "are you there?", "yes"], ["good", "ok", "bye"]]
+    assert len(group(talk, "message")) == 6
+    with pytest.raises(InvalidInput):
+        group(talk, "sentence")
+
+
+def test_parse_message_reads_every_accepted_form_and_names_bad_fields():
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    assert parse_message("plain words", 0, at).role == "user"
+    loc = parse_message({"speaker": "Mel", "text": "Went hiking", "dia_id": "D1:3"}, 1, None)
+    assert (loc.role, loc.speaker, loc.content, loc.source_id) == ("speaker", "Mel", "Went hiking", "D1:3")
+    assert parse_message({"content": "x", "at": "2024-05-02T10:00:00"}, 2, at).at.day == 2
+    with pytest.raises(InvalidInput) as err:
+        parse_message({"content": "  "}, 3, None)
+    assert err.value.field == "messages[3].content"
+    with pytest.raises(InvalidInput) as err:
+        parse_message(42, 4, None)
+    assert err.value.field == "messages[4]"
+
+
+def test_a_message_is_redacted_as_it_is_read():
+    assert "[email]" in parse_message("mail me at ana@example.com", 0, None).content
+
+
+def test_clip_keeps_head_and_tail_and_trivial_messages_are_known():
+    text = "start " + "x" * 1000 + " end"
+    clipped = clip(text, 100)
+    assert clipped.startswith("start") and clipped.endswith("end") and len(clipped) <= 100
+    assert is_trivial("ok!") and is_trivial("好的") and not is_trivial("I moved to Lisbon")
+    assert as_line(msg("Mel", "hi")) == "Mel: hi"
