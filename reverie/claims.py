@@ -12,6 +12,13 @@ weekdays, numbered labels (Lesson 1, 第一课) - and compares them apart from t
 words around them (the *rest*). Two lines that differ in a value never repeat
 each other; they are one slot holding a new value (a conflict: newest wins) only
 when the rest is the same, and otherwise two facts.
+
+:func:`fact_relation` compares two lines as they are written. The heuristic engine
+also reads a line as a *claim* - a predicate (likes, uses, works at, lives in, comes
+from), its polarity and its object - with :func:`parse_claim`, and asks
+:func:`contradicts` whether a newer claim takes an older one back (a correction, the
+opposite liking, a new single value, another value of an exclusive pair such as
+vim / emacs).
 """
 
 from __future__ import annotations
@@ -20,8 +27,17 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
-from reverie.text import STOPWORDS, jaccard, stem, token_set
+from reverie.text import (
+    STOPWORDS,
+    clip_line,
+    has_cjk,
+    jaccard,
+    stem,
+    term_set,
+    token_set,
+)
 
 NEGATION = re.compile(r"\b(not|never|no|don't|doesn't|dont|won't|isn't|hate|dislike)\b|n't|不|别|没|禁止", re.IGNORECASE)
 EXCLUSIVE = re.compile(
@@ -133,9 +149,9 @@ _SENTENCE_END = re.compile(r"(?:^|[.!?。！？\n•*]|(?:^|\s)-)\s*[\"'“‘(\
 
 
 @dataclass(frozen=True)
-class _Claim:
-    labels: Counter  # "lesson 1", "第1课"
-    quantities: Counter  # numbers, units, months and weekdays
+class _Values:
+    labels: Counter[str]  # "lesson 1", "第1课"
+    quantities: Counter[str]  # numbers, units, months and weekdays
     idents: dict[str, bool]  # codes, letters and proper names -> whether they fill a slot
     names: frozenset[str]  # proper names (compared by presence: "Lisbon" is said by "lisbon" too)
     name_terms: frozenset[str]  # the names as terms, to take out of the other line's rest
@@ -211,9 +227,9 @@ def _slotted(text: str, start: int, previous: str | None) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _claim(text: str) -> _Claim:
-    labels: Counter = Counter()
-    quantities: Counter = Counter()
+def _read_values(text: str) -> _Values:
+    labels: Counter[str] = Counter()
+    quantities: Counter[str] = Counter()
     idents: dict[str, bool] = {}
     names: set[str] = set()
     lowered: set[str] = set()
@@ -316,7 +332,7 @@ def _claim(text: str) -> _Claim:
         take(start, end)
     name_terms = frozenset().union(*(token_set(n) for n in names)) if names else frozenset()
     rest = token_set("".join(blank)) - name_terms
-    return _Claim(labels, quantities, idents, frozenset(names), name_terms, frozenset(lowered), rest)
+    return _Values(labels, quantities, idents, frozenset(names), name_terms, frozenset(lowered), rest)
 
 
 # ---------------------------------------------------------------- the judge
@@ -354,18 +370,18 @@ def _exclusive_conflict(new: str, old: str) -> bool:
     return bool((single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
 
 
-def _atoms(claim: _Claim) -> frozenset[str]:
+def _atoms(values: _Values) -> frozenset[str]:
     """What a line says, values normalised: its rest, its names as terms, its other values."""
-    values = {f"#{v}" for v in claim.quantities} | {f"#{v}" for v in claim.idents if v not in claim.names}
-    return claim.rest | claim.name_terms | frozenset(values)
+    found = {f"#{v}" for v in values.quantities} | {f"#{v}" for v in values.idents if v not in values.names}
+    return values.rest | values.name_terms | frozenset(found)
 
 
-def _same_rest(a: _Claim, b: _Claim) -> bool:
+def _same_rest(a: _Values, b: _Values) -> bool:
     ignore = a.name_terms | b.name_terms | _UPDATE_WORDS
     return a.rest - ignore == b.rest - ignore
 
 
-def _value_relation(a: _Claim, b: _Claim, negated_differs: bool) -> str | None | bool:
+def _value_relation(a: _Values, b: _Values, negated_differs: bool) -> Literal["conflict", False] | None:
     """The verdict when the two lines state different values; False when they state the same."""
     if a.labels != b.labels:
         return None  # Lesson 1 / Lesson 2: two items
@@ -396,19 +412,121 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     and lines that state different values are never duplicates.
     """
     negated_differs = bool(NEGATION.search(new)) != bool(NEGATION.search(old))
-    a_claim, b_claim = _claim(new), _claim(old)
-    verdict = _value_relation(a_claim, b_claim, negated_differs)
+    a_values, b_values = _read_values(new), _read_values(old)
+    verdict = _value_relation(a_values, b_values, negated_differs)
     if verdict is not False:
-        if (verdict is None and not negated_differs and a_claim.labels == b_claim.labels
-                and _same_rest(a_claim, b_claim) and _exclusive_conflict(new, old)):
+        if (verdict is None and not negated_differs and a_values.labels == b_values.labels
+                and _same_rest(a_values, b_values) and _exclusive_conflict(new, old)):
             return "conflict"  # "I prefer Emacs over Vim" / "Prefers Vim": the slot takes another value
         return verdict
     if _exclusive_conflict(new, old):
         return "conflict"
     # the same values: the words around them decide ("Has 2 kids" / "has two kids", "3 pm" / "3pm")
-    score = max(jaccard(token_set(new), token_set(old)), jaccard(_atoms(a_claim), _atoms(b_claim)))
+    score = max(jaccard(token_set(new), token_set(old)), jaccard(_atoms(a_values), _atoms(b_values)))
     if score >= duplicate_at and not negated_differs:
         return "duplicate"
     if negated_differs and score >= 0.5:
         return "conflict"
     return None
+
+
+# ---------------------------------------------------------------- claims: predicate, polarity, object
+
+_CLAIM_EN = re.compile(
+    r"^(?:(?:the\s+)?user\s+|i\s+|we\s+)?(?:really\s+|also\s+|still\s+|actually\s+)?(?P<p>would prefer|prefers?|"
+    r"likes?|loves?|enjoys?|adores?|dislikes?|hates?|can't stand|(?:doesn't|does not|don't|do not)\s+"
+    r"(?:like|enjoy|want|use)|no longer\s+(?:likes?|uses?|enjoys?)|uses?|works?\s+(?:at|for)|lives?\s+in|"
+    r"is from|am from|moved to)\s+(?P<o>.+)", re.IGNORECASE)
+_CLAIM_ZH = re.compile(r"^(?:用户|我)?(?:也|很|非常|特别|最|更|比较|一直|还是)*(?P<p>不喜欢|讨厌|不再喜欢|不再用|"
+                       r"不再使用|更喜欢|喜欢|偏好|偏爱|热爱|爱|习惯|使用|用|住在|来自)(?P<o>.+)")
+_CLAIM_ZH_WORK = re.compile(r"^(?:用户|我)?(?:现在)?在(?P<o>.+?)(?:工作|上班|任职)")
+_SINGLE_VALUED = frozenset({"employer", "home", "origin"})
+
+# Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
+EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"tabs", "spaces"}),
+    frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm"}),
+    frozenset({"light", "dark"}),
+    frozenset({"mac", "macos", "windows", "linux"}),
+    frozenset({"npm", "yarn", "pnpm"}),
+    frozenset({"pip", "poetry", "uv", "conda"}),
+)
+_EXCLUSIVE_STEMS = tuple(frozenset(stem(w) for w in g) for g in EXCLUSIVE_GROUPS)
+
+# where the object of a statement ends: a full stop, "but ...", "because ...", a dash
+_CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while)\b"
+                     r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+",
+                     re.IGNORECASE)
+_CUT_ZH = re.compile(r"[。；！？;!?]|[，,](?:但|但是|因为|所以|不过|可是)")
+
+
+def clip_object(text: str, cjk: bool) -> str:
+    """The object of a statement, up to its first clause break: "tea, but not at night" -> "tea"."""
+    cut = (_CUT_ZH if cjk else _CUT_EN).search(text)
+    if cut:
+        text = text[: cut.start()]
+    if text.count('"') % 2:
+        text = text.replace('"', "")
+    return clip_line(text.strip(" ,，、:：\"'"), 100)
+
+
+def _predicate(p: str) -> tuple[str, bool]:
+    p = p.lower()
+    negative = any(n in p for n in ("dislike", "hate", "can't", "n't", "not", "no longer", "不", "讨厌"))
+    if "use" in p or "用" in p:
+        return "use", not negative
+    if "work" in p:
+        return "employer", True
+    if "live" in p or "moved" in p or "住" in p:
+        return "home", True
+    if "from" in p or "来自" in p:
+        return "origin", True
+    return "like", not negative
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A line read as a claim: "Doesn't like coffee" -> group "like", not positive, object {coffee}."""
+
+    group: str = ""  # like, use, employer, home, origin; "" when the line states no such claim
+    positive: bool = True
+    obj: frozenset[str] = frozenset()  # the object's terms
+    negated: frozenset[str] = frozenset()  # the terms a correction takes back
+    tokens: frozenset[str] = frozenset()  # the whole line's terms
+
+
+def parse_claim(content: str, negated: str = "") -> Claim:
+    """The claim of ``content``; ``negated`` is what the line takes back when it is a correction."""
+    text = content.strip()
+    m = _CLAIM_ZH_WORK.match(text) if has_cjk(text) else None
+    if m:
+        group, positive = "employer", True
+    else:
+        m = (_CLAIM_ZH if has_cjk(text) else _CLAIM_EN).match(text)
+        group, positive = _predicate(m["p"]) if m else ("", True)
+    obj = term_set(clip_object(m["o"], has_cjk(text))) if m else frozenset()
+    return Claim(group, positive, obj, term_set(negated) if negated else frozenset(), term_set(text))
+
+
+def _exclusive_clash(a: frozenset[str], b: frozenset[str]) -> bool:
+    for group in _EXCLUSIVE_STEMS:
+        va, vb = a & group, b & group
+        if len(va) == 1 and len(vb) == 1 and va != vb:
+            rest_a, rest_b = a - group, b - group
+            return not rest_a or not rest_b or bool(rest_a & rest_b)
+    return False
+
+
+def contradicts(newer: Claim, older: Claim) -> bool:
+    """True when ``newer`` takes ``older`` back: a correction, an opposite liking, a new single value."""
+    if newer.negated and newer.negated <= older.tokens:
+        affirmed = newer.tokens - newer.negated
+        return not affirmed or not affirmed <= older.tokens  # an older copy of the correction itself stays
+    if not newer.group or newer.group != older.group or not newer.obj or not older.obj:
+        return False
+    same_object = jaccard(newer.obj, older.obj) >= 0.5
+    if newer.positive != older.positive:
+        return same_object
+    if newer.group in _SINGLE_VALUED:
+        return not same_object
+    return _exclusive_clash(newer.obj, older.obj)

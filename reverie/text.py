@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from functools import lru_cache
+from typing import Any
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RE = re.compile(f"[{_CJK}]")
@@ -54,7 +55,7 @@ def has_cjk(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _jieba():
+def _jieba() -> Any:
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -133,6 +134,12 @@ def token_set(text: str) -> frozenset[str]:
     return frozenset(_terms(text, False))
 
 
+@lru_cache(maxsize=16384)
+def term_set(text: str) -> frozenset[str]:
+    """:func:`token_set`, cached: for code that compares the same lines again and again."""
+    return token_set(text)
+
+
 def jaccard(a: str | frozenset[str], b: str | frozenset[str]) -> float:
     sa = a if isinstance(a, frozenset) else token_set(a)
     sb = b if isinstance(b, frozenset) else token_set(b)
@@ -145,6 +152,22 @@ def jaccard(a: str | frozenset[str], b: str | frozenset[str]) -> float:
 
 def normalize_space(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+def exact_key(text: str) -> str:
+    """What two lines share when they differ only in spacing, case and a final full stop."""
+    return normalize_space(text).casefold().rstrip(" .。!！")
+
+
+def clip_line(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut at a word (Latin) before ``limit`` characters and marked "…"."""
+    text = normalize_space(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not has_cjk(cut) and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;，；") + "…"
 
 
 _SCRIPTS = {

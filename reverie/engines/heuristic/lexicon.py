@@ -1,7 +1,9 @@
 """Word lists and signal rules of the heuristic engine, in English and Chinese.
 
-Data only: the engine in :mod:`reverie.engines.heuristic` reads these tables.
+Data only: the modules of :mod:`reverie.engines.heuristic` read these tables.
 Extending a list here changes what the heuristic engine sees, nothing else.
+(The exclusive value pairs - vim / emacs, tabs / spaces - belong to the one
+duplicate and conflict judge, :mod:`reverie.claims`.)
 """
 
 from __future__ import annotations
@@ -458,16 +460,6 @@ COGNITIVE_CUES = (
     "intro", "code", "example", "examples", "why", "reasoning", "bullet", "bulleted", "challenge", "push",
     "advocate", "overview", "lead", "start", "结论", "铺垫", "废话", "主题", "重点", "一步", "步骤", "逐步", "整体",
     "大局", "大方向", "全局", "简洁", "简短", "简明", "精简", "言简意赅", "代码", "举例", "例子", "分点", "要点", "列表",
-)
-
-# Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
-EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"tabs", "spaces"}),
-    frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm"}),
-    frozenset({"light", "dark"}),
-    frozenset({"mac", "macos", "windows", "linux"}),
-    frozenset({"npm", "yarn", "pnpm"}),
-    frozenset({"pip", "poetry", "uv", "conda"}),
 )
 
 # Filler an automatic writer wraps around a fact ("The user said that ...").

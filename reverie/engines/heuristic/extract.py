@@ -1,0 +1,158 @@
+"""Extract: the durable facts and profile lines a turn's user messages carry.
+
+Each user message is read clause by clause into signals (signals.py); a signal that a
+stored fact already says reinforces it, one that takes a stored fact back removes it
+(the judge in :mod:`reverie.claims`), and the rest become new facts. Signals of a profile
+section are merged into that section's summary, where a contradicted part gives way.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reverie.claims import Claim, contradicts, fact_relation, parse_claim
+from reverie.engines.base import (
+    Extraction,
+    ExtractRequest,
+    FactRef,
+    FactRemoval,
+    NewFact,
+    SectionUpdate,
+)
+from reverie.engines.heuristic import lexicon as lx
+from reverie.engines.heuristic.phrases import keyphrases
+from reverie.engines.heuristic.signals import Signal, line_signals
+from reverie.engines.heuristic.words import overlap
+from reverie.models import AREAS, Message, Profile
+from reverie.text import has_cjk, jaccard, stem, term_set
+
+_AREA_INDEX: dict[str, str] = {stem(w): area for area, ws in lx.AREA_WORDS.items() for w in ws}
+
+
+def _area(content: str, category: str) -> str | None:
+    if category == "cognitive":
+        return "Communication"
+    if category not in ("preference", "constraint", "behavior"):
+        return None
+    counts: dict[str, int] = {}
+    for s in term_set(content):
+        area = _AREA_INDEX.get(s)
+        if area:
+            counts[area] = counts.get(area, 0) + 1
+    if not counts:
+        return "General"
+    return min(counts, key=lambda a: (-counts[a], AREAS.index(a)))
+
+
+_SUMMARY_PARTS = re.compile(r"[;；。\n]|\.\s")
+
+
+def _same_line(a: str, b: str) -> bool:
+    la, lb = a.casefold().strip(" .。"), b.casefold().strip(" .。")
+    return la in lb or lb in la or jaccard(a, b) >= 0.6
+
+
+def _merge_summary(existing: str, additions: list[str]) -> str:
+    """The existing summary with each new line added once; nothing already said is
+    repeated, and a part the new line contradicts ("Lives in Berlin" after "Lives in
+    Lisbon") gives way to it."""
+    parts = [p.strip() for p in _SUMMARY_PARTS.split(existing) if p.strip()]
+    changed = False
+    for line in additions:
+        kept = [p for p in parts if fact_relation(line, p, 0.7) != "conflict"]
+        if len(kept) == len(parts) and any(_same_line(line, p) for p in parts):
+            continue
+        parts, changed = kept + [line], True
+    if not changed:
+        return existing.strip()
+    merged = ""
+    for part in parts:
+        if merged:
+            merged = merged.rstrip(" ;；") + ("；" if has_cjk(part) else "; ")
+        merged += part
+    return merged
+
+
+def _section_updates(signals: list[Signal], profile: Profile) -> dict[str, SectionUpdate]:
+    additions: dict[str, list[str]] = {}
+    for sig in signals:
+        if sig.section and sig.confidence >= 0.85:
+            additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
+    updates: dict[str, SectionUpdate] = {}
+    for section, lines in additions.items():
+        existing = profile.section(f"user.{section}").summary
+        merged = _merge_summary(existing, lines)
+        if merged != existing.strip():
+            updates[section] = SectionUpdate(summary=merged, shouldUpdate=True)
+    return updates
+
+
+def _is_user(message: Message, speakers: set[str]) -> bool:
+    if speakers:
+        return (message.speaker or "").casefold() in speakers
+    return message.role == "user"
+
+
+def _fact_tags(content: str, category: str) -> list[str]:
+    return keyphrases(content, 3) or [category]
+
+
+def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], list[str]]:
+    speakers = {s.casefold() for s in request.user_speakers}
+    signals: list[Signal] = []
+    texts: list[str] = []
+    for i, message in enumerate(request.messages):
+        if not _is_user(message, speakers):
+            continue
+        texts.append(message.content)
+        source = request.episode_ids[i] if i < len(request.episode_ids) else message.source_id
+        for sig in line_signals(message.content):
+            twin = next((s for s in signals if overlap(term_set(s.content), term_set(sig.content)) >= 0.6), None)
+            target = twin or sig
+            if twin is None:
+                signals.append(sig)
+            else:
+                twin.confidence = max(twin.confidence, sig.confidence)
+            if source and source not in target.sources:
+                target.sources.append(source)
+    return signals, texts
+
+
+_TWIN = 0.6  # a stored fact this close says the same: reinforce it
+
+
+def _reconcile(sig: Signal, stored: list[tuple[FactRef, Claim]], removed: set[str], result: Extraction) -> bool:
+    """Marks the stored facts ``sig`` takes back; True when a stored fact already says it (reinforce it)."""
+    if not stored:
+        return False
+    claim = parse_claim(sig.content, sig.negated)
+    for fact, old in stored:
+        if fact.id not in removed and (
+            contradicts(claim, old) or fact_relation(sig.content, fact.content, _TWIN) == "conflict"
+        ):
+            removed.add(fact.id)
+            result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
+    twin = next((f for f, old in stored if f.id not in removed and overlap(claim.tokens, old.tokens) >= _TWIN), None)
+    if twin is None:
+        return False
+    if twin.id not in result.facts_to_reinforce:
+        result.facts_to_reinforce.append(twin.id)
+    return True
+
+
+def extract(request: ExtractRequest) -> Extraction:
+    signals, texts = _collect_signals(request)
+    result = Extraction(tags=keyphrases("\n".join(texts), 4) if texts else [])
+    if not signals:
+        return result
+    stored = [(f, parse_claim(f.content)) for f in request.facts]
+    removed: set[str] = set()
+    for sig in signals:
+        if _reconcile(sig, stored, removed, result):
+            continue
+        result.new_facts.append(NewFact(
+            content=sig.content, category=sig.category, confidence=sig.confidence,
+            area=_area(sig.content, sig.category), tags=_fact_tags(sig.content, sig.category), sources=sig.sources,
+        ))
+    result.user = _section_updates(signals, request.profile)
+    return result

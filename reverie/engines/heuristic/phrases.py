@@ -1,0 +1,163 @@
+"""Keyphrases: the runs of content words a text is about, best first.
+
+``keyphrases("I love pottery class")`` -> ``["pottery class"]``. A sentence is read
+once (:func:`analyze`, cached): summarize, extract and perceive share the reading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from reverie.engines.heuristic import lexicon as lx
+from reverie.engines.heuristic.words import YEAR, is_content, sentences
+from reverie.text import CJK_RE, stem, words
+
+_CJK_RANGES = CJK_RE.pattern.strip("[]")
+_LATIN = rf"[^\W_{_CJK_RANGES}]"
+_TOKEN = re.compile(rf"[{_CJK_RANGES}]+|{_LATIN}(?:{_LATIN}|['.+#-](?={_LATIN}))*[+#]*|[.!?;:。！？；：]")
+_MODIFIER_ENDINGS = ("ly", "ful", "ous", "ive", "able", "ible", "less", "ed", "est", "ish")
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    key: str  # stems joined by spaces: what makes two phrases the same
+    text: str  # lower-case surface form
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """One sentence, read once (and cached: summarize and extract read the same turn)."""
+
+    phrases: tuple[Phrase, ...]
+    stems: tuple[str, ...]  # every content word, for scenes
+    n_words: int
+    n_dates: int
+
+
+@lru_cache(maxsize=65536)
+def _latin_info(token: str) -> tuple[str, str, bool, bool, str]:
+    """(lower-case word, its stem, is content, is a date word, kind) of one Latin token."""
+    if token.endswith("'s"):
+        token = token[:-2]
+    low = token.lower()
+    is_date = bool(YEAR.fullmatch(low)) or low in lx.MONTHS or low in lx.WEEKDAYS
+    if any(ch.isdigit() for ch in token):
+        kind = "num"
+    elif len(token) > 1 and token.isupper():
+        kind = "acro"
+    else:
+        kind = "cap" if token[:1].isupper() else "word"
+    return low, stem(low), is_content(low) if low else False, is_date, kind
+
+
+@lru_cache(maxsize=65536)
+def _cjkwords(run: str) -> tuple[tuple[str, bool], ...]:
+    return tuple((w, len(w) >= 2 and is_content(w)) for w in words(run))
+
+
+@lru_cache(maxsize=65536)
+def _phrase(run: tuple[tuple[str, str], ...], joiner: str) -> Phrase:
+    ws = [w for w, _ in run]
+    entity = any(k != "word" for _, k in run)
+    weight = 1.0 + 0.5 * (len(ws) - 1) + (1.0 if entity else 0.0) + (0.3 if max(map(len, ws)) >= 7 else 0.0)
+    if len(ws) == 1 and not entity and ws[0].endswith(_MODIFIER_ENDINGS):
+        weight -= 0.6  # "powerful", "swamped": a lone modifier locates little
+    return Phrase(" ".join(stem(w) for w in ws), joiner.join(ws), weight)
+
+
+def _is_cjk_char(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+@lru_cache(maxsize=8192)
+def analyze(sentence: str) -> Analysis:
+    """Candidate phrases: runs of content words (names kept apart from common words, 3 words at most)."""
+    phrases: list[Phrase] = []
+    stems: list[str] = []
+    run: list[tuple[str, str]] = []
+    n_words = n_dates = 0
+    initial = True
+    for token in _TOKEN.findall(sentence):
+        first = token[0]
+        if _is_cjk_char(first):
+            if run:
+                phrases.append(_phrase(tuple(run), " "))
+                run = []
+            for word, content in _cjkwords(token):
+                n_words += 1
+                if content:
+                    run.append((word, "word"))
+                    stems.append(word)
+                if run and (not content or len(run) == 2):
+                    phrases.append(_phrase(tuple(run), ""))
+                    run = []
+            initial = False
+            continue
+        if not first.isalnum():
+            if run:
+                phrases.append(_phrase(tuple(run), " "))
+                run = []
+            initial = first in ".!?。！？"
+            continue
+        n_words += 1
+        low, stemmed, content, is_date, kind = _latin_info(token)
+        n_dates += is_date
+        if kind == "cap":
+            kind = "word" if initial else "name"
+        initial = False
+        if not content:
+            if run:
+                phrases.append(_phrase(tuple(run), " "))
+                run = []
+            continue
+        if run and ((kind == "name" and run[-1][1] == "word") or (kind == "word" and run[-1][1] == "name")):
+            phrases.append(_phrase(tuple(run), " "))
+            run = []
+        run.append((low, kind))
+        stems.append(stemmed)
+        if len(run) == 3:
+            phrases.append(_phrase(tuple(run), " "))
+            run = []
+    if run:
+        phrases.append(_phrase(tuple(run), " "))
+    return Analysis(tuple(phrases), tuple(stems), n_words, n_dates)
+
+
+def rank(analyses: list[Analysis], limit: int) -> list[str]:
+    """Best phrases first: weight, repetition, then first appearance; no phrase inside a chosen one."""
+    merged: dict[str, list[Any]] = {}
+    order = 0
+    for analysis in analyses:
+        for p in analysis.phrases:
+            entry = merged.get(p.key)
+            if entry is None:
+                merged[p.key] = [p.text, p.weight, order, 1]
+            else:
+                entry[1] = max(entry[1], p.weight)
+                entry[3] += 1
+            order += 1
+    ranked = sorted(merged.items(), key=lambda kv: (-(kv[1][1] + 0.5 * (kv[1][3] - 1)), kv[1][2]))
+    chosen: list[str] = []
+    chosen_keys: list[set[str]] = []
+    for key, (text, *_rest) in ranked:
+        parts = set(key.split())
+        if any(parts <= c for c in chosen_keys):
+            continue
+        chosen.append(text)
+        chosen_keys.append(parts)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def analyze_text(text: str) -> list[Analysis]:
+    return [analyze(sentence) for sentence in sentences(text)]
+
+
+def keyphrases(text: str, limit: int = 4) -> list[str]:
+    """The content phrases of ``text``, best first: ``keyphrases("I love pottery class")`` -> ``["pottery class"]``."""
+    return rank(analyze_text(text), limit)

@@ -1,0 +1,199 @@
+"""Signals: the one durable thing a user's clause says about them, by the lexicon's rules.
+
+``line_signals("I prefer tabs, and I live in Lisbon")`` -> two signals, "Prefers tabs"
+(preference) and "Lives in Lisbon" (identity). Questions, hedges ("if ..."), temporary
+state ("right now") and pasted noise carry none. Extract reads messages this way and
+distill reads daily-note lines the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from reverie.claims import clip_object
+from reverie.engines.heuristic import lexicon as lx
+from reverie.engines.heuristic.person import (
+    conjugate_first,
+    swap_pronouns,
+    third_clause,
+    third_verb,
+)
+from reverie.engines.heuristic.words import cap, has_content, sentences
+from reverie.text import clip_line, has_cjk, words
+
+
+@dataclass(slots=True)
+class Signal:
+    content: str
+    category: str
+    confidence: float
+    section: str | None = None
+    negated: str = ""  # what a correction takes back
+    canon: tuple[str, ...] = ()  # cognitive habits in the summary's wording
+    sources: list[str] = field(default_factory=list)
+
+
+_COGNITIVE_EN = [(re.compile(p, re.IGNORECASE), c) for p, c in lx.COGNITIVE_EN]
+_COGNITIVE_ZH = [(re.compile(p), c) for p, c in lx.COGNITIVE_ZH]
+_POLITE_EN = re.compile(r"^(?:please|pls|i'd like you to|i want you to|can you|could you|would you)\b[,\s]*",
+                        re.IGNORECASE)
+_POLITE_ZH = re.compile(r"^(?:请|麻烦|我希望你?|希望你?|以后|你|回答时|回答的时候)+[，,]?")
+_ZH_SELF = re.compile(r"^我(?!们)")
+# "I love that you chose pottery", "I love it, it brings us closer": a reaction, not a preference
+_VAGUE_OBJECT = re.compile(r"(?:it|that|this|them|you|your|him|her|how|what|when|the way|those|these|everyone|"
+                           r"everything)\b", re.IGNORECASE)
+_WORD_EN = re.compile(r"[a-z']+")
+
+
+@dataclass(slots=True)
+class Clause:
+    """A clause, lower-cased once, with its English words: what the cue gates look at."""
+
+    text: str
+    low: str
+    cjk: bool
+    present: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> "Clause":
+        low = text.lower()
+        return cls(text, low, has_cjk(text), frozenset(_WORD_EN.findall(low)))
+
+    def has_cue(self, cues: tuple[frozenset[str], tuple[str, ...]]) -> bool:
+        """A cue word among the clause's English words, or a Chinese cue inside a CJK clause."""
+        words_en, substrings = cues
+        return not words_en.isdisjoint(self.present) or (self.cjk and any(c in self.low for c in substrings))
+
+
+def _cues(cues: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    return frozenset(c for c in cues if not has_cjk(c)), tuple(c for c in cues if has_cjk(c))
+
+
+def _by_cue(rules: tuple[lx.Rule, ...]) -> dict[str, tuple[int, ...]]:
+    cues = sorted({c for rule in rules for c in rule.cues})
+    return {cue: tuple(i for i, rule in enumerate(rules) if cue in rule.cues) for cue in cues}
+
+
+_RULES_BY_CUE_EN = _by_cue(lx.RULES_EN)
+_RULE_CUES_EN = frozenset(_RULES_BY_CUE_EN)
+_RULES_BY_CUE_ZH = _by_cue(lx.RULES_ZH)
+
+
+def _candidate_rules(clause: "Clause") -> list[lx.Rule]:
+    """The rules whose cues the clause holds, in rule order."""
+    hits: Iterable[str]
+    if clause.cjk:
+        rules, index = lx.RULES_ZH, _RULES_BY_CUE_ZH
+        hits = [cue for cue in index if cue in clause.text]
+    else:
+        rules, index = lx.RULES_EN, _RULES_BY_CUE_EN
+        hits = clause.present & _RULE_CUES_EN
+    return [rules[i] for i in sorted({i for cue in hits for i in index[cue]})]
+
+
+_TEMPORARY_CUES = _cues(lx.TEMPORARY_CUES)
+_COGNITIVE_CUES = _cues(lx.COGNITIVE_CUES)
+
+
+def _cognitive(clause: Clause) -> Signal | None:
+    if not clause.has_cue(_COGNITIVE_CUES):
+        return None
+    cjk, text = clause.cjk, clause.text
+    canon = tuple(dict.fromkeys(c for rx, c in (_COGNITIVE_ZH if cjk else _COGNITIVE_EN) if rx.search(text)))
+    if not canon:
+        return None
+    cleaned = (_POLITE_ZH if cjk else _POLITE_EN).sub("", text).strip(" 。.!！")
+    content = cleaned if cjk else third_clause(cleaned)
+    if len(content) > 80:
+        content = ("；" if cjk else "; ").join(canon)
+    return Signal(clip_line(content), "cognitive", 0.9, "cognitiveStyle", canon=canon)
+
+
+def _render(rule: lx.Rule, m: re.Match[str], cjk: bool) -> str | None:
+    raw = clip_object(m["x"], cjk)
+    if not raw or not has_content(raw):
+        return None
+    if not cjk and rule.category in ("preference", "behavior") and _VAGUE_OBJECT.match(raw):
+        return None
+    groups = m.groupdict()
+    verb = (groups.get("v") or "").strip()
+    if cjk:
+        raw = _ZH_SELF.sub("", raw)
+    values = {"v": verb, "Vraw": cap(verb), "raw": raw, "Raw": cap(raw)}
+    if not cjk:
+        x = swap_pronouns(raw)
+        w = groups.get("w") or ""
+        values.update(V=cap(third_verb(verb.lower())) if verb else "", x=x, xv=conjugate_first(x),
+                      X=third_clause(raw), w=w, w3=third_verb(w) if w else "")
+    return clip_line(rule.template.format(**values))
+
+
+def _negated(sentence: str, rule: lx.Rule, m: re.Match[str], cjk: bool) -> str:
+    if rule.negates:
+        return clip_object(m["x"], cjk)
+    if rule.category != "correction":
+        return ""
+    found = (lx.NEGATED_ZH if cjk else lx.NEGATED_EN).search(sentence)
+    return found["y"].strip() if found else ""
+
+
+def is_temporary(clause: Clause) -> bool:
+    return clause.has_cue(_TEMPORARY_CUES) and bool(lx.TEMPORARY.search(lx.DURABLE_NOW.sub(" ", clause.low)))
+
+
+def is_noise(clause: Clause) -> bool:
+    return any(c in clause.low for c in lx.NOISE_CUES) and bool(lx.NOISE.search(clause.low))
+
+
+def _signal(text: str) -> Signal | None:
+    """The one durable signal a clause carries, or None (questions, temporary state, noise)."""
+    s = text.strip()
+    if not s or s.endswith(("?", "？")):
+        return None
+    clause = Clause.of(s)
+    if lx.HEDGE.search(clause.low) or is_noise(clause) or is_temporary(clause):
+        return None
+    cognitive = _cognitive(clause)
+    if cognitive:
+        return cognitive
+    for rule in _candidate_rules(clause):
+        m = rule.pattern.search(s)
+        if not m:
+            continue
+        content = _render(rule, m, clause.cjk)
+        if content is None:
+            continue
+        section = rule.section
+        if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in words(m["x"])):
+            section = "personalContext"
+        return Signal(content, rule.category, rule.confidence, section, _negated(s, rule, m, clause.cjk))
+    return None
+
+
+_CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并且|但是?|所以|也)?(?=我|(?:i|i'm|we|my)\b)",
+                           re.IGNORECASE)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence cut where a new first-person clause starts ("..., and I prefer ...", "...，我喜欢...")."""
+    pieces: list[str] = []
+    start = 0
+    for m in _CLAUSE_START.finditer(sentence):
+        if len(sentence[start:m.start()].strip()) >= 4:  # "No, I meant ..." stays whole
+            pieces.append(sentence[start:m.start()])
+            start = m.end()
+    pieces.append(sentence[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def line_signals(text: str) -> list[Signal]:
+    """Signals of a message or a note line, clause by clause."""
+    found = []
+    for sentence in sentences(text):
+        for clause in _clauses(sentence):
+            sig = _signal(clause)
+            if sig:
+                found.append(sig)
+    return found

@@ -1,0 +1,233 @@
+"""Time references: the dates a message points at, in English and Chinese.
+
+``resolve_time_refs("what did we do last week?", now)`` gives the week before
+``now``'s week, Monday 00:00 to Sunday 23:59:59.999999 in ``now``'s time zone.
+Absolute dates ("2023-05-08", "8 May, 2023", "2023年5月"), months ("in May",
+"去年三月"), "3 weeks ago", "三天前", "yesterday", "上周", "last Monday", bare years.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from datetime import date, datetime, time, timedelta
+
+from reverie.engines.heuristic import lexicon as lx
+from reverie.models import TimeRef
+from reverie.text import normalize_space
+
+
+def _month_range(year: int, month: int) -> tuple[date, date]:
+    nxt = date(year + (month == 12), month % 12 + 1, 1)
+    return date(year, month, 1), nxt - timedelta(days=1)
+
+
+def _shift_month(day: date, months: int) -> tuple[int, int]:
+    index = day.year * 12 + day.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def _week_range(day: date, weeks: int = 0) -> tuple[date, date]:
+    monday = day - timedelta(days=day.weekday()) + timedelta(weeks=weeks)
+    return monday, monday + timedelta(days=6)
+
+
+def _year_range(year: int) -> tuple[date, date]:
+    return date(year, 1, 1), date(year, 12, 31)
+
+
+def _recent_year(today: date, month: int, strictly_before: bool = False) -> int:
+    """The year of the latest such month that has begun ("in May" asked in March means last May)."""
+    if month < today.month or (month == today.month and not strictly_before):
+        return today.year
+    return today.year - 1
+
+
+def _day_or_month(year: int, month: int, day: int | None) -> tuple[date, date] | None:
+    if not 1 <= month <= 12:
+        return None
+    if day:
+        try:
+            d = date(year, month, day)
+        except ValueError:
+            return None
+        return d, d
+    return _month_range(year, month)
+
+
+def _zh_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return lx.ZH_DIGITS.get(tens, 1) * 10 + lx.ZH_DIGITS.get(ones, 0)
+    return lx.ZH_DIGITS.get(text, 1)
+
+
+def _ago(today: date, n: int, unit: str) -> tuple[date, date]:
+    if unit == "day":
+        d = today - timedelta(days=n)
+        return d, d
+    if unit == "week":
+        return _week_range(today - timedelta(weeks=n))
+    if unit == "month":
+        return _month_range(*_shift_month(today, -n))
+    return _year_range(today.year - n)
+
+
+_UNITS_ZH = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+_MONTH_ALT = "|".join(sorted(lx.MONTHS, key=len, reverse=True))
+_ZH_M = r"1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九]"
+_ZH_D = r"[12]\d|3[01]|0?[1-9]|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九]"
+_REL_DAY_EN = {"the day before yesterday": -2, "yesterday": -1, "last night": -1, "today": 0, "tonight": 0,
+               "this morning": 0, "this afternoon": 0, "this evening": 0, "tomorrow": 1,
+               "the day after tomorrow": 2}
+_REL_ZH: dict[str, tuple[str, int]] = {
+    **{w: ("year", k) for w, k in (("大前年", -3), ("前年", -2), ("去年", -1), ("今年", 0), ("明年", 1))},
+    **{w: ("week", k) for w, k in (("上上周", -2), ("上周", -1), ("上星期", -1), ("上个星期", -1), ("上礼拜", -1),
+                                   ("上个礼拜", -1), ("本周", 0), ("这周", 0), ("这个星期", 0), ("这星期", 0),
+                                   ("下周", 1), ("下星期", 1), ("下个星期", 1))},
+    "上周末": ("weekend", -1),
+    **{w: ("month", k) for w, k in (("上上个月", -2), ("上个月", -1), ("上月", -1), ("本月", 0), ("这个月", 0),
+                                    ("下个月", 1), ("下月", 1))},
+    **{w: ("day", k) for w, k in (("大前天", -3), ("前天", -2), ("昨天", -1), ("昨日", -1), ("昨晚", -1),
+                                  ("今天", 0), ("今日", 0), ("今晚", 0), ("今早", 0), ("明天", 1), ("后天", 2))},
+}
+
+
+def _relative(today: date, unit: str, offset: int) -> tuple[date, date]:
+    if unit == "day":
+        d = today + timedelta(days=offset)
+        return d, d
+    if unit == "week":
+        return _week_range(today, offset)
+    if unit == "weekend":
+        monday, _ = _week_range(today, offset)
+        return monday + timedelta(days=5), monday + timedelta(days=6)
+    if unit == "month":
+        return _month_range(*_shift_month(today, offset))
+    return _year_range(today.year + offset)
+
+
+def _t_iso(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _day_or_month(int(m["y"]), int(m["m"]), int(m["d"]) if m["d"] else None)
+
+
+def _t_zh_date(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    if not m["m"]:
+        return _year_range(int(m["y"]))
+    return _day_or_month(int(m["y"]), _zh_number(m["m"]), _zh_number(m["d"]) if m["d"] else None)
+
+
+def _t_zh_month(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    month = _zh_number(m["m"])
+    year = today.year + _REL_ZH[m["pre"]][1] if m["pre"] else _recent_year(today, month)
+    return _day_or_month(year, month, _zh_number(m["d"]) if m["d"] else None)
+
+
+def _t_en_month(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    word, pre, year = m["mon"], (m["pre"] or "").lower(), m["y"]
+    day = m["d1"] or m["d2"]
+    if word.lower() in lx.AMBIGUOUS_MONTHS and not (year or pre or (day and word[0].isupper())):
+        return None
+    month = lx.MONTHS[word.lower()]
+    y = int(year) if year else _recent_year(today, month, strictly_before=pre == "last")
+    return _day_or_month(y, month, int(day) if day else None)
+
+
+def _t_en_ago(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    raw = m["n"].lower()
+    n = int(raw) if raw.isdigit() else lx.NUMBER_WORDS.get(raw, 1)
+    return _ago(today, n, m["unit"].lower())
+
+
+def _t_zh_ago(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _ago(today, _zh_number(m["n"]), _UNITS_ZH[m["unit"]])
+
+
+def _t_en_rel_day(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _relative(today, "day", _REL_DAY_EN[normalize_space(m.group(0).lower())])
+
+
+def _t_en_period(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    rel, unit = m["rel"].lower(), m["unit"].lower()
+    if rel in ("past", "the past", "the last") and unit != "weekend":
+        span = {"week": 6, "month": 29, "year": 364}[unit]
+        return today - timedelta(days=span), today
+    offset = {"last": -1, "previous": -1, "past": -1, "the past": -1, "the last": -1, "this": 0, "next": 1}[rel]
+    return _relative(today, unit, offset)
+
+
+def _t_en_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    back = (today.weekday() - lx.WEEKDAYS[m["wd"].lower()]) % 7
+    if m["rel"].lower() in ("last", "this past") and back == 0:
+        back = 7
+    d = today - timedelta(days=back)
+    return d, d
+
+
+def _t_zh_rel(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _relative(today, *_REL_ZH[m.group(0)])
+
+
+def _t_year(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _year_range(int(m["y"]))
+
+
+_NUM_EN = "|".join(sorted((re.escape(k) for k in lx.NUMBER_WORDS), key=len, reverse=True))
+# a handler reads one match into its first and last day, or None when the match is no date
+Handler = Callable[[re.Match[str], date], tuple[date, date] | None]
+TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), handler)
+    for p, handler in (
+        (r"\b(?P<y>(?:19|20)\d\d)[-/](?P<m>\d{1,2})(?:[-/](?P<d>\d{1,2}))?\b", _t_iso),
+        (rf"(?P<y>(?:19|20)\d\d)\s*年\s*(?:(?P<m>{_ZH_M})\s*月份?\s*(?:(?P<d>{_ZH_D})\s*[日号])?)?", _t_zh_date),
+        (rf"(?P<pre>去年|今年|前年|明年)?(?<![\d个])(?P<m>{_ZH_M})月份?(?:(?P<d>{_ZH_D})[日号])?", _t_zh_month),
+        (rf"\b(?:(?P<pre>in|during|since|last|this|early|late|mid|until|by|on)\s+(?:the\s+)?)?"
+         rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<mon>{_MONTH_ALT})\b\.?"
+         rf"(?:\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?", _t_en_month),
+        (rf"\b(?P<n>\d+|{_NUM_EN})\s+(?P<unit>day|week|month|year)s?\s+ago\b", _t_en_ago),
+        (r"(?P<n>\d+|[零一二两三四五六七八九十几]+)\s*个?(?P<unit>天|日|周|星期|礼拜|月|年)(?:前|之前|以前)", _t_zh_ago),
+        (r"\b(?:the day before yesterday|the day after tomorrow|yesterday|last\s+night|today|tonight|"
+         r"this\s+(?:morning|afternoon|evening)|tomorrow)\b", _t_en_rel_day),
+        (r"\b(?P<rel>last|previous|this|next|the past|past|the last)\s+(?P<unit>week|month|year|weekend)\b",
+         _t_en_period),
+        (r"\b(?P<rel>last|this past|on|this)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+         _t_en_weekday),
+        ("|".join(sorted(_REL_ZH, key=len, reverse=True)), _t_zh_rel),
+        (r"\b(?P<y>(?:19|20)\d\d)\b", _t_year),
+    )
+)
+
+
+def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
+    """Dates the text refers to, as whole days in ``now``'s time zone, in reading order.
+
+    ``resolve_time_refs("what did we do last week?", now)`` gives one TimeRef from
+    Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week.
+    """
+    today = now.date()
+    # spans already taken, kept sorted and disjoint: an overlap test is two neighbours
+    # (bisect), so the whole pass stays linear in the text, however many dates it holds
+    starts: list[int] = []
+    ends: list[int] = []
+    found: list[tuple[int, TimeRef]] = []
+    for pattern, handler in TIME_PATTERNS:
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            at = bisect.bisect_right(starts, start)
+            if (at > 0 and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
+                continue
+            span = handler(m, today)
+            if span is None:
+                continue
+            starts.insert(at, start)
+            ends.insert(at, end)
+            found.append((start, TimeRef(
+                text=m.group(0).strip(),
+                start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),
+                end=datetime.combine(span[1], time.max, tzinfo=now.tzinfo),
+            )))
+    return [ref for _, ref in sorted(found, key=lambda item: item[0])]
+
