@@ -1,30 +1,24 @@
 """Engines: who perceives, extracts, summarizes, distills, tidies and governs tags.
 
 Configuration picks an engine per step (``engine = "heuristic"`` for all,
-``[engines] extract = "openai"`` for one). Engines are built lazily, once.
+``[engines] extract = "openai"`` for one). Each engine is built once, when a step first needs it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reverie.engines.base import STEPS, Engine
+from reverie.engines.heuristic import HeuristicEngine
+from reverie.engines.openai_engine import OpenAIEngine
 from reverie.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from reverie.settings import Settings
+from reverie.settings import Settings
 
 __all__ = ["Engine", "Engines", "STEPS", "build_engine"]
 
 
-def build_engine(name: str, settings: "Settings") -> Engine:
+def build_engine(name: str, settings: Settings) -> Engine:
     if name == "heuristic":
-        from reverie.engines.heuristic import HeuristicEngine
-
         return HeuristicEngine()
     if name == "openai":
-        from reverie.engines.openai_engine import OpenAIEngine
-
         llm = settings.llm
         if not llm.base_url:
             raise InvalidInput(
@@ -42,7 +36,7 @@ def build_engine(name: str, settings: "Settings") -> Engine:
 class Engines:
     """The engine for each step, e.g. ``engines.extract.extract(request)``."""
 
-    def __init__(self, settings: "Settings"):
+    def __init__(self, settings: Settings):
         self._settings = settings
         self._built: dict[str, Engine] = {}
 
