@@ -246,9 +246,9 @@ def run_dream(
 def wait(home: Path, timeout: float | None = None) -> bool:
     """Wait until the background dreams of this home have ended (call it before closing the
     store); False if some still run after ``timeout`` seconds."""
-    home = str(Path(home).resolve())
+    where = str(Path(home).resolve())
     with _GUARD:
-        workers = [w for h, w in _WORKERS.values() if h == home and w is not threading.current_thread()]
+        workers = [w for h, w in _WORKERS.values() if h == where and w is not threading.current_thread()]
     for worker in workers:
         worker.join(timeout)
     return not any(w.is_alive() for w in workers)
@@ -516,9 +516,8 @@ class _Apply:
         if survivor.model_dump() != before:  # a line the notes merely repeat keeps its recency
             survivor.updated_at = self.now
         times = self.inputs.times
-        times[survivor.id] = max(
-            (times[x.id] for x in [survivor, *sources, *entry.notes] if x.id in times), default=self.now
-        )
+        evidence = [survivor.id, *(f.id for f in sources), *(n.id for n in entry.notes)]
+        times[survivor.id] = max((times[i] for i in evidence if i in times), default=self.now)
         self.ctx.facts.index_fact(survivor, unique([*survivor.tags, *(t for f in sources for t in f.tags)]))
         merged = [f for f in sources if f is not survivor and f.id not in self.kept_ids]
         for fact in merged:
@@ -602,9 +601,9 @@ class _Apply:
                 curated.setdefault(current.id, current)
         self.report.kept = sum(1 for i in self.kept_ids if i in curated)
         ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
-        curated = ranked[: self.ctx.settings.dream_max_entries]
-        self.report.overflow = len(live) - len(curated)
-        return curated
+        kept = ranked[: self.ctx.settings.dream_max_entries]
+        self.report.overflow = len(live) - len(kept)
+        return kept
 
     def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
         self.ctx.facts.archive_fact(fact, reason, successor, self.now)

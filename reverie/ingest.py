@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
 from reverie.errors import InvalidInput
-from reverie.messages import as_line, parse_message
+from reverie.messages import Messages, RawMessage, as_line, parse_message
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
 from reverie.store.base import Store, input_digest, nth_input, source_key
@@ -72,7 +72,7 @@ def add_messages(
     return episodes
 
 
-class Added(list):
+class Added(list[Episode]):
     """What :meth:`Memory.add` returns: the episodes it stored (a plain ``list`` of
     :class:`Episode`, as before), and what it recognised as stored already.
 
@@ -81,7 +81,7 @@ class Added(list):
     including those dropped from an episode that was stored with its new messages.
     """
 
-    def __init__(self, episodes: Iterable[Episode] = (), *, skipped: int = 0, skipped_messages: int = 0):
+    def __init__(self, episodes: Iterable[Episode] = (), *, skipped: int = 0, skipped_messages: int = 0) -> None:
         super().__init__(episodes)
         self.skipped = skipped
         self.skipped_messages = skipped_messages
@@ -168,9 +168,9 @@ def is_locomo(data: Any) -> bool:
     return isinstance(data, dict) and "speaker_a" in data and "session_1" in data
 
 
-def locomo_sessions(data: dict) -> list[tuple[int, datetime, list[dict]]]:
+def locomo_sessions(data: dict[str, Any]) -> list[tuple[int, datetime, list[dict[str, Any]]]]:
     """(number, date, turns) for each session that has turns, in order."""
-    out = []
+    out: list[tuple[int, datetime, list[dict[str, Any]]]] = []
     numbers = sorted(int(k.split("_")[1]) for k in data if re.fullmatch(r"session_\d+", k))
     for n in numbers:
         turns = data.get(f"session_{n}") or []
@@ -180,11 +180,11 @@ def locomo_sessions(data: dict) -> list[tuple[int, datetime, list[dict]]]:
     return out
 
 
-def locomo_conversation(data: dict, thread: str = "locomo") -> Conversation:
+def locomo_conversation(data: dict[str, Any], thread: str = "locomo") -> Conversation:
     """All sessions' turns, each stamped with its session's date (a minute apart, in order)."""
     from datetime import timedelta
 
-    messages = []
+    messages: list[dict[str, Any]] = []
     for _, when, turns in locomo_sessions(data):
         for i, turn in enumerate(turns):
             text = turn.get("text", "")
@@ -209,7 +209,7 @@ class IngestReport(BaseModel):
 
 
 def ingest(
-    source: str | Path | Iterable[Any], *, add: Callable[[list[Any], str], "Added"],
+    source: str | Path | Messages, *, add: Callable[[Sequence[RawMessage], str], Added],
     on_progress: Callable[[str], None] | None = None,
 ) -> IngestReport:
     """Read ``source`` (a file path, or a list of messages) and hand each conversation to
@@ -218,17 +218,19 @@ def ingest(
         path = Path(source)
         if not path.is_file():
             raise InvalidInput(f"no file {path.name!r} to ingest", field="path")
-        conversations = load_conversations(path)
+        batches: list[tuple[str, Sequence[RawMessage]]] = [
+            (conv.thread, conv.messages) for conv in load_conversations(path)
+        ]
     else:
-        conversations = [Conversation("default", list(source))]
-    report = IngestReport(conversations=len(conversations))
-    for conv in conversations:
-        added = add(conv.messages, conv.thread)
+        batches = [("default", list(source))]
+    report = IngestReport(conversations=len(batches))
+    for thread, messages in batches:
+        added = add(messages, thread)
         report.episodes += len(added)
         report.skipped += added.skipped
         report.skipped_messages += added.skipped_messages
         if on_progress is not None:
-            on_progress(conv.thread)
+            on_progress(thread)
     return report
 
 
@@ -236,7 +238,7 @@ def load_conversations(path: Path) -> list[Conversation]:
     text = path.read_text(encoding="utf-8")
     thread = path.stem
     if path.suffix == ".jsonl":
-        rows = []
+        rows: list[dict[str, Any]] = []
         for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
@@ -263,7 +265,7 @@ def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         return [Conversation(str(data.get("thread") or thread), data["messages"])]
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        out = []
+        out: list[Conversation] = []
         for i, conv in enumerate(data["conversations"]):
             if not isinstance(conv, dict) or not isinstance(conv.get("messages"), list):
                 raise InvalidInput(f"conversations[{i}] needs a messages array", field=f"conversations[{i}].messages")
@@ -276,7 +278,7 @@ def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
 
 
 def _from_lines(text: str, thread: str) -> Conversation:
-    messages = []
+    messages: list[dict[str, Any]] = []
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import Field, PrivateAttr
 
-from reverie.models import Episode, Fact, Model, new_id, utcnow
+from reverie.models import Episode, Fact, Model, ProfileSection, new_id, utcnow
 from reverie.store.base import Store
 
 # the store's record of what reverie last wrote to a user's MEMORY.md (its fact ids under "facts")
@@ -25,8 +25,11 @@ def journal_key(journal_id: str) -> str:
     return f"journal:{journal_id}"
 
 
+ChangeKind = Literal["fact", "episode", "profile"]
+
+
 class Change(Model):
-    kind: Literal["fact", "episode", "profile"]  # a profile change's id is the section name
+    kind: ChangeKind  # a profile change's id is the section name
     id: str
     before: dict[str, Any] | None = None  # None: the operation created it
 
@@ -46,12 +49,12 @@ class Journal(Model):
     # the facts MEMORY.md listed before the operation (None: there was no MEMORY.md)
     memory_md_before: list[str] | None = None
     undone_at: datetime | None = None
-    _before: dict[tuple[str, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _before: dict[tuple[ChangeKind, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
     _created: list[str] = PrivateAttr(default_factory=list)
 
     def watch(self, items: Iterable[Fact | Episode]) -> None:
         for item in items:
-            kind = "episode" if isinstance(item, Episode) else "fact"
+            kind: ChangeKind = "episode" if isinstance(item, Episode) else "fact"
             self._before.setdefault((kind, item.id), item.model_dump(mode="json"))
 
     def watch_profile(self, store: Store) -> None:
@@ -64,7 +67,7 @@ class Journal(Model):
     def commit(self, store: Store) -> "Journal":
         """Record what changed (inside the caller's transaction); nothing changed, nothing saved."""
         ids = {kind: [i for k, i in self._before if k == kind] for kind in ("fact", "episode")}
-        now: dict[tuple[str, str], dict[str, Any]] = {
+        now: dict[tuple[ChangeKind, str], dict[str, Any]] = {
             ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
         } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
         if any(kind == "profile" for kind, _ in self._before):
@@ -83,5 +86,5 @@ class Journal(Model):
         return self
 
 
-def _section_state(section: Any) -> dict[str, Any]:
+def _section_state(section: ProfileSection) -> dict[str, Any]:
     return {"summary": section.summary, "updated_at": section.updated_at.isoformat() if section.updated_at else None}

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from reverie.context import Context
 from reverie.engines.base import (
@@ -322,9 +322,9 @@ class Learner:
                 self.facts.reinforce_fact(fact, list(episode_ids), now)
         removed = []
         for removal in ex.facts_to_remove:
-            fact = self.store.get_fact(removal.id)
-            if fact is not None and fact.user == user and fact.status != "archived":
-                removed.append((fact, removal.reason))
+            found = self.store.get_fact(removal.id)
+            if found is not None and found.user == user and found.status != "archived":
+                removed.append((found, removal.reason))
         added: list[Fact] = []
         for new in ex.new_facts:
             if new.confidence < self.settings.fact_confidence_threshold:
@@ -382,7 +382,7 @@ def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
     return drawn or [sid for e in episodes for sid in e.source_ids]
 
 
-def _chunks(episodes: list[Episode], max_chars: int | None):
+def _chunks(episodes: list[Episode], max_chars: int | None) -> Iterator[tuple[int, list[Episode]]]:
     """(start index, episodes) batches of at most ``max_chars`` of text each (one episode at
     least), so that a long ingested talk reaches a model in prompts it can read."""
     if max_chars is None:

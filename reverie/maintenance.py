@@ -279,14 +279,17 @@ def _apply_tidy(ctx: Context, user: str, proposal: TidyReport) -> TidyReport:
         writer = TagWriter(ctx.store, user)
         for change in result.accepted:
             fact = live.get(change.fact_id or "")
-            if change.op != "add" and (fact is None or fact.content != change.before):
-                change.refused = "the fact changed since the proposal"
-            elif change.op == "remove":
-                successor = next((live[i] for i in _IDS.findall(change.reason) if i in live and i != fact.id), None)
-                ctx.facts.archive_fact(fact, f"tidy: {change.reason}", successor, now)
-            elif change.op == "rewrite":
-                fact.content, fact.updated_at = change.after, now
-                ctx.facts.index_fact(fact, fact.tags)
+            if change.op != "add":
+                if fact is None or fact.content != change.before:
+                    change.refused = "the fact changed since the proposal"
+                elif change.op == "remove":
+                    successor = next(
+                        (live[i] for i in _IDS.findall(change.reason) if i in live and i != fact.id), None
+                    )
+                    ctx.facts.archive_fact(fact, f"tidy: {change.reason}", successor, now)
+                else:  # rewrite
+                    fact.content, fact.updated_at = change.after, now
+                    ctx.facts.index_fact(fact, fact.tags)
             else:
                 named = [i for i in _IDS.findall(change.reason) if i in live]
                 new = Fact(user=user, content=change.after, category=change.category, confidence=1.0,
@@ -410,9 +413,9 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
                 ctx.facts.index_fact(fact, fact.tags)
                 report.restored += 1
             else:
-                fact = ctx.store.get_fact(change.id)
-                if fact is not None and fact.status != "archived":
-                    ctx.facts.archive_fact(fact, f"undone ({journal.id})", None, now)
+                created = ctx.store.get_fact(change.id)
+                if created is not None and created.status != "archived":
+                    ctx.facts.archive_fact(created, f"undone ({journal.id})", None, now)
                     report.archived += 1
         journal.undone_at = now
         ctx.store.set_meta(journal_key(journal.id), journal.model_dump_json())

@@ -18,10 +18,11 @@ import logging
 import weakref
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from reverie import curation, dream, maintenance, memory_md, notes, portability
 from reverie.context import Context
+from reverie.dream import ChatReply
 from reverie.errors import NotFound
 from reverie.files import UserFiles
 from reverie.ingest import Added, IngestReport, add_messages, ingest
@@ -44,7 +45,8 @@ from reverie.maintenance import (
     UndoReport,
 )
 from reverie.memory_md import SyncReport
-from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile
+from reverie.messages import Messages
+from reverie.models import Episode, Fact, KnowledgeDoc, Note, Profile
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
 from reverie.store import SQLiteStore, Store
@@ -52,8 +54,6 @@ from reverie.store.base import DreamRun
 from reverie.turn import Turn, recover_turns
 
 log = logging.getLogger("reverie")
-
-Messages = Iterable[dict[str, Any] | Message | str]
 
 
 class Memory:
@@ -345,7 +345,7 @@ class Memory:
 
     def chat_command(
         self, text: str, *, user: str, on_done: Callable[[DreamRun], Any] | None = None
-    ) -> dream.ChatReply | None:
+    ) -> ChatReply | None:
         """Handle ``/memory dream [N]`` typed in a chat (in the background); None for other text."""
         return dream.chat_command(self.ctx, text, user=check_user(user), on_done=on_done)
 

@@ -215,7 +215,7 @@ def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
         if category == "profile":
             found = _PROFILE_LINE.match(body)
             section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
-            if section:
+            if found and section:
                 profile[section] = found["text"].strip()
         elif body:
             lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterable
 
 from reverie.errors import InvalidInput
 from reverie.inputs import check_time, clean_label, clean_text
 from reverie.models import Message
 from reverie.text import token_set
+
+# one message as a caller hands it: a dict, a Message, or a plain string from the user
+RawMessage = dict[str, Any] | Message | str
+Messages = Iterable[RawMessage]
 
 # roles whose words are the agent's, not the user's
 AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})

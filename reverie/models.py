@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from datetime import date, datetime, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -181,7 +181,8 @@ class Episode(Model):
 
     def sources_of(self, indices: list[int]) -> list[str]:
         """External ids (a LoCoMo dia_id...) of the given messages."""
-        return [self.messages[i].source_id for i in indices if i < len(self.messages) and self.messages[i].source_id]
+        picked = (self.messages[i].source_id for i in indices if i < len(self.messages))
+        return [source_id for source_id in picked if source_id]
 
 
 class Provenance(Model):
@@ -246,12 +247,15 @@ class Profile(Model):
     def section(self, name: str) -> ProfileSection:
         """``profile.section("user.cognitiveStyle")``; KeyError for an unknown name."""
         group, attr = _SECTION_ATTRS[name]
-        return getattr(getattr(self, group), attr)
+        section = getattr(getattr(self, group), attr)
+        if not isinstance(section, ProfileSection):  # _SECTION_ATTRS names only sections
+            raise KeyError(name)
+        return section
 
     def sections(self) -> dict[str, ProfileSection]:
         return {name: self.section(name) for name in PROFILE_SECTIONS}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from pydantic import ValidationError
 
@@ -39,6 +40,19 @@ log = logging.getLogger("reverie.portability")
 EXPORT_VERSION = 1
 SECTIONS = ("profile", "facts", "episodes", "notes", "knowledge")
 
+_Item = TypeVar("_Item", Fact, Episode, Note, KnowledgeDoc)
+
+
+@dataclass
+class _Parsed:
+    """An import read and checked, ready to be written in one transaction."""
+
+    profile: Profile
+    facts: list[Fact]
+    episodes: list[Episode]
+    notes: list[Note]
+    knowledge: list[KnowledgeDoc]
+
 
 def export_user(ctx: Context, user: str) -> dict[str, Any]:
     store = ctx.store
@@ -56,7 +70,7 @@ def export_user(ctx: Context, user: str) -> dict[str, Any]:
     }
 
 
-def import_user(ctx: Context, data: dict | str, user: str, *, strict: bool = True) -> dict[str, int]:
+def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: bool = True) -> dict[str, int]:
     """Import ``data`` for ``user``; returns counts per section. ``strict=False`` (background
     reads) skips unusable entries with a warning instead of failing."""
     if isinstance(data, (str, bytes)):
@@ -69,18 +83,18 @@ def import_user(ctx: Context, data: dict | str, user: str, *, strict: bool = Tru
     if not isinstance(data, dict):
         raise InvalidInput("import must be a JSON object (an export envelope)", field="$")
     check_json(data, ctx.settings.max_import_depth)
-    data = redact_obj(data)
-    if _is_deerflow(data):
-        parsed = _parse_deerflow(data, user, strict)
+    envelope: dict[str, Any] = redact_obj(data)  # a dict comes back as a dict
+    if _is_deerflow(envelope):
+        parsed = _parse_deerflow(envelope, user, strict)
     else:
-        parsed = _parse_envelope(data, user, strict)
+        parsed = _parse_envelope(envelope, user, strict)
     _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
     return _apply(ctx, user, parsed)
 
 
-def _check_fact_length(parsed: dict[str, list], limit: int, strict: bool) -> None:
-    kept = []
-    for index, fact in enumerate(parsed["facts"]):
+def _check_fact_length(parsed: _Parsed, limit: int, strict: bool) -> None:
+    kept: list[Fact] = []
+    for index, fact in enumerate(parsed.facts):
         if len(fact.content) <= limit:
             kept.append(fact)
             continue
@@ -88,14 +102,14 @@ def _check_fact_length(parsed: dict[str, list], limit: int, strict: bool) -> Non
         if strict:
             raise InvalidInput(f"{message}; nothing was imported", field=f"facts[{index}].content")
         log.warning("skipping %s", message)
-    parsed["facts"] = kept
+    parsed.facts = kept
 
 
-def _is_deerflow(data: dict) -> bool:
+def _is_deerflow(data: dict[str, Any]) -> bool:
     return isinstance(data.get("user"), dict) or ("history" in data and "exportedAt" not in data)
 
 
-def _require(data: dict, name: str, kind: type, label: str) -> Any:
+def _require(data: dict[str, Any], name: str, kind: type, label: str) -> Any:
     value = data.get(name)
     if value is None:
         return None
@@ -104,7 +118,7 @@ def _require(data: dict, name: str, kind: type, label: str) -> Any:
     return value
 
 
-def _parse_envelope(data: dict, user: str, strict: bool) -> dict[str, list]:
+def _parse_envelope(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
     if "version" not in data:
         raise InvalidInput("not a reverie export: the envelope has no version", field="version")
     if data["version"] != EXPORT_VERSION:
@@ -118,16 +132,16 @@ def _parse_envelope(data: dict, user: str, strict: bool) -> dict[str, list]:
         raise InvalidInput(f"unknown envelope field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
     profile = _require(data, "profile", dict, "an object") or {}
     lists = {name: _require(data, name, list, "an array") or [] for name in SECTIONS[1:]}
-    return {
-        "profile": [_profile(profile)],
-        "facts": _items(lists["facts"], "facts", user, strict, _fact),
-        "episodes": _items(lists["episodes"], "episodes", user, strict, lambda d, u: Episode.model_validate({**d, "user": u})),
-        "notes": _items(lists["notes"], "notes", user, strict, lambda d, u: Note.model_validate({**d, "user": u})),
-        "knowledge": _items(lists["knowledge"], "knowledge", user, strict, lambda d, u: KnowledgeDoc.model_validate({**d, "user": u})),
-    }
+    return _Parsed(
+        profile=_profile(profile),
+        facts=_items(lists["facts"], "facts", user, strict, _fact),
+        episodes=_items(lists["episodes"], "episodes", user, strict, lambda d, u: Episode.model_validate({**d, "user": u})),
+        notes=_items(lists["notes"], "notes", user, strict, lambda d, u: Note.model_validate({**d, "user": u})),
+        knowledge=_items(lists["knowledge"], "knowledge", user, strict, lambda d, u: KnowledgeDoc.model_validate({**d, "user": u})),
+    )
 
 
-def _parse_deerflow(data: dict, user: str, strict: bool) -> dict[str, list]:
+def _parse_deerflow(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
     for name in ("user", "history"):
         if name in data and not isinstance(data[name], dict):
             raise InvalidInput(f"{name} must be an object in a deer-flow memory.json", field=name)
@@ -135,7 +149,7 @@ def _parse_deerflow(data: dict, user: str, strict: bool) -> dict[str, list]:
         raise InvalidInput("facts must be an array in a deer-flow memory.json", field="facts")
     profile = _profile({"user": data.get("user") or {}, "history": data.get("history") or {}})
 
-    def fact(raw: dict, u: str) -> Fact:
+    def fact(raw: dict[str, Any], u: str) -> Fact:
         source = raw.get("source")
         converted = {
             "id": raw.get("id"),
@@ -149,18 +163,19 @@ def _parse_deerflow(data: dict, user: str, strict: bool) -> dict[str, list]:
         }
         return _fact({k: v for k, v in converted.items() if v is not None}, u)
 
-    return {
-        "profile": [profile],
-        "facts": _items(data.get("facts") or [], "facts", user, strict, fact),
-        "episodes": [], "notes": [], "knowledge": [],
-    }
+    facts = _items(data.get("facts") or [], "facts", user, strict, fact)
+    return _Parsed(profile=profile, facts=facts, episodes=[], notes=[], knowledge=[])
 
 
-def _profile(raw: dict) -> Profile:
-    user = raw.get("user") if isinstance(raw.get("user"), dict) else {}
-    history = raw.get("history") if isinstance(raw.get("history"), dict) else {}
-    clean: dict[str, dict] = {"user": {}, "history": {}}
-    for group, keys, source in (("user", USER_SECTIONS, user), ("history", HISTORY_SECTIONS, history)):
+def _profile(raw: dict[str, Any]) -> Profile:
+    user = raw.get("user")
+    history = raw.get("history")
+    groups: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = (
+        ("user", USER_SECTIONS, user if isinstance(user, dict) else {}),
+        ("history", HISTORY_SECTIONS, history if isinstance(history, dict) else {}),
+    )
+    clean: dict[str, dict[str, Any]] = {"user": {}, "history": {}}
+    for group, keys, source in groups:
         for key in keys:
             section = source.get(key)
             if isinstance(section, dict) and isinstance(section.get("summary"), str):
@@ -188,7 +203,7 @@ def _coerce_confidence(value: Any) -> float:
     return min(1.0, max(0.0, number))
 
 
-def _fact(raw: dict, user: str) -> Fact:
+def _fact(raw: dict[str, Any], user: str) -> Fact:
     content = raw.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ValueError("content is missing or empty")
@@ -211,8 +226,10 @@ def _fact(raw: dict, user: str) -> Fact:
     return Fact.model_validate(data)
 
 
-def _items(raw_items: list, section: str, user: str, strict: bool, parse) -> list:
-    out = []
+def _items(
+    raw_items: list[Any], section: str, user: str, strict: bool, parse: Callable[[dict[str, Any], str], _Item]
+) -> list[_Item]:
+    out: list[_Item] = []
     for index, raw in enumerate(raw_items):
         where = f"{section}[{index}]"
         try:
@@ -242,39 +259,38 @@ def _first_error(exc: Exception) -> str:
     return str(exc)
 
 
-def _apply(ctx: Context, user: str, parsed: dict[str, list]) -> dict[str, int]:
+def _apply(ctx: Context, user: str, parsed: _Parsed) -> dict[str, int]:
     store = ctx.store
     writer = TagWriter(store, user)
     counts = {name: 0 for name in SECTIONS}
     with store.transaction():
-        profile: Profile = parsed["profile"][0]
-        for name, section in profile.sections().items():
+        for name, section in parsed.profile.sections().items():
             if section.summary:
                 store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())
                 counts["profile"] += 1
-        for fact in parsed["facts"]:
+        for fact in parsed.facts:
             _own_id(store.get_fact(fact.id), fact, user, "fact")
             ctx.facts.index_fact(fact, fact.tags, writer=writer)
             counts["facts"] += 1
-        for ep in parsed["episodes"]:
+        for ep in parsed.episodes:
             _own_id(store.get_episode(ep.id), ep, user, "ep")
             ep.tags = writer.ensure(ep.tags)
             store.put_episode(ep)
             store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
             counts["episodes"] += 1
-        for note in parsed["notes"]:
+        for note in parsed.notes:
             _own_id(next(iter(store.get_notes([note.id]).values()), None), note, user, "note")
             store.put_note(note)
             counts["notes"] += 1
-        for doc in parsed["knowledge"]:
+        for doc in parsed.knowledge:
             _own_id(next(iter(store.get_knowledge([doc.id]).values()), None), doc, user, "kn")
             ctx.facts.index_knowledge(doc)
             counts["knowledge"] += 1
-    mirror_notes(ctx.store, ctx.files, user, {n.date for n in parsed["notes"]})
+    mirror_notes(ctx.store, ctx.files, user, {n.date for n in parsed.notes})
     return counts
 
 
-def _own_id(existing: Any, item: Any, user: str, prefix: str) -> None:
+def _own_id(existing: _Item | None, item: _Item, user: str, prefix: str) -> None:
     """An id already taken by another user's item gets a fresh one (no cross-user overwrite)."""
     if existing is not None and existing.user != user:
         item.id = new_id(prefix)

@@ -28,6 +28,7 @@ from reverie.cli.common import (
     say,
 )
 from reverie.models import utcnow
+from reverie.recall import Recall
 
 tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
 app.add_typer(tags_app, name="tags")
@@ -220,7 +221,7 @@ def recall(
             print_why(result)
 
 
-def print_why(result) -> None:
+def print_why(result: Recall) -> None:
     table = Table(title="why each item was chosen")
     for col in ("kind", "depth", "score", "parts", "tags", "from"):
         table.add_column(col, overflow="fold")

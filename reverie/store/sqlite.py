@@ -207,6 +207,11 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+def _dt_set(value: str) -> datetime:
+    """A time from a NOT NULL column (always written by :func:`_ts` from a datetime)."""
+    return datetime.fromisoformat(value)
+
+
 def _in(values: list[Any]) -> str:
     return ",".join("?" * len(values))
 
@@ -310,7 +315,7 @@ class SQLiteStore(Store):
                 conn.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
 
     def schema_version(self) -> int:
-        return self._x("SELECT version FROM schema_version").fetchone()[0]
+        return int(self._x("SELECT version FROM schema_version").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
@@ -416,7 +421,8 @@ class SQLiteStore(Store):
         limit: int | None = None,
         newest_first: bool = True,
     ) -> list[Episode]:
-        sql, params = "SELECT * FROM episodes WHERE user = ?", [user]
+        sql = "SELECT * FROM episodes WHERE user = ?"
+        params: list[str | int] = [user]
         for clause, value in (
             ("thread = ?", thread),
             ("status = ?", status),
@@ -503,7 +509,14 @@ class SQLiteStore(Store):
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
         return {row["id"]: self._fact(row) for row in self._rows("fact", ids)}
 
-    def list_facts(self, user, *, status=None, category=None, agent=None) -> list[Fact]:
+    def list_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        agent: str | None = None,
+    ) -> list[Fact]:
         statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
         sql = f"SELECT * FROM facts WHERE user = ? AND status IN ({_in(statuses)})"
         params: list[Any] = [user, *statuses]
@@ -711,7 +724,7 @@ class SQLiteStore(Store):
             user=row["user"],
             status=row["status"],
             days=body["days"],
-            started_at=_dt(row["started_at"]),
+            started_at=_dt_set(row["started_at"]),
             finished_at=_dt(body["finished_at"]),
             input_hash=body["input_hash"],
             report=body["report"],
@@ -742,7 +755,7 @@ class SQLiteStore(Store):
             user=row["user"],
             name=row["name"],
             admin=bool(row["admin"]),
-            created_at=_dt(row["created_at"]),
+            created_at=_dt_set(row["created_at"]),
             revoked_at=_dt(row["revoked_at"]),
         )
 
