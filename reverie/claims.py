@@ -32,6 +32,7 @@ from typing import Literal
 from reverie.text import (
     STOPWORDS,
     clip_line,
+    exact_key,
     has_cjk,
     jaccard,
     stem,
@@ -530,3 +531,29 @@ def contradicts(newer: Claim, older: Claim) -> bool:
     if newer.group in _SINGLE_VALUED:
         return not same_object
     return _exclusive_clash(newer.obj, older.obj)
+
+
+def stored_relation(a: str, b: str, duplicate_at: float) -> str | None:
+    """:func:`fact_relation` for two stored lines, the way the dream line and maintenance
+    compare whole sets of facts: the same line but for case and spacing is a duplicate, and
+    a pair that shares no word (most pairs) is judged unrelated without reading values."""
+    if exact_key(a) == exact_key(b):
+        return "duplicate"
+    if not term_set(a) & term_set(b):
+        return None
+    return fact_relation(a, b, duplicate_at)
+
+
+# what is true only for now ("the server is running on port 8080", "我现在在开会") is no
+# durable fact; "from now on ..." announces something lasting
+TEMPORARY = re.compile(
+    r"\b(?:right now|at the moment|for now|today|tonight|this (?:morning|afternoon|evening)|just now|"
+    r"at present|temporarily|for the time being|currently running|is running on|listening on)\b"
+    r"|\bport\s+\d+|现在|目前|今天|刚才|刚刚|这会儿|暂时|此刻|当前|端口"
+)
+DURABLE_NOW = re.compile(r"from now on|going forward|从现在开始|从今以后|从现在起")
+
+
+def is_temporary(text: str) -> bool:
+    """The one rule for a statement that holds only for now (learning, the dream, the engines)."""
+    return bool(TEMPORARY.search(DURABLE_NOW.sub(" ", text.lower())))

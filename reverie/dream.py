@@ -31,18 +31,11 @@ from typing import Any, Callable, Iterable, Literal
 
 from pydantic import Field
 
+from reverie.claims import is_temporary, stored_relation
 from reverie.context import Context
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry
 from reverie.errors import Conflict, InvalidInput, ReverieError
-from reverie.facts import (
-    TEMPORARY,
-    absorb,
-    exact_key,
-    fact_rank,
-    numbers,
-    relation,
-    unique,
-)
+from reverie.facts import absorb, fact_rank, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import follow, plural, publish_memory_md, sync
@@ -60,7 +53,7 @@ from reverie.models import (
 )
 from reverie.redact import redact
 from reverie.store.base import DreamRun
-from reverie.text import normalize_space, preferred_language, token_set
+from reverie.text import exact_key, normalize_space, preferred_language, token_set
 
 log = logging.getLogger("reverie.dream")
 
@@ -479,7 +472,7 @@ class _Apply:
             if entry.action == "keep":
                 results += [(entry, f) for f in entry.facts if not self._clean_temporary(f)]
             elif entry.action in ("merge", "add"):
-                if TEMPORARY.search(entry.content) or is_trivial(entry.content):
+                if is_temporary(entry.content) or is_trivial(entry.content):
                     self.report.cleaned.append(DreamEntry(content=entry.content, reason="temporary state"))
                 else:
                     results.append((entry, self._write(entry)))
@@ -490,7 +483,7 @@ class _Apply:
         return self._curate([f for _, f in results], live)
 
     def _clean_temporary(self, fact: Fact) -> bool:
-        if not TEMPORARY.search(fact.content):
+        if not is_temporary(fact.content):
             return False
         self._archive(fact, "temporary state", None)
         self.report.cleaned.append(DreamEntry(content=fact.content, fact_id=fact.id, reason="temporary state"))
@@ -506,7 +499,7 @@ class _Apply:
             probe = Fact(user=self.journal.user, content=entry.content, category=entry.category)
             dup = self.ctx.settings.duplicate_jaccard
             survivor = next((f for f in self.inputs.pending if f.status == "pending"
-                             and relation(probe, f, dup) == "duplicate"), None)
+                             and stored_relation(probe.content, f.content, dup) == "duplicate"), None)
         if survivor is None:
             survivor = self._new_fact(entry, sources)
         before = survivor.model_dump()
@@ -558,7 +551,7 @@ class _Apply:
                 (f for e, f in results if named & {f.id, *(x.id for x in e.facts), *(n.id for n in e.notes)}),
                 None,
             ) or next((f for _, f in results
-                       if relation(f, fact, self.ctx.settings.duplicate_jaccard) == "conflict"), None)
+                       if stored_relation(f.content, fact.content, self.ctx.settings.duplicate_jaccard) == "conflict"), None)
             reason = entry.reason or "dropped from the curated list"
             self._archive(fact, ARCHIVE_NEWER if successor else reason, successor)
             if successor is not None:
@@ -575,7 +568,7 @@ class _Apply:
         by_time = sorted(facts, key=lambda f: self.inputs.times.get(f.id, as_utc(f.created_at)), reverse=True)
         for fact in by_time:
             for i, other in enumerate(accepted):
-                found = relation(fact, other, dup)
+                found = stored_relation(fact.content, other.content, dup)
                 if found == "duplicate":
                     keep, drop = (other, fact) if other.uses >= fact.uses else (fact, other)
                     self.ctx.facts.fold(drop, keep, f"{ARCHIVE_MERGED} (same as {keep.id})", self.journal, self.now)

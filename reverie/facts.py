@@ -23,18 +23,12 @@ from reverie.redact import redact
 from reverie.settings import Settings
 from reverie.store.base import Store
 from reverie.tags import TagWriter
-from reverie.text import normalize_space, token_set
+from reverie.text import normalize_space
 
 log = logging.getLogger("reverie.facts")
 
 # a learned fact longer than this is clipped (seed 002 advises one line under 120)
 MAX_FACT_CHARS = 160
-# what is true only for now ("the server is running on port 8080") is no durable fact
-TEMPORARY = re.compile(
-    r"\b(right now|currently running|at the moment|is (up|down|running) on|on port \d+|port \d{2,5}\b|"
-    r"for now|this morning|tonight|today)\b|现在在|目前在|刚才|今天|端口",
-    re.IGNORECASE,
-)
 OVER_CAPACITY = "over capacity"
 CAPACITY_META = "capacity:{user}"
 # origins of facts a person vouched for: never evicted by capacity
@@ -46,21 +40,6 @@ def fact_rank(fact: Fact, now: datetime) -> float:
     last = as_utc(fact.last_used_at or fact.updated_at)
     age_days = max(0.0, (now - last).total_seconds() / 86400)
     return fact.confidence + 0.3 * math.log1p(fact.uses) + 0.5 * math.exp(-DECAY * age_days)
-
-
-def exact_key(text: str) -> str:
-    """Two lines that are the same but for case, spacing and a final full stop."""
-    return normalize_space(text).casefold().rstrip(" .。!！")
-
-
-def relation(a: Fact, b: Fact, duplicate_at: float) -> str | None:
-    """:func:`reverie.claims.fact_relation` of two stored facts; pairs that share no word
-    (most) are skipped cheaply."""
-    if exact_key(a.content) == exact_key(b.content):
-        return "duplicate"
-    if not token_set(a.content) & token_set(b.content):
-        return None
-    return fact_relation(a.content, b.content, duplicate_at)
 
 
 def numbers(text: str) -> set[str]:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from reverie.claims import is_temporary
 from reverie.context import Context
 from reverie.engines.base import (
     EpisodeSummary,
@@ -29,7 +30,7 @@ from reverie.engines.base import (
     TagInfo,
 )
 from reverie.errors import EngineError
-from reverie.facts import MAX_FACT_CHARS, TEMPORARY
+from reverie.facts import MAX_FACT_CHARS
 from reverie.inputs import normalize_category
 from reverie.messages import clip, is_trivial
 from reverie.models import (
@@ -330,7 +331,7 @@ class Learner:
             if new.confidence < self.settings.fact_confidence_threshold:
                 continue
             content = normalize_space(redact(new.content))
-            if not content or TEMPORARY.search(content) or is_trivial(content):
+            if not content or is_temporary(content) or is_trivial(content):
                 continue
             if len(content) > MAX_FACT_CHARS:
                 content = content[: MAX_FACT_CHARS - 1].rstrip() + "…"

@@ -21,24 +21,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from reverie.claims import NEGATION
+from reverie.claims import NEGATION, stored_relation
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, NotFound
-from reverie.facts import (
-    FactLine,
-    capacity_record,
-    clean_line,
-    exact_key,
-    fact_line,
-    numbers,
-    relation,
-)
+from reverie.facts import FactLine, capacity_record, clean_line, fact_line, numbers
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, as_utc, utcnow
 from reverie.tags import TagWriter
-from reverie.text import terms, token_set, words
+from reverie.text import exact_key, terms, token_set, words
 
 CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
@@ -74,7 +66,7 @@ def consolidate(ctx: Context, *, user: str, dry_run: bool = False) -> Consolidat
     groups: list[tuple[Fact, list[Fact]]] = []
     for fact in facts:
         home = next(
-            (g for g in groups if relation(fact, g[0], ctx.settings.consolidate_jaccard) == "duplicate"), None
+            (g for g in groups if stored_relation(fact.content, g[0].content, ctx.settings.consolidate_jaccard) == "duplicate"), None
         )
         if home is None:
             groups.append((fact, []))
@@ -206,7 +198,7 @@ class _Judge:
         dup = self.ctx.settings.duplicate_jaccard
         return next(
             (f for f in self.facts.values()
-             if f.id != fact.id and f.id not in self.touched and relation(fact, f, dup) == "duplicate"),
+             if f.id != fact.id and f.id not in self.touched and stored_relation(fact.content, f.content, dup) == "duplicate"),
             None,
         )
 
@@ -220,7 +212,7 @@ class _Judge:
             return problem
         probe = Fact(user="", content=change.after, category=change.category)
         dup = self.ctx.settings.duplicate_jaccard
-        if any(relation(probe, f, dup) == "duplicate" for f in self.facts.values() if f.id not in self.touched):
+        if any(stored_relation(probe.content, f.content, dup) == "duplicate" for f in self.facts.values() if f.id not in self.touched):
             return "a live fact says this already"
         return ""
 
@@ -470,7 +462,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     dup = ctx.settings.duplicate_jaccard
     for i, a in enumerate(facts):
         for b in facts[i + 1:]:
-            found = relation(a, b, dup)
+            found = stored_relation(a.content, b.content, dup)
             if found == "duplicate":
                 report.duplicates.append([fact_line(a), fact_line(b)])
             elif found == "conflict" and a.category == b.category:

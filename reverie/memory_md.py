@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import Field
 
 from reverie.context import Context
-from reverie.facts import FactLine, clean_line, exact_key, fact_line, fact_rank
+from reverie.facts import FactLine, clean_line, fact_line, fact_rank
 from reverie.inputs import normalize_category
 from reverie.journal import SNAPSHOT, Journal
 from reverie.models import (
@@ -36,7 +36,7 @@ from reverie.models import (
 )
 from reverie.redact import redact
 from reverie.tags import TagWriter
-from reverie.text import normalize_space
+from reverie.text import exact_key, normalize_space
 
 
 def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:

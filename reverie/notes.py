@@ -14,13 +14,12 @@ from typing import Any, Iterable
 from reverie.context import Context
 from reverie.engines.base import SummarizeRequest
 from reverie.errors import InvalidInput
-from reverie.facts import exact_key
 from reverie.files import UserFiles
 from reverie.messages import AGENT_ROLES, clip, group, is_trivial, parse_message
 from reverie.models import Episode, Note, as_utc, digest, utcnow
 from reverie.redact import redact
 from reverie.store.base import Store
-from reverie.text import normalize_space, preferred_language
+from reverie.text import exact_key, normalize_space, preferred_language
 
 
 def render_day(date: str, lines: Iterable[str]) -> str:

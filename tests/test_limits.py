@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from reverie import InvalidInput, Memory
 from reverie.bench.inputs import message_of
 from reverie.engines.heuristic import resolve_time_refs
+from reverie.engines.heuristic.timerefs import TIME_PATTERNS
 from reverie.keys import create_key
 from reverie.messages import clip
 from reverie.server import create_app
@@ -73,10 +74,8 @@ def test_a_turn_keeps_the_whole_long_message(mem):
 
 def _naive_time_refs(text: str, now: datetime) -> list[tuple[str, str, str]]:
     """The quadratic reference: each match checked against every span taken before."""
-    from reverie.engines import heuristic as h
-
     taken, found = [], []
-    for pattern, handler in h._TIME_PATTERNS:
+    for pattern, handler in TIME_PATTERNS:
         for m in pattern.finditer(text):
             start, end = m.span()
             if any(start < e and s < end for s, e in taken):

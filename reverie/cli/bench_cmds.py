@@ -6,12 +6,26 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
-from reverie.cli.common import Engine, Json, app, console, emit_json, err_console, fail_cleanly
+from reverie.cli.common import (
+    Engine,
+    Json,
+    app,
+    console,
+    emit_json,
+    err_console,
+    fail_cleanly,
+)
 
 bench_app = typer.Typer(help="Benchmarks: how much of what a question needs recall delivers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

@@ -439,17 +439,10 @@ NEGATED_ZH = re.compile(r"(?:不是|而不是|不用|不再用|不再)(?P<y>[^�
 # cannot match without, so that most clauses are cleared by one set lookup.
 
 # Temporary state (seed 002's "服务器现在在 3000 端口"): never a durable fact.
-TEMPORARY = re.compile(
-    r"\b(?:right now|at the moment|for now|today|tonight|this (?:morning|afternoon|evening)|just now|"
-    r"at present|temporarily|for the time being|currently running|is running on|listening on)\b"
-    r"|\bport\s+\d+|现在|目前|今天|刚才|刚刚|这会儿|暂时|此刻|当前|端口"
-)
 TEMPORARY_CUES = (
     "now", "moment", "today", "tonight", "morning", "afternoon", "evening", "present", "temporarily", "time",
     "running", "listening", "port", "现在", "目前", "今天", "刚才", "刚刚", "这会儿", "暂时", "此刻", "当前", "端口",
 )
-# phrases that mention "now" but announce something lasting
-DURABLE_NOW = re.compile(r"from now on|going forward|从现在开始|从今以后|从现在起")
 # copy-paste without insight (seed 002's "Error at /src/index.ts:42")
 NOISE = re.compile(r"\.\w{1,5}:\d+|traceback|exception:|error at")
 NOISE_CUES = (":", "traceback", "error")

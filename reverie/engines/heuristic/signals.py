@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from reverie.claims import clip_object
+from reverie.claims import is_temporary as temporary_text
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.person import (
     conjugate_first,
@@ -140,7 +141,7 @@ def _negated(sentence: str, rule: lx.Rule, m: re.Match[str], cjk: bool) -> str:
 
 
 def is_temporary(clause: Clause) -> bool:
-    return clause.has_cue(_TEMPORARY_CUES) and bool(lx.TEMPORARY.search(lx.DURABLE_NOW.sub(" ", clause.low)))
+    return clause.has_cue(_TEMPORARY_CUES) and temporary_text(clause.low)
 
 
 def is_noise(clause: Clause) -> bool:
