@@ -45,6 +45,7 @@ from reverie.models import (
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
+from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import normalize_space, preferred_language, token_set
 
@@ -101,6 +102,7 @@ class Learner:
         self.store = ctx.store
         self.settings = ctx.settings
         self.facts = ctx.facts
+        self._tag_index: dict[str, TagNeighbours] = {}
         self._queue: dict[Key, _Pending] = {}
         self._cond = threading.Condition()
         self._busy = threading.Lock()
@@ -262,14 +264,27 @@ class Learner:
         known = self.store.get_tags(user, names)
         fresh = [n for n in names if n not in known or known[n].status == "unexamined"]
         if fresh:
-            active = self.store.list_tags(user, status="active")
+            # only the live tags that could relate to a candidate (a shared relation key),
+            # from an index kept between batches: not every tag the user ever had
+            live = self._live_tags(user)
+            near = sorted({other for n in fresh for other in live.neighbours(n, per_key=NEIGHBOURS_PER_KEY)})
             decisions = engines.govern_tags.govern_tags(
                 GovernRequest(
                     candidates=[TagInfo(name=n) for n in sorted(fresh)],
-                    existing=[TagInfo(name=t.name, status=t.status) for t in active],
+                    existing=[TagInfo(name=name, status="active") for name in near],
                 )
             )
         return _Plan(summaries, extraction, decisions, language)
+
+    def _live_tags(self, user: str) -> TagNeighbours:
+        """The user's active tags, indexed by relation key; read again only when the store
+        holds another number of active tags than the index (another process, a merge)."""
+        count = self.store.count_tags(user, status="active")
+        index = self._tag_index.get(user)
+        if index is None or len(index) != count:
+            index = TagNeighbours(t.name for t in self.store.list_tags(user, status="active"))
+            self._tag_index[user] = index
+        return index
 
     def _user_speakers(self, episodes: list[Episode]) -> list[str]:
         """In an ingested multi-speaker talk every named speaker may say something about
@@ -296,10 +311,13 @@ class Learner:
 
     def _apply_tag_decisions(self, writer: TagWriter, decisions: TagDecisions) -> None:
         tags = self.store.get_tags(writer.user, [normalize_tag(n) for n in decisions.activate + decisions.deprecate])
+        live = self._tag_index.get(writer.user)
         for name in decisions.activate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status == "unexamined":
                 writer.set_status(tag, "active")
+                if live is not None:
+                    live.add(tag.name)
         for name in decisions.deprecate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status in ("unexamined", "active"):

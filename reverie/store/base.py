@@ -242,6 +242,10 @@ class Store(ABC):
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...
 
     @abstractmethod
+    def count_tags(self, user: str, status: str | None = None) -> int:
+        """How many tags the user has (of one status): an index read, not a scan of their rows."""
+
+    @abstractmethod
     def put_tag(self, tag: Tag) -> Tag: ...
 
     @abstractmethod

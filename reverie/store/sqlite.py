@@ -187,6 +187,11 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """,
     # 2: ingest recognises input it has already stored (Memory.add)
     _input_keys,
+    # 3: reads that must stay cheap as a user's memory grows (tags by status; tag postings
+    # newest first)
+    """
+    CREATE INDEX IF NOT EXISTS tags_user_status ON tags(user, status);
+    """,
 ]
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
@@ -629,6 +634,13 @@ class SQLiteStore(Store):
             sql += " AND status = ?"
             params.append(status)
         return [self._tag(r) for r in self._x(sql + " ORDER BY name", params)]
+
+    def count_tags(self, user: str, status: str | None = None) -> int:
+        sql, params = "SELECT count(*) FROM tags WHERE user = ?", [user]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        return int(self._x(sql, params).fetchone()[0])
 
     def put_tag(self, tag: Tag) -> Tag:
         body = tag.model_copy(update={"id": None}).model_dump_json()

@@ -9,20 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from reverie.tagnames import tag_key
 from reverie.text import stem, words
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def tag_key(name: str) -> str:
-    """Case, hyphens, plurals and -ing/-ed folded: "Code-Styles" and "code style" share a key."""
-    return " ".join(stem(_singular(w)) for w in words(name))
 
 
 @lru_cache(maxsize=64)
