@@ -23,12 +23,16 @@ from reverie.redact import redact
 from reverie.settings import Settings
 from reverie.store.base import Store
 from reverie.tags import TagWriter
-from reverie.text import normalize_space
+from reverie.text import normalize_space, terms
 
 log = logging.getLogger("reverie.facts")
 
 # a learned fact longer than this is clipped (seed 002 advises one line under 120)
 MAX_FACT_CHARS = 160
+# a new fact is judged against every live fact up to this many, then against the newest
+# RELATED_FACTS that share a word with it
+FULL_SCAN_FACTS = 500
+RELATED_FACTS = 200
 OVER_CAPACITY = "over capacity"
 CAPACITY_META = "capacity:{user}"
 # origins of facts a person vouched for: never evicted by capacity
@@ -102,7 +106,7 @@ class FactWriter:
     def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
         """Add a fact, unless it repeats one (then that one is reinforced and returned);
         a fact it contradicts is archived with a supersedes link (newest wins)."""
-        for old in self.store.list_facts(fact.user):
+        for old in self.comparable(fact):
             found = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
             if found == "duplicate":
                 return self.reinforce_fact(old, fact.provenance.episodes, fact.updated_at)
@@ -110,6 +114,14 @@ class FactWriter:
                 self.archive_fact(old, "contradicted by a newer fact", fact, fact.updated_at)
         self.index_fact(fact, tags, writer=writer)
         return fact
+
+    def comparable(self, fact: Fact) -> list[Fact]:
+        """The stored facts the judge reads a new fact against, oldest first: every live fact
+        while a user has few, else the newest that share a search term with it (an index
+        read: the judge finds neither a duplicate nor a conflict without a shared word)."""
+        if self.store.count_facts(fact.user) <= FULL_SCAN_FACTS:
+            return self.store.list_facts(fact.user)
+        return self.store.related_facts(fact.user, terms(fact.content), RELATED_FACTS)
 
     def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
         """[Nx] + 1, remembering which episodes said it again."""

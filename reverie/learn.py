@@ -53,6 +53,8 @@ log = logging.getLogger("reverie.learn")
 
 Key = tuple[str, str | None, str]
 
+# the newest live facts an engine sees beside a batch (to reinforce or contradict them)
+ENGINE_FACTS = 200
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
 
@@ -244,13 +246,13 @@ class Learner:
         user = episodes[0].user
         extraction = Extraction()
         if messages:
-            facts = self.store.list_facts(user)
+            facts = self.store.recent_facts(user, ENGINE_FACTS)
             extraction = engines.extract.extract(
                 ExtractRequest(
                     messages=messages,
                     episode_ids=owners,
                     profile=self.store.get_profile(user),
-                    facts=[_ref(f) for f in facts[-200:]],
+                    facts=[_ref(f) for f in facts],
                     language=language,
                     user_speakers=self._user_speakers(episodes),
                 )

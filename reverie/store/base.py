@@ -180,6 +180,19 @@ class Store(ABC):
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]: ...
 
     @abstractmethod
+    def count_facts(self, user: str) -> int:
+        """How many live (pending or consolidated) facts the user has."""
+
+    @abstractmethod
+    def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
+        """Live facts sharing a search term with ``query_terms``: the newest ``limit`` of them,
+        returned oldest first (an index read, however many facts the user has)."""
+
+    @abstractmethod
+    def recent_facts(self, user: str, limit: int) -> list[Fact]:
+        """The newest ``limit`` live facts, oldest first."""
+
+    @abstractmethod
     def list_facts(
         self,
         user: str,

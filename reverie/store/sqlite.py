@@ -514,6 +514,28 @@ class SQLiteStore(Store):
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
         return {row["id"]: self._fact(row) for row in self._rows("fact", ids)}
 
+    def count_facts(self, user: str) -> int:
+        row = self._x("SELECT count(*) FROM facts WHERE user = ? AND status IN ('pending', 'consolidated')", (user,))
+        return int(row.fetchone()[0])
+
+    def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
+        match = fts_query(query_terms)
+        if not match:
+            return []
+        rows = self._x(
+            "SELECT m.* FROM facts_fts JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
+            "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
+            (match, user, limit),
+        ).fetchall()
+        return [self._fact(r) for r in reversed(rows)]
+
+    def recent_facts(self, user: str, limit: int) -> list[Fact]:
+        rows = self._x(
+            "SELECT * FROM facts WHERE user = ? AND status IN ('pending', 'consolidated') ORDER BY pk DESC LIMIT ?",
+            (user, limit),
+        ).fetchall()
+        return [self._fact(r) for r in reversed(rows)]
+
     def list_facts(
         self,
         user: str,

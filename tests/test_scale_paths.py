@@ -1,0 +1,69 @@
+"""Issue 11: the paths that keep learning bounded as a user's memory grows behave like the
+small-store paths they replace."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from reverie import Memory
+from reverie.facts import FULL_SCAN_FACTS
+from reverie.models import Fact, Provenance
+from reverie.tags import TagWriter
+from reverie.text import terms
+
+WORDS = [f"{a}{b}" for a in ("kayak", "violin", "garden", "pottery", "tennis", "sushi", "chess", "opera")
+         for b in ("club", "lesson", "trip", "shop", "night", "book", "class", "team", "camp", "fund")]
+
+
+def fill(mem: Memory, n: int) -> None:
+    with mem.store.transaction():
+        for i in range(n):
+            mem.ctx.facts.index_fact(Fact(user="ana", content=f"Joined the {WORDS[i % len(WORDS)]} number {i}",
+                                          status="consolidated", provenance=Provenance(origin="learned")), [])
+
+
+def test_a_new_value_is_found_among_many_facts_through_the_index(mem):
+    old = mem.remember("Takes 5 mg of melatonin", user="ana")
+    fill(mem, FULL_SCAN_FACTS + 100)
+    assert mem.store.count_facts("ana") > FULL_SCAN_FACTS
+    new = mem.remember("Takes 10 mg of melatonin", user="ana")
+    assert mem.fact(old.id).status == "archived" and new.supersedes == old.id
+    again = mem.remember("takes 10 mg of melatonin!", user="ana")
+    assert again.id == new.id and again.uses == 1
+
+
+def test_related_facts_are_the_newest_sharing_a_term_oldest_first(mem):
+    fill(mem, 200)  # "kayakclub" is facts 0, 80 and 160
+    found = mem.store.related_facts("ana", terms("kayakclub"), 2)
+    assert [f.content for f in found] == ["Joined the kayakclub number 80", "Joined the kayakclub number 160"]
+    recent = mem.store.recent_facts("ana", 3)
+    assert [f.content.rsplit(" ", 1)[-1] for f in recent] == ["197", "198", "199"]
+
+
+def test_the_tag_index_is_read_again_when_another_writer_changed_the_live_tags(mem):
+    with mem.turn("I started pottery classes in Kyoto", user="ana") as turn:
+        turn.complete("Lovely.")
+    mem.flush()
+    index = mem.learner._live_tags("ana")
+    assert len(index) == mem.store.count_tags("ana", status="active") > 0
+    writer = TagWriter(mem.store, "ana")
+    with mem.store.transaction():
+        tag = writer.ensure(["ikebana"])[0]
+        writer.set_status(mem.store.get_tags("ana", [tag])[tag], "active")
+    assert "ikebana" in mem.learner._live_tags("ana")
+
+
+def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
+    with Memory(home, background=False) as memory:
+        memory.remember("Prefers tea", user="ana")
+    conn = sqlite3.connect(home / "reverie.db")  # as schema 2 left it
+    conn.execute("DROP INDEX tags_user_status")
+    conn.execute("UPDATE schema_version SET version = 2")
+    conn.commit()
+    conn.close()
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 3
+        assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
+    conn = sqlite3.connect(home / "reverie.db")
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
+    conn.close()
