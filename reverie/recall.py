@@ -42,6 +42,9 @@ _Item = Episode | Fact | Note | KnowledgeDoc
 _ItemT = TypeVar("_ItemT", bound=_Item, covariant=True)
 
 CONFIRMED_BOOST = 1.15
+# a tag's newest postings read per recall: a tag thousands of items carry (a speaker's name,
+# a common word) says little about each, and must not cost a read of all of them
+POSTINGS_PER_TAG = 400
 SCENE_BONUS = 0.1
 # how the parts combine; chosen on the LoCoMo benchmark (see README "Recall")
 TEXT_WEIGHT = 0.7
@@ -219,7 +222,8 @@ class Recaller:
         if expansion.weights:
             counts = self.store.tag_counts(user, expansion.weights)
             strength: dict[tuple[str, str], float] = {}
-            for p in self.store.postings(user, expansion.weights, ("episode", "fact", "note", "knowledge")):
+            for p in self.store.postings(user, expansion.weights, ("episode", "fact", "note", "knowledge"),
+                                         per_tag=POSTINGS_PER_TAG):
                 idf = 1.0 / math.log(2 + counts.get(p.tag, 1))
                 key = (p.kind, p.id)
                 strength[key] = strength.get(key, 0.0) + expansion.weights[p.tag] * p.weight * idf

@@ -62,8 +62,23 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
     conn.commit()
     conn.close()
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 3
+        assert memory.store.schema_version() == 4
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
     conn.close()
+
+
+def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, monkeypatch):
+    from reverie.store import sqlite
+
+    old = mem.add([{"speaker": "Ana", "content": "Our trip to the quokka island was the best trip"}], user="ana",
+                  thread="t", group="message")[0]
+    mem.add([{"speaker": "Ana", "content": f"Another trip story number {i} about the weather"} for i in range(30)],
+            user="ana", thread="t", group="message")
+    query = terms("trip to see the quokka")
+    full = {h.id for h in mem.store.search("ana", query, ["episode"], 5)}
+    monkeypatch.setattr(sqlite, "SEARCH_WINDOW", 10)  # 31 episodes say "trip": past the window
+    windowed = mem.store.search("ana", query, ["episode"], 5)
+    assert old.id in full and old.id == windowed[0].id
+    assert len(windowed) == 5 and all(h.score > 0 for h in windowed)

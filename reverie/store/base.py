@@ -266,7 +266,11 @@ class Store(ABC):
         """Replace the tags an item carries (name -> weight); the names must exist."""
 
     @abstractmethod
-    def postings(self, user: str, tag_names: Iterable[str], kinds: Iterable[str]) -> list[Posting]: ...
+    def postings(
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | None = None
+    ) -> list[Posting]:
+        """Items carrying the tags, in the order they were tagged; ``per_tag`` reads only each
+        tag's newest that many (a bounded read for a tag that thousands of items carry)."""
 
     @abstractmethod
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:

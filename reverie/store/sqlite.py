@@ -192,6 +192,10 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """
     CREATE INDEX IF NOT EXISTS tags_user_status ON tags(user, status);
     """,
+    # 4: a tag's newest postings without reading all of them (recall's bounded read)
+    """
+    CREATE INDEX IF NOT EXISTS item_tags_recent ON item_tags(user, tag);
+    """,
 ]
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
@@ -226,6 +230,10 @@ def fts_query(query_terms: Iterable[str]) -> str:
     quoted = ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(query_terms) if t]
     return " OR ".join(quoted)
 
+
+# full-text search ranks every match while a query matches at most this many of a user's
+# items of one kind; past it, the newest this many plus all matches of the rare terms
+SEARCH_WINDOW = 2000
 
 # setting ``durability`` -> PRAGMA synchronous (with WAL)
 SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
@@ -620,14 +628,47 @@ class SQLiteStore(Store):
             return []
         hits: list[Hit] = []
         for kind in kinds:
-            fts, main = _FTS_TABLE[kind], _MAIN_TABLE[kind]
-            rows = self._x(
-                f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
-                f"WHERE {fts} MATCH ? AND m.user = ? {_SEARCH_FILTER[kind]} ORDER BY rank LIMIT ?",
-                (match, user, limit),
-            )
-            hits += [Hit(kind, r[0], -r[1]) for r in rows]
+            hits += self._search_kind(kind, user, query_terms, match, limit)
         return hits
+
+    def _search_kind(self, kind: str, user: str, query_terms: list[str], match: str, limit: int) -> list[Hit]:
+        """BM25 over one kind. While the query matches at most SEARCH_WINDOW of the user's items,
+        every match is ranked. Past that, ranking every match of a frequent word would grow with
+        the store, so two bounded reads stand in for it: all terms ranked over the newest
+        SEARCH_WINDOW matches, and the query's rare terms (in at most SEARCH_WINDOW items each)
+        ranked over all of theirs, so an old memory named by a specific word is still found."""
+        fts, main, only = _FTS_TABLE[kind], _MAIN_TABLE[kind], _SEARCH_FILTER[kind]
+        ranked = (
+            f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND m.user = ? {only}"
+        )
+        floor = self._x(
+            f"SELECT {fts}.rowid FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid WHERE {fts} MATCH ? AND m.user = ? "
+            f"{only} ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+            (match, user, SEARCH_WINDOW - 1),
+        ).fetchone()
+        if floor is None:
+            rows = self._x(ranked + " ORDER BY rank LIMIT ?", (match, user, limit)).fetchall()
+            return [Hit(kind, r[0], -r[1]) for r in rows]
+        best: dict[str, float] = {}
+        for r in self._x(ranked + f" AND {fts}.rowid >= ? ORDER BY rank LIMIT ?", (match, user, floor[0], limit)):
+            best[r[0]] = -r[1]
+        rare = [t for t in dict.fromkeys(query_terms) if t and self._doc_count(fts, t) <= SEARCH_WINDOW]
+        if rare:
+            for r in self._x(ranked + " ORDER BY rank LIMIT ?", (fts_query(rare), user, limit)):
+                best[r[0]] = max(best.get(r[0], 0.0), -r[1])
+        top = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+        return [Hit(kind, item_id, score) for item_id, score in top]
+
+    def _doc_count(self, fts: str, term: str) -> int:
+        """How many rows of an FTS table hold ``term`` (every user's: an upper bound for one)."""
+        vocab = f"temp.{fts}_vocab"
+        ready: set[str] = self._local.__dict__.setdefault("vocab", set())  # temp tables are per connection
+        if fts not in ready:
+            self._x(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, '{fts}', 'row')")
+            ready.add(fts)
+        row = self._x(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
+        return int(row[0]) if row else 0
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
         ids = list(ids)
@@ -682,16 +723,29 @@ class SQLiteStore(Store):
                 [(user, name, kind, item_id, weight) for name, weight in tags.items()],
             )
 
-    def postings(self, user: str, tag_names: Iterable[str], kinds: Iterable[str]) -> list[Posting]:
+    def postings(
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | None = None
+    ) -> list[Posting]:
         names, kinds = list(dict.fromkeys(tag_names)), list(kinds)
         if not names or not kinds:
             return []
-        rows = self._x(
-            f"SELECT kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) "
-            f"AND kind IN ({_in(kinds)}) ORDER BY rowid",
-            [user, *names, *kinds],
-        )
-        return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
+        if per_tag is None:
+            rows = self._x(
+                f"SELECT kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) "
+                f"AND kind IN ({_in(kinds)}) ORDER BY rowid",
+                [user, *names, *kinds],
+            ).fetchall()
+            return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
+        # each tag's newest postings through (user, tag, rowid): a frequent tag costs per_tag rows
+        found: list[tuple[int, Posting]] = []
+        for name in names:
+            newest = self._x(
+                f"SELECT rowid, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ? "
+                f"AND kind IN ({_in(kinds)}) ORDER BY rowid DESC LIMIT ?",
+                [user, name, *kinds, per_tag],
+            )
+            found += [(r[0], Posting(r[1], r[2], r[3], r[4])) for r in newest]
+        return [p for _, p in sorted(found, key=lambda pair: pair[0])]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         if names is None:
