@@ -222,8 +222,11 @@ class Recaller:
         if expansion.weights:
             counts = self.store.tag_counts(user, expansion.weights)
             strength: dict[tuple[str, str], float] = {}
+            # the query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
+            # related, the best matches' tags) fewer, in proportion to their weight
+            caps = {t: max(1, int(POSTINGS_PER_TAG * min(1.0, w))) for t, w in expansion.weights.items()}
             for p in self.store.postings(user, expansion.weights, ("episode", "fact", "note", "knowledge"),
-                                         per_tag=POSTINGS_PER_TAG):
+                                         per_tag=caps):
                 idf = 1.0 / math.log(2 + counts.get(p.tag, 1))
                 key = (p.kind, p.id)
                 strength[key] = strength.get(key, 0.0) + expansion.weights[p.tag] * p.weight * idf

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from reverie.models import (
     Episode,
@@ -267,10 +267,10 @@ class Store(ABC):
 
     @abstractmethod
     def postings(
-        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | None = None
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | Mapping[str, int] | None = None
     ) -> list[Posting]:
-        """Items carrying the tags, in the order they were tagged; ``per_tag`` reads only each
-        tag's newest that many (a bounded read for a tag that thousands of items carry)."""
+        """Items carrying the tags, in the order they were tagged; ``per_tag`` (one number, or one
+        per tag) reads only each tag's newest that many: a bounded read for a frequent tag."""
 
     @abstractmethod
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:

@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from reverie.errors import StoreError
 from reverie.models import (
@@ -724,7 +724,7 @@ class SQLiteStore(Store):
             )
 
     def postings(
-        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | None = None
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | Mapping[str, int] | None = None
     ) -> list[Posting]:
         names, kinds = list(dict.fromkeys(tag_names)), list(kinds)
         if not names or not kinds:
@@ -739,10 +739,13 @@ class SQLiteStore(Store):
         # each tag's newest postings through (user, tag, rowid): a frequent tag costs per_tag rows
         found: list[tuple[int, Posting]] = []
         for name in names:
+            cap = per_tag if isinstance(per_tag, int) else per_tag.get(name, 0)
+            if cap <= 0:
+                continue
             newest = self._x(
                 f"SELECT rowid, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ? "
                 f"AND kind IN ({_in(kinds)}) ORDER BY rowid DESC LIMIT ?",
-                [user, name, *kinds, per_tag],
+                [user, name, *kinds, cap],
             )
             found += [(r[0], Posting(r[1], r[2], r[3], r[4])) for r in newest]
         return [p for _, p in sorted(found, key=lambda pair: pair[0])]
