@@ -233,7 +233,7 @@ def fts_query(query_terms: Iterable[str]) -> str:
 
 # full-text search ranks every match while a query matches at most this many of a user's
 # items of one kind; past it, the newest this many plus all matches of the rare terms
-SEARCH_WINDOW = 2000
+SEARCH_WINDOW = 1000
 
 # setting ``durability`` -> PRAGMA synchronous (with WAL)
 SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
