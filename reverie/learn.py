@@ -53,6 +53,8 @@ log = logging.getLogger("reverie.learn")
 
 Key = tuple[str, str | None, str]
 
+# episodes taken up per poll of a learning process that serves several workers
+POLL_BATCH = 5000
 # the newest live facts an engine sees beside a batch (to reinforce or contradict them)
 ENGINE_FACTS = 200
 RETRY_BASE_SECONDS = 60.0
@@ -99,7 +101,11 @@ class _Plan:
 class Learner:
     """The debounced learning queue and the learning of one batch of episodes."""
 
-    def __init__(self, ctx: Context, *, background: bool = True):
+    def __init__(self, ctx: Context, *, background: bool = True, queue: bool = True, poll: float | None = None):
+        """``background``: a thread learns what comes due. ``queue=False``: this process never
+        learns on its own (a ``reverie serve`` worker): completed episodes wait in the store
+        for the process that polls. ``poll``: every that many seconds, take up the episodes
+        other processes completed (the one learning process of ``reverie serve --workers``)."""
         self.ctx = ctx
         self.store = ctx.store
         self.settings = ctx.settings
@@ -111,12 +117,17 @@ class Learner:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.background = background
+        self.queue = queue
+        self.poll = poll
+        self._polled = time.monotonic()
         if background:
             self._thread = threading.Thread(target=self._run, name="reverie-learner", daemon=True)
             self._thread.start()
 
     # ------------------------------------------------------------ queue
     def enqueue(self, episodes: Iterable[Episode | EpisodeRef], *, delay: float | None = None) -> None:
+        if not self.queue:
+            return
         due = time.monotonic() + (self.settings.debounce_seconds if delay is None else delay)
         with self._cond:
             for ep in episodes:
@@ -159,9 +170,21 @@ class Learner:
                 if self._stopped:
                     return
                 now = time.monotonic()
+                polling = self.poll is not None and now - self._polled >= self.poll
+            if polling:
+                self._polled = now
+                try:  # what other processes completed (a key retrying after a failure keeps its wait)
+                    self.enqueue(self.store.unlearned_episodes(limit=POLL_BATCH), delay=0.0)
+                except Exception:
+                    log.exception("polling for unlearned episodes failed")
+            with self._cond:
+                if self._stopped:
+                    return
                 due = [k for k, p in self._queue.items() if p.due <= now]
                 if not due:
                     wait = min((p.due for p in self._queue.values()), default=now + 60) - now
+                    if self.poll is not None:
+                        wait = min(wait, self.poll)
                     self._cond.wait(timeout=max(0.05, min(wait, 60)))
                     continue
             for key in due:

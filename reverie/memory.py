@@ -23,7 +23,7 @@ from typing import Any, Callable
 from reverie import curation, dream, maintenance, memory_md, notes, portability
 from reverie.context import Context
 from reverie.dream import ChatReply
-from reverie.errors import NotFound
+from reverie.errors import InvalidInput, NotFound
 from reverie.files import UserFiles
 from reverie.ingest import Added, IngestReport, add_messages, ingest
 from reverie.inputs import (
@@ -66,8 +66,14 @@ class Memory:
         settings: Settings | None = None,
         store: Store | None = None,
         background: bool = True,
+        learn: str = "here",
         **overrides: Any,
     ):
+        """``learn``: "here" (this process learns what it is handed, the default), "elsewhere"
+        (a server worker: completed episodes wait in the store for the learning process), or
+        "poll" (that learning process: also takes up what other processes completed)."""
+        if learn not in ("here", "elsewhere", "poll"):
+            raise InvalidInput("learn must be 'here', 'elsewhere' or 'poll'", field="learn")
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         self.home.mkdir(parents=True, exist_ok=True)
@@ -76,7 +82,10 @@ class Memory:
         self.ctx = Context.build(self.store, self.settings, self.files)
         self.engines = self.ctx.engines
         self.recaller = Recaller(self.ctx)
-        self.learner = Learner(self.ctx, background=background)
+        self.learner = Learner(
+            self.ctx, background=background and learn != "elsewhere", queue=learn != "elsewhere",
+            poll=self.settings.debounce_seconds if learn == "poll" else None,
+        )
         self._closed = False
         recover_turns(self.store)
         if self.learner.background:

@@ -368,3 +368,40 @@ def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
             proc.wait()
     with Memory(home, background=False) as memory:
         assert memory.store.get_episode(turn["turn_id"]).learned
+
+
+def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_path):
+    home, port = tmp_path / "home", free_port()
+    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "0.5", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--workers", "2", "--port", str(port),
+         "--home", str(home)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(f"{url}/healthz", proc)
+        ids = []
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for text in ("I started learning the violin this month", "My sister Lena lives in Oslo",
+                         "I prefer tea over coffee in the morning", "We adopted a cat called Miso"):
+                turn = client.post("/api/turns", json={"message": text}).json()
+                client.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "Noted."}).raise_for_status()
+                ids.append(turn["turn_id"])
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                episodes = client.get("/api/memory/episodes", params={"limit": 10}).json()
+                if len(episodes) == 4 and all(e["learned"] for e in episodes):
+                    break
+                time.sleep(0.3)
+        assert sorted(e["id"] for e in episodes) == sorted(ids)
+        assert all(e["learned"] and e["summary"] for e in episodes)  # learned once, by the serving parent
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with Memory(home, background=False) as memory:
+        notes = memory.notes(user="default")
+        assert len(notes) == len({n.content for n in notes})  # no exchange was learned twice

@@ -51,6 +51,7 @@ def open_memory(
     api_key: str | None = None,
     background: bool = False,
     create: bool = True,
+    learn: str = "here",
 ) -> Iterator[Memory]:
     """A Memory for one command; errors become a clear message and exit code 2.
 
@@ -66,7 +67,7 @@ def open_memory(
         settings = Settings.load(home, **overrides)
         check_home(settings.home, create=create)
         try:
-            mem = Memory(settings=settings, background=background)
+            mem = Memory(settings=settings, background=background, learn=learn)
         except OSError as exc:  # e.g. a home folder that cannot be created or read
             raise StoreError(f"cannot open the reverie home at {settings.home}: {exc.strerror or exc}") from exc
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Annotated, Any, Optional
 
@@ -28,6 +29,7 @@ from reverie.keys import create_key, list_keys, revoke_key
 from reverie.scheduler import Scheduler
 from reverie.server.mcp_server import run_stdio
 from reverie.server.rest import LOCAL_HOSTS, create_app
+from reverie.server.workers import CONFIG_ENV, worker_config
 
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -44,6 +46,7 @@ def serve(
     base_url: BaseUrl = None,
     model: Model = None,
     api_key: ApiKey = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Server processes (each core serves requests); learning and the nightly dream still run once.")] = 1,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs) and MCP at /mcp, with the learning queue and the nightly dream.
 
@@ -55,8 +58,18 @@ def serve(
     if no_auth and host not in LOCAL_HOSTS:
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
         raise typer.Exit(2)
-    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
-        app_ = create_app(mem, auth=not no_auth, default_user=user)
+    learn = "poll" if workers > 1 else "here"
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True,
+                     learn=learn) as mem:
+        app_: Any = create_app(mem, auth=not no_auth, default_user=user)
+        options: dict[str, Any] = {}
+        if workers > 1:
+            # the workers serve; this process learns what they complete and dreams at night
+            llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
+            overrides = {**({"engine": engine} if engine else {}), **({"llm": llm} if llm else {})}
+            os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
+                                                   overrides=overrides)
+            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
         scheduler = Scheduler(mem).start()
@@ -65,7 +78,7 @@ def serve(
         # so drains the learning queue on the way out
         previous = signal.signal(signal.SIGTERM, _exit_cleanly)
         try:
-            uvicorn.run(app_, host=host, port=port, log_level="info")
+            uvicorn.run(app_, host=host, port=port, log_level="info", **options)
         finally:
             signal.signal(signal.SIGTERM, previous)
             scheduler.stop()

@@ -1,0 +1,115 @@
+"""Recall throughput of ``reverie serve`` with one client and with several at once.
+
+    report = run_serve_bench(home, user="bench", workers=2, clients=(1, 8), requests=200)
+
+A server is started on a free port of 127.0.0.1 over ``home`` (``--no-auth``, so only
+loopback), warmed up, then each client count sends ``requests`` recalls in all, split
+among the clients; every request is timed. The server is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import httpx
+
+QUERIES = (
+    "What did we talk about last week?", "Where did Ana go hiking?", "What does Bob think about cooking?",
+    "When is the trip to Lisbon?", "Who lent me the camera?", "How much was the guitar?",
+    "What happened at the pottery class?", "Did anyone move to Oslo?", "What are my plans for May?",
+    "Tell me about the kayak and the lake",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def run_serve_bench(
+    home: Path, *, user: str, workers: int = 2, clients: Sequence[int] = (1, 8), requests: int = 200,
+    budget: int = 500,
+) -> dict[str, Any]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "3600"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--home", str(home), "--port", str(port),
+         "--workers", str(workers)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(url, proc)
+        with httpx.Client(base_url=url, timeout=60) as warm:
+            for q in QUERIES * workers:  # every worker opens its store and warms its caches
+                warm.post("/api/memory/recall", params={"user": user}, json={"query": q, "budget": budget})
+        rows = [_load(url, user, n, requests, budget) for n in clients]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    single = rows[0]["recalls_per_s"] if rows else 0.0
+    for row in rows:
+        row["speedup"] = round(row["recalls_per_s"] / single, 2) if single else 0.0
+    return {"workers": workers, "requests": requests, "budget": budget, "rows": rows}
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"reverie serve exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError("reverie serve did not answer within 60 s")
+
+
+def _load(url: str, user: str, clients: int, requests: int, budget: int) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    per_client = max(1, requests // clients)
+
+    def client(index: int) -> None:
+        nonlocal errors
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for i in range(per_client):
+                query = QUERIES[(index + i) % len(QUERIES)]
+                started = time.perf_counter()
+                response = http.post("/api/memory/recall", params={"user": user}, json={"query": query, "budget": budget})
+                elapsed = (time.perf_counter() - started) * 1000
+                with lock:
+                    latencies.append(elapsed)
+                    errors += response.status_code != 200
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - started
+    return {
+        "clients": clients, "recalls": len(latencies), "errors": errors,
+        "recalls_per_s": round(len(latencies) / seconds, 1) if seconds else 0.0,
+        "p50_ms": round(_percentile(latencies, 0.5), 1), "p95_ms": round(_percentile(latencies, 0.95), 1),
+    }
