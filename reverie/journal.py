@@ -14,7 +14,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import Field, PrivateAttr
 
-from reverie.models import Episode, Fact, Model, ProfileSection, new_id, utcnow
+from reverie.models import Episode, Fact, Model, ProfileSection, Tag, new_id, utcnow
 from reverie.store.base import Store
 
 # the store's record of what reverie last wrote to a user's MEMORY.md (its fact ids under "facts")
@@ -25,11 +25,11 @@ def journal_key(journal_id: str) -> str:
     return f"journal:{journal_id}"
 
 
-ChangeKind = Literal["fact", "episode", "profile"]
+ChangeKind = Literal["fact", "episode", "profile", "tag"]
 
 
 class Change(Model):
-    kind: ChangeKind  # a profile change's id is the section name
+    kind: ChangeKind  # a profile change's id is the section name, a tag's its name
     id: str
     before: dict[str, Any] | None = None  # None: the operation created it
 
@@ -61,6 +61,10 @@ class Journal(Model):
         for name, section in store.get_profile(self.user).sections().items():
             self._before.setdefault(("profile", name), _section_state(section))
 
+    def watch_tags(self, tags: Iterable[Tag]) -> None:
+        for tag in tags:
+            self._before.setdefault(("tag", tag.name), {"status": tag.status})
+
     def created(self, fact: Fact) -> None:
         self._created.append(fact.id)
 
@@ -70,6 +74,9 @@ class Journal(Model):
         now: dict[tuple[ChangeKind, str], dict[str, Any]] = {
             ("fact", i): f.model_dump(mode="json") for i, f in store.get_facts(ids["fact"]).items()
         } | {("episode", i): e.model_dump(mode="json") for i, e in store.get_episodes(ids["episode"]).items()}
+        tag_names = [i for k, i in self._before if k == "tag"]
+        if tag_names:
+            now |= {("tag", n): {"status": t.status} for n, t in store.get_tags(self.user, tag_names).items()}
         if any(kind == "profile" for kind, _ in self._before):
             now |= {("profile", n): _section_state(s) for n, s in store.get_profile(self.user).sections().items()}
         created = set(self._created)

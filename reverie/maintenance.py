@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import Field
@@ -28,7 +28,7 @@ from reverie.errors import Conflict, NotFound
 from reverie.facts import FactLine, capacity_record, clean_line, fact_line, numbers
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
-from reverie.models import DECAY, Episode, Fact, Model, Provenance, as_utc, utcnow
+from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
 from reverie.tags import TagWriter
 from reverie.text import exact_key, terms, token_set, words
 
@@ -307,6 +307,7 @@ class CleanItem(Model):
 class CleanReport(Model):
     archived: list[CleanItem] = Field(default_factory=list)
     kept: int = 0
+    retired_tags: list[str] = Field(default_factory=list)  # live tags that never recurred
     dry_run: bool = False
     journal: str | None = None
 
@@ -341,17 +342,34 @@ def clean(ctx: Context, *, user: str, dry_run: bool = False, now: datetime | Non
         if age >= settings.clean_min_age_days and weight < settings.clean_weight_threshold:
             faded.append((ep, CleanItem(episode_id=ep.id, weight=round(weight, 4), age_days=round(age, 1),
                                         summary=ep.summary or ep.user_text[:120])))
-    report = CleanReport(archived=[item for _, item in faded], kept=len(episodes) - len(faded), dry_run=dry_run)
-    if dry_run or not faded:
+    lonely = _lonely_tags(ctx, user, now)
+    report = CleanReport(archived=[item for _, item in faded], kept=len(episodes) - len(faded), dry_run=dry_run,
+                         retired_tags=[t.name for t in lonely])
+    if dry_run or not (faded or lonely):
         return report
     journal = Journal(user=user, action="clean")
     with ctx.store.transaction():
         journal.watch(ep for ep, _ in faded)
+        journal.watch_tags(lonely)
         for ep, _ in faded:
             ep.archived = True
             ctx.store.put_episode(ep)
+        writer = TagWriter(ctx.store, user)
+        for tag in lonely:
+            writer.set_status(tag, "deprecated")
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     return report
+
+
+def _lonely_tags(ctx: Context, user: str, now: datetime) -> list[Tag]:
+    """Live tags that never recurred: one item (or none) carries them, and they are older than
+    ``clean_min_age_days``. Retiring them keeps the dictionary useful as it grows."""
+    counts = ctx.store.tag_counts(user)
+    age = timedelta(days=ctx.settings.clean_min_age_days)
+    return [
+        tag for tag in ctx.store.list_tags(user, status="active")
+        if counts.get(tag.name, 0) <= 1 and now - as_utc(tag.created_at) >= age
+    ]
 
 
 def restore(ctx: Context, episode_id: str, *, user: str | None = None) -> Episode:
@@ -393,6 +411,11 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
             if change.kind == "episode":
                 ctx.store.put_episode(Episode.model_validate(change.before))
                 report.restored += 1
+            elif change.kind == "tag":
+                tags = ctx.store.get_tags(user, [change.id])
+                if change.id in tags:
+                    TagWriter(ctx.store, user).set_status(tags[change.id], str((change.before or {}).get("status", "active")))
+                    report.restored += 1
             elif change.kind == "profile":
                 before = change.before or {}
                 stamp = before.get("updated_at")

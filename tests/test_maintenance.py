@@ -306,3 +306,26 @@ def test_undoing_a_sync_also_takes_back_its_profile_edit(mem, home):
     assert mem.profile(user="ana").user.cognitive_style.summary == "Details first"
     mem.undo(report.journal, user="ana")
     assert mem.profile(user="ana").user.cognitive_style.summary == "Conclusion first, then details"
+
+
+def test_clean_retires_tags_that_never_recurred_and_undo_brings_them_back(mem):
+    from datetime import timedelta
+
+    from reverie.models import utcnow
+
+    mem.remember("Plays the theremin", user="ana", tags=["theremin"])
+    mem.remember("Likes jazz records", user="ana", tags=["jazz"])
+    mem.remember("Went to a jazz club", user="ana", tags=["jazz"])
+    writer_tags = {t["name"]: t for t in mem.tags(user="ana")}
+    assert writer_tags["theremin"]["items"] == 1 and writer_tags["jazz"]["items"] == 2
+    with mem.store.transaction():
+        for tag in mem.store.list_tags("ana"):
+            tag.status = "active"
+            mem.store.put_tag(tag)
+    assert mem.clean(user="ana").retired_tags == []  # young tags stay
+    later = utcnow() + timedelta(days=mem.settings.clean_min_age_days + 1)
+    report = mem.clean(user="ana", now=later)
+    assert report.retired_tags == ["theremin"] and report.journal
+    assert {t["name"]: t["status"] for t in mem.tags(user="ana")} == {"jazz": "active", "theremin": "deprecated"}
+    mem.undo(report.journal, user="ana")
+    assert {t["name"]: t["status"] for t in mem.tags(user="ana")}["theremin"] == "active"

@@ -115,6 +115,9 @@ def clean(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json 
         lines = [f"[dim]{item.episode_id}[/] weight {item.weight:.3f}, {item.age_days:.0f} days: {escape(item.summary[:100])}"
                  for item in report.archived]
         verb = "would archive" if dry_run else "archived"
+        if report.retired_tags:
+            lines.append(f"retired {len(report.retired_tags)} tag(s) that never recurred: "
+                         + escape(", ".join(report.retired_tags[:10])) + (" …" if len(report.retired_tags) > 10 else ""))
         lines.append(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal))
         say(report, as_json, lines)
 
