@@ -106,6 +106,7 @@ class Memory:
             return
         self._closed = True
         try:
+            self.recaller.flush_usage()
             self.learner.stop(drain=True)
             if not dream.wait(self.home, timeout=60):
                 log.warning("a background dream was still running at close; it will fail")

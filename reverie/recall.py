@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable, Generic, Mapping, TypeGuard, TypeVar
@@ -154,6 +156,10 @@ class Recaller:
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.store = ctx.store
+        self._usage: dict[tuple[str, str], int] = {}
+        self._usage_at: datetime | None = None
+        self._usage_lock = threading.Lock()
+        self._flushed = time.monotonic()
 
     # ------------------------------------------------------------ perceive
     def perceive(self, query: str, now: datetime) -> Perception:
@@ -329,15 +335,38 @@ class Recaller:
         return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, []) for f in facts]
 
     def _track(self, items: list[RecallItem], now: datetime) -> None:
-        """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted."""
+        """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted.
+        With ``usage_flush_seconds`` > 0 the counts gather in memory and are written together
+        at most that often (and at close): a server worker's reads then do not turn every
+        other worker's page cache cold with a write per recall."""
         threshold = self.ctx.settings.promote_score
         strong = [i for i in items if i.kind in ("fact", "episode") and i.score >= threshold]
         if not strong:
             return
-        fact_ids = [i.id for i in strong if i.kind == "fact"]
+        with self._usage_lock:
+            for item in strong:
+                key = (item.kind, item.id)
+                self._usage[key] = self._usage.get(key, 0) + 1
+            self._usage_at = max(self._usage_at, now) if self._usage_at else now
+            due = time.monotonic() - self._flushed >= self.ctx.settings.usage_flush_seconds
+        if due:
+            self.flush_usage()
+
+    def flush_usage(self) -> None:
+        """Write the usage counts gathered so far (one transaction)."""
+        with self._usage_lock:
+            usage, at = self._usage, self._usage_at
+            self._usage, self._usage_at = {}, None
+            self._flushed = time.monotonic()
+        if not usage or at is None:
+            return
+        by_count: dict[tuple[str, int], list[str]] = {}
+        for (kind, item_id), count in usage.items():
+            by_count.setdefault((kind, count), []).append(item_id)
+        fact_ids = [item_id for kind, item_id in usage if kind == "fact"]
         with self.store.transaction():
-            self.store.touch("episode", [i.id for i in strong if i.kind == "episode"], now)
-            self.store.touch("fact", fact_ids, now)
+            for (kind, count), ids in sorted(by_count.items()):
+                self.store.touch(kind, ids, at, by=count)
             for fact in self.store.get_facts(fact_ids).values():
                 if fact.status == "pending":
                     fact.status = "consolidated"

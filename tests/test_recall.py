@@ -272,3 +272,18 @@ def test_without_explain_items_carry_no_score_parts(mem):
     assert [i.id for i in plain.items] == [i.id for i in explained.items]
     assert all(i.parts == {} for i in plain.items)
     assert any(i.parts for i in explained.items)
+
+
+def test_buffered_usage_counts_are_written_together_and_at_close(home):
+    from reverie import Memory
+
+    with Memory(home, background=False, usage_flush_seconds=3600) as memory:
+        fact = memory.remember("Ana's marathon is in Lisbon", user="ana")
+        for _ in range(3):
+            assert "Lisbon" in memory.recall("where is my marathon?", user="ana").context
+        assert memory.fact(fact.id).uses == 0  # still gathered in memory
+        memory.recaller.flush_usage()
+        assert memory.fact(fact.id).uses == 3
+        memory.recall("where is my marathon?", user="ana")
+    with Memory(home, background=False) as memory:
+        assert memory.fact(fact.id).uses == 4  # written at close

@@ -243,8 +243,8 @@ class Store(ABC):
         unarchived episodes and unarchived facts are returned."""
 
     @abstractmethod
-    def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
-        """Usage: uses + 1 and last used = at, for items the recall line delivered."""
+    def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
+        """Usage: uses + ``by`` and last used = at, for items the recall line delivered."""
 
     # ------------------------------------------------------------ tags
     @abstractmethod

@@ -670,12 +670,12 @@ class SQLiteStore(Store):
         row = self._x(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
         return int(row[0]) if row else 0
 
-    def touch(self, kind: str, ids: Iterable[str], at: datetime) -> None:
+    def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(ids)
         if ids and kind in ("episode", "fact"):
             self._x(
-                f"UPDATE {_MAIN_TABLE[kind]} SET uses = uses + 1, last_used_at = ? WHERE id IN ({_in(ids)})",
-                [_ts(at), *ids],
+                f"UPDATE {_MAIN_TABLE[kind]} SET uses = uses + ?, last_used_at = ? WHERE id IN ({_in(ids)})",
+                [by, _ts(at), *ids],
             )
 
     # ------------------------------------------------------------ tags
