@@ -38,13 +38,16 @@ from reverie.text import terms
 __all__ = [
     "BUDGETS",
     "KS",
+    "CaseRecall",
     "Figures",
     "LocomoCase",
     "LocomoReport",
     "Question",
     "bm25_documents",
     "evidence_ids",
+    "ingest_case",
     "load_locomo",
+    "run_case",
     "run_locomo",
 ]
 
@@ -273,21 +276,59 @@ def _run_reverie(
     step: Callable[[str], None],
 ) -> None:
     user = f"locomo-{case.name}"
-    conversation = locomo_conversation(case.data, thread=case.name)
     with tempfile.TemporaryDirectory(prefix="reverie-bench-") as home:
         with Memory(home, background=False, engine=engine) as mem:
-            # engines load lazily (imports, lexicons): a one-off cost per process, not per turn
-            for name in STEPS:
-                mem.engines.for_step(name)
-            start = time.perf_counter()
-            mem.add(conversation.messages, user=user, thread=conversation.thread, group=group)
-            mem.flush(user=user)
-            tally.ingested(len(conversation.messages), time.perf_counter() - start)
+            tally.ingested(*ingest_case(mem, user, case, group=group))
             step(f"{case.name}: ingested")
             at = case.ask_at()
             for number, q in enumerate(case.questions, 1):
                 _ask(mem, user, q, at, budgets, tally)
                 step(f"{case.name}: question {number}/{len(case.questions)}")
+
+
+def ingest_case(mem: Memory, user: str, case: LocomoCase, *, group: str = "exchange") -> tuple[int, float]:
+    """Add the conversation to ``user`` of ``mem`` (its own thread, named after the case) and
+    learn from it; (turns, seconds of add + learn). The engines are loaded first: their lazy
+    loading (imports, lexicons) is a one-off cost per process, not per turn."""
+    for name in STEPS:
+        mem.engines.for_step(name)
+    conversation = locomo_conversation(case.data, thread=case.name)
+    start = time.perf_counter()
+    mem.add(conversation.messages, user=user, thread=conversation.thread, group=group)
+    mem.flush(user=user)
+    return len(conversation.messages), time.perf_counter() - start
+
+
+@dataclass
+class CaseRecall:
+    """One conversation asked in a given memory: evidence recall (and held) per budget."""
+
+    turns: int
+    ingest_seconds: float
+    recall_at_budget: dict[int, float]
+    held_at_budget: dict[int, float]
+    questions: int
+
+
+def run_case(
+    mem: Memory, user: str, case: LocomoCase, *, budgets: Sequence[int] = BUDGETS, group: str = "exchange",
+) -> CaseRecall:
+    """Ingest ``case`` into ``user`` of an open memory (which may hold anything else already),
+    then ask its questions at each budget, read-only, the way :func:`run_locomo` does."""
+    budgets = sorted(set(budgets))
+    tally = _Tally(budgets)
+    turns, seconds = ingest_case(mem, user, case, group=group)
+    at = case.ask_at()
+    for q in case.questions:
+        for budget in budgets:
+            result = mem.recall(q.text, user=user, budget=budget, at=at, track=False)
+            tally.budget(
+                budget, q.evidence,
+                [i for item in result.items for i in item.provenance_sources],
+                [i for item in result.items for i in item.source_ids],
+            )
+    figures = tally.figures()
+    return CaseRecall(turns, seconds, figures.recall_at_budget, figures.held_at_budget, len(case.questions))
 
 
 def _ask(mem: Memory, user: str, q: Question, at: datetime, budgets: Sequence[int], tally: _Tally) -> None:

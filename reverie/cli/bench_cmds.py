@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -17,6 +18,8 @@ from rich.table import Table
 
 from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
+from reverie.bench.scale import DEFAULT_CACHE, ScaleReport, run_scale
+from reverie.bench.scale import SIZES as SCALE_SIZES
 from reverie.cli.common import (
     Engine,
     Json,
@@ -84,6 +87,110 @@ def inputs(
     for row in rows:
         table.add_row(f"{row['chars']:,}", f"{row['recall_ms']:.1f}", f"{row['turn_ms']:.1f}")
     console.print(table)
+
+
+LOCOMO_DEFAULT = Path("../shared/data/locomo")
+
+
+@bench_app.command("scale")
+def scale(
+    episodes: Annotated[
+        str, typer.Option("--episodes", help="Store size(s) in episodes, comma-separated (10k and 1m work too)."),
+    ] = ",".join(str(n) for n in SCALE_SIZES),
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Where built stores are kept, one home per size (episodes-N/).", file_okay=False),
+    ] = DEFAULT_CACHE,
+    recalls: Annotated[int, typer.Option("--recalls", min=1, help="Recalls timed per size.")] = 300,
+    locomo: Annotated[
+        Optional[Path],
+        typer.Option("--locomo", file_okay=False, help=f"LoCoMo conversations for the dilution check (default {LOCOMO_DEFAULT} when it exists)."),
+    ] = None,
+    no_dilution: Annotated[bool, typer.Option("--no-dilution", help="Skip the dilution check.")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build every size again, even when cached.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size."""
+
+    sizes = _sizes(episodes)
+    with fail_cleanly():
+        cases = []
+        if not no_dilution:
+            folder = locomo if locomo is not None else (LOCOMO_DEFAULT if LOCOMO_DEFAULT.is_dir() else None)
+            if folder is not None:
+                cases = load_locomo(folder)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err_console, transient=True) as progress:
+            status = progress.add_task("scale", total=None)
+            builds: dict[int, TaskID] = {}
+
+            def on_build(size: int, done: int, total: int) -> None:
+                if size not in builds:
+                    builds[size] = progress.add_task(f"building {size:,} episodes (add + learn)", total=total)
+                progress.update(builds[size], completed=done)
+
+            report = run_scale(
+                sizes, cache=cache, recalls=recalls, cases=cases, rebuild=rebuild, on_build=on_build,
+                on_step=lambda label: progress.update(status, description=label),
+            )
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _print_scale(report)
+
+
+def _sizes(value: str) -> list[int]:
+    out = []
+    for part in value.split(","):
+        text = part.strip().lower().replace("_", "")
+        factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+        digits = text[:-1] if factor > 1 else text
+        if not digits.isdigit() or int(digits) * factor <= 0:
+            raise typer.BadParameter(f"{part.strip()!r} is not a positive episode count", param_hint="--episodes")
+        out.append(int(digits) * factor)
+    return sorted(set(out))
+
+
+def _print_scale(report: ScaleReport) -> None:
+    data = report.as_dict()
+    sizes = data["sizes"]
+    table = Table(title=f"One user's store as it grows (heuristic engine, recall at budget {data['budget']}, explain off)")
+    table.add_column("")
+    for size in sizes:
+        table.add_column(f"{size['episodes']:,} episodes", justify="right")
+    rows: list[tuple[str, Any]] = [
+        ("turns (messages) stored", lambda s: f"{s['messages']:,} in {s['threads']:,} threads"),
+        ("ingest turns/s (add + learn)", lambda s: f"{s['ingest_turns_per_s']:,.0f}"),
+        ("learning turns/s, last 10%", lambda s: f"{s['tail']['learn_turns_per_s']:,.0f}"),
+        ("build time", lambda s: f"{s['build_seconds']:,.0f} s" + (" (cached)" if s["cached"] else "")),
+        ("recall p50", lambda s: f"{s['recall_ms']['p50']:.1f} ms"),
+        ("recall p95", lambda s: f"{s['recall_ms']['p95']:.1f} ms"),
+        ("recall p99", lambda s: f"{s['recall_ms']['p99']:.1f} ms"),
+        ("first recall after open", lambda s: f"{s['first_recall_ms']:.0f} ms (open {s['open_ms']:.0f} ms)"),
+        ("store on disk", lambda s: f"{s['disk_mb']:,.1f} MB"),
+        ("peak RSS, recall-only process", lambda s: f"{s['peak_rss_mb']:,.0f} MB"),
+    ]
+    for name, cell in rows:
+        table.add_row(name, *(cell(s) for s in sizes))
+    console.print(table)
+    console.print(f"{sizes[0]['recalls']} recalls per size, about half about things the store holds; "
+                  "ingest figures of a cached store are those recorded when it was built", style="dim")
+    dilution = data["dilution"]
+    if dilution is None:
+        console.print(f"dilution check skipped: {data.get('dilution_skipped') or 'no LoCoMo folder'}", style="dim")
+        console.print(f"run took {data['seconds']:.0f} s", style="dim")
+        return
+    table = Table(title=f"Dilution: LoCoMo evidence recall @ {dilution['budget']} tokens, "
+                        f"alone vs beside {dilution['store_episodes']:,} episodes (same user)")
+    for col in ("conversation", "questions", "empty store", "diluted", "difference"):
+        table.add_column(col, justify="left" if col == "conversation" else "right")
+    for row in dilution["conversations"]:
+        table.add_row(row["conversation"], str(row["questions"]), f"{row['empty']:.3f}", f"{row['diluted']:.3f}",
+                      f"{row['difference']:+.3f}")
+    every = dilution["all_questions"]
+    table.add_row("all questions", str(every["questions"]), f"{every['empty']:.3f}", f"{every['diluted']:.3f}",
+                  f"{every['difference']:+.3f}")
+    console.print(table)
+    console.print(f"run took {data['seconds']:.0f} s", style="dim")
 
 
 def _budgets(values: list[str] | None) -> list[int]:

@@ -1,0 +1,1086 @@
+"""How reverie holds up as one user's memory grows: ingest, learning, recall, size and memory.
+
+    report = run_scale([10_000, 100_000], cache="~/.cache/reverie-bench/scale", recalls=300)
+    report.as_dict()["sizes"][0]["recall_ms"]["p95"]
+
+For each size a synthetic store is built once and cached (``<cache>/episodes-<N>/``):
+one user, :data:`USER`, whose episodes are conversation turns between several
+speakers, in many threads, dated over six years (:class:`ConversationGenerator`:
+seeded, deterministic, never one text twice). The turns go in through the public
+API, ``Memory.add(..., group="exchange")`` one session at a time and
+``Memory.flush()`` after every ~1,000 messages, so that what is timed is add +
+learn with the heuristic engine. A build writes :data:`MARKER` only when it has
+finished; a home without it is an interrupted build and is built again, a home
+with it is reused and its build figures are read back from the marker.
+
+Then, per size: recall latency percentiles over varied queries (about half about
+things the store holds) at budget 500 with ``explain`` off and ``track=False``,
+timed in a child process that also reports its peak RSS; the first recall of a
+fresh process; the size of the home on disk. Last, the dilution check: each
+LoCoMo conversation's evidence recall at 500 tokens in an empty store beside the
+same conversation ingested into a copy of the largest built store (same user).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+import reverie
+from reverie.bench.locomo import LocomoCase, percentile, run_case
+from reverie.errors import InvalidInput
+from reverie.memory import Memory
+from reverie.version import __version__
+
+__all__ = [
+    "BATCH_MESSAGES",
+    "DEFAULT_CACHE",
+    "MARKER",
+    "SIZES",
+    "USER",
+    "BuildRecord",
+    "ConversationGenerator",
+    "DilutionRow",
+    "ScaleReport",
+    "Session",
+    "SizeReport",
+    "build_store",
+    "cached_build",
+    "dilution",
+    "disk_bytes",
+    "measure_size",
+    "recall_queries",
+    "run_scale",
+]
+
+SIZES = (10_000, 100_000)
+DEFAULT_CACHE = Path("~/.cache/reverie-bench/scale")
+USER = "scale"
+SEED = 11
+GENERATOR = 1  # bump when the generator's output changes: cached stores of another version are rebuilt
+MARKER = "bench-build.json"
+BATCH_MESSAGES = 1000  # messages added (one add call per session) between two flushes
+BUDGET = 500
+TAIL = 0.10  # "learning with the store nearly full": the batches of the last 10% of the build
+KNOWN_SAMPLE = 2000  # mentions kept (reservoir) to ask about things the store holds
+ENGINE = "heuristic"
+
+# ---------------------------------------------------------------------------- vocabulary
+# The speakers of the user's conversations, and everyone and everything they talk about.
+# The names of the shared LoCoMo speakers (Caroline, Melanie, Jon, Gina, John, Maria) are
+# left out, so that the dilution check measures volume, not a clash of names.
+
+SPEAKERS = ("Maya", "Tomas", "Aiko", "Farid", "Lena", "Jonah", "Priya", "Diego", "Noor", "Elias")
+FIRST_NAMES = (
+    "Ada", "Adrian", "Alba", "Aleksei", "Amara", "Anders", "Anouk", "Arjun", "Astrid", "Aurelio", "Ayla", "Basil",
+    "Beatriz", "Benedikt", "Bianca", "Bodhi", "Camille", "Cyrus", "Dagny", "Dalia", "Dario", "Delphine", "Dmitri",
+    "Ebba", "Edmund", "Eitan", "Elodie", "Emeka", "Esme", "Ezra", "Fatima", "Felix", "Fiona", "Florin", "Freya",
+    "Gaspard", "Greta", "Hamza", "Hana", "Harriet", "Hugo", "Ilse", "Imani", "Ines", "Ivo", "Jasper", "Joaquin",
+    "Juno", "Kaito", "Kalani", "Karim", "Kasia", "Keanu", "Kiran", "Lars", "Leila", "Linnea", "Lorenzo", "Lucia",
+    "Magnus", "Malik", "Marisol", "Matteo", "Mei", "Milo", "Mira", "Nadia", "Nico", "Nils", "Odette", "Olek",
+    "Oona", "Orla", "Otto", "Pablo", "Paloma", "Pietro", "Quentin", "Rafael", "Rania", "Reza", "Rosalind", "Rohan",
+    "Ruth", "Sabine", "Samir", "Sanne", "Selin", "Soren", "Sunita", "Tariq", "Thea", "Theo", "Tove", "Ulla",
+    "Umar", "Valentin", "Vera", "Viktor", "Wanda", "Wendell", "Xenia", "Yara", "Yusuf", "Zainab", "Zeno", "Zofia",
+)
+SURNAMES = (
+    "Abbott", "Achebe", "Albrecht", "Alvarez", "Bakker", "Barros", "Bergstrom", "Bianchi", "Brennan", "Castillo",
+    "Chowdhury", "Costa", "Dahl", "Delgado", "Dubois", "Eriksen", "Falk", "Ferreira", "Fischer", "Gallagher",
+    "Garnier", "Haddad", "Halvorsen", "Hartmann", "Ibarra", "Ivanova", "Jansen", "Jovanovic", "Kaplan", "Kowalski",
+    "Kruger", "Laine", "Lindqvist", "Lombardi", "Mahler", "Marchetti", "Moreau", "Nakamura", "Navarro", "Novak",
+    "Oduya", "Okafor", "Olsen", "Pereira", "Petrov", "Quinn", "Rahman", "Reyes", "Rossi", "Sandoval", "Schneider",
+    "Silva", "Sorensen", "Takeda", "Tanaka", "Toivonen", "Urquhart", "Vance", "Varga", "Vasquez", "Weber",
+    "Whitfield", "Yilmaz", "Zamora", "Zielinski",
+)
+CITIES = (
+    "Lisbon", "Porto", "Seville", "Valencia", "Bilbao", "Lyon", "Marseille", "Bordeaux", "Ghent", "Utrecht",
+    "Rotterdam", "Hamburg", "Leipzig", "Munich", "Vienna", "Graz", "Ljubljana", "Zagreb", "Split", "Budapest",
+    "Krakow", "Gdansk", "Prague", "Brno", "Tallinn", "Riga", "Vilnius", "Helsinki", "Bergen", "Trondheim",
+    "Gothenburg", "Malmo", "Aarhus", "Copenhagen", "Edinburgh", "Glasgow", "Galway", "Cork", "Bristol", "Leeds",
+    "Naples", "Bologna", "Turin", "Palermo", "Genoa", "Athens", "Thessaloniki", "Istanbul", "Izmir", "Tbilisi",
+    "Marrakesh", "Tunis", "Cairo", "Nairobi", "Accra", "Lagos", "Cape Town", "Durban", "Mumbai", "Pune",
+    "Kochi", "Jaipur", "Kathmandu", "Colombo", "Hanoi", "Hoi An", "Chiang Mai", "Penang", "Kyoto", "Osaka",
+    "Sapporo", "Busan", "Taipei", "Manila", "Cebu", "Perth", "Hobart", "Wellington", "Queenstown", "Vancouver",
+    "Montreal", "Quebec City", "Halifax", "Portland", "Seattle", "Denver", "Austin", "Savannah", "Chicago",
+    "Oaxaca", "Merida", "Cusco", "Valparaiso", "Cartagena", "Medellin", "Montevideo", "Salvador", "Recife",
+)
+LANDMARKS = (
+    "old harbor", "botanical garden", "river path", "lighthouse", "flea market", "city library", "train station",
+    "night market", "castle hill", "sculpture park", "rose garden", "fish market", "old town square", "ferry pier",
+    "observatory", "cathedral", "climbing gym", "public pool", "skate park", "community garden", "canal",
+    "covered bridge", "pine forest", "sand dunes", "waterfall trail", "tea house", "record store", "jazz club",
+)
+VENUE_WORDS = (
+    "Copper", "Silver", "Blue", "Crooked", "Hidden", "Little", "Golden", "Salty", "Lazy", "Wild", "Green",
+    "Velvet", "Rusty", "Quiet", "Lucky", "Painted", "Northern", "Sunny", "Brass", "Amber",
+)
+VENUE_NOUNS = (
+    "Fox", "Heron", "Lantern", "Anchor", "Fig", "Otter", "Kettle", "Sparrow", "Olive", "Compass", "Pelican",
+    "Juniper", "Walrus", "Pepper", "Moth", "Badger", "Clover", "Harbor", "Lemon", "Raven",
+)
+VENUE_KINDS = ("cafe", "bistro", "bakery", "taqueria", "ramen bar", "wine bar", "diner", "noodle shop",
+               "tea room", "brewery", "pizzeria", "food truck", "deli", "tapas bar", "dumpling house")
+# (-ing form, past tense phrase, plain form)
+ACTIVITIES = (
+    ("hiking", "went hiking", "go hiking"), ("kayaking", "went kayaking", "go kayaking"),
+    ("bouldering", "went bouldering", "go bouldering"), ("surfing", "went surfing", "go surfing"),
+    ("sailing", "went sailing", "go sailing"), ("camping", "went camping", "go camping"),
+    ("cycling", "went cycling", "go cycling"), ("running", "went running", "go running"),
+    ("swimming", "went swimming", "go swimming"), ("skiing", "went skiing", "go skiing"),
+    ("birdwatching", "went birdwatching", "go birdwatching"), ("fishing", "went fishing", "go fishing"),
+    ("pottery", "took a pottery class", "take a pottery class"), ("painting", "painted a landscape", "paint"),
+    ("baking", "baked all afternoon", "bake"), ("gardening", "worked in the garden", "do some gardening"),
+    ("knitting", "knitted a scarf", "knit"), ("woodworking", "built a small shelf", "do woodworking"),
+    ("photography", "took photos all day", "take photos"), ("yoga", "did a long yoga session", "do yoga"),
+    ("salsa dancing", "went salsa dancing", "go salsa dancing"), ("tango", "danced tango", "dance tango"),
+    ("chess", "played chess", "play chess"), ("board games", "played board games", "play board games"),
+    ("volleyball", "played volleyball", "play volleyball"), ("tennis", "played tennis", "play tennis"),
+    ("badminton", "played badminton", "play badminton"), ("table tennis", "played table tennis", "play table tennis"),
+    ("rowing", "went rowing", "go rowing"), ("stargazing", "went stargazing", "go stargazing"),
+    ("foraging", "went foraging for mushrooms", "go foraging"), ("journaling", "journaled for an hour", "journal"),
+    ("calligraphy", "practised calligraphy", "practise calligraphy"), ("the violin", "practised the violin", "practise the violin"),
+    ("the cello", "played the cello", "play the cello"), ("the drums", "played the drums", "play the drums"),
+    ("guitar", "played guitar", "play guitar"), ("singing in a choir", "sang with the choir", "sing in the choir"),
+    ("volunteering", "volunteered at the shelter", "volunteer at the shelter"), ("scuba diving", "went scuba diving", "go scuba diving"),
+    ("snorkeling", "went snorkeling", "go snorkeling"), ("ice skating", "went ice skating", "go ice skating"),
+    ("roller skating", "went roller skating", "go roller skating"), ("archery", "tried archery", "try archery"),
+    ("fencing", "went to fencing practice", "go to fencing practice"), ("karate", "went to karate", "go to karate"),
+    ("quilting", "worked on the quilt", "work on the quilt"), ("beekeeping", "checked the beehives", "check the beehives"),
+    ("trail running", "went trail running", "go trail running"), ("paddleboarding", "went paddleboarding", "go paddleboarding"),
+)
+FOODS = (
+    "ramen", "pho", "bibimbap", "paella", "risotto", "gnocchi", "lasagna", "moussaka", "falafel", "shakshuka",
+    "tagine", "couscous", "jollof rice", "injera", "biryani", "dosa", "butter chicken", "dal makhani", "pad thai",
+    "green curry", "laksa", "bao buns", "dumplings", "mapo tofu", "sushi", "okonomiyaki", "tempura", "udon",
+    "tacos al pastor", "enchiladas", "mole", "ceviche", "empanadas", "arepas", "feijoada", "pierogi", "goulash",
+    "borscht", "schnitzel", "fondue", "raclette", "crepes", "galettes", "bouillabaisse", "fish and chips",
+    "shepherd's pie", "clam chowder", "gumbo", "brisket", "cornbread", "banana bread", "sourdough", "focaccia",
+    "cinnamon rolls", "baklava", "tiramisu", "cheesecake", "pavlova", "churros", "gelato", "mochi", "lemon tart",
+    "apple pie", "carrot cake", "pumpkin soup", "minestrone", "lentil stew", "mushroom pie", "halloumi salad",
+    "poke bowl", "kimchi fried rice", "bulgogi", "katsu curry", "samosas", "pav bhaji", "khachapuri", "pelmeni",
+)
+THINGS = (
+    "bike", "tent", "camera", "record player", "standing desk", "sewing machine", "telescope", "kayak paddle",
+    "espresso machine", "bread maker", "rice cooker", "easel", "drone", "e-reader", "mechanical keyboard",
+    "hiking boots", "rain jacket", "sleeping bag", "wetsuit", "yoga mat", "pottery wheel", "synthesizer",
+    "projector", "bookshelf", "armchair", "houseplant", "cast iron pan", "air fryer", "electric scooter",
+    "violin bow", "watercolor set", "film camera", "backpack", "road bike helmet", "snowboard", "chess set",
+    "tea set", "bird feeder", "hammock", "label maker",
+)
+PETS = (("dog", "went on a long walk by the river"), ("puppy", "chewed up a shoe"), ("cat", "knocked a plant off the shelf"),
+        ("kitten", "climbed the curtains"), ("rabbit", "escaped from the garden"), ("parrot", "learned a new word"),
+        ("tortoise", "came out of hibernation"), ("hamster", "built a nest in the sock drawer"))
+PET_NAMES = (
+    "Biscuit", "Pepper", "Mochi", "Waffles", "Juniper", "Pickles", "Nutmeg", "Ziggy", "Pumpkin", "Luna", "Bruno",
+    "Tofu", "Olive", "Maple", "Chester", "Noodle", "Clementine", "Basil", "Dumpling", "Pixel",
+)
+ROLES = ("colleague", "neighbor", "cousin", "mentor", "roommate", "best friend", "manager", "teammate", "sister",
+         "brother", "aunt", "uncle", "landlord", "coach", "old classmate")
+JOBS = (
+    "nurse", "architect", "data analyst", "carpenter", "teacher", "translator", "sound engineer", "pharmacist",
+    "park ranger", "baker", "graphic designer", "paramedic", "librarian", "urban planner", "veterinarian",
+    "electrician", "journalist", "chef", "marine biologist", "physiotherapist", "museum curator", "pilot",
+)
+COMPANY_A = ("North", "Bright", "Tidal", "Maple", "Granite", "Harbor", "Lumen", "Cedar", "Orbit", "Kestrel",
+             "Meadow", "Beacon", "Summit", "Pioneer", "Willow")
+COMPANY_B = ("Labs", "Works", "Studio", "Logistics", "Health", "Foods", "Analytics", "Press", "Energy", "Robotics",
+             "Design", "Clinic")
+PROJECTS = ("the new booking system", "the spring catalogue", "the clinic renovation", "the school garden",
+            "the podcast", "the museum exhibit", "the community fridge", "the mobile app", "the bridge survey",
+            "the charity run", "the winter fair", "the recipe book", "the bike lane proposal", "the annual report")
+TITLE_ADJ = ("Silent", "Last", "Hidden", "Burning", "Glass", "Hollow", "Lost", "Winter", "Paper", "Iron", "Velvet",
+             "Distant", "Crimson", "Quiet", "Northern", "Broken", "Golden", "Endless", "Salt", "Midnight")
+TITLE_NOUN = ("Orchard", "Harbor", "Garden", "Archive", "Lantern", "River", "Kingdom", "Cartographer", "Island",
+              "Lighthouse", "Clockmaker", "Mountain", "Letters", "Tide", "Forest", "Machine", "Summer", "Bridge")
+MEDIA = ("book", "novel", "film", "documentary", "podcast series", "graphic novel", "play", "album")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WHEN = ("last weekend", "yesterday", "on Saturday", "last week", "two weeks ago", "this morning", "last night",
+        "over the holidays", "on my day off", "last month", "a few days ago", "on Sunday afternoon")
+ADJ_GOOD = ("amazing", "so relaxing", "really fun", "wonderful", "a bit chaotic but great", "unforgettable",
+            "exhausting but worth it", "lovely", "surprisingly good", "the highlight of my month")
+ADJ_BAD = ("a bit disappointing", "way too crowded", "freezing", "stressful", "rained out", "more expensive than expected")
+REACTIONS = ("That sounds great", "No way", "Oh nice", "Wow", "Ha, classic", "That's wonderful", "Oh no",
+             "Congrats", "I'm jealous", "Love that", "Sounds perfect", "That's so cool", "Ugh, sorry to hear that",
+             "Good for you", "How exciting", "Oh, I remember that")
+FEELINGS = ("happy", "tired", "proud", "nervous", "grateful", "relieved", "restless", "inspired", "homesick", "calm")
+WEATHER = ("it poured the whole time", "the weather was perfect", "it was windy but sunny", "it snowed a little",
+           "it was incredibly hot", "there was fog all morning")
+CATEGORIES = (("season", ("autumn", "spring", "early summer", "late winter")),
+              ("color", ("teal", "mustard yellow", "deep green", "burgundy", "navy")),
+              ("board game", ("Catan", "Carcassonne", "Azul", "Wingspan", "Ticket to Ride")),
+              ("breakfast", ("porridge with berries", "eggs on toast", "miso soup", "pancakes", "yogurt and granola")),
+              ("holiday spot", CITIES[:30]), ("dish", FOODS[:40]), ("hobby", tuple(a[0] for a in ACTIVITIES[:30])))
+NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve", "fifteen", "twenty")
+# words the store never holds: queries about them find nothing that matches exactly
+ABSENT = ("ukulele", "origami", "falconry", "curling", "zeppelin", "saxophone", "hot air balloon", "glassblowing",
+          "taxidermy", "marmalade", "pickleball", "lacrosse", "terrarium", "harpsichord", "paragliding", "bonsai",
+          "sauerkraut", "kombucha", "polo", "axe throwing")
+GENERIC_QUERIES = (
+    "What should I cook this weekend?", "Any ideas for a short trip next month?", "What was I stressed about lately?",
+    "Who did I meet recently?", "What are my hobbies?", "What do I usually eat for breakfast?",
+    "What did we decide last time?", "Remind me what I was planning for the summer.",
+    "What kind of books do I like?", "How have I been feeling this year?", "What gifts have I bought for friends?",
+    "Where did I travel in the past few years?", "What am I working on at the moment?",
+    "Which restaurants did I like?", "What pets do my friends have?", "What goals did I set for myself?",
+)
+
+
+# ---------------------------------------------------------------------------- the generator
+
+
+@dataclass
+class Session:
+    """One sitting of a thread: its messages (``speaker``, ``content``, ``at``) and how many
+    exchanges (episodes, with ``group="exchange"``) they make."""
+
+    thread: str
+    messages: list[dict[str, Any]]
+    exchanges: int
+
+
+@dataclass
+class _Thread:
+    name: str
+    people: tuple[str, ...]
+
+
+class ConversationGenerator:
+    """Seeded, deterministic conversation: sessions of exchanges between the user's speakers.
+
+    Every session belongs to a thread (a chat between two or three speakers, continued over
+    many sessions); its first speaker opens each exchange and one to three replies follow,
+    so ``group="exchange"`` makes one episode per exchange. Dates run from 2019 to the end of
+    2024 whatever the size. Messages are drawn from word lists and templates with one to
+    five sentences; a text drawn before is drawn again, so no text ever repeats.
+    ``mentions`` keeps a seeded sample of what messages named (speaker, person, place, ...)
+    for queries about things the store holds.
+    """
+
+    START = datetime(2019, 1, 1, 9, 0, tzinfo=timezone.utc)
+    END = datetime(2024, 12, 31, 21, 0, tzinfo=timezone.utc)
+    EXCHANGES = (1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10, 12, 14)  # per session, drawn evenly
+
+    def __init__(self, episodes: int, *, seed: int = SEED, sample: int = KNOWN_SAMPLE):
+        if episodes <= 0:
+            raise InvalidInput("episodes must be positive", field="episodes")
+        self.episodes = episodes
+        self.rng = random.Random(seed)
+        self._sampler = random.Random(seed + 1)
+        self._sample_size = sample
+        self.mentions: list[dict[str, str]] = []
+        self._mentions_seen = 0
+        self._seen: set[int] = set()
+        self._threads: list[_Thread] = []
+        self._thread_counts: dict[tuple[str, ...], int] = {}
+        self._gap = (self.END - self.START) / (episodes * len(self.EXCHANGES) / sum(self.EXCHANGES))
+        self._clock = self._last = self.START
+        self.redraws = 0
+        self.messages = 0
+
+    # ------------------------------------------------------------ sessions
+    def sessions(self) -> Iterator[Session]:
+        made = 0
+        while made < self.episodes:
+            session = self._session(self.episodes - made)
+            made += session.exchanges
+            yield session
+
+    def _session(self, left: int) -> Session:
+        rng = self.rng
+        thread = self._thread()
+        opener = rng.choice(thread.people)
+        others = [p for p in thread.people if p != opener]
+        self._clock += self._gap * rng.expovariate(1.0)
+        start = self._clock.replace(hour=rng.randint(7, 22), minute=rng.randint(0, 59), second=0, microsecond=0)
+        at = max(start, self._last + timedelta(minutes=30))  # sessions never overlap
+        exchanges = min(left, rng.choice(self.EXCHANGES))
+        messages: list[dict[str, Any]] = []
+        for _ in range(exchanges):
+            for speaker, opening in [(opener, True)] + [
+                (rng.choice(others), False) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))
+            ]:
+                at += timedelta(minutes=rng.randint(1, 14), seconds=rng.randint(0, 59))
+                addressee = rng.choice(others) if opening else opener
+                messages.append({"speaker": speaker, "content": self._message(speaker, addressee, opening), "at": at})
+        self._last = at
+        return Session(thread.name, messages, exchanges)
+
+    def _thread(self) -> _Thread:
+        rng = self.rng
+        if not self._threads or rng.random() < 0.25:
+            people = tuple(sorted(rng.sample(SPEAKERS, 3 if rng.random() < 0.2 else 2)))
+            count = self._thread_counts[people] = self._thread_counts.get(people, 0) + 1
+            thread = _Thread(f"{'-'.join(p.lower() for p in people)}-{count}", people)
+            self._threads.append(thread)
+            return thread
+        return rng.choice(self._threads[-60:])
+
+    # ------------------------------------------------------------ messages
+    def _message(self, speaker: str, addressee: str, opening: bool) -> str:
+        while True:
+            mention: dict[str, str] = {"speaker": speaker}
+            text = self._compose(speaker, addressee, opening, mention)
+            key = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+            if key not in self._seen:
+                self._seen.add(key)
+                self.messages += 1
+                self._keep(mention)
+                return text
+            self.redraws += 1
+
+    def _keep(self, mention: dict[str, str]) -> None:
+        """Reservoir sample of mentions that name something besides the speaker."""
+        if len(mention) < 2:
+            return
+        self._mentions_seen += 1
+        if len(self.mentions) < self._sample_size:
+            self.mentions.append(mention)
+            return
+        slot = self._sampler.randrange(self._mentions_seen)
+        if slot < self._sample_size:
+            self.mentions[slot] = mention
+
+    def _compose(self, speaker: str, addressee: str, opening: bool, mention: dict[str, str]) -> str:
+        rng = self.rng
+        kinds, weights = (_OPENERS, _OPENER_WEIGHTS) if opening else (_REPLIES, _REPLY_WEIGHTS)
+        main = rng.choices(kinds, cum_weights=weights)[0](self, addressee, mention)
+        parts = [main]
+        for extra in rng.sample(_EXTRAS, rng.choice((0, 0, 0, 1, 1, 1, 2, 2, 3, 4))):
+            parts.append(extra(self, addressee, mention))
+        if rng.random() < 0.15:
+            parts.insert(0, f"{rng.choice(('Hey', 'Hi', 'Morning', 'Evening', 'So'))} {addressee}!")
+        return " ".join(parts)
+
+    # slot drawers: each records what it drew in ``mention``
+    def person(self, mention: dict[str, str]) -> str:
+        name = f"{self.rng.choice(FIRST_NAMES)} {self.rng.choice(SURNAMES)}"
+        mention.setdefault("person", name)
+        return name
+
+    def first_name(self, mention: dict[str, str]) -> str:
+        name = self.rng.choice(FIRST_NAMES)
+        mention.setdefault("person", name)
+        return name
+
+    def city(self, mention: dict[str, str]) -> str:
+        city = self.rng.choice(CITIES)
+        mention.setdefault("place", city)
+        return city
+
+    def venue(self, mention: dict[str, str]) -> str:
+        venue = f"the {self.rng.choice(VENUE_WORDS)} {self.rng.choice(VENUE_NOUNS)} {self.rng.choice(VENUE_KINDS)}"
+        mention.setdefault("venue", venue)
+        return venue
+
+    def activity(self, mention: dict[str, str]) -> tuple[str, str, str]:
+        act = self.rng.choice(ACTIVITIES)
+        mention.setdefault("activity", act[0])
+        return act
+
+    def food(self, mention: dict[str, str]) -> str:
+        food = self.rng.choice(FOODS)
+        mention.setdefault("food", food)
+        return food
+
+    def thing(self, mention: dict[str, str]) -> str:
+        thing = self.rng.choice(THINGS)
+        mention.setdefault("thing", thing)
+        return thing
+
+    def title(self, mention: dict[str, str]) -> str:
+        title = f"The {self.rng.choice(TITLE_ADJ)} {self.rng.choice(TITLE_NOUN)}"
+        mention.setdefault("title", title)
+        return title
+
+    def when(self) -> str:
+        rng = self.rng
+        pick = rng.random()
+        if pick < 0.55:
+            return rng.choice(WHEN)
+        if pick < 0.8:
+            return f"on {rng.randint(1, 28)} {rng.choice(MONTHS)}"
+        return f"back in {rng.choice(MONTHS)}"
+
+    def number(self, low: int = 2, high: int = 60) -> int:
+        return self.rng.randint(low, high)
+
+
+Composer = Callable[[ConversationGenerator, str, dict[str, str]], str]
+
+
+def _news_trip(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    act = g.activity(m)
+    return f"Guess what, I {act[1]} in {g.city(m)} {g.when()} with {g.person(m)}, it was {g.rng.choice(ADJ_GOOD)}."
+
+
+def _ask_trip(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    return f"How was {g.city(m)}, {to}? Did you get to {g.activity(m)[2]} near the {g.rng.choice(LANDMARKS)}?"
+
+
+def _recommend(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    return (f"Have you been to {g.venue(m)} in {g.city(m)}? Their {g.food(m)} is the best I've had in "
+            f"{g.rng.choice(NUMBER_WORDS)} years.")
+
+
+def _plan(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    act = g.activity(m)
+    return _one(
+        rng,
+        lambda: f"I'm planning to {act[2]} in {g.city(m)} in {rng.choice(MONTHS)}, want to join?",
+        lambda: f"We plan to {act[2]} with {g.person(m)} on {rng.choice(WEEKDAYS)}, {g.number(2, 9)} of us so far.",
+        lambda: f"I'm saving up for a trip to {g.city(m)} so I can {act[2]} there.",
+    )
+
+
+def _preference(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    pick = rng.randrange(5)
+    if pick == 0:
+        return f"I really love {g.activity(m)[0]} lately, it clears my head after work."
+    if pick == 1:
+        return f"I can't stand {g.food(m)} with too much salt, but the one {g.person(m)} makes is perfect."
+    if pick == 2:
+        category, options = rng.choice(CATEGORIES)
+        item = rng.choice(options)
+        m.setdefault("favorite", f"{category}: {item}")
+        return f"My favorite {category} is {item}, {rng.choice(('no contest', 'always has been', 'at least this year', 'ask anyone'))}."
+    if pick == 3:
+        return f"I prefer {g.food(m)} over {rng.choice(FOODS)} any day, especially from {g.venue(m)}."
+    return f"I'm a huge fan of {g.title(m)}, I've read it {rng.choice(NUMBER_WORDS)} times."
+
+
+def _person_news(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    who = g.person(m)
+    first = who.split()[0]
+    return _one(
+        rng,
+        lambda: f"{first} is my {rng.choice(ROLES)}, and she just moved to {g.city(m)} to work as {_a(rng.choice(JOBS))}.",
+        lambda: f"My {rng.choice(ROLES)} {who} turned {g.number(20, 80)} {g.when()}, we had {g.food(m)} to celebrate.",
+        lambda: f"Ran into {who} at the {rng.choice(LANDMARKS)} {g.when()}, they're starting at {_company(g)} next month.",
+    )
+
+
+def _company(g: ConversationGenerator) -> str:
+    return f"{g.rng.choice(COMPANY_A)} {g.rng.choice(COMPANY_B)}"
+
+
+def _purchase(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"I finally bought {_a(g.thing(m))} for {g.number(15, 900)} euros at a shop in {g.city(m)}.",
+        lambda: f"My new {g.thing(m)} arrived {g.when()}, {rng.choice(('already obsessed', 'not sure it was worth it', 'works great so far'))}.",
+        lambda: f"Selling my old {g.thing(m)} to {g.first_name(m)} for {g.number(10, 300)} dollars.",
+    )
+
+
+def _work(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    project = rng.choice(PROJECTS)
+    m.setdefault("project", project)
+    return _one(
+        rng,
+        lambda: f"Work at {_company(g)} has been {rng.choice(ADJ_GOOD + ADJ_BAD)}; we shipped {project} {g.when()}.",
+        lambda: f"I work as {_a(rng.choice(JOBS))} at {_company(g)} now, mostly on {project}.",
+        lambda: f"We decided to postpone {project} until {rng.choice(MONTHS)}, {g.person(m)} needs more time.",
+        lambda: f"Spent {g.number(2, 11)} hours on {project} today with {g.first_name(m)}, I'm {rng.choice(FEELINGS)}.",
+    )
+
+
+def _media(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    kind = rng.choice(MEDIA)
+    return (f"Just finished the {kind} {g.title(m)} by {g.person(m)}, "
+            f"{rng.choice(('could not put it down', 'the ending surprised me', 'a bit slow in the middle', 'you would love it'))}.")
+
+
+def _pet(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    kind, action = rng.choice(PETS)
+    name = rng.choice(PET_NAMES)
+    m.setdefault("pet", f"{name} the {kind}")
+    return f"Our {kind} {name} {action} {g.when()}, {rng.choice(('so proud', 'what a day', 'never a dull moment', 'typical'))}."
+
+
+def _fitness(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"I ran {g.number(3, 42)} kilometers along the {rng.choice(LANDMARKS)} in {g.city(m)} {g.when()}.",
+        lambda: f"Signed up for a {g.number(5, 100)} kilometer race in {g.city(m)} in {rng.choice(MONTHS)}.",
+        lambda: f"I {g.activity(m)[1]} for {g.number(1, 6)} hours {g.when()} and my legs are still sore.",
+    )
+
+
+def _cooking(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"Made {g.food(m)} for {g.first_name(m)} {g.when()}, used my grandmother's recipe.",
+        lambda: f"Tried cooking {g.food(m)} with {rng.choice(FOODS)} on the side, {rng.choice(ADJ_GOOD + ADJ_BAD)}.",
+        lambda: f"We had {g.food(m)} at {g.venue(m)} {g.when()}, the bill came to {g.number(20, 180)} dollars.",
+    )
+
+
+def _decision(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"We decided to {g.activity(m)[2]} in {g.city(m)} instead of staying home in {rng.choice(MONTHS)}.",
+        lambda: f"We agreed to meet {g.first_name(m)} at {g.venue(m)} every {rng.choice(WEEKDAYS)}.",
+        lambda: f"I chose the {g.thing(m)} with the longer warranty in the end.",
+    )
+
+
+# Templates that state a durable fact (a preference, a plan, a decision, a job) are drawn a fifth
+# as often as the others: about 0.13 learned facts per episode, against ~0.06 in the shared LoCoMo
+# conversations and 0.38 when every template is drawn evenly.
+_FACTUAL = 1
+_CHATTY = 5
+_OPENERS: tuple[Composer, ...] = (
+    _news_trip, _ask_trip, _recommend, _purchase, _media, _pet, _fitness, _cooking, _person_news,
+    _plan, _preference, _work, _decision,
+)
+_OPENER_WEIGHTS = tuple(accumulate([_CHATTY] * 9 + [_FACTUAL] * 4))
+
+
+def _react(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"{rng.choice(REACTIONS)}, {to}! Was {g.first_name(m)} there too?",
+        lambda: f"{rng.choice(REACTIONS)}! How long did you stay in {g.city(m)}?",
+        lambda: f"{rng.choice(REACTIONS)}. Send me pictures of the {rng.choice(LANDMARKS)}!",
+        lambda: f"{rng.choice(REACTIONS)}, {to}. I'm feeling {rng.choice(FEELINGS)} about {g.activity(m)[0]} myself.",
+    )
+
+
+def _same_here(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    act = g.activity(m)
+    return f"{g.rng.choice(REACTIONS)}! I {act[1]} with {g.person(m)} in {g.city(m)} {g.when()}."
+
+
+def _advice(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"You should try the {g.food(m)} at {g.venue(m)}, it's right by the {rng.choice(LANDMARKS)}.",
+        lambda: f"Ask {g.person(m)}, she knows everything about {g.activity(m)[0]}.",
+        lambda: f"If you go to {g.city(m)}, skip the {rng.choice(LANDMARKS)} and take the ferry instead.",
+    )
+
+
+_REPLIES: tuple[Composer, ...] = (
+    _react, _react, _same_here, _advice, _person_news, _cooking, _fitness, _media, _pet, _purchase, _preference,
+)
+_REPLY_WEIGHTS = tuple(accumulate([_CHATTY] * 10 + [_FACTUAL]))
+
+
+def _extra_weather(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    return f"{g.rng.choice(WEATHER).capitalize()}."
+
+
+def _extra_feeling(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return f"Honestly I feel {rng.choice(FEELINGS)} about it, {rng.choice(('more than I expected', 'which is new', 'as usual', 'for once'))}."
+
+
+def _extra_detail(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"We got there around {rng.randint(6, 11)} and stayed until the {rng.choice(LANDMARKS)} closed.",
+        lambda: f"{g.first_name(m)} brought {g.food(m)} for everyone.",
+        lambda: f"It took {rng.choice(NUMBER_WORDS)} tries to find parking.",
+        lambda: f"Next time I want to bring the {g.thing(m)}.",
+        lambda: f"The {rng.choice(('tickets', 'train', 'ferry', 'taxi', 'hostel'))} cost {g.number(5, 250)} euros.",
+    )
+
+
+def _extra_question(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"Are you free on {rng.choice(WEEKDAYS)}?", lambda: f"What about you, {to}?",
+        lambda: f"Did you ever finish {g.title(m)}?", lambda: f"How is {g.first_name(m)} doing?",
+    )
+
+
+def _extra_plan(g: ConversationGenerator, to: str, m: dict[str, str]) -> str:
+    rng = g.rng
+    return _one(
+        rng,
+        lambda: f"Maybe we can all go to {g.city(m)} in {rng.choice(MONTHS)}.",
+        lambda: f"I still owe {g.first_name(m)} a dinner at {g.venue(m)}.",
+        lambda: f"{rng.choice(NUMBER_WORDS).capitalize()} more weeks until the holidays.",
+    )
+
+
+def _one(rng: random.Random, *variants: Callable[[], str]) -> str:
+    """One of the variants, chosen first and only then rendered: only its slots are drawn and
+    recorded as mentions."""
+    return rng.choice(variants)()
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article."""
+    return f"{'an' if noun[0].lower() in 'aeiou' else 'a'} {noun}"
+
+
+_EXTRAS: tuple[Composer, ...] = (_extra_weather, _extra_feeling, _extra_detail, _extra_question, _extra_plan)
+
+
+# ---------------------------------------------------------------------------- queries
+
+
+def recall_queries(count: int, mentions: Sequence[dict[str, str]], *, seed: int = SEED) -> list[str]:
+    """``count`` varied queries: every other one about a mention the store holds (a speaker with
+    a person, place, activity, food, ... that one message named together), the rest general
+    questions, words the store never holds, or names and places drawn at random."""
+    rng = random.Random(seed + 2)
+    held = list(mentions)
+    out: list[str] = []
+    for i in range(count):
+        if i % 2 == 0 and held:
+            out.append(_known_query(rng, rng.choice(held)))
+        else:
+            out.append(_other_query(rng))
+    return out
+
+
+def _known_query(rng: random.Random, m: dict[str, str]) -> str:
+    who = m["speaker"]
+    asks = []
+    if "activity" in m and "person" in m:
+        asks.append(f"When did {who} go {m['activity']} with {m['person']}?")
+    if "activity" in m and len(m) == 2:
+        asks.append(f"Does {who} still do {m['activity']}?")
+    if "activity" in m and "place" in m:
+        asks.append(f"What did {who} do in {m['place']}? Something about {m['activity']}?")
+    if "food" in m:
+        asks.append(f"What did {who} say about the {m['food']}" + (f" at {m['venue']}?" if "venue" in m else "?"))
+    if "venue" in m:
+        asks.append(f"Which place did {who} recommend, was it {m['venue']}?")
+    if "thing" in m:
+        asks.append(f"Did {who} buy {_a(m['thing'])}?")
+    if "title" in m:
+        asks.append(f"What did {who} think of {m['title']}?")
+    if "pet" in m:
+        asks.append(f"How is {m['pet']} doing?")
+    if "project" in m:
+        asks.append(f"What happened with {m['project']} at {who}'s work?")
+    if "favorite" in m:
+        asks.append(f"What is {who}'s favorite {m['favorite'].split(':')[0]}?")
+    if "person" in m:
+        asks.append(f"Who is {m['person']} to {who}?")
+    if "place" in m:
+        asks.append(f"Has {who} been to {m['place']}?")
+    return rng.choice(asks) if asks else f"What has {who} been up to?"
+
+
+def _other_query(rng: random.Random) -> str:
+    pick = rng.random()
+    if pick < 0.35:
+        return rng.choice(GENERIC_QUERIES)
+    if pick < 0.7:
+        word = rng.choice(ABSENT)
+        return rng.choice((
+            f"Does anyone I know do {word}?", f"What did {rng.choice(SPEAKERS)} say about {word}?",
+            f"I'm thinking of trying {word} in {rng.choice(CITIES)}, any advice?",
+        ))
+    return rng.choice((
+        f"Did {rng.choice(FIRST_NAMES)} {rng.choice(SURNAMES)} ever visit {rng.choice(CITIES)}?",
+        f"Where can I get good {rng.choice(FOODS)} near the {rng.choice(LANDMARKS)}?",
+        f"Who likes {rng.choice(ACTIVITIES)[0]} and {rng.choice(ACTIVITIES)[0]}?",
+    ))
+
+
+# ---------------------------------------------------------------------------- building
+
+
+@dataclass
+class BuildRecord:
+    """What a finished build wrote to its marker: counts, timings, and the mention sample."""
+
+    episodes: int
+    messages: int
+    threads: int
+    seconds: float
+    add_seconds: float
+    learn_seconds: float
+    tail_from_episode: int  # the tail batches start after this many episodes
+    tail_messages: int
+    tail_add_seconds: float
+    tail_learn_seconds: float
+    batches: list[dict[str, float]]
+    mentions: list[dict[str, str]]
+    generator: int = GENERATOR
+    seed: int = SEED
+    engine: str = ENGINE
+    reverie: str = __version__
+    finished_at: str = ""
+
+    @property
+    def ingest_turns_per_s(self) -> float:
+        """Add + learn, the whole build."""
+        return _rate(self.messages, self.add_seconds + self.learn_seconds)
+
+    @property
+    def tail_learn_turns_per_s(self) -> float:
+        """Learning alone (flush), the batches of the last 10% of the build."""
+        return _rate(self.tail_messages, self.tail_learn_seconds)
+
+    @property
+    def tail_ingest_turns_per_s(self) -> float:
+        return _rate(self.tail_messages, self.tail_add_seconds + self.tail_learn_seconds)
+
+    def as_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def read(cls, path: Path) -> "BuildRecord | None":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
+
+
+def build_store(
+    home: Path, episodes: int, *, on_progress: Callable[[int, int], None] | None = None,
+) -> BuildRecord:
+    """Build the store of ``episodes`` episodes in ``home`` (which must not exist), and write
+    the marker last. ``on_progress(episodes_done, episodes)`` after every batch."""
+    gen = ConversationGenerator(episodes)
+    batches: list[dict[str, float]] = []
+    done = 0
+    threads: set[str] = set()
+    started = time.perf_counter()
+    with Memory(home, background=False, engine=ENGINE) as mem:
+        sessions = gen.sessions()
+        pending: list[Session] = []
+        for session in _then_none(sessions):
+            if session is not None:
+                pending.append(session)
+                if sum(len(s.messages) for s in pending) < BATCH_MESSAGES:
+                    continue
+            if not pending:
+                break
+            t0 = time.perf_counter()
+            stored = 0
+            for s in pending:
+                stored += len(mem.add(s.messages, user=USER, thread=s.thread, group="exchange"))
+                threads.add(s.thread)
+            t1 = time.perf_counter()
+            mem.flush(user=USER)
+            t2 = time.perf_counter()
+            batches.append({"start": done, "episodes": stored, "messages": sum(len(s.messages) for s in pending),
+                            "add_s": round(t1 - t0, 4), "learn_s": round(t2 - t1, 4)})
+            done += stored
+            pending = []
+            if on_progress is not None:
+                on_progress(done, episodes)
+    seconds = time.perf_counter() - started
+    cut = episodes * (1 - TAIL)
+    tail = [b for b in batches if b["start"] + b["episodes"] > cut] or batches[-1:]
+    record = BuildRecord(
+        episodes=done,
+        messages=gen.messages,
+        threads=len(threads),
+        seconds=round(seconds, 3),
+        add_seconds=round(sum(b["add_s"] for b in batches), 3),
+        learn_seconds=round(sum(b["learn_s"] for b in batches), 3),
+        tail_from_episode=int(tail[0]["start"]) if tail else 0,
+        tail_messages=int(sum(b["messages"] for b in tail)),
+        tail_add_seconds=round(sum(b["add_s"] for b in tail), 3),
+        tail_learn_seconds=round(sum(b["learn_s"] for b in tail), 3),
+        batches=batches,
+        mentions=gen.mentions,
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    tmp = home / (MARKER + ".tmp")
+    tmp.write_text(json.dumps(record.as_json()), encoding="utf-8")
+    os.replace(tmp, home / MARKER)
+    return record
+
+
+def _then_none(sessions: Iterator[Session]) -> Iterator[Session | None]:
+    """The sessions, then one ``None``: the signal to add what is left."""
+    yield from sessions
+    yield None
+
+
+def cached_build(
+    cache: Path, episodes: int, *, rebuild: bool = False, on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[Path, BuildRecord, bool]:
+    """(home, record, built now): the finished store of ``episodes`` under ``cache``, built when
+    it is missing, unfinished (no marker), of another generator version, or ``rebuild``."""
+    home = cache / f"episodes-{episodes}"
+    record = None if rebuild else BuildRecord.read(home / MARKER)
+    if record is not None and record.generator == GENERATOR and record.episodes == episodes:
+        return home, record, False
+    if home.exists():
+        shutil.rmtree(home)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    return home, build_store(home, episodes, on_progress=on_progress), True
+
+
+# ---------------------------------------------------------------------------- measuring
+
+# A recall-only process: opens the home, runs the recalls it is given on stdin, and reports
+# the times and its own peak RSS. ``first`` mode times the very first recall after opening.
+_RECALL_CHILD = r"""
+import json, resource, sys, time
+job = json.load(sys.stdin)
+t0 = time.perf_counter()
+from reverie.memory import Memory
+imported = time.perf_counter() - t0
+t0 = time.perf_counter()
+mem = Memory(job["home"], background=False, engine=job["engine"])
+opened = time.perf_counter() - t0
+for query in job["warmup"]:
+    mem.recall(query, user=job["user"], budget=job["budget"], track=False)
+times = []
+for query in job["queries"]:
+    t0 = time.perf_counter()
+    mem.recall(query, user=job["user"], budget=job["budget"], track=False)
+    times.append(time.perf_counter() - t0)
+mem.close()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+maxrss_bytes = rss if sys.platform == "darwin" else rss * 1024
+# Linux keeps in ru_maxrss the peak of the process this one was spawned from (the benchmark,
+# which may be large after a build): VmHWM is the peak of this program alone
+hwm_bytes = None
+try:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                hwm_bytes = int(line.split()[1]) * 1024
+except OSError:
+    pass
+json.dump({"import_s": imported, "open_s": opened, "times": times, "maxrss_bytes": maxrss_bytes,
+           "rss_bytes": hwm_bytes or maxrss_bytes}, sys.stdout)
+"""
+
+
+def _recall_process(home: Path, queries: list[str], warmup: list[str]) -> dict[str, Any]:
+    job = {"home": str(home), "user": USER, "budget": BUDGET, "engine": ENGINE, "queries": queries, "warmup": warmup}
+    env = dict(os.environ)
+    root = str(Path(reverie.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", _RECALL_CHILD], input=json.dumps(job), capture_output=True, text=True, env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the recall process failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def disk_bytes(home: Path) -> int:
+    """Every file of the home, the marker included."""
+    return sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+
+
+@dataclass
+class SizeReport:
+    episodes: int
+    home: str
+    built: bool  # False: the cached store was reused and its build figures read from the marker
+    build: BuildRecord
+    recalls: int
+    recall_ms: dict[str, float]
+    first_recall_ms: float
+    open_ms: float
+    import_ms: float
+    disk_bytes: int
+    peak_rss_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        b = self.build
+        return {
+            "episodes": self.episodes,
+            "messages": b.messages,
+            "threads": b.threads,
+            "home": self.home,
+            "built": self.built,
+            "cached": not self.built,
+            "build_seconds": b.seconds,
+            "ingest_turns_per_s": round(b.ingest_turns_per_s, 1),
+            "tail": {
+                "from_episode": b.tail_from_episode,
+                "messages": b.tail_messages,
+                "learn_turns_per_s": round(b.tail_learn_turns_per_s, 1),
+                "ingest_turns_per_s": round(b.tail_ingest_turns_per_s, 1),
+            },
+            "recalls": self.recalls,
+            "recall_ms": {k: round(v, 2) for k, v in self.recall_ms.items()},
+            "first_recall_ms": round(self.first_recall_ms, 2),
+            "open_ms": round(self.open_ms, 2),
+            "import_ms": round(self.import_ms, 1),
+            "disk_mb": round(self.disk_bytes / 1e6, 2),
+            "peak_rss_mb": round(self.peak_rss_bytes / 1e6, 1),
+        }
+
+
+@dataclass
+class DilutionRow:
+    conversation: str
+    questions: int
+    turns: int
+    empty: float  # evidence recall at the budget, conversation alone in an empty store
+    diluted: float  # the same, ingested into a copy of the large store (same user)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"conversation": self.conversation, "questions": self.questions, "turns": self.turns,
+                "empty": round(self.empty, 4), "diluted": round(self.diluted, 4),
+                "difference": round(self.diluted - self.empty, 4)}
+
+
+@dataclass
+class ScaleReport:
+    sizes: list[SizeReport]
+    dilution: list[DilutionRow] = field(default_factory=list)
+    dilution_episodes: int = 0  # the store the conversations were diluted in
+    dilution_skipped: str = ""  # why there is no dilution check
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "user": USER,
+            "engine": ENGINE,
+            "budget": BUDGET,
+            "seed": SEED,
+            "generator": GENERATOR,
+            "reverie": __version__,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "sizes": [s.as_dict() for s in self.sizes],
+            "dilution": None,
+            "seconds": round(self.seconds, 1),
+        }
+        if self.dilution:
+            # over every question, as `reverie bench locomo` reports it
+            n = sum(r.questions for r in self.dilution) or 1
+            empty = sum(r.empty * r.questions for r in self.dilution) / n
+            diluted = sum(r.diluted * r.questions for r in self.dilution) / n
+            out["dilution"] = {
+                "store_episodes": self.dilution_episodes,
+                "budget": BUDGET,
+                "conversations": [r.as_dict() for r in self.dilution],
+                "all_questions": {"questions": n, "empty": round(empty, 4), "diluted": round(diluted, 4),
+                                  "difference": round(diluted - empty, 4)},
+            }
+        elif self.dilution_skipped:
+            out["dilution_skipped"] = self.dilution_skipped
+        return out
+
+
+def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int) -> SizeReport:
+    queries = recall_queries(recalls, record.mentions)
+    size = disk_bytes(home)
+    # the first recall of a fresh process (the query a cold agent would send first)
+    first = _recall_process(home, queries[:1] or ["What happened recently?"], [])
+    # warm the caches and the engine once, then time every query
+    timed = _recall_process(home, queries, ["What did we talk about last week?"])
+    times = timed["times"]
+    return SizeReport(
+        episodes=record.episodes,
+        home=str(home),
+        built=built,
+        build=record,
+        recalls=len(times),
+        recall_ms={
+            "p50": percentile(times, 50) * 1000,
+            "p95": percentile(times, 95) * 1000,
+            "p99": percentile(times, 99) * 1000,
+            "mean": (sum(times) / len(times) * 1000) if times else 0.0,
+        },
+        first_recall_ms=first["times"][0] * 1000,
+        open_ms=first["open_s"] * 1000,
+        import_ms=first["import_s"] * 1000,
+        disk_bytes=size,
+        peak_rss_bytes=int(timed["rss_bytes"]),
+    )
+
+
+def dilution(home: Path, cases: Sequence[LocomoCase], *, on_step: Callable[[str], None] | None = None) -> list[DilutionRow]:
+    """Each case's evidence recall at :data:`BUDGET` in an empty store and in a copy of ``home``
+    (the conversation ingested into :data:`USER`, who holds the whole synthetic store)."""
+    step = on_step or (lambda label: None)
+    rows = []
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="reverie-scale-") as tmp:
+            with Memory(Path(tmp) / "empty", background=False, engine=ENGINE) as mem:
+                alone = run_case(mem, USER, case, budgets=(BUDGET,))
+            step(f"{case.name}: empty store")
+            copy = Path(tmp) / "copy"
+            shutil.copytree(home, copy)
+            with Memory(copy, background=False, engine=ENGINE) as mem:
+                diluted = run_case(mem, USER, case, budgets=(BUDGET,))
+            step(f"{case.name}: diluted")
+        rows.append(DilutionRow(case.name, len(case.questions), alone.turns, alone.recall_at_budget[BUDGET],
+                                diluted.recall_at_budget[BUDGET]))
+    return rows
+
+
+def run_scale(
+    sizes: Sequence[int] = SIZES,
+    *,
+    cache: str | Path = DEFAULT_CACHE,
+    recalls: int = 300,
+    cases: Sequence[LocomoCase] = (),
+    rebuild: bool = False,
+    on_build: Callable[[int, int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> ScaleReport:
+    """Build (or reuse) a store per size under ``cache`` and measure it; then the dilution check
+    of ``cases`` against the largest. ``on_build(size, episodes_done, episodes)`` reports a
+    build's progress, ``on_step(label)`` each measuring step."""
+    if not sizes or any(n <= 0 for n in sizes):
+        raise InvalidInput("sizes must be positive episode counts", field="episodes")
+    if recalls <= 0:
+        raise InvalidInput("recalls must be positive", field="recalls")
+    step = on_step or (lambda label: None)
+    root = Path(cache).expanduser()
+    started = time.perf_counter()
+    reports: list[SizeReport] = []
+    homes: dict[int, Path] = {}
+    for n in sorted(set(sizes)):
+        progress = None if on_build is None else (lambda done, total, n=n: on_build(n, done, total))
+        step(f"{n:,} episodes: store")
+        home, record, built = cached_build(root, n, rebuild=rebuild, on_progress=progress)
+        step(f"{n:,} episodes: {recalls} recalls")
+        reports.append(measure_size(home, record, built, recalls))
+        homes[n] = home
+    report = ScaleReport(reports)
+    if cases:
+        largest = max(homes)
+        report.dilution = dilution(homes[largest], cases, on_step=step)
+        report.dilution_episodes = largest
+    else:
+        report.dilution_skipped = "no LoCoMo conversations given"
+    report.seconds = time.perf_counter() - started
+    return report

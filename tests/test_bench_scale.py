@@ -1,0 +1,187 @@
+"""``reverie bench scale``: the synthetic conversation generator, the cached stores, and one real
+small run (a few hundred episodes, a handful of recalls, a tiny LoCoMo conversation)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie.bench import ConversationGenerator, load_locomo, recall_queries, run_scale
+from reverie.bench.scale import ABSENT, GENERIC_QUERIES, MARKER, USER, BuildRecord, cached_build
+from reverie.cli import app
+from reverie.cli.bench_cmds import _sizes
+from reverie.memory import Memory
+
+EPISODES = 300
+RECALLS = 20
+
+SESSIONS = {
+    "1:56 pm on 8 May, 2023": [
+        ("Caroline", "Hey Mel! How have you been?"),
+        ("Melanie", "Busy with the kids. I started pottery classes last week."),
+        ("Caroline", "I went to an LGBTQ support group yesterday, it was powerful."),
+        ("Melanie", "That sounds wonderful, I am proud of you."),
+    ],
+    "10:37 am on 27 June, 2023": [
+        ("Caroline", "I am researching adoption agencies so I can become a mom."),
+        ("Melanie", "Amazing! We camped at the beach with the family last weekend."),
+    ],
+}
+QA = [
+    {"question": "When did Caroline go to the LGBTQ support group?", "answer": "7 May 2023", "evidence": ["D1:3"], "category": 2},
+    {"question": "What is Caroline researching?", "answer": "adoption agencies", "evidence": ["D2:1"], "category": 4},
+    {"question": "What did Melanie start last week?", "answer": "pottery", "evidence": ["D1:2"], "category": 4},
+]
+
+
+@pytest.fixture(scope="module")
+def locomo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("locomo")
+    data: dict = {"speaker_a": "Caroline", "speaker_b": "Melanie", "qa": QA}
+    for n, (date, turns) in enumerate(SESSIONS.items(), 1):
+        data[f"session_{n}_date_time"] = date
+        data[f"session_{n}"] = [{"speaker": s, "dia_id": f"D{n}:{i}", "text": t} for i, (s, t) in enumerate(turns, 1)]
+    (folder / "tiny.json").write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, locomo_dir: Path) -> tuple[Path, dict, dict]:
+    """The cache, a first run (builds) and a second run (reuses the cached store)."""
+    cache = tmp_path_factory.mktemp("scale-cache")
+    cases = load_locomo(locomo_dir)
+    first = run_scale([EPISODES], cache=cache, recalls=RECALLS, cases=cases).as_dict()
+    second = run_scale([EPISODES], cache=cache, recalls=RECALLS).as_dict()
+    return cache, first, second
+
+
+# ---------------------------------------------------------------- the generator
+
+
+def test_generator_never_repeats_a_text_across_twenty_thousand_turns():
+    gen = ConversationGenerator(8_000)
+    sessions = list(gen.sessions())
+    texts = [m["content"] for s in sessions for m in s.messages]
+    assert len(texts) >= 20_000
+    assert len(set(texts)) == len(texts)
+    assert sum(s.exchanges for s in sessions) == 8_000
+
+
+def test_generator_is_varied_conversation_over_years():
+    gen = ConversationGenerator(3_000)
+    sessions = list(gen.sessions())
+    messages = [m for s in sessions for m in s.messages]
+    speakers = Counter(m["speaker"] for m in messages)
+    assert len(speakers) >= 6 and min(speakers.values()) > len(messages) / 50
+    assert len({s.thread for s in sessions}) >= 50
+    years = {m["at"].year for m in messages}
+    assert len(years) >= 5
+    assert [m["at"] for m in messages] == sorted(m["at"] for m in messages)
+    lengths = [len(m["content"]) for m in messages]
+    assert min(lengths) < 60 and max(lengths) > 250
+    vocabulary = {w.strip(".,!?;:").lower() for m in messages for w in m["content"].split()}
+    assert len(vocabulary) > 1_000
+
+
+def test_generator_is_deterministic_and_the_size_cuts_the_last_session():
+    a = [s.messages for s in ConversationGenerator(500).sessions()]
+    b = [s.messages for s in ConversationGenerator(500).sessions()]
+    assert a == b
+    assert sum(s.exchanges for s in ConversationGenerator(17).sessions()) == 17
+
+
+def test_queries_are_varied_and_about_half_name_what_the_store_holds():
+    gen = ConversationGenerator(2_000)
+    for _ in gen.sessions():
+        pass
+    queries = recall_queries(300, gen.mentions)
+    assert len(queries) == 300
+    assert len(set(queries)) > 200
+    # a favorite is asked by its kind ("What is Noor's favorite season?")
+    held = {v.split(":")[0] if k == "favorite" else v for m in gen.mentions for k, v in m.items() if k != "speaker"}
+    about_stored = [q for q in queries[::2] if any(v in q for v in held)]
+    assert len(about_stored) == 150
+    others = queries[1::2]
+    assert any(q in GENERIC_QUERIES for q in others)
+    assert any(any(word in q for word in ABSENT) for q in others)
+
+
+# ---------------------------------------------------------------- a real small run
+
+
+def test_small_run_reports_every_figure(runs):
+    _, first, _ = runs
+    (size,) = first["sizes"]
+    assert size["episodes"] == EPISODES and size["built"] is True and size["cached"] is False
+    assert size["messages"] > EPISODES and size["threads"] > 1
+    assert size["ingest_turns_per_s"] > 0 and size["tail"]["learn_turns_per_s"] > 0
+    assert size["tail"]["ingest_turns_per_s"] > 0
+    assert size["recalls"] == RECALLS
+    ms = size["recall_ms"]
+    assert 0 < ms["p50"] <= ms["p95"] <= ms["p99"]
+    assert size["first_recall_ms"] > 0 and size["open_ms"] > 0
+    assert size["disk_mb"] > 0 and size["peak_rss_mb"] > 0
+    assert first["budget"] == 500 and first["engine"] == "heuristic"
+
+
+def test_small_run_reports_the_dilution_check(runs):
+    _, first, second = runs
+    dilution = first["dilution"]
+    assert dilution["store_episodes"] == EPISODES and dilution["budget"] == 500
+    (row,) = dilution["conversations"]
+    assert row["conversation"] == "tiny" and row["questions"] == len(QA)
+    assert 0 <= row["empty"] <= 1 and 0 <= row["diluted"] <= 1
+    assert row["difference"] == pytest.approx(row["diluted"] - row["empty"], abs=1e-3)
+    assert row["empty"] > 0  # three plain questions about four turns: recall finds something
+    assert second["dilution"] is None and second["dilution_skipped"]
+
+
+def test_second_run_reuses_the_cached_store_and_its_recorded_figures(runs):
+    cache, first, second = runs
+    home = cache / f"episodes-{EPISODES}"
+    record = BuildRecord.read(home / MARKER)
+    assert record is not None and record.episodes == EPISODES
+    (a,), (b,) = first["sizes"], second["sizes"]
+    assert b["built"] is False and b["cached"] is True
+    assert b["build_seconds"] == a["build_seconds"] == record.seconds
+    assert b["ingest_turns_per_s"] == a["ingest_turns_per_s"]
+    assert b["messages"] == a["messages"]
+    # the dilution ran on copies: the cached store holds the synthetic user only
+    with Memory(home, background=False) as mem:
+        assert mem.users() == [USER]
+        assert mem.stats(user=USER)["users"][USER]["episodes"] == EPISODES
+
+
+def test_an_interrupted_build_is_built_again(tmp_path):
+    home, record, built = cached_build(tmp_path, 40)
+    assert built and (home / MARKER).is_file()
+    assert cached_build(tmp_path, 40)[2] is False
+    (home / MARKER).unlink()  # as if the build had stopped before its end
+    (home / "stray-file").write_text("left by the interrupted build", encoding="utf-8")
+    again_home, again, built = cached_build(tmp_path, 40)
+    assert built and again_home == home and not (home / "stray-file").exists()
+    assert again.messages == record.messages
+
+
+def test_cli_prints_json_and_a_table(runs):
+    cache, first, _ = runs
+    args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["sizes"][0]["cached"] is True and data["sizes"][0]["recalls"] == 5
+    assert data["sizes"][0]["build_seconds"] == first["sizes"][0]["build_seconds"]
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "recall p95" in table.stdout and "peak RSS" in table.stdout
+
+
+def test_cli_reads_sizes_with_suffixes_and_refuses_nonsense(tmp_path):
+    assert _sizes("100k, 10000,1m,300") == [300, 10_000, 100_000, 1_000_000]
+    result = CliRunner().invoke(app, ["bench", "scale", "--episodes", "ten", "--cache", str(tmp_path)])
+    assert result.exit_code == 2 and "ten" in result.output
+    assert not any(tmp_path.iterdir())
