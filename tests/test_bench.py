@@ -186,3 +186,18 @@ def test_cli_refuses_a_budget_that_is_not_a_positive_number(locomo_dir):
     result = CliRunner().invoke(app, ["bench", "locomo", str(locomo_dir), "--budget", "0"])
     assert result.exit_code == 2
     assert "positive token count" in result.output
+
+
+def test_serve_bench_drives_a_real_multi_worker_server(tmp_path):
+    from reverie import Memory
+    from reverie.bench.serve import run_serve_bench
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        memory.remember("Ana went hiking in the Alps", user="ana")
+    report = run_serve_bench(home, user="ana", workers=2, clients=(1, 2), requests=10)
+    assert report["workers"] == 2 and [r["clients"] for r in report["rows"]] == [1, 2]
+    for row in report["rows"]:
+        assert row["recalls"] == 10 and row["errors"] == 0
+        assert row["recalls_per_s"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0
+    assert report["rows"][0]["speedup"] == 1.0

@@ -20,6 +20,7 @@ from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
 from reverie.bench.scale import DEFAULT_CACHE, ScaleReport, run_scale
 from reverie.bench.scale import SIZES as SCALE_SIZES
+from reverie.bench.serve import run_serve_bench
 from reverie.cli.common import (
     Engine,
     Json,
@@ -136,6 +137,44 @@ def scale(
         emit_json(report.as_dict())
     else:
         _print_scale(report)
+
+
+@bench_app.command("serve")
+def serve_bench(
+    home: Annotated[Path, typer.Option("--home", help="The memory home to serve (e.g. a `bench scale` store).", exists=True, file_okay=False)],
+    user: Annotated[str, typer.Option("--user", "-u", help="Whose memory the recalls ask.")],
+    workers: Annotated[str, typer.Option(help="Server process counts to compare, comma-separated.")] = "1,2",
+    clients: Annotated[str, typer.Option(help="Concurrent client counts, comma-separated.")] = "1,8",
+    requests: Annotated[int, typer.Option(min=1, help="Recalls per client count.")] = 200,
+    as_json: Json = False,
+) -> None:
+    """Recall throughput and latency of `reverie serve --workers N` with one client and with several."""
+    with fail_cleanly():
+        reports = [
+            run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests)
+            for w in _counts(workers, "--workers")
+        ]
+    if as_json:
+        emit_json(reports)
+        return
+    table = Table(title=f"reverie serve: recalls at budget 500 over {home.name}")
+    for col in ("workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors"):
+        table.add_column(col, justify="right")
+    for report in reports:
+        for row in report["rows"]:
+            table.add_row(str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
+                          f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]))
+    console.print(table)
+
+
+def _counts(value: str, option: str) -> list[int]:
+    try:
+        counts = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or any(c < 1 for c in counts):
+        raise typer.BadParameter(f"{value!r} is not a list of positive whole numbers", param_hint=option)
+    return counts
 
 
 def _sizes(value: str) -> list[int]:
