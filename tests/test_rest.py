@@ -3,6 +3,7 @@ API keys, two users' isolation, bad inputs, turns, dreams, and draining on SIGTE
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -348,39 +349,40 @@ def test_keys_cli_creates_a_working_key_lists_it_and_revokes_it(api):
     assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 401
 
 
-def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
-    home, port = tmp_path / "home", free_port()
-    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "3600", "PYTHONPATH": str(ROOT)}
+@contextlib.contextmanager
+def served(home, *args: str, debounce: str):
+    """``reverie serve --no-auth`` as a subprocess on a free port; yields its URL, then sends
+    SIGTERM and asserts a clean exit (killed if it does not go)."""
+    port = free_port()
+    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": debounce, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--port", str(port), "--home", str(home)],
+        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", *args, "--port", str(port), "--home", str(home)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for(f"{url}/healthz", proc)
-        turn = httpx.post(f"{url}/api/turns", json={"message": "I started learning the violin this month"}).json()
-        httpx.post(f"{url}/api/turns/{turn['turn_id']}/complete", json={"reply": "Great choice!"}).raise_for_status()
+        yield url
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sigterm_drains_the_learning_queue_before_exit(tmp_path):
+    home = tmp_path / "home"
+    with served(home, debounce="3600") as url:
+        turn = httpx.post(f"{url}/api/turns", json={"message": "I started learning the violin this month"}).json()
+        httpx.post(f"{url}/api/turns/{turn['turn_id']}/complete", json={"reply": "Great choice!"}).raise_for_status()
     with Memory(home, background=False) as memory:
         assert memory.store.get_episode(turn["turn_id"]).learned
 
 
 def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_path):
-    home, port = tmp_path / "home", free_port()
-    env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "0.5", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--workers", "2", "--port", str(port),
-         "--home", str(home)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_for(f"{url}/healthz", proc)
+    home = tmp_path / "home"
+    with served(home, "--workers", "2", debounce="0.5") as url:
         ids = []
         with httpx.Client(base_url=url, timeout=30) as client:
             for text in ("I started learning the violin this month", "My sister Lena lives in Oslo",
@@ -396,12 +398,6 @@ def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_pat
                 time.sleep(0.3)
         assert sorted(e["id"] for e in episodes) == sorted(ids)
         assert all(e["learned"] and e["summary"] for e in episodes)  # learned once, by the serving parent
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     with Memory(home, background=False) as memory:
         notes = memory.notes(user="default")
         assert len(notes) == len({n.content for n in notes})  # no exchange was learned twice
