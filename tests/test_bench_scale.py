@@ -15,37 +15,15 @@ from reverie.bench.scale import ABSENT, GENERIC_QUERIES, MARKER, USER, BuildReco
 from reverie.cli import app
 from reverie.cli.bench_cmds import _sizes
 from reverie.memory import Memory
+from tests.test_bench import QA, locomo_data
 
 EPISODES = 300
 RECALLS = 20
 
-SESSIONS = {
-    "1:56 pm on 8 May, 2023": [
-        ("Caroline", "Hey Mel! How have you been?"),
-        ("Melanie", "Busy with the kids. I started pottery classes last week."),
-        ("Caroline", "I went to an LGBTQ support group yesterday, it was powerful."),
-        ("Melanie", "That sounds wonderful, I am proud of you."),
-    ],
-    "10:37 am on 27 June, 2023": [
-        ("Caroline", "I am researching adoption agencies so I can become a mom."),
-        ("Melanie", "Amazing! We camped at the beach with the family last weekend."),
-    ],
-}
-QA = [
-    {"question": "When did Caroline go to the LGBTQ support group?", "answer": "7 May 2023", "evidence": ["D1:3"], "category": 2},
-    {"question": "What is Caroline researching?", "answer": "adoption agencies", "evidence": ["D2:1"], "category": 4},
-    {"question": "What did Melanie start last week?", "answer": "pottery", "evidence": ["D1:2"], "category": 4},
-]
-
-
 @pytest.fixture(scope="module")
 def locomo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("locomo")
-    data: dict = {"speaker_a": "Caroline", "speaker_b": "Melanie", "qa": QA}
-    for n, (date, turns) in enumerate(SESSIONS.items(), 1):
-        data[f"session_{n}_date_time"] = date
-        data[f"session_{n}"] = [{"speaker": s, "dia_id": f"D{n}:{i}", "text": t} for i, (s, t) in enumerate(turns, 1)]
-    (folder / "tiny.json").write_text(json.dumps(data), encoding="utf-8")
+    (folder / "tiny.json").write_text(json.dumps(locomo_data()), encoding="utf-8")
     return folder
 
 
@@ -133,10 +111,10 @@ def test_small_run_reports_the_dilution_check(runs):
     dilution = first["dilution"]
     assert dilution["store_episodes"] == EPISODES and dilution["budget"] == 500
     (row,) = dilution["conversations"]
-    assert row["conversation"] == "tiny" and row["questions"] == len(QA)
+    assert row["conversation"] == "tiny" and row["questions"] == sum(q["category"] in (1, 2, 3, 4) for q in QA)
     assert 0 <= row["empty"] <= 1 and 0 <= row["diluted"] <= 1
     assert row["difference"] == pytest.approx(row["diluted"] - row["empty"], abs=1e-3)
-    assert row["empty"] > 0  # three plain questions about four turns: recall finds something
+    assert row["empty"] > 0  # plain questions about a few turns: recall finds something
     assert second["dilution"] is None and second["dilution_skipped"]
 
 
