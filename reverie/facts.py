@@ -32,7 +32,7 @@ MAX_FACT_CHARS = 160
 # a new fact is judged against every live fact up to this many, then against the newest
 # RELATED_FACTS that share a word with it
 FULL_SCAN_FACTS = 500
-RELATED_FACTS = 200
+RELATED_FACTS = 50
 OVER_CAPACITY = "over capacity"
 CAPACITY_META = "capacity:{user}"
 # origins of facts a person vouched for: never evicted by capacity

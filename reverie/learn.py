@@ -151,9 +151,18 @@ class Learner:
         return self._drain(user)
 
     def _drain(self, user: str | None = None) -> int:
+        """Learn everything queued now. The threads of one user and agent are learned as one
+        batch: a flush after ingesting many threads makes a few engine calls, not one each."""
         with self._cond:
             keys = [k for k in self._queue if user is None or k[0] == user]
-        return sum(self._process(k, force=True) for k in keys)
+            first: dict[tuple[str, str | None], Key] = {}
+            for key in keys:
+                lead = first.setdefault((key[0], key[1]), key)
+                if lead != key:
+                    merged, pending = self._queue[lead], self._queue.pop(key)
+                    merged.ids.update(pending.ids)
+                    merged.attempts = max(merged.attempts, pending.attempts)
+        return sum(self._process(k, force=True) for k in first.values())
 
     def stop(self, *, drain: bool = True) -> None:
         with self._cond:

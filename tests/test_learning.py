@@ -389,3 +389,23 @@ def test_daily_notes_tell_what_the_user_said_not_the_agents_answer(mem):
     notes = mem.store.list_notes("ana")
     assert len(notes) == 1 and "helix last month" in notes[0].content
     assert not notes[0].content.lower().startswith("assistant")
+
+
+def test_a_flush_learns_the_threads_of_one_user_in_one_batch(mem):
+    calls = []
+    extract = mem.engines.extract.extract
+    mem.engines.for_step("extract")  # build it, then count its calls
+    engine = mem.engines.extract
+
+    def counting(request):
+        calls.append(len(set(request.episode_ids)))  # the real engine answers; we count its batches
+        return extract(request)
+
+    engine.extract = counting  # type: ignore[method-assign]
+    for i, thread in enumerate(("work", "home", "trip")):
+        mem.add([{"role": "user", "content": f"I moved the standup to Tuesday number {i}"},
+                 {"role": "assistant", "content": "Noted."}], user="ana", thread=thread)
+    mem.add([{"role": "user", "content": "I like green tea"}], user="bo", thread="work")
+    assert mem.flush() == 4
+    assert sorted(calls) == [1, 3]  # ana's three threads together, bo's alone
+    assert all(e.learned for e in mem.episodes(user="ana"))
