@@ -47,6 +47,8 @@ CONFIRMED_BOOST = 1.15
 # a tag's newest postings read per recall: a tag thousands of items carry (a speaker's name,
 # a common word) says little about each, and must not cost a read of all of them
 POSTINGS_PER_TAG = 400
+# at most this many tags of the expansion (the strongest) lead to candidates
+MAX_EXPANSION_TAGS = 24
 SCENE_BONUS = 0.1
 # how the parts combine; chosen on the LoCoMo benchmark (see README "Recall")
 TEXT_WEIGHT = 0.7
@@ -230,8 +232,9 @@ class Recaller:
             strength: dict[tuple[str, str], float] = {}
             # the query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
             # related, the best matches' tags) fewer, in proportion to their weight
-            caps = {t: max(1, int(POSTINGS_PER_TAG * min(1.0, w))) for t, w in expansion.weights.items()}
-            for p in self.store.postings(user, expansion.weights, ("episode", "fact", "note", "knowledge"),
+            strongest = sorted(expansion.weights, key=lambda t: -expansion.weights[t])[:MAX_EXPANSION_TAGS]
+            caps = {t: max(1, int(POSTINGS_PER_TAG * min(1.0, expansion.weights[t]))) for t in strongest}
+            for p in self.store.postings(user, strongest, ("episode", "fact", "note", "knowledge"),
                                          per_tag=caps):
                 idf = 1.0 / math.log(2 + counts.get(p.tag, 1))
                 key = (p.kind, p.id)
