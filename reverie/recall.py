@@ -47,6 +47,7 @@ CONFIRMED_BOOST = 1.15
 # a tag's newest postings read per recall: a tag thousands of items carry (a speaker's name,
 # a common word) says little about each, and must not cost a read of all of them
 POSTINGS_PER_TAG = 400
+FREQUENT_TAG_POSTINGS = 100
 # at most this many tags of the expansion (the strongest) lead to candidates
 MAX_EXPANSION_TAGS = 24
 SCENE_BONUS = 0.1
@@ -233,7 +234,13 @@ class Recaller:
             # the query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
             # related, the best matches' tags) fewer, in proportion to their weight
             strongest = sorted(expansion.weights, key=lambda t: -expansion.weights[t])[:MAX_EXPANSION_TAGS]
-            caps = {t: max(1, int(POSTINGS_PER_TAG * min(1.0, expansion.weights[t]))) for t in strongest}
+            # a tag more items carry than POSTINGS_PER_TAG says little about each (its idf is
+            # low): its newest FREQUENT_TAG_POSTINGS stand for it
+            caps = {
+                t: max(1, int((POSTINGS_PER_TAG if counts.get(t, 0) <= POSTINGS_PER_TAG else FREQUENT_TAG_POSTINGS)
+                              * min(1.0, expansion.weights[t])))
+                for t in strongest
+            }
             for p in self.store.postings(user, strongest, ("episode", "fact", "note", "knowledge"),
                                          per_tag=caps):
                 idf = 1.0 / math.log(2 + counts.get(p.tag, 1))
