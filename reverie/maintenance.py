@@ -461,6 +461,7 @@ class HealthReport(Model):
     pending_facts: int = 0
     unlearned_episodes: int = 0
     tags: dict[str, int] = Field(default_factory=dict)
+    learning_error: str = ""  # the newest error of the learning line while episodes wait
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
     evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
@@ -491,7 +492,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             elif found == "conflict" and a.category == b.category:
                 report.contradictions.append([fact_line(a), fact_line(b)])
     report.pending_facts = len(ctx.store.list_facts(user, status="pending"))
-    report.unlearned_episodes = len(ctx.store.unlearned_episodes(limit=100000, user=user))
+    report.unlearned_episodes, report.learning_error = ctx.store.learning_backlog(user)
     for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.capacity = ctx.settings.fact_capacity
@@ -531,6 +532,9 @@ def _verdict(r: HealthReport) -> list[str]:
                            "review them with `reverie tidy` or `reverie forget`")
         if len(r.long_entries) / r.facts > MAX_LONG_SHARE:
             reasons.append(f"{len(r.long_entries)} entries are over {LONG_ENTRY} characters: run `reverie tidy`")
+    if r.unlearned_episodes and r.learning_error:
+        reasons.append(f"{r.unlearned_episodes} episode(s) wait to be learned and the last try failed: "
+                       f"{r.learning_error[:200]} (check the engine, then `reverie flush`)")
     if r.pending_facts > max(MAX_PENDING, 2 * r.facts):
         reasons.append(f"{r.pending_facts} facts wait in pending, more than the curated memory can absorb")
     return reasons

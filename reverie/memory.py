@@ -314,8 +314,13 @@ class Memory:
         )
 
     def flush(self, *, user: str | None = None) -> int:
-        """Learn from everything queued now instead of after the debounce; returns episodes learned."""
+        """Learn from everything queued now instead of after the debounce; returns episodes learned.
+        What an engine failure left unlearned stays queued: see :meth:`learning_backlog`."""
         return self.learner.flush(user=check_user(user) if user is not None else None)
+
+    def learning_backlog(self, *, user: str | None = None) -> tuple[int, str]:
+        """(completed episodes not learned yet, the newest learning error among them or "")."""
+        return self.store.learning_backlog(check_user(user) if user is not None else None)
 
     # ------------------------------------------------------------ export / import, counts
     def export(self, *, user: str) -> dict[str, Any]:

@@ -409,3 +409,24 @@ def test_a_flush_learns_the_threads_of_one_user_in_one_batch(mem):
     assert mem.flush() == 4
     assert sorted(calls) == [1, 3]  # ana's three threads together, bo's alone
     assert all(e.learned for e in mem.episodes(user="ana"))
+
+
+def test_failed_learning_is_an_error_exit_and_unhealthy_not_silence(tmp_path):
+    """A dead endpoint: ingest and flush exit 1 saying how many episodes wait and why; health is
+    unhealthy with the error; nothing is lost (a later flush with a working engine learns them)."""
+    home = tmp_path / "home"
+    talk = tmp_path / "talk.jsonl"
+    talk.write_text('{"role": "user", "content": "I moved to Lisbon in May"}\n'
+                    '{"role": "assistant", "content": "Nice!"}\n', encoding="utf-8")
+    dead = ["--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--home", str(home)]
+    result = CliRunner().invoke(app, ["ingest", str(talk), "--user", "ana", *dead])
+    assert result.exit_code == 1
+    assert "1 episode(s) wait to be learned" in " ".join(result.output.split())
+    flushed = CliRunner().invoke(app, ["flush", "--user", "ana", "--json", *dead])
+    assert flushed.exit_code == 1 and json.loads(flushed.stdout)["waiting"] == 1
+    with Memory(home, background=False) as memory:
+        report = memory.health(user="ana")
+        assert not report.healthy and report.learning_error
+        assert any("wait to be learned" in r for r in report.reasons)
+    recovered = CliRunner().invoke(app, ["flush", "--user", "ana", "--home", str(home)])
+    assert recovered.exit_code == 0 and "learned from 1" in recovered.output

@@ -23,6 +23,7 @@ from reverie.cli.common import (
     console,
     dump,
     emit_json,
+    err_console,
     fail_cleanly,
     open_memory,
     say,
@@ -55,15 +56,17 @@ def ingest(
             with fail_cleanly():
                 report = mem.ingest(file, user=user, thread=thread, learn=learn,
                                     on_progress=lambda step: progress.update(task, description=step))
+        waiting, error = mem.learning_backlog(user=user) if learn else (0, "")
         if as_json:
-            emit_json(report.model_dump(mode="json"))
-            return
-        partial = f" ({report.skipped_messages} messages)" if report.skipped_messages != report.skipped else ""
-        console.print(
-            f"Ingested [bold]{report.episodes}[/] episodes from {report.conversations} conversation(s); "
-            f"skipped [bold]{report.skipped}[/] stored before{partial}; "
-            f"learned from {report.learned}. {report.facts} facts stored."
-        )
+            emit_json({**report.model_dump(mode="json"), "waiting": waiting, "error": error})
+        else:
+            partial = f" ({report.skipped_messages} messages)" if report.skipped_messages != report.skipped else ""
+            console.print(
+                f"Ingested [bold]{report.episodes}[/] episodes from {report.conversations} conversation(s); "
+                f"skipped [bold]{report.skipped}[/] stored before{partial}; "
+                f"learned from {report.learned}. {report.facts} facts stored."
+            )
+        fail_if_waiting(waiting, error, as_json)
 
 
 @app.command()
@@ -233,11 +236,32 @@ def print_why(result: Recall) -> None:
 
 
 @app.command("flush")
-def flush_cmd(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user.")] = None, home: Home = None, as_json: Json = False) -> None:
-    """Learn now from every episode still waiting in the queue."""
-    with open_memory(home) as mem:
+def flush_cmd(
+    user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only this user.")] = None,
+    home: Home = None,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
+    as_json: Json = False,
+) -> None:
+    """Learn now from every episode still waiting; exits 1 when learning failed and some still wait."""
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         learned = mem.flush(user=user)
-        say({"learned": learned}, as_json, f"learned from {learned} episodes")
+        waiting, error = mem.learning_backlog(user=user)
+        say({"learned": learned, "waiting": waiting, "error": error}, as_json, f"learned from {learned} episodes")
+        fail_if_waiting(waiting, error, as_json)
+
+
+def fail_if_waiting(waiting: int, error: str, as_json: bool) -> None:
+    """Learning failed and episodes still wait: say so (they are kept; a later flush retries) and exit 1."""
+    if not waiting:
+        return
+    if not as_json:
+        err_console.print(f"[bold red]error:[/] {waiting} episode(s) wait to be learned"
+                          + (f"; the last try failed: {escape(error[:300])}" if error else "")
+                          + " (they are kept; `reverie flush` tries again)", soft_wrap=True)
+    raise typer.Exit(1)
 
 
 @app.command("export")

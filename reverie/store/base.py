@@ -255,6 +255,10 @@ class Store(ABC):
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...
 
     @abstractmethod
+    def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
+        """(completed episodes not learned yet, the newest learning error among them or "")."""
+
+    @abstractmethod
     def count_tags(self, user: str, status: str | None = None) -> int:
         """How many tags the user has (of one status): an index read, not a scan of their rows."""
 

@@ -463,6 +463,17 @@ class SQLiteStore(Store):
         rows = self._x(sql + " ORDER BY pk LIMIT ?", [*params, limit])
         return [EpisodeRef(*r) for r in rows]
 
+    def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
+        where, params = "status = 'completed' AND learned = 0", []
+        if user is not None:
+            where += " AND user = ?"
+            params.append(user)
+        waiting = int(self._x(f"SELECT count(*) FROM episodes WHERE {where}", params).fetchone()[0])
+        row = self._x(
+            f"SELECT learn_error FROM episodes WHERE {where} AND learn_error != '' ORDER BY pk DESC LIMIT 1", params
+        ).fetchone()
+        return waiting, str(row[0]) if row else ""
+
     def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None:
         ids = list(episode_ids)
         if ids:
