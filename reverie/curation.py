@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
 from reverie.inputs import (
+    check_category,
     check_confidence,
     check_tags,
     check_text,
@@ -20,7 +21,6 @@ from reverie.inputs import (
     clean_fact,
     clean_label,
     clean_text,
-    normalize_category,
 )
 from reverie.models import (
     AREAS,
@@ -62,7 +62,7 @@ def remember(
     existing fact reinforces that fact instead of adding a second; a fact it updates
     ("Takes 10 mg" after "Takes 5 mg") archives the older with a link."""
     text = clean_fact(content, "content", ctx.settings.max_fact_chars)
-    kind, original = normalize_category(category)
+    kind, original = check_category(category)
     fact = Fact(
         user=user,
         agent=clean_label(agent, "agent"),
@@ -109,7 +109,7 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
     if changes.get("content") is not None:
         fact.content = clean_fact(changes["content"], "content", ctx.settings.max_fact_chars)
     if changes.get("category") is not None:
-        fact.category, fact.original_category = normalize_category(changes["category"])
+        fact.category, fact.original_category = check_category(changes["category"])
     if changes.get("area") is not None:
         fact.area = _check_area(changes["area"])
     if changes.get("confidence") is not None:

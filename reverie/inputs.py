@@ -14,6 +14,7 @@ Values that become part of a file path are the strictest:
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import datetime
 from typing import Any, Iterable, overload
@@ -33,6 +34,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 __all__ = [
     "USER_MAX",
     "check_budget",
+    "check_category",
     "check_confidence",
     "check_date",
     "check_json",
@@ -197,6 +199,19 @@ def check_tags(tags: Any) -> list[str]:
     for tag in tags:
         check_unicode(tag, "tags")
     return tags
+
+
+def check_category(category: str | None) -> tuple[str, str | None]:
+    """A category a person typed: :func:`normalize_category`, except that a near miss of a
+    known category ("prefrence") is an error suggesting it; a category of one's own
+    ("beverages") is kept as ``other`` with the original."""
+    value = (check_text(category, "category") or "other").strip()
+    if value.lower() not in CATEGORIES:
+        near = difflib.get_close_matches(value.lower(), CATEGORIES, n=1, cutoff=0.8)
+        if near:
+            raise InvalidInput(f"unknown category {value!r}: did you mean {near[0]!r}? "
+                               f"(one of {', '.join(CATEGORIES)})", field="category")
+    return normalize_category(value)
 
 
 def normalize_category(category: str | None) -> tuple[str, str | None]:

@@ -135,3 +135,12 @@ def test_remember_says_when_it_reinforced_or_replaced_instead_of_storing(home):
     assert "replaces fact_" in replaced and "archived" in replaced
     again = run("remember", "Takes 10 mg of melatonin", "--user", "ana", home=home).output
     assert again.startswith("already known, reinforced") and "[other 1x]" in again
+
+
+def test_version_and_a_mistyped_category_suggests_the_right_one(home):
+    from reverie import __version__
+
+    assert run("--version").output.strip() == f"reverie {__version__}"
+    result = runner.invoke(app, ["remember", "Likes tea", "--user", "ana", "--category", "prefrence", "--home", str(home)])
+    assert result.exit_code == 2 and "did you mean 'preference'" in " ".join(result.output.split())
+    assert json.loads(run("facts", "--user", "ana", "--json", home=home).output) == []

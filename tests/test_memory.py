@@ -251,3 +251,17 @@ def test_wrong_types_are_clear_errors_naming_the_field(mem, call, field):
     with pytest.raises(InvalidInput) as err:
         call(mem)
     assert err.value.field == field
+
+
+def test_a_near_miss_of_a_known_category_is_an_error_and_an_own_category_is_kept(mem):
+    import pytest as _pytest
+
+    from reverie import InvalidInput
+
+    with _pytest.raises(InvalidInput) as err:
+        mem.remember("Likes tea", user="ana", category="Prefernce")
+    assert err.value.field == "category" and "preference" in str(err.value)
+    fact = mem.remember("Runs on oat milk", user="ana", category="beverages")
+    with _pytest.raises(InvalidInput):
+        mem.update_fact(fact.id, user="ana", category="corection")
+    assert mem.fact(fact.id).original_category == "beverages"

@@ -17,6 +17,7 @@ from rich.markup import escape
 from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
 from reverie.settings import Settings
+from reverie.version import __version__
 
 app = typer.Typer(
     name="reverie",
@@ -26,6 +27,20 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
+def _version(value: bool) -> None:
+    if value:
+        print(f"reverie {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_version,
+                                          is_eager=True)] = False,
+) -> None:
+    """Local-first long-term memory for AI agents."""
+
+
 console = Console()
 err_console = Console(stderr=True)
 
