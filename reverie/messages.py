@@ -21,6 +21,8 @@ from reverie.text import token_set
 RawMessage = dict[str, Any] | Message | str
 Messages = Iterable[RawMessage]
 
+# where a message may carry its time, first found wins
+TIME_FIELDS = ("at", "timestamp", "created_at", "time")
 # roles whose words are the agent's, not the user's
 AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
 TRIVIAL = re.compile(
@@ -44,8 +46,9 @@ def clip(text: str, limit: int) -> str:
 
 
 def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
-    """``messages[index]`` as a checked Message: ``{role|speaker, content|text, at?,
-    source_id|dia_id|id?}``, a Message, or a plain string from the user."""
+    """``messages[index]`` as a checked Message: ``{role|speaker, content|text,
+    at|timestamp|created_at|time?, source_id|dia_id|id?}``, a Message, or a plain string
+    from the user."""
     field = f"messages[{index}]"
     if isinstance(raw, Message):
         data = raw.model_dump()
@@ -62,7 +65,8 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
     role = data.get("role") or ("user" if not data.get("speaker") else "speaker")
-    when = check_time(data.get("at"), f"{field}.at") or at
+    stamp = next((name for name in TIME_FIELDS if data.get(name) is not None), "at")
+    when = check_time(data.get(stamp), f"{field}.{stamp}") or at
     return Message(
         role=clean_label(str(role), f"{field}.role"),
         speaker=clean_label(data.get("speaker"), f"{field}.speaker"),

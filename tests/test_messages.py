@@ -48,3 +48,12 @@ def test_clip_keeps_head_and_tail_and_trivial_messages_are_known():
     assert clipped.startswith("start") and clipped.endswith("end") and len(clipped) <= 100
     assert is_trivial("ok!") and is_trivial("好的") and not is_trivial("I moved to Lisbon")
     assert as_line(msg("Mel", "hi")) == "Mel: hi"
+
+
+def test_a_message_time_may_be_named_at_timestamp_created_at_or_time():
+    for name in ("at", "timestamp", "created_at", "time"):
+        parsed = parse_message({"content": "hi there", name: "2024-05-02T10:00:00"}, 0, None)
+        assert parsed.at is not None and parsed.at.day == 2, name
+    with pytest.raises(InvalidInput) as err:
+        parse_message({"content": "hi", "timestamp": "yesterday-ish"}, 5, None)
+    assert err.value.field == "messages[5].timestamp"
