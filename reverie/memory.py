@@ -385,6 +385,11 @@ class Memory:
         user = check_user(user)
         return self.files.read(user, self.files.memory_md(user)) or ""
 
+    def memory_md_view(self, *, user: str) -> str:
+        """MEMORY.md, or before the first dream the profile and consolidated facts rendered
+        as it would hold them (nothing is written)."""
+        return memory_md.memory_md_view(self.ctx, check_user(user))
+
     # ------------------------------------------------------------ maintenance
     def consolidate(self, *, user: str, dry_run: bool = False) -> ConsolidateReport:
         """Rule-based dedup (exact + Jaccard); the highest [Nx] stays, the rest is archived."""

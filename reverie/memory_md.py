@@ -135,6 +135,16 @@ def publish_memory_md(
     return path
 
 
+def memory_md_view(ctx: Context, user: str) -> str:
+    """MEMORY.md as a reader should see it: the file, or before the first dream, the profile
+    and the consolidated facts rendered the same way (nothing is written)."""
+    text = ctx.files.read(user, memory_md_path(ctx, user))
+    if text is not None:
+        return text
+    facts = ctx.store.list_facts(user, status="consolidated")
+    return render_memory_md(user, ctx.store.get_profile(user), facts, "")
+
+
 def refresh_memory_md(ctx: Context, user: str) -> None:
     """After maintenance: the same curated entries, following merges, if MEMORY.md exists."""
     snapshot = load_snapshot(ctx, user)

@@ -99,6 +99,15 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
         assert resources == {"memory://MEMORY.md", "memory://profile"}
         profile = json.loads((await client.read_resource("memory://profile")).contents[0].text)
         assert set(profile) == {"user", "history"} and "cognitiveStyle" in profile["user"]
+        # before any dream, MEMORY.md shows what it would hold, not an empty page
+        await call(client, "remember", content="Allergic to peanuts", category="constraint")
+        page = (await client.read_resource("memory://MEMORY.md")).contents[0].text
+        assert "# Memory of ana" in page and "Allergic to peanuts" in page
+        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+        assert tools["search"].read_only_hint and tools["dream_status"].read_only_hint
+        assert tools["forget"].destructive_hint and not tools["remember"].read_only_hint
+        found = await call(client, "search", query="peanuts", limit=10)
+        assert found["items"] and all(item["score"] > 0 for item in found["items"])
 
     session(stdio(tmp_path / "home", "ana"), script)
 
@@ -110,7 +119,8 @@ def test_stdio_dream_runs_for_the_user(tmp_path):
         memory.flush()
 
     async def script(client: Client) -> None:
-        assert (await client.read_resource("memory://MEMORY.md")).contents[0].text == ""
+        before = (await client.read_resource("memory://MEMORY.md")).contents[0].text
+        assert "Ana runs a bakery in Porto" in before and "last distilled" not in before  # no dream yet
         run = await call(client, "dream", days=3)  # starts in the background
         assert run["user"] == "ana" and run["status"] in ("queued", "running", "done")
         for _ in range(200):

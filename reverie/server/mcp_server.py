@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from reverie.errors import InvalidInput, ReverieError
@@ -85,9 +86,15 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
     server = MCPServer("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     server.middleware.append(_BindUser(check_user(user) if user is not None else None))
-    tool = server.tool(structured_output=False)
+    def tool(
+        *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
+    ) -> Callable[[Callable[..., str]], Callable[..., str]]:
+        """Register a tool with hints a client may show or act on (MCP tool annotations)."""
+        hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent,
+                                open_world_hint=False)
+        return server.tool(structured_output=False, annotations=hints)
 
-    @tool
+    @tool()
     def process_message(
         message: Annotated[str, Field(description="The user's new message.")],
         thread: Annotated[str, Field(description="Conversation thread id.")] = "default",
@@ -96,7 +103,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         (route shallow/medium/deep) to put in front of the answer."""
         return _answer(lambda user: TurnOpened.of(memory.turn(message, user=user, thread=thread)))
 
-    @tool
+    @tool()
     def save_memory(
         turn_id: Annotated[str, Field(description="The turn_id process_message returned.")],
         reply: Annotated[str, Field(description="Your reply to the message.")],
@@ -104,7 +111,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         """After answering: complete the turn with your reply so it can be learned from."""
         return _answer(lambda user: TurnCompleted.of(memory.complete_turn(turn_id, reply, user=user)))
 
-    @tool
+    @tool(idempotent=True)
     def ingest(
         messages: Annotated[list[dict[str, Any]], Field(description="Messages of a past conversation: "
                                                                     "{role or speaker, content, at?}.")],
@@ -113,7 +120,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         """Store a past conversation and learn from it; input stored before is skipped and counted."""
         return _answer(lambda user: memory.ingest(messages, user=user, thread=thread))
 
-    @tool
+    @tool()
     def remember(
         content: Annotated[str, Field(description="One durable line about the user.")],
         category: Annotated[str, Field(description="preference, correction, context, goal, behavior, identity, "
@@ -122,7 +129,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         """Store a fact the user stated (a near-duplicate reinforces the existing one)."""
         return _answer(lambda user: memory.remember(content, user=user, category=category))
 
-    @tool
+    @tool(read_only=True, idempotent=True)
     def search(
         query: Annotated[str, Field(description="What to look for.")],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 10,
@@ -131,16 +138,17 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
 
         def find(user: str) -> dict[str, Any]:
             found = memory.recall(query, user=user, explain=True, track=False)
-            return {"query": query, "route": found.route, "items": [i.as_dict() for i in found.items[:limit]]}
+            scored = [i.as_dict() for i in found.items if i.score > 0]  # an item scored 0 matched nothing
+            return {"query": query, "route": found.route, "items": scored[:limit]}
 
         return _answer(find)
 
-    @tool
+    @tool(destructive=True, idempotent=True)
     def forget(id: Annotated[str, Field(description="The fact's id.")]) -> str:
         """Archive a wrong or outdated fact (reversible)."""
         return _answer(lambda user: _status(memory.forget(id, user=user)))
 
-    @tool
+    @tool(idempotent=True)
     def feedback(
         id: Annotated[str, Field(description="The recalled episode's id.")],
         status: Annotated[str, Field(description="confirmed, rejected, ignored or partial")],
@@ -148,13 +156,13 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         """Say how a recalled episode worked out; rejected ones are never recalled again."""
         return _answer(lambda user: {"id": memory.feedback(id, status, user=user).id, "feedback": status})
 
-    @tool
+    @tool()
     def dream(days: Annotated[int | None, Field(ge=1, le=30, description="How many days back (1-30).")] = None) -> str:
         """Start distilling recent daily notes and facts into long-term memory (MEMORY.md).
         It runs in the background; ask dream_status with the returned id for the outcome."""
         return _answer(lambda user: memory.dream(user=user, days=days, background=True))
 
-    @tool
+    @tool(read_only=True, idempotent=True)
     def dream_status(id: Annotated[str | None, Field(description="A dream run id; default: the latest.")] = None) -> str:
         """How a dream run went: queued, running, done, skipped or failed, with its report."""
         return _answer(lambda user: memory.dream_status(id, user=user))
@@ -164,7 +172,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     @server.resource("memory://MEMORY.md", name="MEMORY.md", mime_type="text/markdown")
     def memory_md() -> str:
         """The curated long-term memory: profile and consolidated facts."""
-        return _resource(lambda user: neutralize(memory.memory_md(user=user)))
+        return _resource(lambda user: neutralize(memory.memory_md_view(user=user)))
 
     @server.resource("memory://profile", name="profile", mime_type="application/json")
     def profile() -> str:
