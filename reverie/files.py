@@ -54,6 +54,10 @@ class UserFiles:
             raise InvalidInput(f"refusing to write {path.name!r} outside the folder of user {user!r}", field="path")
         return final
 
+    def remove_user(self, user: str) -> int:
+        """Delete the user's folder (MEMORY.md, notes, diaries); returns files removed."""
+        return remove_tree(self.user_dir(user))
+
     def read(self, user: str, path: Path) -> str | None:
         """The text of a file in ``user``'s folder, or None when there is none."""
         final = self.confine(user, path)
@@ -65,6 +69,21 @@ class UserFiles:
         final = self.confine(user, path)
         write_atomic(final, text, durable=durable)
         return path
+
+
+def remove_tree(root: Path) -> int:
+    """Delete a folder and everything in it (no link is followed out of it); returns files removed."""
+    removed = 0
+    if not root.is_dir() or root.is_symlink():
+        return 0
+    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+            removed += 1
+        elif path.is_dir():
+            path.rmdir()
+    root.rmdir()
+    return removed
 
 
 def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:

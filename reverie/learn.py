@@ -136,6 +136,13 @@ class Learner:
                 pending.due = max(pending.due, due) if pending.attempts else due
             self._cond.notify()
 
+    def forget_user(self, user: str) -> None:
+        """Drop what is queued for ``user`` (their memory is being deleted)."""
+        with self._cond:
+            for key in [k for k in self._queue if k[0] == user]:
+                del self._queue[key]
+        self._tag_index.pop(user, None)
+
     def requeue_unlearned(self, user: str | None = None) -> None:
         self.enqueue(self.store.unlearned_episodes(limit=100000, user=user), delay=0.0)
 

@@ -264,6 +264,20 @@ def fail_if_waiting(waiting: int, error: str, as_json: bool) -> None:
     raise typer.Exit(1)
 
 
+@app.command("delete-user")
+def delete_user_cmd(
+    user: User,
+    home: Home = None,
+    confirm: Annotated[str, typer.Option("--confirm", help="The user id again: this cannot be undone.")] = "",
+    as_json: Json = False,
+) -> None:
+    """Delete a user's whole memory: every row and file. Irreversible; --confirm repeats the user id."""
+    with open_memory(home, create=False) as mem:
+        deleted = mem.delete_user(user=user, confirm=confirm)
+        say({"user": user, "deleted": deleted}, as_json,
+            f"deleted the memory of {escape(user)}: " + ", ".join(f"{n} {k}" for k, n in deleted.items()))
+
+
 @app.command("export")
 def export_cmd(
     user: User,

@@ -294,6 +294,14 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         })
         return encoded
 
+    @app.delete("/api/memory", tags=["memory"])
+    def delete_memory(
+        user: str = caller,
+        confirm: str = Query(..., description="The user id again: deleting a whole memory cannot be undone."),
+    ) -> dict[str, Any]:
+        """Delete the user's whole memory: every row and every file. Irreversible."""
+        return {"user": user, "deleted": memory.delete_user(user=user, confirm=confirm)}
+
     @app.get("/api/memory/profile", response_model=Profile, tags=["profile"])
     def get_profile(user: str = caller) -> Profile:
         return memory.profile(user=user)

@@ -255,6 +255,11 @@ class Store(ABC):
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...
 
     @abstractmethod
+    def delete_user(self, user: str) -> dict[str, int]:
+        """Delete everything the store holds of ``user`` (rows, search index, tags, journals,
+        keys, dream runs); returns rows deleted per kind. One transaction; irreversible."""
+
+    @abstractmethod
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         """(completed episodes not learned yet, the newest learning error among them or "")."""
 

@@ -463,6 +463,21 @@ class SQLiteStore(Store):
         rows = self._x(sql + " ORDER BY pk LIMIT ?", [*params, limit])
         return [EpisodeRef(*r) for r in rows]
 
+    def delete_user(self, user: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self.transaction():
+            for kind, main in _MAIN_TABLE.items():
+                fts = _FTS_TABLE[kind]
+                self._x(f"DELETE FROM {fts} WHERE rowid IN (SELECT pk FROM {main} WHERE user = ?)", (user,))
+                counts[main] = self._x(f"DELETE FROM {main} WHERE user = ?", (user,)).rowcount
+            for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
+                counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
+            counts["meta"] = self._x(
+                "DELETE FROM meta WHERE key IN (?, ?) OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?)",
+                (f"memory_md:{user}", f"capacity:{user}", user),
+            ).rowcount
+        return {k: v for k, v in counts.items() if v}
+
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         where, params = "status = 'completed' AND learned = 0", []
         if user is not None:

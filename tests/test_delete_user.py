@@ -1,0 +1,81 @@
+"""Deleting a user's whole memory leaves nothing of them in any table or file, and nothing
+of anyone else is touched."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from reverie import InvalidInput, Memory
+from reverie.cli import app
+from reverie.keys import create_key
+from reverie.server import create_app
+from tests.live_server import live_server
+
+MARK = "zanzibar"  # a word only ana's memory holds
+
+
+def fill(memory: Memory, user: str, word: str) -> None:
+    memory.remember(f"Dreams of {word} every winter", user=user, category="goal", tags=[word])
+    with memory.turn(f"I booked a trip to {word} for March", user=user, thread="travel") as turn:
+        turn.complete("Exciting!")
+    memory.add([f"My friend from {word} visits in May", "Lovely"], user=user, thread="friends")
+    memory.add_knowledge(f"{word} packing list", "- sunscreen\n- hat", user=user)
+    memory.flush()
+    memory.dream(user=user, days=30, force=True)
+    memory.set_profile("user.topOfMind", f"Planning {word}", user=user)
+    create_key(memory.store, user=user)
+
+
+def rows_mentioning(db, needles: tuple[str, ...], user: str | None = None) -> list[str]:
+    conn = sqlite3.connect(db)
+    found = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        if table.endswith(("_data", "_idx", "_docsize", "_config", "_content")):
+            continue  # FTS5 shadow tables: read through the FTS table itself
+        for row in conn.execute(f"SELECT * FROM {table}"):
+            text = " ".join(str(v) for v in row).casefold()
+            if any(n in text for n in needles) or (user is not None and user in row):
+                found.append(f"{table}: {text[:80]}")
+    conn.close()
+    return found
+
+
+def test_delete_user_removes_every_row_and_file_and_keeps_the_others(home):
+    with Memory(home, background=False) as memory:
+        fill(memory, "ana", MARK)
+        fill(memory, "bob", "lofoten")
+        before_bob = memory.export(user="bob")
+        assert rows_mentioning(home / "reverie.db", (MARK,))
+        with pytest.raises(InvalidInput):
+            memory.delete_user(user="ana", confirm="bob")
+        deleted = memory.delete_user(user="ana", confirm="ana")
+        assert deleted["episodes"] >= 2 and deleted["facts"] >= 1 and deleted.get("files", 0) >= 1
+        assert memory.users() == ["bob"]
+        after_bob = memory.export(user="bob")
+        for side in (before_bob, after_bob):
+            side.pop("exportedAt")
+        assert after_bob == before_bob
+    assert rows_mentioning(home / "reverie.db", (MARK, '"ana"'), user="ana") == []
+    assert not (home / "users" / "ana").exists() and (home / "users" / "bob").is_dir()
+    assert not any(MARK in p.read_text(encoding="utf-8", errors="ignore") for p in home.rglob("*.md"))
+
+
+def test_delete_user_over_rest_and_cli_needs_the_confirmation(home):
+    with Memory(home, background=False) as memory:
+        fill(memory, "ana", MARK)
+        key = create_key(memory.store, user="ana").secret
+        with live_server(create_app(memory, mcp=False)) as url:
+            headers = {"Authorization": f"Bearer {key}"}
+            assert httpx.delete(f"{url}/api/memory", headers=headers).status_code == 422  # no confirm
+            assert httpx.delete(f"{url}/api/memory", params={"confirm": "bob"}, headers=headers).status_code == 400
+            r = httpx.delete(f"{url}/api/memory", params={"confirm": "ana"}, headers=headers)
+            assert r.status_code == 200 and r.json()["deleted"]["episodes"] >= 2
+        fill(memory, "cy", "atlantis")
+    result = CliRunner().invoke(app, ["delete-user", "--user", "cy", "--confirm", "cy", "--home", str(home)])
+    assert result.exit_code == 0 and "deleted the memory of cy" in result.output
+    assert rows_mentioning(home / "reverie.db", (MARK, "atlantis")) == []
