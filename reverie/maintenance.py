@@ -393,6 +393,27 @@ class UndoReport(Model):
     archived: int = 0
 
 
+class ChangeSet(Model):
+    """One journaled operation, as ``undo`` can take it back."""
+
+    id: str
+    action: str
+    at: datetime
+    changes: int
+    undone_at: datetime | None = None
+
+
+def list_changes(ctx: Context, *, user: str, limit: int = 50) -> list[ChangeSet]:
+    """The user's journaled operations (dreams, consolidate, tidy, sync, clean, capacity
+    evictions), newest first: the ids ``undo`` takes."""
+    out = []
+    for raw in ctx.store.list_journals(user, limit):
+        journal = Journal.model_validate_json(raw)
+        out.append(ChangeSet(id=journal.id, action=journal.action, at=journal.at, changes=len(journal.changes),
+                             undone_at=journal.undone_at))
+    return out
+
+
 def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
     """Put back what one journaled operation (a dream, consolidate, tidy, sync or clean)
     changed: changed items return to their earlier state, items it created are archived."""
@@ -541,6 +562,7 @@ def _verdict(r: HealthReport) -> list[str]:
 
 
 __all__ = [
+    "ChangeSet",
     "CleanReport",
     "ConsolidateReport",
     "HealthReport",
@@ -550,6 +572,7 @@ __all__ = [
     "consolidate",
     "episode_weight",
     "health",
+    "list_changes",
     "restore",
     "tidy",
     "undo",

@@ -38,6 +38,7 @@ from reverie.inputs import (
 )
 from reverie.learn import Learner
 from reverie.maintenance import (
+    ChangeSet,
     CleanReport,
     ConsolidateReport,
     HealthReport,
@@ -428,6 +429,12 @@ class Memory:
     def sync(self, *, user: str) -> SyncReport:
         """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
         return memory_md.sync(self.ctx, user=check_user(user))
+
+    def changes(self, *, user: str, limit: int = 50) -> list[ChangeSet]:
+        """Journaled operations (dream, consolidate, tidy, sync, clean, capacity), newest first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput("limit must be a positive whole number", field="limit")
+        return maintenance.list_changes(self.ctx, user=check_user(user), limit=limit)
 
     def undo(self, change_id: str, *, user: str) -> UndoReport:
         """Take back a dream, consolidate, tidy, sync, clean or capacity eviction by the id it reported."""

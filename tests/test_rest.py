@@ -401,3 +401,26 @@ def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_pat
     with Memory(home, background=False) as memory:
         notes = memory.notes(user="default")
         assert len(notes) == len({n.content for n in notes})  # no exchange was learned twice
+
+
+def test_knowledge_changes_and_undo_over_rest(api, ana):
+    doc = ana.post("/api/memory/knowledge", json={"title": "Release checklist", "body": "- tag\n- changelog",
+                                                  "tags": ["release"]})
+    assert doc.status_code == 201 and doc.json()["title"] == "Release checklist"
+    assert any(d["id"] == doc.json()["id"] for d in ana.get("/api/memory/knowledge").json())
+    assert ana.post("/api/memory/knowledge", json={"title": "x", "body": "y", "scope": "planet"}).status_code == 400
+    from reverie.models import Fact
+
+    memory = api.memory
+    with memory.store.transaction():  # two copies of one line, as an old import could leave them
+        for _ in range(2):
+            memory.ctx.facts.index_fact(Fact(user="ana", content="Keeps a sourdough starter", status="consolidated"), [])
+    report = memory.consolidate(user="ana")
+    assert report.archived == 1 and report.journal
+    changes = ana.get("/api/memory/changes").json()
+    assert changes[0]["id"] == report.journal and changes[0]["action"] == "consolidate"
+    assert changes[0]["undone_at"] is None
+    undone = ana.post(f"/api/memory/changes/{report.journal}/undo")
+    assert undone.status_code == 200 and undone.json()["restored"] >= 1
+    assert ana.post(f"/api/memory/changes/{report.journal}/undo").status_code == 409
+    assert ana.get("/api/memory/changes").json()[0]["undone_at"] is not None

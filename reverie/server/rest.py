@@ -41,7 +41,7 @@ from reverie.errors import (
 from reverie.ingest import IngestReport
 from reverie.inputs import check_user
 from reverie.keys import authorize
-from reverie.models import Episode, Fact, Profile
+from reverie.models import Episode, Fact, KnowledgeDoc, Profile
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
@@ -106,6 +106,15 @@ class IngestIn(_Body):
     messages: list[dict[str, Any]] = Field(description="{role|speaker, content, at?, source_id?} messages of a past conversation.")
     thread: str | None = Field(None, description="Thread for the messages (default: 'default').")
     learn: bool = Field(True, description="Learn right away instead of after the debounce.")
+
+
+class KnowledgeIn(_Body):
+    title: str
+    body: str = Field(description="Markdown.")
+    tags: list[str] = Field(default_factory=list)
+    scope: str = Field("global", description="global, agent or project")
+    agent: str | None = None
+    project: str | None = None
 
 
 class ReplyIn(_Body):
@@ -425,6 +434,26 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     @app.get("/api/memory/health", tags=["maintenance"])
     def health(user: str = caller) -> Any:
         return jsonable_encoder(memory.health(user=user))
+
+    @app.get("/api/memory/changes", tags=["maintenance"])
+    def changes(user: str = caller, limit: int = Query(50, ge=1, le=1000)) -> Any:
+        """Journaled operations (dreams, consolidate, tidy, sync, clean, capacity), newest first."""
+        return jsonable_encoder(memory.changes(user=user, limit=limit))
+
+    @app.post("/api/memory/changes/{change_id}/undo", tags=["maintenance"])
+    def undo(change_id: str, user: str = caller) -> Any:
+        """Take one journaled operation back; undoing it twice is a 409."""
+        return jsonable_encoder(memory.undo(change_id, user=user))
+
+    @app.get("/api/memory/knowledge", response_model=list[KnowledgeDoc], tags=["knowledge"])
+    def list_knowledge(user: str = caller) -> list[KnowledgeDoc]:
+        return memory.knowledge(user=user)
+
+    @app.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"])
+    def add_knowledge(body: KnowledgeIn, user: str = caller) -> KnowledgeDoc:
+        """A whole markdown document (a reusable pattern), recalled when matched."""
+        return memory.add_knowledge(body.title, body.body, user=user, tags=body.tags, scope=body.scope,
+                                    agent=body.agent, project=body.project)
 
     @app.get("/api/tags", tags=["tags"])
     def tags(user: str = caller, status: str | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:

@@ -255,6 +255,10 @@ class Store(ABC):
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...
 
     @abstractmethod
+    def list_journals(self, user: str, limit: int = 50) -> list[str]:
+        """The user's undo journals (as stored JSON), newest first."""
+
+    @abstractmethod
     def delete_user(self, user: str) -> dict[str, int]:
         """Delete everything the store holds of ``user`` (rows, search index, tags, journals,
         keys, dream runs); returns rows deleted per kind. One transaction; irreversible."""

@@ -463,6 +463,14 @@ class SQLiteStore(Store):
         rows = self._x(sql + " ORDER BY pk LIMIT ?", [*params, limit])
         return [EpisodeRef(*r) for r in rows]
 
+    def list_journals(self, user: str, limit: int = 50) -> list[str]:
+        rows = self._x(
+            "SELECT value FROM meta WHERE key LIKE 'journal:%' AND json_extract(value, '$.user') = ? "
+            "ORDER BY json_extract(value, '$.at') DESC LIMIT ?",
+            (user, limit),
+        )
+        return [str(r[0]) for r in rows]
+
     def delete_user(self, user: str) -> dict[str, int]:
         counts: dict[str, int] = {}
         with self.transaction():
