@@ -43,6 +43,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.notes import mirror_notes, put_episode_notes
+from reverie.observe import LEARNING_FAILURES, watch_queue
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -111,6 +112,7 @@ class Learner:
         self.settings = ctx.settings
         self.facts = ctx.facts
         self._tag_index: dict[str, TagNeighbours] = {}
+        watch_queue(self)
         self._queue: dict[Key, _Pending] = {}
         self._cond = threading.Condition()
         self._busy = threading.Lock()
@@ -233,6 +235,7 @@ class Learner:
             return learned
 
     def _retry_later(self, key: Key, pending: _Pending, episodes: list[Episode], exc: Exception) -> None:
+        LEARNING_FAILURES.inc()
         log.warning("engine failed for %d episodes of %s, will retry: %s", len(episodes), key, exc)
         self.store.mark_learned([e.id for e in episodes], learned=False, error=str(exc)[:500])
         pending.attempts += 1

@@ -33,6 +33,7 @@ from reverie.models import (
     as_utc,
     utcnow,
 )
+from reverie.observe import RECALL_SECONDS
 from reverie.tags import expand
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
@@ -179,6 +180,17 @@ class Recaller:
 
     # ------------------------------------------------------------ the whole line
     def recall(
+        self, query: str, *, user: str, budget: int, thread: str | None, agent: str | None,
+        at: datetime | None, explain: bool, track: bool,
+    ) -> Recall:
+        started = time.perf_counter()
+        try:
+            return self._recall(query, user=user, budget=budget, thread=thread, agent=agent, at=at,
+                                explain=explain, track=track)
+        finally:
+            RECALL_SECONDS.observe(time.perf_counter() - started)
+
+    def _recall(
         self, query: str, *, user: str, budget: int, thread: str | None, agent: str | None,
         at: datetime | None, explain: bool, track: bool,
     ) -> Recall:

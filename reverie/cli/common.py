@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
+from reverie.observe import configure_logging
 from reverie.settings import Settings
 from reverie.version import __version__
 
@@ -37,8 +38,14 @@ def _version(value: bool) -> None:
 def _main_options(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_version,
                                           is_eager=True)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each engine step (as REVERIE_LOG=debug).")] = False,
 ) -> None:
     """Local-first long-term memory for AI agents."""
+    try:
+        configure_logging("debug" if verbose else None)
+    except ValueError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 console = Console()

@@ -6,10 +6,13 @@ Configuration picks an engine per step (``engine = "heuristic"`` for all,
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from reverie.engines.base import STEPS, Engine
 from reverie.engines.heuristic import HeuristicEngine
 from reverie.engines.openai_engine import OpenAIEngine
 from reverie.errors import InvalidInput
+from reverie.observe import observed
 from reverie.settings import Settings
 
 __all__ = ["Engine", "Engines", "STEPS", "build_engine"]
@@ -48,5 +51,20 @@ class Engines:
 
     def __getattr__(self, step: str) -> Engine:
         if step in STEPS:
-            return self.for_step(step)
+            return cast(Engine, _Observed(self.for_step(step), step, self._settings.llm.model))
         raise AttributeError(step)
+
+
+class _Observed:
+    """An engine whose step method is timed, counted and logged (reverie.observe); every
+    other attribute is the engine's own."""
+
+    def __init__(self, engine: Engine, step: str, model: str):
+        self._engine, self._step = engine, step
+        self._model = model if engine.name != "heuristic" else "-"
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._engine, name)
+        if name == self._step and callable(value):
+            return observed(self._step, self._engine.name, self._model, value)
+        return value

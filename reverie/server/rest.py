@@ -18,10 +18,11 @@ from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers, QueryParams
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -42,6 +43,7 @@ from reverie.ingest import IngestReport
 from reverie.inputs import check_user
 from reverie.keys import authorize
 from reverie.models import Episode, Fact, KnowledgeDoc, Profile
+from reverie.observe import metrics_text
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
@@ -280,6 +282,11 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     _routes(app, memory, Depends(caller))
     if mcp_server is not None:
         app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who)))
+
+    @app.get("/metrics", tags=["server"], response_class=PlainTextResponse)
+    def metrics() -> Response:
+        """Prometheus metrics (no key needed: counts and timings only, nothing of any user)."""
+        return Response(metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", tags=["server"])
     def healthz() -> dict[str, str]:

@@ -1,0 +1,132 @@
+"""What reverie tells the host about itself: Prometheus metrics and the ``reverie.*`` logs.
+
+    REVERIE_LOG=debug reverie ingest talk.jsonl --user ana     # one log line per engine step
+    curl http://127.0.0.1:8765/metrics                         # Prometheus text format
+
+Metrics (one registry for the process, no user or content in any label):
+``reverie_recall_seconds`` (histogram), ``reverie_engine_calls_total{step,engine,outcome}``,
+``reverie_engine_seconds{step,engine}`` (histogram), ``reverie_learning_failures_total``
+and ``reverie_learning_queue`` (episodes waiting in this process's queue).
+
+Logs: standard :mod:`logging` loggers named ``reverie.*``. At DEBUG each engine step logs
+its step, engine, model, request size, latency and outcome; at TRACE (level 5) the
+request and the answer in full, redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import weakref
+from typing import Any, Callable, Protocol
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from reverie.redact import redact
+
+TRACE = 5
+logging.addLevelName(TRACE, "TRACE")
+log = logging.getLogger("reverie.engine")
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+RECALL_SECONDS = Histogram(
+    "reverie_recall_seconds", "Time to answer one recall.", registry=REGISTRY,
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+ENGINE_CALLS = Counter(
+    "reverie_engine_calls", "Engine steps called, by step, engine and outcome (ok or error).",
+    ("step", "engine", "outcome"), registry=REGISTRY,
+)
+ENGINE_SECONDS = Histogram(
+    "reverie_engine_seconds", "Time of one engine step.", ("step", "engine"), registry=REGISTRY,
+    buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+LEARNING_FAILURES = Counter(
+    "reverie_learning_failures", "Learning batches whose engine call failed (the episodes stay queued).",
+    registry=REGISTRY,
+)
+
+
+class _Queue(Protocol):
+    def pending(self) -> int: ...
+
+
+_queues: "weakref.WeakSet[Any]" = weakref.WeakSet()
+LEARNING_QUEUE = Gauge(
+    "reverie_learning_queue", "Episodes waiting in this process's learning queue.", registry=REGISTRY,
+)
+LEARNING_QUEUE.set_function(lambda: float(sum(q.pending() for q in list(_queues))))
+
+
+def watch_queue(queue: _Queue) -> None:
+    """Count this learning queue in ``reverie_learning_queue``."""
+    _queues.add(queue)
+
+
+def metrics_text() -> bytes:
+    """Every metric in the Prometheus text format."""
+    return generate_latest(REGISTRY)
+
+
+def configure_logging(level: str | None = None) -> None:
+    """Send ``reverie.*`` logs to stderr at ``level`` (default ``$REVERIE_LOG``; debug, info,
+    warning, error or trace). Hosts that configure logging themselves need not call it."""
+    name = (level or os.environ.get("REVERIE_LOG") or "").strip().upper()
+    if not name:
+        return
+    value = TRACE if name == "TRACE" else logging.getLevelName(name)
+    if not isinstance(value, int):
+        raise ValueError(f"REVERIE_LOG must be trace, debug, info, warning or error, not {name.lower()!r}")
+    logger = logging.getLogger("reverie")
+    logger.setLevel(value)
+    if not any(getattr(h, "_reverie", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler._reverie = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+
+
+def _size(value: Any) -> int:
+    dump = getattr(value, "model_dump_json", None)
+    return len(dump()) if callable(dump) else len(str(value))
+
+
+def _text(value: Any) -> str:
+    dump = getattr(value, "model_dump", None)
+    data = dump(mode="json") if callable(dump) else value
+    return redact(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def observed(step: str, engine: str, model: str, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``call`` (one engine step) timed, counted, and logged."""
+
+    def run(request: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            answer = call(request)
+        except Exception as exc:
+            seconds = time.perf_counter() - started
+            ENGINE_CALLS.labels(step, engine, "error").inc()
+            ENGINE_SECONDS.labels(step, engine).observe(seconds)
+            log.debug("step=%s engine=%s model=%s request_chars=%d seconds=%.3f error=%s",
+                      step, engine, model, _size(request), seconds, redact(str(exc))[:300])
+            raise
+        seconds = time.perf_counter() - started
+        ENGINE_CALLS.labels(step, engine, "ok").inc()
+        ENGINE_SECONDS.labels(step, engine).observe(seconds)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("step=%s engine=%s model=%s request_chars=%d seconds=%.3f answer_chars=%d",
+                      step, engine, model, _size(request), seconds, _size(answer))
+        if log.isEnabledFor(TRACE):
+            log.log(TRACE, "step=%s request=%s answer=%s", step, _text(request), _text(answer))
+        return answer
+
+    return run

@@ -1,0 +1,64 @@
+"""What reverie tells the host about itself: Prometheus metrics and engine-step logs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from reverie import Memory
+from reverie.server import create_app
+from tests.live_server import live_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def metric(text: str, name: str) -> float:
+    """The value of one sample line (``name`` with its labels, as Prometheus prints them)."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_count_recalls_and_engine_steps_in_prometheus_text(home):
+    with Memory(home, background=False) as memory:
+        memory.remember("Ana runs a bakery in Porto", user="ana")
+        with live_server(create_app(memory, auth=False, default_user="ana", mcp=False)) as url:
+            before = httpx.get(f"{url}/metrics").text
+            for _ in range(3):
+                httpx.post(f"{url}/api/memory/recall", json={"query": "where is the bakery?"}).raise_for_status()
+            r = httpx.get(f"{url}/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    after = r.text
+    assert metric(after, "reverie_recall_seconds_count") - metric(before, "reverie_recall_seconds_count") >= 3
+    perceive = 'reverie_engine_calls_total{engine="heuristic",outcome="ok",step="perceive"}'
+    assert metric(after, perceive) - metric(before, perceive) >= 3
+    assert "reverie_learning_queue " in after and "reverie_learning_failures_total" in after
+    assert "bakery" not in after and "ana" not in after  # no content, no user
+
+
+def test_engine_steps_are_logged_at_debug_and_in_full_redacted_at_trace(tmp_path):
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        memory.remember("Ana runs a bakery in Porto", user="ana")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REVERIE_LOG": "trace"}
+    run = subprocess.run(
+        [sys.executable, "-m", "reverie.cli", "recall", "mail me at ana@example.com about the bakery",
+         "--user", "ana", "--home", str(home)],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "reverie.engine: step=perceive engine=heuristic" in run.stderr and "seconds=" in run.stderr
+    assert "TRACE reverie.engine: step=perceive request=" in run.stderr
+    assert "ana@example.com" not in run.stderr and "[email]" in run.stderr
+    quiet = subprocess.run(
+        [sys.executable, "-m", "reverie.cli", "recall", "bakery", "--user", "ana", "--home", str(home)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+    )
+    assert "reverie.engine" not in quiet.stderr
+    logging.getLogger("reverie").handlers.clear()
