@@ -63,6 +63,12 @@ class _Observed:
         self._engine, self._step = engine, step
         self._model = model if engine.name != "heuristic" else "-"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:  # a host (or a test) replacing an engine's method replaces the engine's own
+            setattr(self._engine, name, value)
+
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._engine, name)
         if name == self._step and callable(value):
