@@ -34,6 +34,7 @@ class LLMSettings(BaseModel):
     api_key: str | None = None
     timeout: float = 30.0
     max_retries: int = 2
+    breaker_seconds: float = 30.0  # after an unreachable endpoint, fail at once for this long
 
 
 class Settings(BaseModel):
@@ -97,6 +98,11 @@ class Settings(BaseModel):
         return value
 
     def engine_for(self, step: str) -> str:
+        """The engine of one step. Perception runs before every reply, so it stays on the
+        offline engine unless ``[engines] perceive`` names another: a slow or dead endpoint
+        must not slow every recall."""
+        if step == "perceive":
+            return self.engines.get(step, "heuristic")
         return self.engines.get(step, self.engine)
 
     @classmethod

@@ -18,7 +18,7 @@ AT = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 def _openai(home, fake, **extra):
     return Memory(home, background=False, engine="openai",
-                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0}, **extra)
+                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0, "breaker_seconds": 0}, **extra)
 
 
 def _extraction(**overrides):

@@ -349,3 +349,33 @@ def test_fake_server_lists_models_and_routes_answers_by_step(fake_openai):
     with pytest.raises(EngineError, match="no answer scripted for step 'tidy'"):
         engine.tidy([])
     assert [r.step for r in fake_openai.chat_requests] == ["perceive", "summarize", "tidy"]
+
+
+def test_a_failing_endpoint_opens_the_breaker_then_is_tried_again(fake_openai):
+    fake_openai.push(Reply.error(503), Reply.error(503), SUMMARY)
+    engine = make_engine(fake_openai, max_retries=1, breaker_seconds=0.5)
+    with pytest.raises(EngineError, match="no usable answer"):
+        summarize(engine)
+    assert len(fake_openai.requests) == 2
+    started = time.monotonic()
+    with pytest.raises(EngineError, match="not calling it again"):
+        summarize(engine)
+    assert time.monotonic() - started < 0.1 and len(fake_openai.requests) == 2  # no request while open
+    time.sleep(0.6)
+    assert summarize(engine).summary == SUMMARY["summary"] and len(fake_openai.requests) == 3
+
+
+def test_a_confused_model_does_not_open_the_breaker(fake_openai):
+    fake_openai.push("not json", "still not json", SUMMARY)
+    engine = make_engine(fake_openai, max_retries=1, breaker_seconds=60)
+    with pytest.raises(EngineError):
+        summarize(engine)
+    assert summarize(engine).summary == SUMMARY["summary"]  # the endpoint answers: no breaker
+
+
+def test_perception_stays_offline_unless_configured():
+    from reverie.settings import Settings
+
+    everything = Settings(engine="openai")
+    assert everything.engine_for("perceive") == "heuristic" and everything.engine_for("extract") == "openai"
+    assert Settings(engine="openai", engines={"perceive": "openai"}).engine_for("perceive") == "openai"

@@ -32,6 +32,7 @@ def build_engine(name: str, settings: Settings) -> Engine:
         return OpenAIEngine(
             base_url=llm.base_url, model=llm.model, api_key=llm.api_key,
             timeout=llm.timeout, max_retries=llm.max_retries, batch_chars=settings.learn_batch_chars,
+            breaker_seconds=llm.breaker_seconds,
         )
     raise InvalidInput(f"unknown engine {name!r}", field="engine")
 

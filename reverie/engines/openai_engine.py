@@ -87,7 +87,11 @@ class OpenAIEngine:
         backoff: float = 0.5,
         temperature: float = 0.0,
         batch_chars: int | None = 16000,
+        breaker_seconds: float = 30.0,
     ):
+        """``breaker_seconds``: after a call found the endpoint unreachable or failing (every
+        retry spent), calls fail at once for that long instead of waiting on it again (a
+        circuit breaker); the first call after it tries the endpoint again."""
         if max_retries < 0 or backoff < 0 or timeout <= 0:
             raise InvalidInput(
                 "timeout must be > 0, and max_retries and backoff >= 0",
@@ -100,6 +104,9 @@ class OpenAIEngine:
         self.backoff = backoff
         self.temperature = temperature
         self.batch_chars = batch_chars
+        self.breaker_seconds = breaker_seconds
+        self._open_until = 0.0  # monotonic time until which the breaker is open
+        self._open_reason = ""
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or _api_key_from_environment(),
@@ -144,6 +151,12 @@ class OpenAIEngine:
     # ------------------------------------------------------------ one call, with the failure policy
 
     def _ask(self, step: str, data: str, answer_model: type[Answer], **values: Any) -> Answer:
+        wait = self._open_until - time.monotonic()
+        if wait > 0:
+            raise EngineError(
+                f"{step}: {self.base_url} failed {self.breaker_seconds:.0f}s ago or less ({self._open_reason}); "
+                f"not calling it again for {wait:.0f}s"
+            )
         system = {"role": "system", "content": _system_prompt(step, answer_model, values)}
         user = {"role": "user", "content": data}
         messages = [system, user]
@@ -166,6 +179,8 @@ class OpenAIEngine:
                 messages = [system, user, *_correction(raw, problem)]
         if raw:
             logger.warning("%s: last raw answer from %s: %s", step, self.model, _truncate(raw, _RAW_LOG_CHARS))
+        elif problem:  # no answer at all: the endpoint is down or failing, not the model confused
+            self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, problem
         raise EngineError(
             f"{step}: model {self.model!r} at {self.base_url} gave no usable answer "
             f"after {attempts} attempt(s): {problem}"
