@@ -7,6 +7,7 @@
         turn.complete("Noted.")
 """
 
+from reverie.aio import AsyncMemory
 from reverie.errors import (
     AccessDenied,
     Conflict,
@@ -35,6 +36,7 @@ from reverie.turn import Turn
 from reverie.version import __version__
 
 __all__ = [
+    "AsyncMemory",
     "AccessDenied",
     "__version__",
     "Conflict",
