@@ -144,3 +144,12 @@ def test_version_and_a_mistyped_category_suggests_the_right_one(home):
     result = runner.invoke(app, ["remember", "Likes tea", "--user", "ana", "--category", "prefrence", "--home", str(home)])
     assert result.exit_code == 2 and "did you mean 'preference'" in " ".join(result.output.split())
     assert json.loads(run("facts", "--user", "ana", "--json", home=home).output) == []
+
+
+def test_errors_under_json_are_json(home):
+    result = runner.invoke(app, ["remember", "Likes tea", "--user", "..", "--json", "--home", str(home)])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)
+    assert error["type"] == "InvalidInput" and error["field"] == "user" and "user id" in error["error"]
+    plain = runner.invoke(app, ["remember", "Likes tea", "--user", "..", "--home", str(home)])
+    assert plain.exit_code == 2 and plain.stdout == "" and "error:" in plain.output

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator
 
@@ -56,7 +57,16 @@ Home = Annotated[
     typer.Option("--home", envvar="REVERIE_HOME", help="Memory home folder (default ~/.reverie).", show_default=False),
 ]
 User = Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="Whose memory.")]
-Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+_AS_JSON: ContextVar[bool] = ContextVar("reverie_cli_json", default=False)
+
+
+def _note_json(value: bool) -> bool:
+    """Remember whether this command prints JSON, so that its errors are JSON too."""
+    _AS_JSON.set(bool(value))
+    return value
+
+
+Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (errors too).", callback=_note_json)]
 Engine = Annotated[str | None, typer.Option("--engine", help="Engine for every step: heuristic or openai.")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")]
 Model = Annotated[str | None, typer.Option("--model", help="Model name for the openai engine.")]
@@ -115,8 +125,19 @@ def fail_cleanly() -> Iterator[None]:
     try:
         yield
     except ReverieError as exc:  # one line, whatever the width of the terminal
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        if _json_requested():  # a script asked for JSON: the error is JSON too, on stdout
+            error: dict[str, Any] = {"error": str(exc), "type": type(exc).__name__}
+            field = getattr(exc, "field", None)
+            if field:
+                error["field"] = field
+            emit_json(error)
+        else:
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _json_requested() -> bool:
+    return _AS_JSON.get()
 
 
 def emit_json(data: Any) -> None:
