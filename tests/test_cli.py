@@ -153,3 +153,16 @@ def test_errors_under_json_are_json(home):
     assert error["type"] == "InvalidInput" and error["field"] == "user" and "user id" in error["error"]
     plain = runner.invoke(app, ["remember", "Likes tea", "--user", "..", "--home", str(home)])
     assert plain.exit_code == 2 and plain.stdout == "" and "error:" in plain.output
+
+
+def test_readme_documents_every_setting_with_its_environment_variable():
+    from pathlib import Path
+
+    from reverie.settings import LLMSettings, Settings
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for name in Settings.model_fields:
+        if name not in ("llm", "engines"):
+            assert f"| `{name}` |" in readme and f"`REVERIE_{name.upper()}`" in readme, name
+    for name in LLMSettings.model_fields:
+        assert f"| `llm.{name}` |" in readme and f"`REVERIE_LLM_{name.upper()}`" in readme, name
