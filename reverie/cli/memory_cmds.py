@@ -206,10 +206,14 @@ def recall(
     budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 2000,
     thread: Annotated[Optional[str], typer.Option(help="The current thread.")] = None,
     why: Annotated[bool, typer.Option("--why", help="Show every item's score parts and matched tags.")] = False,
+    engine: Engine = None,
+    base_url: BaseUrl = None,
+    model: Model = None,
+    api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
     """Print the <memory> block for a message (read-only apart from usage counts)."""
-    with open_memory(home, create=False) as mem:
+    with open_memory(home, create=False, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         result = mem.recall(query, user=user, budget=budget, thread=thread, explain=why)
         if as_json:
             emit_json(result.as_dict())
