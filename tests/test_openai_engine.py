@@ -379,3 +379,16 @@ def test_perception_stays_offline_unless_configured():
     everything = Settings(engine="openai")
     assert everything.engine_for("perceive") == "heuristic" and everything.engine_for("extract") == "openai"
     assert Settings(engine="openai", engines={"perceive": "openai"}).engine_for("perceive") == "openai"
+
+
+def test_answer_keys_match_whatever_their_case_or_separators(fake_openai):
+    fake_openai.push({"Summary": "Planned a trip to Kyoto", "OVERVIEW": "Booked for June.", "Tags": ["kyoto"]})
+    answer = summarize(make_engine(fake_openai))
+    assert (answer.summary, answer.overview, answer.tags) == ("Planned a trip to Kyoto", "Booked for June.", ["kyoto"])
+    from reverie.engines.openai_engine import parse_answer
+    from reverie.engines.base import Extraction
+
+    raw = json.dumps({"New_Facts": [{"Content": "Lives in Lisbon", "Category": "context", "Confidence": 0.9}],
+                      "facts-to-reinforce": ["fact_1"]})
+    extraction = parse_answer(raw, Extraction)
+    assert extraction.new_facts[0].content == "Lives in Lisbon" and extraction.facts_to_reinforce == ["fact_1"]

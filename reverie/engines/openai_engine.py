@@ -17,6 +17,7 @@ so a caller can keep its episode and try later.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -24,6 +25,7 @@ import os
 import re
 import string
 import time
+import typing
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -279,7 +281,42 @@ def _confidence(value: Any) -> float | None:
     return None if math.isnan(number) else min(1.0, max(0.0, number))
 
 
+def _fold(key: str) -> str:
+    return re.sub(r"[\s_\-]", "", key).casefold()
+
+
+@functools.lru_cache(maxsize=64)
+def _known_keys(model: type[BaseModel]) -> dict[str, str]:
+    """Every field name and alias of ``model`` and of the models inside it, by folded spelling."""
+    known: dict[str, str] = {}
+    stack: list[Any] = [model]
+    seen: set[Any] = set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            for name in _field_keys(current):
+                known.setdefault(_fold(name), name)
+            stack.extend(f.annotation for f in current.model_fields.values())
+        else:
+            stack.extend(typing.get_args(current))
+    return known
+
+
+def _match_keys(value: Any, known: dict[str, str]) -> Any:
+    """Keys a model spelled otherwise ("Summary", "new_facts", "should-update") under the
+    spelling the answer model uses; keys it does not know are left as they are."""
+    if isinstance(value, list):
+        return [_match_keys(item, known) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {known.get(_fold(str(k)), k) if k not in known.values() else k: _match_keys(v, known) for k, v in value.items()}
+
+
 def _validate(data: dict[str, Any], answer_model: type[Answer]) -> Answer:
+    data = _match_keys(data, _known_keys(answer_model))
     expected = _field_keys(answer_model)
     if data and not expected & data.keys():
         inner = next(iter(data.values()))
