@@ -166,3 +166,12 @@ def test_readme_documents_every_setting_with_its_environment_variable():
             assert f"| `{name}` |" in readme and f"`REVERIE_{name.upper()}`" in readme, name
     for name in LLMSettings.model_fields:
         assert f"| `llm.{name}` |" in readme and f"`REVERIE_LLM_{name.upper()}`" in readme, name
+
+
+def test_piped_output_is_plain_and_never_cuts_an_id(home):
+    made = json.loads(run("remember", "A fact with a rather long line of content to show in the table " * 3,
+                          "--user", "ana", "--json", home=home).output)
+    table = run("facts", "--user", "ana", home=home).output  # CliRunner output is not a terminal
+    assert made["id"] in table  # whole, on one line
+    assert not any(ch in table for ch in "┏┃━│└╭")  # no box drawing when piped
+    assert "\x1b[" not in table  # no colour codes

@@ -14,7 +14,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
@@ -24,6 +23,7 @@ from reverie.bench.serve import run_serve_bench
 from reverie.cli.common import (
     Engine,
     Json,
+    Table,
     app,
     console,
     emit_json,

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Iterable, Iterator
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table as RichTable
 
 from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
@@ -49,8 +50,25 @@ def _main_options(
         raise typer.Exit(2) from None
 
 
-console = Console()
+# a person at a terminal gets boxes and colour; output piped to another program is plain:
+# no box drawing, no colour, and lines as long as they need to be (nothing wrapped or cut)
+_PIPED = not sys.stdout.isatty()
+console = Console(width=1_000_000 if _PIPED else None, soft_wrap=_PIPED)
 err_console = Console(stderr=True)
+
+
+class Table(RichTable):
+    """A rich table that never cuts or wraps an id, and is plain text when piped."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if _PIPED:
+            kwargs.update(box=None, show_edge=False, pad_edge=False)
+        super().__init__(*args, **kwargs)
+
+    def add_column(self, header: Any = "", *args: Any, **kwargs: Any) -> None:
+        if header in ("id", "fact", "episode", "key"):
+            kwargs.update(no_wrap=True, overflow="ignore", min_width=20)
+        super().add_column(header, *args, **kwargs)
 
 Home = Annotated[
     Path | None,

@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
 
 from reverie.cli.common import (
     ApiKey,
@@ -18,6 +17,7 @@ from reverie.cli.common import (
     Home,
     Json,
     Model,
+    Table,
     User,
     app,
     console,

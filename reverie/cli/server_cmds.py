@@ -8,7 +8,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from reverie.cli.common import (
     ApiKey,
@@ -17,6 +16,7 @@ from reverie.cli.common import (
     Home,
     Json,
     Model,
+    Table,
     User,
     app,
     console,
