@@ -103,7 +103,10 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
         await call(client, "remember", content="Allergic to peanuts", category="constraint")
         page = (await client.read_resource("memory://MEMORY.md")).contents[0].text
         assert "# Memory of ana" in page and "Allergic to peanuts" in page
-        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+        listed = (await client.list_tools()).tools
+        feedback_schema = next(t.input_schema for t in listed if t.name == "feedback")
+        assert set(feedback_schema["properties"]["status"]["enum"]) == {"confirmed", "rejected", "ignored", "partial"}
+        tools = {t.name: t.annotations for t in listed}
         assert tools["search"].read_only_hint and tools["dream_status"].read_only_hint
         assert tools["forget"].destructive_hint and not tools["remember"].read_only_hint
         found = await call(client, "search", query="peanuts", limit=10)

@@ -163,7 +163,8 @@ def test_an_admin_key_acts_for_the_user_it_names(ana, admin):
         ("PUT", "/api/memory/profile/user.shoeSize", {"summary": "42"}, 400, "section"),
         ("POST", "/api/memory/recall", {"query": "tea", "budget": 0}, 422, "budget"),
         ("POST", "/api/turns", {"message": ""}, 400, "message"),
-        ("POST", "/api/memory/feedback", {"id": "ep_x", "status": "loved"}, 400, "status"),
+        ("POST", "/api/memory/feedback", {"id": "ep_x", "status": "loved"}, 422, "status"),
+        ("GET", "/api/memory/facts?status=lost", None, 422, "status"),
         ("GET", "/api/memory/episodes?limit=0", None, 422, "limit"),
         ("POST", "/api/memory/import", {"format": "nope"}, 400, None),
     ],
@@ -408,7 +409,7 @@ def test_knowledge_changes_and_undo_over_rest(api, ana):
                                                   "tags": ["release"]})
     assert doc.status_code == 201 and doc.json()["title"] == "Release checklist"
     assert any(d["id"] == doc.json()["id"] for d in ana.get("/api/memory/knowledge").json())
-    assert ana.post("/api/memory/knowledge", json={"title": "x", "body": "y", "scope": "planet"}).status_code == 400
+    assert ana.post("/api/memory/knowledge", json={"title": "x", "body": "y", "scope": "planet"}).status_code == 422
     from reverie.models import Fact
 
     memory = api.memory
@@ -424,3 +425,13 @@ def test_knowledge_changes_and_undo_over_rest(api, ana):
     assert undone.status_code == 200 and undone.json()["restored"] >= 1
     assert ana.post(f"/api/memory/changes/{report.journal}/undo").status_code == 409
     assert ana.get("/api/memory/changes").json()[0]["undone_at"] is not None
+
+
+def test_openapi_carries_the_enums(ana):
+    spec = ana.get("/openapi.json").json()
+    feedback = spec["components"]["schemas"]["FeedbackIn"]["properties"]["status"]
+    assert set(feedback["enum"]) == {"confirmed", "rejected", "ignored", "partial"}
+    params = {p["name"]: p for p in spec["paths"]["/api/memory/facts"]["get"]["parameters"]}
+    status = params["status"]["schema"]
+    values = status.get("enum") or next(s["enum"] for s in status["anyOf"] if "enum" in s)
+    assert set(values) == {"pending", "consolidated", "archived"}

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
+from reverie.models import FeedbackStatus
 from reverie.recall import neutralize
 from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
@@ -151,7 +152,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     @tool(idempotent=True)
     def feedback(
         id: Annotated[str, Field(description="The recalled episode's id.")],
-        status: Annotated[str, Field(description="confirmed, rejected, ignored or partial")],
+        status: Annotated[FeedbackStatus, Field(description="confirmed, rejected, ignored or partial")],
     ) -> str:
         """Say how a recalled episode worked out; rejected ones are never recalled again."""
         return _answer(lambda user: {"id": memory.feedback(id, status, user=user).id, "feedback": status})

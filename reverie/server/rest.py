@@ -42,7 +42,17 @@ from reverie.errors import (
 from reverie.ingest import IngestReport
 from reverie.inputs import check_user
 from reverie.keys import authorize
-from reverie.models import Episode, Fact, KnowledgeDoc, Profile
+from reverie.models import (
+    Episode,
+    EpisodeStatus,
+    Fact,
+    FactStatus,
+    FeedbackStatus,
+    KnowledgeDoc,
+    KnowledgeScope,
+    Profile,
+    TagStatus,
+)
 from reverie.observe import metrics_text
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import TurnCompleted, TurnOpened
@@ -82,7 +92,7 @@ class FactChanges(_Body):
     category: str | None = None
     area: str | None = None
     confidence: float | None = None
-    status: str | None = None
+    status: FactStatus | None = None
 
 
 class SectionIn(_Body):
@@ -114,7 +124,7 @@ class KnowledgeIn(_Body):
     title: str
     body: str = Field(description="Markdown.")
     tags: list[str] = Field(default_factory=list)
-    scope: str = Field("global", description="global, agent or project")
+    scope: KnowledgeScope = Field("global", description="global, agent or project")
     agent: str | None = None
     project: str | None = None
 
@@ -125,7 +135,7 @@ class ReplyIn(_Body):
 
 class FeedbackIn(_Body):
     id: str = Field(description="The recalled episode's id.")
-    status: str = Field(description="confirmed, rejected, ignored or partial")
+    status: FeedbackStatus = Field(description="confirmed, rejected, ignored or partial")
     reason: str = ""
 
 
@@ -330,7 +340,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     @app.get("/api/memory/facts", response_model=list[Fact], tags=["facts"])
     def list_facts(
         user: str = caller,
-        status: str | None = Query(None, description="pending, consolidated or archived"),
+        status: FactStatus | None = Query(None, description="pending, consolidated or archived"),
         category: str | None = None,
     ) -> list[Fact]:
         return memory.facts(user=user, status=status, category=category)
@@ -363,7 +373,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def list_episodes(
         user: str = caller,
         thread: str | None = None,
-        status: str | None = Query(None, description="pending, completed, interrupted or failed"),
+        status: EpisodeStatus | None = Query(None, description="pending, completed, interrupted or failed"),
         limit: int = Query(50, ge=1, le=1000),
     ) -> list[Episode]:
         return memory.episodes(user=user, thread=thread, status=status, limit=limit)
@@ -463,7 +473,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
                                     agent=body.agent, project=body.project)
 
     @app.get("/api/tags", tags=["tags"])
-    def tags(user: str = caller, status: str | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:
+    def tags(user: str = caller, status: TagStatus | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:
         return memory.tags(user=user, status=status)
 
     @app.post("/api/memory/flush", tags=["memory"])
