@@ -241,11 +241,12 @@ class Recaller:
             if tag.status in ("active", "unexamined"):
                 expansion.add(tag.name, NEIGHBOUR_WEIGHT, f"via {neighbours[tag.name]}")
         if expansion.weights:
-            counts = self.store.tag_counts(user, expansion.weights)
-            strength: dict[tuple[str, str], float] = {}
-            # the query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
+            # the strongest tags only lead to candidates, and only theirs are counted: the
+            # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
             # related, the best matches' tags) fewer, in proportion to their weight
             strongest = sorted(expansion.weights, key=lambda t: -expansion.weights[t])[:MAX_EXPANSION_TAGS]
+            counts = self.store.tag_counts(user, strongest)
+            strength: dict[tuple[str, str], float] = {}
             # a tag more items carry than POSTINGS_PER_TAG says little about each (its idf is
             # low): its newest FREQUENT_TAG_POSTINGS stand for it
             caps = {

@@ -280,10 +280,10 @@ class Store(ABC):
 
     @abstractmethod
     def postings(
-        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | Mapping[str, int] | None = None
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: Mapping[str, int] | None = None
     ) -> list[Posting]:
-        """Items carrying the tags, in the order they were tagged; ``per_tag`` (one number, or one
-        per tag) reads only each tag's newest that many: a bounded read for a frequent tag."""
+        """Items carrying the tags, in the order they were tagged; ``per_tag`` (tag -> how many)
+        reads only each tag's newest that many: a bounded read for a frequent tag."""
 
     @abstractmethod
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:

@@ -758,7 +758,7 @@ class SQLiteStore(Store):
             )
 
     def postings(
-        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: int | Mapping[str, int] | None = None
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: Mapping[str, int] | None = None
     ) -> list[Posting]:
         names, kinds = list(dict.fromkeys(tag_names)), list(kinds)
         if not names or not kinds:
@@ -773,7 +773,7 @@ class SQLiteStore(Store):
         # each tag's newest postings through (user, tag, rowid): a frequent tag costs per_tag rows
         found: list[tuple[int, Posting]] = []
         for name in names:
-            cap = per_tag if isinstance(per_tag, int) else per_tag.get(name, 0)
+            cap = per_tag.get(name, 0)
             if cap <= 0:
                 continue
             newest = self._x(
