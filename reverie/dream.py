@@ -38,7 +38,7 @@ from reverie.errors import Conflict, InvalidInput, ReverieError
 from reverie.facts import absorb, fact_rank, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
-from reverie.memory_md import follow, plural, publish_memory_md, sync
+from reverie.memory_md import follow, publish_memory_md, sync
 from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
@@ -53,7 +53,13 @@ from reverie.models import (
 )
 from reverie.redact import redact
 from reverie.store.base import DreamRun
-from reverie.text import exact_key, normalize_space, preferred_language, token_set
+from reverie.text import (
+    exact_key,
+    normalize_space,
+    plural,
+    preferred_language,
+    token_set,
+)
 
 log = logging.getLogger("reverie.dream")
 

@@ -15,6 +15,7 @@ atomically (temp file + rename): a crash never leaves half a file.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -72,18 +73,13 @@ class UserFiles:
 
 
 def remove_tree(root: Path) -> int:
-    """Delete a folder and everything in it (no link is followed out of it); returns files removed."""
-    removed = 0
+    """Delete a folder and everything in it (links inside are removed, never followed; a
+    folder that is itself a link is left alone); returns how many files went."""
     if not root.is_dir() or root.is_symlink():
         return 0
-    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-            removed += 1
-        elif path.is_dir():
-            path.rmdir()
-    root.rmdir()
-    return removed
+    files = sum(len(names) for _, _, names in os.walk(root))
+    shutil.rmtree(root)
+    return files
 
 
 def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:

@@ -36,7 +36,7 @@ from reverie.models import (
 )
 from reverie.redact import redact
 from reverie.tags import TagWriter
-from reverie.text import exact_key, normalize_space
+from reverie.text import exact_key, normalize_space, plural
 
 
 def follow(fact: Fact, pool: dict[str, Fact]) -> Fact:
@@ -77,11 +77,6 @@ _LABEL_SECTION = {label.casefold(): s for s, label in [*LEGACY_LABELS.items(), *
 _H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
 _BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
 _PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``plural(2, "entry", "entries")`` -> "2 entries"."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def memory_md_path(ctx: Context, user: str) -> Path:

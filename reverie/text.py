@@ -200,3 +200,8 @@ def preferred_language(text: str) -> str:
     if lang == "zh-Hans" and counts["ja-JP"]:
         lang = "ja-JP"  # kana marks Japanese even when kanji outnumber it
     return lang if count else LATIN_FALLBACK
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``plural(2, "entry", "entries")`` -> "2 entries"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
