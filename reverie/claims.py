@@ -352,9 +352,49 @@ def _split_object(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return token_set(text[: qualifier.start()]), token_set(text[qualifier.start():])
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What the judge reads of one line, once per line (a stored fact meets many new ones)."""
+
+    negated: bool
+    values: _Values
+    slot: re.Match[str] | None  # the exclusive verb ("prefers", "lives in")
+    verb: str  # that verb, stemmed ("" without one)
+    tokens: frozenset[str]
+    atoms: frozenset[str]
+    bare: bool  # nothing but names, values and update words: the rest alone cannot tell it apart
+
+
+@lru_cache(maxsize=16384)
+def _reading(text: str) -> _Reading:
+    values = _read_values(text)
+    slot = EXCLUSIVE.search(text)
+    return _Reading(
+        negated=bool(NEGATION.search(text)),
+        values=values,
+        slot=slot,
+        verb=_verb(slot) if slot else "",
+        tokens=token_set(text),
+        atoms=_atoms(values),
+        bare=not (values.rest - values.name_terms - _UPDATE_WORDS),
+    )
+
+
+def _unrelated(a: _Reading, b: _Reading) -> bool:
+    """No verdict is possible: the lines share no term, no value and no exclusive verb (a
+    duplicate or a negation needs shared words, a slot needs the same verb, another value
+    needs the same rest), and the rest of at least one says something."""
+    return (
+        not (a.tokens & b.tokens)
+        and not (a.atoms & b.atoms)
+        and not (a.verb and a.verb == b.verb)
+        and not (a.bare and b.bare)
+    )
+
+
 def _exclusive_conflict(new: str, old: str) -> bool:
     """Both fill the same exclusive slot ("prefers", "lives in") with another value."""
-    slot_a, slot_b = EXCLUSIVE.search(new), EXCLUSIVE.search(old)
+    slot_a, slot_b = _reading(new).slot, _reading(old).slot
     if not (slot_a and slot_b and _verb(slot_a) == _verb(slot_b)):
         return False
     # same subject (what precedes the verb), another value after it
@@ -412,8 +452,11 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     "likes painting") and numbered items ("Lesson 1" / "Lesson 2") never conflict,
     and lines that state different values are never duplicates.
     """
-    negated_differs = bool(NEGATION.search(new)) != bool(NEGATION.search(old))
-    a_values, b_values = _read_values(new), _read_values(old)
+    a, b = _reading(new), _reading(old)
+    if _unrelated(a, b):
+        return None
+    negated_differs = a.negated != b.negated
+    a_values, b_values = a.values, b.values
     verdict = _value_relation(a_values, b_values, negated_differs)
     if verdict is not False:
         if (verdict is None and not negated_differs and a_values.labels == b_values.labels
@@ -423,7 +466,7 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     if _exclusive_conflict(new, old):
         return "conflict"
     # the same values: the words around them decide ("Has 2 kids" / "has two kids", "3 pm" / "3pm")
-    score = max(jaccard(token_set(new), token_set(old)), jaccard(_atoms(a_values), _atoms(b_values)))
+    score = max(jaccard(a.tokens, b.tokens), jaccard(a.atoms, b.atoms))
     if score >= duplicate_at and not negated_differs:
         return "duplicate"
     if negated_differs and score >= 0.5:

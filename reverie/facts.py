@@ -21,7 +21,7 @@ from reverie.journal import Journal
 from reverie.models import DECAY, Fact, KnowledgeDoc, Model, Note, as_utc
 from reverie.redact import redact
 from reverie.settings import Settings
-from reverie.store.base import Store
+from reverie.store.base import FactText, Store
 from reverie.tags import TagWriter
 from reverie.text import normalize_space, terms
 
@@ -106,22 +106,35 @@ class FactWriter:
     def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
         """Add a fact, unless it repeats one (then that one is reinforced and returned);
         a fact it contradicts is archived with a supersedes link (newest wins)."""
+        conflicts: list[str] = []
         for old in self.comparable(fact):
             found = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
             if found == "duplicate":
-                return self.reinforce_fact(old, fact.provenance.episodes, fact.updated_at)
+                twin = self.store.get_fact(old.id)
+                if twin is not None:
+                    self._supersede(conflicts, fact)
+                    return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at)
             if found == "conflict" and old.category == fact.category:
-                self.archive_fact(old, "contradicted by a newer fact", fact, fact.updated_at)
+                conflicts.append(old.id)
+        self._supersede(conflicts, fact)
         self.index_fact(fact, tags, writer=writer)
         return fact
 
-    def comparable(self, fact: Fact) -> list[Fact]:
+    def _supersede(self, ids: list[str], successor: Fact) -> None:
+        """Archive the facts ``successor`` contradicts, in the order the judge met them."""
+        stale = self.store.get_facts(ids)
+        for fact_id in ids:
+            if fact_id in stale:
+                self.archive_fact(stale[fact_id], "contradicted by a newer fact", successor, successor.updated_at)
+
+    def comparable(self, fact: Fact) -> list[FactText]:
         """The stored facts the judge reads a new fact against, oldest first: every live fact
         while a user has few, else the newest that share a search term with it (an index
-        read: the judge finds neither a duplicate nor a conflict without a shared word)."""
+        read: the judge finds neither a duplicate nor a conflict without a shared word).
+        Only their texts are read; a fact is built whole only when the judge picks it."""
         if self.store.count_facts(fact.user) <= FULL_SCAN_FACTS:
-            return self.store.list_facts(fact.user)
-        return self.store.related_facts(fact.user, terms(fact.content), RELATED_FACTS)
+            return self.store.fact_texts(fact.user)
+        return self.store.fact_texts(fact.user, terms(fact.content), RELATED_FACTS)
 
     def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
         """[Nx] + 1, remembering which episodes said it again."""

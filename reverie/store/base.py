@@ -50,6 +50,15 @@ class Posting:
 
 
 @dataclass(frozen=True, slots=True)
+class FactText:
+    """What the fact judge reads of a stored fact: no provenance, no parsing of the whole fact."""
+
+    id: str
+    content: str
+    category: str
+
+
+@dataclass(frozen=True, slots=True)
 class EpisodeRef:
     """Where an episode belongs, without its content (enough to queue it for learning)."""
 
@@ -187,6 +196,13 @@ class Store(ABC):
     def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
         """Live facts sharing a search term with ``query_terms``: the newest ``limit`` of them,
         returned oldest first (an index read, however many facts the user has)."""
+
+    def fact_texts(self, user: str, query_terms: list[str] | None = None, limit: int = 0) -> list[FactText]:
+        """The live facts' texts, oldest first: all of them, or (with ``query_terms``) the
+        newest ``limit`` that share a search term, as :meth:`related_facts`. Stores override
+        it with a read that does not build whole facts."""
+        facts = self.list_facts(user) if query_terms is None else self.related_facts(user, query_terms, limit)
+        return [FactText(f.id, f.content, f.category) for f in facts]
 
     @abstractmethod
     def recent_facts(self, user: str, limit: int) -> list[Fact]:

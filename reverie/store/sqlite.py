@@ -34,6 +34,7 @@ from reverie.store.base import (
     ApiKey,
     DreamRun,
     EpisodeRef,
+    FactText,
     Hit,
     Posting,
     Store,
@@ -570,6 +571,25 @@ class SQLiteStore(Store):
             (match, user, limit),
         ).fetchall()
         return [self._fact(r) for r in reversed(rows)]
+
+    def fact_texts(self, user: str, query_terms: list[str] | None = None, limit: int = 0) -> list[FactText]:
+        if query_terms is None:
+            rows = self._x(
+                "SELECT id, json_extract(body, '$.content'), category FROM facts "
+                "WHERE user = ? AND status IN ('pending', 'consolidated') ORDER BY pk",
+                (user,),
+            ).fetchall()
+            return [FactText(*r) for r in rows]
+        match = fts_query(query_terms)
+        if not match:
+            return []
+        rows = self._x(
+            "SELECT m.id, json_extract(m.body, '$.content'), m.category FROM facts_fts "
+            "JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
+            "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
+            (match, user, limit),
+        ).fetchall()
+        return [FactText(*r) for r in reversed(rows)]
 
     def recent_facts(self, user: str, limit: int) -> list[Fact]:
         rows = self._x(
