@@ -178,6 +178,9 @@ class Episode(Model):
     # which process holds a pending turn ("host:pid"), so start-up recovery
     # interrupts only turns whose process is gone
     owner: str | None = None
+    # what a framework adapter keeps with the episode (the OpenAI Agents session's raw
+    # items): stored, exported and returned as given; reverie itself never reads it
+    meta: dict[str, Any] = Field(default_factory=dict)
 
     def sources_of(self, indices: list[int]) -> list[str]:
         """External ids (a LoCoMo dia_id...) of the given messages."""
@@ -216,6 +219,9 @@ class Fact(Model):
     supersedes: str | None = None
     superseded_by: str | None = None
     archived_reason: str = ""
+    # what a framework adapter keeps with the fact (the LangGraph store's key and value):
+    # stored, exported and returned as given; reverie itself never reads it
+    meta: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProfileSection(Model):
