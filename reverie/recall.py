@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta
 from typing import Any, Callable, Generic, Mapping, TypeGuard, TypeVar
 
@@ -420,6 +421,8 @@ class Recaller:
         full_text_left = DEEP_FULL_TEXT if route == "deep" else 0
         covered: set[str] = set()  # episodes already said, as an episode line or a note
         for s in scored:
+            if out.full:
+                break  # the rest could only be tried and refused: building their lines costs
             item = s.item
             if isinstance(item, Fact):
                 out.add(s, "fact", _fact_line(item))
@@ -475,8 +478,15 @@ class _Block:
     def used_by(self, depth: str) -> int:
         return self._by_depth.get(depth, 0)
 
+    @property
+    def full(self) -> bool:
+        """No line of any item could fit any more (the shortest costs MIN_LINE_TOKENS)."""
+        return self.budget - self.tokens < _min_line_tokens()
+
     def add_line(self, item: RecallItem) -> bool:
         """Add the item's line if it fits and says something no delivered line says."""
+        if self.full:
+            return False
         line = f"- {item.text}"
         cost = count_tokens(line) + 1
         if item.id in self._seen:
@@ -530,6 +540,14 @@ class _Block:
         if not self.lines:
             return ""
         return "<memory>\n" + HEADER + "\n" + "\n".join(self.lines) + "\n</memory>"
+
+
+@lru_cache(maxsize=1)
+def _min_line_tokens() -> int:
+    """What the shortest line of a fact, an episode, a note or a knowledge document costs in
+    the block (one character of text): with fewer tokens left, nothing more can be added."""
+    shortest = ("- [x 0x] a", "- [2000-01-01] a", "- [knowledge] a: ")
+    return min(count_tokens(line) + 1 for line in shortest)
 
 
 _LINE_MARK = re.compile(r"^\[[^\]]*\]\s*")  # "[2023-05-08] ", "[preference 3x] ", "[knowledge] "
