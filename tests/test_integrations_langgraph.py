@@ -299,3 +299,24 @@ def test_the_langgraph_example_runs_offline(tmp_path):
     assert any(line.startswith("found ") and line.endswith("I am vegetarian") for line in second.splitlines())
     with Memory(tmp_path / "home", background=False) as memory:
         assert [f.content for f in memory.facts(user="ana")] == ["I am vegetarian"]
+
+
+def readme_snippet(heading: str) -> str:
+    """The first python block under a README heading."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_the_readme_snippet_wires_a_graph_in_under_ten_lines(mem):
+    code = readme_snippet("Use with LangGraph")
+    assert len(code.splitlines()) < 10
+    graph = StateGraph(MessagesState)
+    graph.add_node("respond", lambda state: {"messages": [("ai", "ok")]})
+    graph.add_edge(START, "respond")
+    graph.add_edge("respond", END)
+    scope: dict[str, object] = {"mem": mem, "graph": graph}  # what the quick start above defines
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["app"].store is scope["store"]  # type: ignore[attr-defined]
+    assert [i.key for i in scope["hits"]][:1] == ["diet"]  # type: ignore[attr-defined]
+    assert "Ana is vegetarian" in str(scope["prompt_context"])

@@ -392,3 +392,27 @@ def test_the_openai_agents_example_runs_against_a_scripted_server(tmp_path, tool
     assert "Is allergic to peanuts" in tool_server.chat_requests[3].body["messages"][-1]["content"]
     with Memory(tmp_path / "home", background=False) as memory:
         assert len(memory.episodes(user="ana", thread="travel")) == 2
+
+
+def test_the_readme_snippet_wires_an_agent_in_under_ten_lines(mem, tool_server):
+    from agents import set_default_openai_api, set_default_openai_client
+    from agents.models import _openai_shared
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Use with the OpenAI Agents SDK\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert len(code.splitlines()) < 10
+    tool_server.push(tool_call("remember", content="Is allergic to peanuts", category="constraint"), "Noted.")
+    saved = (_openai_shared.get_default_openai_client(), _openai_shared.get_use_responses_by_default())
+    set_tracing_disabled(True)
+    set_default_openai_client(AsyncOpenAI(base_url=tool_server.base_url, api_key="none"), use_for_tracing=False)
+    set_default_openai_api("chat_completions")  # the scripted server speaks chat completions
+    try:
+        scope: dict[str, Any] = {"mem": mem}  # what the quick start above defines
+        exec(compile(code, "README.md", "exec"), scope)
+    finally:
+        _openai_shared.set_default_openai_client(saved[0])  # type: ignore[arg-type]
+        _openai_shared.set_use_responses_by_default(saved[1])
+    assert scope["result"].final_output == "Noted."
+    assert [f.content for f in mem.facts(user="ana")] == ["Is allergic to peanuts"]
+    assert len(run(scope["session"].get_items)) == 4
