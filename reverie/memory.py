@@ -50,7 +50,7 @@ from reverie.messages import Messages
 from reverie.models import Episode, Fact, KnowledgeDoc, Note, Profile
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
-from reverie.store import SQLiteStore, Store
+from reverie.store import Store, open_store
 from reverie.store.base import DreamRun
 from reverie.turn import Turn, recover_turns
 
@@ -65,21 +65,28 @@ class Memory:
         home: str | Path | None = None,
         *,
         settings: Settings | None = None,
-        store: Store | None = None,
+        store: Store | str | None = None,
         background: bool = True,
         learn: str = "here",
         **overrides: Any,
     ):
         """``learn``: "here" (this process learns what it is handed, the default), "elsewhere"
         (a server worker: completed episodes wait in the store for the learning process), or
-        "poll" (that learning process: also takes up what other processes completed)."""
+        "poll" (that learning process: also takes up what other processes completed).
+
+        ``store``: a Store, or where one is (a ``postgresql://`` URL or a SQLite file; the
+        setting ``store``); by default SQLite at ``<home>/reverie.db``."""
         if learn not in ("here", "elsewhere", "poll"):
             raise InvalidInput("learn must be 'here', 'elsewhere' or 'poll'", field="learn")
+        if isinstance(store, str):
+            overrides["store"] = store
+            store = None
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.files = UserFiles(self.home)
-        self.store = store or SQLiteStore(self.home / "reverie.db", durability=self.settings.durability)
+        self.store = store or open_store(self.settings.store or self.home / "reverie.db",
+                                         durability=self.settings.durability, pool_size=self.settings.store_pool_size)
         self.ctx = Context.build(self.store, self.settings, self.files)
         self.engines = self.ctx.engines
         self.recaller = Recaller(self.ctx)

@@ -64,6 +64,17 @@ class Settings(BaseModel):
     max_import_depth: int = Field(32, ge=4)  # nesting of an import envelope
     # storage: "normal" may lose the last commits on power loss (never corrupts); "full" fsyncs every commit
     durability: str = "normal"
+    # the store: None is SQLite at <home>/reverie.db; "postgresql://..." a PostgreSQL database
+    # that several `reverie serve` replicas may share (pip install 'reverie[postgres]')
+    store: str | None = None
+    # with a PostgreSQL store, MEMORY.md and the dream diaries live in the store; this folder
+    # (if set) also gets them as files, with the daily notes (<mirror_dir>/users/<user>/...)
+    mirror_dir: Path | None = None
+    # a replica that claimed episodes to learn holds them this long (renewed while it works);
+    # when it dies, another replica takes them over after this time
+    learn_lease_seconds: float = Field(120.0, gt=0)
+    # connections each process keeps to a PostgreSQL store at most
+    store_pool_size: int = Field(10, ge=1)
     # dream line
     dream_days: int = 3
     dream_max_entries: int = 30
@@ -87,6 +98,15 @@ class Settings(BaseModel):
                 raise ValueError(f"unknown engine step {step!r}; steps are {', '.join(STEPS)}")
             if engine not in ENGINE_NAMES:
                 raise ValueError(f"unknown engine {engine!r} for step {step!r}")
+        return value
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None
+        if value is not None and "://" in value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store must be a postgresql:// URL (or unset, for SQLite in the home)")
         return value
 
     @field_validator("durability")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fake_openai import fake_openai  # noqa: F401  (re-exported fixture)
+from tests.pg import backend, pg_session_url, pg_url, store_url  # noqa: F401  (re-exported fixtures)
 
 
 @pytest.fixture
@@ -18,5 +19,15 @@ def mem(home):
     from reverie import Memory
 
     memory = Memory(home, background=False)
+    yield memory
+    memory.close()
+
+
+@pytest.fixture
+def bmem(home, backend):
+    """``mem`` on each backend in turn: SQLite in the home, then PostgreSQL (an emptied schema)."""
+    from reverie import Memory
+
+    memory = Memory(home, background=False, store=backend)
     yield memory
     memory.close()

@@ -41,6 +41,8 @@ LAZY_THIRD_PARTY: dict[str, str] = {
     "tiktoken": "optional (not a dependency); the token counter falls back without it",
     "jieba": "loads a large dictionary; only Chinese text needs it",
     "uvicorn": "the server runner; only `reverie serve` needs it",
+    "psycopg": "optional extra `reverie[postgres]`",
+    "psycopg_pool": "optional extra `reverie[postgres]`",
 }
 
 BASE_LAYER = (

@@ -54,6 +54,8 @@ def test_a_put_is_a_fact_reverie_recalls_with_its_category_and_tags(store, mem):
     assert (fact.content, fact.category, fact.tags, fact.status) == (
         "Ana is vegetarian", "constraint", ["food"], "consolidated")
     assert "Ana is vegetarian" in mem.recall("what can ana eat?", user="ana").context
+    store.put(ANA, "diet", {"content": "Ana is vegan"})
+    assert [(f.content, f.tags) for f in mem.facts(user="ana")] == [("Ana is vegan", [])]  # replaced whole
 
 
 def test_a_value_without_a_text_field_is_remembered_as_its_fields(store, mem):

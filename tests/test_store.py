@@ -1,30 +1,488 @@
-"""The SQLite store: schema, transactions, full text in two languages, several processes."""
+"""The store contract, on SQLite and PostgreSQL alike (``store_url`` runs each test on both):
+schema, transactions, full text in two languages, tags, runs, keys, documents, several
+processes. Then what only one of them has: SQLite's WAL file, PostgreSQL's shared queue."""
 
 from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from reverie import Memory, StoreError
-from reverie.models import Episode, Fact, Message
-from reverie.store import SQLiteStore
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Tag, TagRelation, utcnow
+from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
+from tests.pg import drop_schema, new_schema
 
 
-def test_new_store_has_schema_version_wal_and_foreign_keys(tmp_path):
+@pytest.fixture
+def store(store_url):
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def _day(n: int) -> datetime:
+    return datetime(2024, 5, 1, 12, tzinfo=timezone.utc) + timedelta(days=n)
+
+
+# ---------------------------------------------------------------- schema and transactions
+
+
+def test_a_new_store_has_a_schema_version_and_reopening_keeps_it(store_url):
+    first = open_store(store_url)
+    version = first.schema_version()
+    first.close()
+    again = open_store(store_url)
+    assert version >= 1 and again.schema_version() == version
+    again.close()
+
+
+def test_failed_transaction_leaves_nothing(store):
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_fact(Fact(user="ana", content="first"))
+            with store.transaction():  # nested blocks join the outer one
+                store.put_fact(Fact(user="ana", content="second"))
+            raise RuntimeError("boom")
+    assert store.list_facts("ana") == []
+    assert store.search("ana", ["first"], ["fact"], 10) == []
+
+
+def test_a_transaction_sees_its_own_writes_and_commits_them_together(store):
+    with store.transaction():
+        store.put_fact(Fact(user="ana", content="likes tea"))
+        assert len(store.list_facts("ana")) == 1
+        with store.transaction():
+            store.put_profile_section("ana", "user.topOfMind", "tea tasting", utcnow())
+    assert store.get_profile("ana").section("user.topOfMind").summary == "tea tasting"
+    assert len(store.search("ana", ["tea"], ["fact"], 10)) == 1
+
+
+def test_one_users_read_then_write_transactions_do_not_lose_updates(store):
+    """Two threads add to the same counter in read-then-write transactions: none is lost."""
+    fact = Fact(user="ana", content="counted")
+    store.put_fact(fact)
+
+    def bump() -> None:
+        for _ in range(15):
+            with store.transaction():
+                current = store.get_fact(fact.id)
+                assert current is not None
+                current.confidence = round(current.confidence + 0.01, 4)
+                store.put_fact(current)
+
+    threads = [threading.Thread(target=bump) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.get_fact(fact.id).confidence == pytest.approx(0.8 + 0.45)
+
+
+# ---------------------------------------------------------------- full text
+
+
+def test_full_text_finds_english_stems_and_chinese_words(store):
+    store.put_fact(Fact(user="ana", content="Runs marathons every spring"))
+    store.put_fact(Fact(user="ana", content="回答时先给结论，不要长铺垫"))
+    store.put_fact(Fact(user="bob", content="Runs a bakery"))
+    english = store.search("ana", ["marathon", "run"], ["fact"], 10)
+    chinese = store.search("ana", ["结论"], ["fact"], 10)
+    assert len(english) == 1 and len(chinese) == 1
+    assert store.get_fact(chinese[0].id).content.startswith("回答时")
+
+
+def test_full_text_folds_diacritics_and_keeps_query_syntax_inert(store):
+    store.put_fact(Fact(user="ana", content="Orders a café crème every morning"))
+    assert len(store.search("ana", ["cafe"], ["fact"], 10)) == 1
+    assert len(store.search("ana", ["café"], ["fact"], 10)) == 1
+    for hostile in ('"', "'", "a & b", "!x", "cafe:*", "(", "NEAR", "\\"):
+        store.search("ana", [hostile], ["fact", "episode", "note", "knowledge"], 10)  # never an error
+
+
+def test_search_sees_only_completed_unarchived_episodes(store):
+    done = Episode(user="ana", status="completed", messages=[Message(content="kayak trip")])
+    pending = Episode(user="ana", status="pending", messages=[Message(content="kayak rental")])
+    archived = Episode(user="ana", status="completed", archived=True, messages=[Message(content="kayak club")])
+    for ep in (done, pending, archived):
+        store.put_episode(ep)
+    hits = store.search("ana", ["kayak"], ["episode"], 10)
+    assert [h.id for h in hits] == [done.id]
+
+
+def test_search_skips_archived_facts_and_covers_notes_and_knowledge(store):
+    live = Fact(user="ana", content="climbs in the alps", status="consolidated")
+    gone = Fact(user="ana", content="climbs in the andes", status="archived")
+    store.put_fact(live)
+    store.put_fact(gone)
+    store.put_note(Note(user="ana", date="2024-05-01", content="planned a climb"))
+    store.put_knowledge(KnowledgeDoc(user="ana", title="Climb checklist", body="- boots", tags=["outdoors"]))
+    hits = store.search("ana", ["climb"], ["fact", "note", "knowledge"], 10)
+    assert sorted(h.kind for h in hits) == ["fact", "knowledge", "note"]
+    assert [h.id for h in hits if h.kind == "fact"] == [live.id]
+    assert store.search("ana", ["outdoor"], ["knowledge"], 10)  # tags are indexed too
+
+
+def test_rewriting_an_item_keeps_one_search_row(store):
+    fact = Fact(user="ana", content="likes tea")
+    store.put_fact(fact)
+    fact.content = "likes coffee"
+    store.put_fact(fact)
+    assert store.search("ana", ["tea"], ["fact"], 10) == []
+    assert len(store.search("ana", ["coffee"], ["fact"], 10)) == 1
+
+
+def test_an_episode_written_without_reindexing_keeps_its_search_text(store):
+    ep = Episode(user="ana", status="completed", messages=[Message(content="sailing lessons")])
+    store.put_episode(ep)
+    ep.summary = "something else entirely"
+    ep.learned = True
+    store.put_episode(ep, reindex=False)
+    assert [h.id for h in store.search("ana", ["sail"], ["episode"], 10)] == [ep.id]
+    assert store.get_episode(ep.id).learned
+
+
+def test_bm25_prefers_rare_words_and_short_texts(store):
+    store.put_fact(Fact(user="ana", content="plays chess on weekends"))
+    store.put_fact(Fact(user="ana", content="plays tennis"))
+    store.put_fact(Fact(user="ana", content="plays piano, plays guitar, plays violin and plays drums at home"))
+    hits = store.search("ana", ["play", "chess"], ["fact"], 10)
+    assert len(hits) == 3
+    assert store.get_fact(hits[0].id).content.startswith("plays chess")
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_related_and_recent_facts_are_the_newest_live_ones_oldest_first(store):
+    facts = [Fact(user="ana", content=f"likes green tea number {n}", status="pending") for n in range(5)]
+    facts.append(Fact(user="ana", content="likes green tea, archived", status="archived"))
+    for fact in facts:
+        store.put_fact(fact)
+    related = store.related_facts("ana", ["tea"], 3)
+    assert [f.id for f in related] == [f.id for f in facts[2:5]]
+    assert [f.id for f in store.recent_facts("ana", 2)] == [f.id for f in facts[3:5]]
+    assert store.count_facts("ana") == 5
+
+
+# ---------------------------------------------------------------- episodes and input
+
+
+def test_episodes_list_by_thread_status_time_and_order(store):
+    eps = [
+        Episode(user="ana", thread="a" if n % 2 else "b", status="completed", occurred_at=_day(n),
+                messages=[Message(content=f"day {n}")])
+        for n in range(6)
+    ]
+    eps.append(Episode(user="ana", status="pending", occurred_at=_day(9), messages=[Message(content="open")]))
+    eps.append(Episode(user="bob", status="completed", occurred_at=_day(1), messages=[Message(content="bob's")]))
+    for ep in eps:
+        store.put_episode(ep)
+    newest = store.list_episodes("ana")
+    assert [e.id for e in newest] == [e.id for e in reversed(eps[:7])]
+    assert [e.id for e in store.list_episodes("ana", thread="a", newest_first=False)] == [eps[1].id, eps[3].id, eps[5].id]
+    assert [e.id for e in store.list_episodes("ana", status="pending")] == [eps[6].id]
+    window = store.list_episodes("ana", since=_day(2), until=_day(4), newest_first=False)
+    assert [e.id for e in window] == [e.id for e in eps[2:5]]
+    assert len(store.list_episodes("ana", limit=2)) == 2
+    assert [e.id for e in store.pending_turns()] == [eps[6].id]
+    got = store.get_episodes([eps[0].id, eps[7].id, "ep_missing"])
+    assert set(got) == {eps[0].id, eps[7].id} and store.get_episode("ep_missing") is None
+    assert got[eps[7].id].user == "bob" and got[eps[0].id].occurred_at == _day(0)
+
+
+def test_archived_episodes_are_listed_only_when_asked(store):
+    ep = Episode(user="ana", status="completed", archived=True, messages=[Message(content="old")])
+    store.put_episode(ep)
+    assert store.list_episodes("ana") == []
+    assert [e.id for e in store.list_episodes("ana", archived=True)] == [ep.id]
+    assert [e.id for e in store.list_episodes("ana", archived=None)] == [ep.id]
+
+
+def test_unlearned_episodes_learning_backlog_and_marking(store):
+    eps = [Episode(user=u, status="completed", messages=[Message(content=u)]) for u in ("ana", "ana", "bob")]
+    for ep in eps:
+        store.put_episode(ep)
+    store.put_episode(Episode(user="ana", status="pending", messages=[Message(content="not yet")]))
+    assert [r.id for r in store.unlearned_episodes()] == [e.id for e in eps]
+    assert [r.id for r in store.unlearned_episodes(user="bob")] == [eps[2].id]
+    assert store.unlearned_episodes(limit=1)[0].thread == "default"
+    store.mark_learned([eps[0].id], learned=False, error="engine down")
+    assert store.learning_backlog() == (3, "engine down")
+    assert store.learning_backlog("bob") == (1, "")
+    store.mark_learned([eps[0].id, eps[1].id])
+    assert store.learning_backlog("ana") == (0, "")
+    assert store.get_episode(eps[0].id).learned
+
+
+def test_input_keys_are_known_per_user_and_thread_and_the_first_episode_keeps_a_key(store):
+    store.put_inputs("ana", "t1", "ep_1", ["d:abc", "s:D1:1"])
+    store.put_inputs("ana", "t1", "ep_2", ["d:abc", "s:D1:2"])
+    assert store.known_inputs("ana", "t1", ["d:abc", "s:D1:2", "s:D9"]) == {"d:abc", "s:D1:2"}
+    assert store.known_inputs("ana", "t2", ["d:abc"]) == set()
+    assert store.known_inputs("bob", "t1", ["d:abc"]) == set()
+    assert store.known_inputs("ana", "t1", []) == set()
+
+
+def test_touch_counts_uses(store):
+    fact = Fact(user="ana", content="uses tea")
+    ep = Episode(user="ana", status="completed", messages=[Message(content="tea")])
+    store.put_fact(fact)
+    store.put_episode(ep)
+    at = _day(3)
+    store.touch("fact", [fact.id], at, by=2)
+    store.touch("episode", [ep.id], at)
+    store.touch("note", ["note_x"], at)  # kinds without counters are ignored
+    assert store.get_fact(fact.id).uses == 2 and store.get_fact(fact.id).last_used_at == at
+    assert store.get_episode(ep.id).uses == 1
+
+
+# ---------------------------------------------------------------- facts, profile, notes, knowledge
+
+
+def test_facts_by_status_category_and_agent_and_deletion(store):
+    a = Fact(user="ana", content="rule one", category="constraint", status="consolidated")
+    b = Fact(user="ana", content="pending idea", agent="coder", status="pending")
+    c = Fact(user="ana", content="old", agent="writer", status="archived")
+    for f in (a, b, c):
+        store.put_fact(f)
+    store.set_item_tags("ana", "fact", b.id, {"idea": 1.0})
+    assert [f.id for f in store.list_facts("ana")] == [a.id, b.id]
+    assert [f.id for f in store.list_facts("ana", status="archived")] == [c.id]
+    assert [f.id for f in store.list_facts("ana", status=["archived", "pending"])] == [b.id, c.id]
+    assert [f.id for f in store.list_facts("ana", category="constraint")] == [a.id]
+    assert [f.id for f in store.list_facts("ana", agent="coder")] == [a.id, b.id]
+    assert set(store.get_facts([a.id, c.id])) == {a.id, c.id}
+    store.delete_fact(b.id)
+    assert store.get_fact(b.id) is None
+    assert store.search("ana", ["idea"], ["fact"], 10) == []
+    assert store.postings("ana", ["idea"], ["fact"]) == []
+    store.delete_fact("fact_missing")
+
+
+def test_profile_sections(store):
+    store.put_profile_section("ana", "user.workContext", "builds compilers", _day(0))
+    store.put_profile_section("ana", "user.workContext", "builds databases", _day(1))
+    profile = store.get_profile("ana")
+    assert profile.section("user.workContext").summary == "builds databases"
+    assert profile.section("user.workContext").updated_at == _day(1)
+    assert store.get_profile("bob").section("user.workContext").summary == ""
+
+
+def test_notes_by_date_range_and_knowledge(store):
+    notes = [Note(user="ana", date=d, content=f"note of {d}") for d in ("2024-05-02", "2024-05-01", "2024-05-03")]
+    for n in notes:
+        store.put_note(n)
+    assert [n.date for n in store.list_notes("ana")] == ["2024-05-01", "2024-05-02", "2024-05-03"]
+    assert [n.id for n in store.list_notes("ana", since="2024-05-02", until="2024-05-02")] == [notes[0].id]
+    assert set(store.get_notes([notes[1].id])) == {notes[1].id}
+    doc = KnowledgeDoc(user="ana", title="Deploy", body="- run the tests", tags=["ops"])
+    store.put_knowledge(doc)
+    doc.body = "- run the tests\n- tag the release"
+    store.put_knowledge(doc)
+    assert [d.body for d in store.list_knowledge("ana")] == [doc.body]
+    assert store.get_knowledge([doc.id])[doc.id].title == "Deploy"
+
+
+def test_users_are_everyone_with_something_stored(store):
+    store.put_fact(Fact(user="cid", content="x"))
+    store.put_profile_section("bob", "user.topOfMind", "y", utcnow())
+    store.put_note(Note(user="ana", date="2024-05-01", content="z"))
+    assert store.users() == ["ana", "bob", "cid"]
+
+
+# ---------------------------------------------------------------- tags
+
+
+def test_tags_postings_counts_relations_and_retag(store):
+    for name, status in (("tea", "active"), ("coffee", "unexamined"), ("drinks", "active")):
+        store.put_tag(Tag(user="ana", name=name, status=status))
+    tags = store.get_tags("ana", ["tea", "coffee", "nope"])
+    assert set(tags) == {"tea", "coffee"} and isinstance(tags["tea"].id, int)
+    assert [t.name for t in store.list_tags("ana")] == ["coffee", "drinks", "tea"]
+    assert [t.name for t in store.list_tags("ana", status="active")] == ["drinks", "tea"]
+    assert store.count_tags("ana") == 3 and store.count_tags("ana", status="active") == 2
+    store.put_tag(Tag(user="ana", name="coffee", status="merged", merged_to="drinks"))
+    assert store.get_tags("ana", ["coffee"])["coffee"].merged_to == "drinks"
+
+    for n in range(4):
+        store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "drinks": 0.5})
+    store.set_item_tags("ana", "fact", "fact_1", {"coffee": 1.0})
+    store.set_item_tags("ana", "episode", "ep_0", {"drinks": 0.5})  # replaces ep_0's tags
+    posts = store.postings("ana", ["tea"], ["episode"])
+    assert [p.id for p in posts] == ["ep_1", "ep_2", "ep_3"] and posts[0].weight == 1.0
+    newest = store.postings("ana", ["tea", "drinks"], ["episode", "fact"], per_tag={"tea": 2, "drinks": 1})
+    assert [(p.tag, p.id) for p in newest] == [("tea", "ep_2"), ("tea", "ep_3"), ("drinks", "ep_0")]
+    assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 0}) == []
+    assert store.tag_counts("ana") == {"tea": 3, "drinks": 4, "coffee": 1}
+    assert store.tag_counts("ana", ["tea", "nope"]) == {"tea": 3}
+
+    store.put_relation(TagRelation(user="ana", source="tea", target="drinks", level="related"))
+    assert [(r.source, r.target) for r in store.relations("ana", ["drinks"])] == [("drinks", "tea")]
+    store.put_relation(TagRelation(user="ana", source="drinks", target="tea", level="synonym"))
+    assert store.relations("ana", ["tea"])[0].level == "synonym"
+
+    assert store.retag("ana", "coffee", "drinks") == 1
+    assert store.tag_counts("ana", ["coffee", "drinks"]) == {"drinks": 5}
+    assert store.postings("bob", ["tea"], ["episode"]) == []
+
+
+# ---------------------------------------------------------------- runs, keys, meta, journals, documents
+
+
+def test_dream_runs(store):
+    first = DreamRun(id="dream_1", user="ana", status="done", days=3, started_at=_day(0), input_hash="h1",
+                     report={"entries": 2})
+    second = DreamRun(id="dream_2", user="ana", status="running", days=1, started_at=_day(1))
+    store.put_dream_run(first)
+    store.put_dream_run(second)
+    assert store.last_dream_run("ana").id == "dream_2"
+    assert store.last_dream_run("ana", status="done").report == {"entries": 2}
+    second.status, second.finished_at, second.error = "failed", _day(2), "engine down"
+    store.put_dream_run(second)
+    got = store.get_dream_run("dream_2")
+    assert (got.status, got.finished_at, got.error, got.started_at) == ("failed", _day(2), "engine down", _day(1))
+    assert store.get_dream_run("dream_x") is None and store.last_dream_run("bob") is None
+
+
+def test_api_keys(store):
+    key = ApiKey(id="key_1", user="ana", name="laptop", admin=True, created_at=_day(0))
+    store.put_api_key(key, "hash-1")
+    store.put_api_key(ApiKey(id="key_2", user="bob", name="", admin=False, created_at=_day(1)), "hash-2")
+    found = store.find_api_key("hash-1")
+    assert (found.id, found.user, found.admin, found.created_at) == ("key_1", "ana", True, _day(0))
+    assert [k.id for k in store.list_api_keys()] == ["key_1", "key_2"]
+    assert store.revoke_api_key("key_1", _day(2)) and not store.revoke_api_key("key_1", _day(3))
+    assert store.find_api_key("hash-1").revoked_at == _day(2)
+    assert store.find_api_key("nope") is None
+
+
+def test_meta_journals_and_documents(store):
+    store.set_meta("api_keys.salt", "00ff")
+    store.set_meta("api_keys.salt", "0aff")
+    store.set_meta("memory_md:ana", '{"sha": "x"}')
+    assert store.get_meta("api_keys.salt") == "0aff" and store.get_meta("memory_md:ana") == '{"sha": "x"}'
+    assert store.get_meta("nothing") is None
+    for n, at in enumerate(("2024-05-01T10:00:00+00:00", "2024-05-03T10:00:00+00:00", "2024-05-02T10:00:00+00:00")):
+        store.set_meta(f"journal:chg_{n}", f'{{"id": "chg_{n}", "user": "ana", "at": "{at}"}}')
+    store.set_meta("journal:chg_9", '{"id": "chg_9", "user": "bob", "at": "2024-05-09T10:00:00+00:00"}')
+    assert [j[8:13] for j in store.list_journals("ana")] == ["chg_1", "chg_2", "chg_0"]
+    assert len(store.list_journals("ana", limit=1)) == 1
+    assert '"chg_9"' in store.get_meta("journal:chg_9")
+
+    store.put_document("ana", "MEMORY.md", "# Memory of ana\n")
+    store.put_document("ana", "memory/dreams/2024-05-02.md", "two")
+    store.put_document("ana", "memory/dreams/2024-05-01.md", "one")
+    store.put_document("ana", "memory/dreams/2024-05-01.md", "one, again")
+    store.put_document("bob", "MEMORY.md", "# Memory of bob\n")
+    assert store.get_document("ana", "MEMORY.md") == "# Memory of ana\n"
+    assert store.get_document("ana", "memory/dreams/2024-05-01.md") == "one, again"
+    assert store.list_documents("ana", "memory/dreams/") == ["memory/dreams/2024-05-01.md", "memory/dreams/2024-05-02.md"]
+    assert store.list_documents("ana") == ["MEMORY.md", "memory/dreams/2024-05-01.md", "memory/dreams/2024-05-02.md"]
+    assert store.get_document("cid", "MEMORY.md") is None
+
+
+def test_delete_user_removes_everything_of_them_and_nothing_else(store):
+    for user in ("ana", "bob"):
+        fact = Fact(user=user, content=f"{user} likes tea")
+        store.put_fact(fact)
+        store.put_episode(Episode(user=user, status="completed", messages=[Message(content="tea")]))
+        store.put_note(Note(user=user, date="2024-05-01", content="tea"))
+        store.put_knowledge(KnowledgeDoc(user=user, title="tea", body="tea"))
+        store.put_profile_section(user, "user.topOfMind", "tea", utcnow())
+        store.put_tag(Tag(user=user, name="tea"))
+        store.set_item_tags(user, "fact", fact.id, {"tea": 1.0})
+        store.put_relation(TagRelation(user=user, source="tea", target="drink", level="related"))
+        store.put_dream_run(DreamRun(id=f"dream_{user}", user=user, status="done", days=1, started_at=_day(0)))
+        store.put_api_key(ApiKey(id=f"key_{user}", user=user, name="", admin=False, created_at=_day(0)), f"h-{user}")
+        store.put_inputs(user, "default", "ep_x", ["d:1"])
+        store.set_meta(f"memory_md:{user}", "{}")
+        store.set_meta(f"journal:chg_{user}", f'{{"user": "{user}", "at": "2024-05-01T00:00:00+00:00"}}')
+        store.put_document(user, "MEMORY.md", "# x")
+    deleted = store.delete_user("ana")
+    assert deleted["episodes"] == deleted["facts"] == deleted["notes"] == deleted["knowledge"] == 1
+    assert deleted["api_keys"] == 1 and deleted["meta"] >= 2
+    assert store.users() == ["bob"]
+    assert store.search("ana", ["tea"], ["fact", "episode", "note", "knowledge"], 10) == []
+    assert store.list_tags("ana") == [] and store.get_meta("memory_md:ana") is None
+    assert store.list_journals("ana") == [] and store.get_document("ana", "MEMORY.md") is None
+    assert [k.user for k in store.list_api_keys()] == ["bob"]
+    assert len(store.search("bob", ["tea"], ["fact", "episode", "note", "knowledge"], 10)) == 4
+    assert store.get_document("bob", "MEMORY.md") == "# x" and len(store.list_journals("bob")) == 1
+
+
+# ---------------------------------------------------------------- several processes
+
+
+def _writer(home: str, store: str | None, worker: int, count: int) -> None:
+    mem = Memory(home, background=False, store=store)
+    for _ in range(count):
+        mem.remember(f"w{worker} stored item {uuid.uuid4().hex} {uuid.uuid4().hex}", user="ana")
+    mem.store.close()
+
+
+def test_two_processes_writing_at_once_lose_nothing(home, backend):
+    Memory(home, background=False, store=backend).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(home), backend, w, 60)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    mem = Memory(home, background=False, store=backend)
+    assert len(mem.facts(user="ana")) == 120
+    mem.close()
+
+
+# ---------------------------------------------------------------- the same ranking on both stores
+
+
+def _fill(store) -> None:  # type: ignore[no-untyped-def]
+    words = ["tea", "coffee", "hike", "chess", "piano", "garden", "paris", "marathon", "novel", "python"]
+    for n in range(60):
+        picked = [words[(n * k) % len(words)] for k in (1, 3, 7)]
+        store.put_episode(Episode(user="ana", status="completed", occurred_at=_day(n % 9),
+                                  messages=[Message(speaker="Ana", content=f"I talked about {' and '.join(picked)} "
+                                                                           f"{'again ' * (n % 4)}today")]))
+        store.put_fact(Fact(user="ana", content=f"Ana likes {picked[0]} more than {picked[1]}"))
+
+
+def test_both_stores_rank_the_same_items_with_the_same_scores(tmp_path, pg_url):
+    stores = [SQLiteStore(tmp_path / "r.db"), PostgresStore(pg_url)]
+    for s in stores:
+        _fill(s)
+    for query in (["tea"], ["chess", "piano"], ["paris", "marathon", "again"], ["talk", "today"]):
+        sqlite_hits, pg_hits = (s.search("ana", query, ["episode", "fact"], 8) for s in stores)
+        by_item = lambda hits: {(h.kind, h.id): h.score for h in hits}  # noqa: E731
+        # ids are random per store: compare the texts the hits point at, with their scores
+        texts = []
+        for s, hits in zip(stores, (sqlite_hits, pg_hits)):
+            eps = s.get_episodes(h.id for h in hits if h.kind == "episode")
+            facts = s.get_facts(h.id for h in hits if h.kind == "fact")
+            texts.append(sorted(
+                ((eps[h.id].messages[0].content if h.kind == "episode" else facts[h.id].content), round(h.score, 6))
+                for h in hits
+            ))
+            assert len(by_item(hits)) == len(hits)
+        assert texts[0] == texts[1], query
+    for s in stores:
+        s.close()
+
+
+# ---------------------------------------------------------------- SQLite only
+
+
+def test_sqlite_store_uses_wal_and_foreign_keys(tmp_path):
     store = SQLiteStore(tmp_path / "r.db")
-    assert store.schema_version() >= 1
     conn = sqlite3.connect(tmp_path / "r.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store._x("PRAGMA foreign_keys").fetchone()[0] == 1
-    store.close()
-
-
-def test_reopening_does_not_migrate_twice(tmp_path):
-    SQLiteStore(tmp_path / "r.db").close()
-    store = SQLiteStore(tmp_path / "r.db")
     rows = store._x("SELECT COUNT(*) FROM schema_version").fetchone()[0]
     assert rows == 1
     store.close()
@@ -40,70 +498,116 @@ def test_store_from_a_newer_reverie_is_refused(tmp_path):
         SQLiteStore(tmp_path / "r.db")
 
 
-def test_failed_transaction_leaves_nothing(tmp_path):
-    store = SQLiteStore(tmp_path / "r.db")
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            store.put_fact(Fact(user="ana", content="first"))
-            with store.transaction():  # nested blocks join the outer one
-                store.put_fact(Fact(user="ana", content="second"))
-            raise RuntimeError("boom")
-    assert store.list_facts("ana") == []
-    assert store.search("ana", ["first"], ["fact"], 10) == []
+# ---------------------------------------------------------------- PostgreSQL only
+
+
+def test_postgres_store_from_a_newer_reverie_is_refused():
+    name, url = new_schema()
+    try:
+        store = PostgresStore(url)
+        store._do("UPDATE schema_version SET version = 999")
+        store.close()
+        with pytest.raises(StoreError, match="newer"):
+            PostgresStore(url)
+    finally:
+        drop_schema(name)
+
+
+def test_postgres_tables_and_indexes_lead_with_the_user_id(pg_url):
+    store = PostgresStore(pg_url)
+    keys = store._q(
+        "SELECT t.relname, array_agg(a.attname ORDER BY k.n) FROM pg_index i "
+        "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace s ON s.oid = t.relnamespace "
+        "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+        "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum "
+        "WHERE s.nspname = %s AND i.indisprimary GROUP BY t.relname",
+        (store.schema,),
+    )
+    per_user = {table: cols for table, cols in keys if table not in ("meta",)}
+    assert len(per_user) >= 15
+    assert all(cols[0] == "user_id" for cols in per_user.values()), per_user
+    gin = store._q("SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE '%%gin%%'", (store.schema,))
+    assert len(gin) == 4 and all("(user_id, tsv)" in row[0] for row in gin)
     store.close()
 
 
-def test_full_text_finds_english_stems_and_chinese_words(tmp_path):
-    store = SQLiteStore(tmp_path / "r.db")
-    store.put_fact(Fact(user="ana", content="Runs marathons every spring"))
-    store.put_fact(Fact(user="ana", content="回答时先给结论，不要长铺垫"))
-    store.put_fact(Fact(user="bob", content="Runs a bakery"))
-    english = store.search("ana", ["marathon", "run"], ["fact"], 10)
-    chinese = store.search("ana", ["结论"], ["fact"], 10)
-    assert len(english) == 1 and len(chinese) == 1
-    assert store.get_fact(chinese[0].id).content.startswith("回答时")
-    store.close()
+def test_an_unreachable_postgres_server_is_a_clear_error():
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL at postgresql://reverie:\\*\\*\\*@127.0.0.1:1/x"):
+        PostgresStore("postgresql://reverie:secret@127.0.0.1:1/x", timeout=1)
 
 
-def test_search_sees_only_completed_unarchived_episodes(tmp_path):
-    store = SQLiteStore(tmp_path / "r.db")
-    done = Episode(user="ana", status="completed", messages=[Message(content="kayak trip")])
-    pending = Episode(user="ana", status="pending", messages=[Message(content="kayak rental")])
-    archived = Episode(user="ana", status="completed", archived=True, messages=[Message(content="kayak club")])
-    for ep in (done, pending, archived):
+def test_without_the_extra_the_error_names_it(tmp_path):
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from reverie import Memory, StoreError\n"
+        "try:\n    Memory(sys.argv[1], store='postgresql://x@127.0.0.1/db')\n"
+        "except StoreError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert "pip install 'reverie[postgres]'" in out.stdout, out.stderr
+
+
+def test_learning_claims_are_leased_debounced_and_never_shared(pg_url):
+    store = PostgresStore(pg_url)
+    eps = [Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")]) for n in range(3)]
+    eps.append(Episode(user="bob", thread="t", status="completed", messages=[Message(content="b")]))
+    for ep in eps:
         store.put_episode(ep)
-    hits = store.search("ana", ["kayak"], ["episode"], 10)
-    assert [h.id for h in hits] == [done.id]
+    assert store.claim_learning("r1", lease_seconds=60, debounce_seconds=30, limit=100) == []  # still quiet-waiting
+    first = store.claim_learning("r1", lease_seconds=60, debounce_seconds=0, limit=100)
+    second = store.claim_learning("r2", lease_seconds=60, debounce_seconds=0, limit=100)
+    assert {r.id for r in first} == {e.id for e in eps[:3]} and [r.id for r in second] == [eps[3].id]
+    assert store.claim_learning("r3", lease_seconds=60, debounce_seconds=0, limit=100) == []
+    store.mark_learned([first[0].id])
+    store.release_learning("r1", [r.id for r in first[1:]], error="engine down", retry_base=0.5)
+    assert store.claim_learning("r3", lease_seconds=60, debounce_seconds=0, limit=100) == []  # waits to retry
+    time.sleep(0.7)
+    again = store.claim_learning("r3", lease_seconds=0.5, debounce_seconds=0, limit=100)
+    assert {r.id for r in again} == {r.id for r in first[1:]}
+    time.sleep(0.7)  # r3 died: its lease runs out
+    taken = store.claim_learning("r4", lease_seconds=60, debounce_seconds=0, limit=100)
+    assert {r.id for r in taken} == {r.id for r in first[1:]}
     store.close()
 
 
-def test_rewriting_an_item_keeps_one_search_row(tmp_path):
-    store = SQLiteStore(tmp_path / "r.db")
-    fact = Fact(user="ana", content="likes tea")
-    store.put_fact(fact)
-    fact.content = "likes coffee"
-    store.put_fact(fact)
-    assert store.search("ana", ["tea"], ["fact"], 10) == []
-    assert len(store.search("ana", ["coffee"], ["fact"], 10)) == 1
+def test_claims_from_many_threads_hand_out_each_episode_once(pg_url):
+    store = PostgresStore(pg_url)
+    for n in range(40):
+        store.put_episode(Episode(user=f"u{n % 8}", thread=f"t{n % 3}", status="completed",
+                                  messages=[Message(content=f"m{n}")]))
+    claimed: list[str] = []
+    lock = threading.Lock()
+
+    def claim(owner: str) -> None:
+        while True:
+            refs = store.claim_learning(owner, lease_seconds=60, debounce_seconds=0, limit=3)
+            if not refs:
+                return
+            with lock:
+                claimed.extend(r.id for r in refs)
+            store.mark_learned([r.id for r in refs])  # learned: the thread's next episodes are free
+
+    threads = [threading.Thread(target=claim, args=(f"r{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == 40 and len(set(claimed)) == 40
     store.close()
 
 
-def _writer(home: str, worker: int, count: int) -> None:
-    mem = Memory(home, background=False)
-    for _ in range(count):
-        mem.remember(f"w{worker} stored item {uuid.uuid4().hex} {uuid.uuid4().hex}", user="ana")
-    mem.store.close()
-
-
-def test_two_processes_writing_at_once_lose_nothing(home):
-    Memory(home, background=False).close()
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(home), w, 60)) for w in (1, 2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
-    mem = Memory(home, background=False)
-    assert len(mem.facts(user="ana")) == 120
-    mem.close()
+def test_a_named_lock_holds_across_stores_and_dies_with_its_holder(pg_url):
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    release = a.try_lock("dream:ana")
+    assert release is not None
+    assert b.try_lock("dream:ana") is None
+    other = b.try_lock("dream:bob")
+    assert other is not None
+    other()
+    release()
+    again = b.try_lock("dream:ana")
+    assert again is not None
+    b.close()  # the holder goes away: its session and its lock end
+    assert (third := a.try_lock("dream:ana")) is not None
+    third()
+    a.close()

@@ -188,7 +188,7 @@ class ReverieStore(BaseStore):
                 )
             fact.content, fact.category, fact.original_category = content, category, original
             fact.confidence, fact.status, fact.archived_reason, fact.updated_at = 1.0, "consolidated", "", now
-            fact.superseded_by = None
+            fact.superseded_by, fact.tags = None, []  # a put replaces: the old tags go with the old value
             fact.meta = {**fact.meta, "langgraph": {"key": key, "value": value, "text": content, "field": field}}
             ctx.facts.index_fact(fact, tags, writer=TagWriter(store, user))
 

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from reverie.models import (
     Episode,
@@ -91,6 +91,10 @@ class DreamRun:
     error: str = ""
 
 
+def _nothing() -> None:
+    return None
+
+
 def input_digest(messages: Sequence[Message]) -> str:
     """What makes an ingested episode the same input again: its first message's time (the
     episode's occurred time as the input gave it, or none) and every message's role,
@@ -115,6 +119,11 @@ def source_key(source_id: str) -> str:
 
 class Store(ABC):
     """Persistence for one reverie home. Every method is safe to call from any thread."""
+
+    #: True when several processes, possibly on several machines, serve this one store (the
+    #: PostgreSQL store): documents live in the store instead of files, the learning queue is
+    #: claimed through :meth:`claim_learning`, and :meth:`try_lock` holds across processes.
+    shared: bool = False
 
     # ------------------------------------------------------------ lifecycle
     @abstractmethod
@@ -344,3 +353,45 @@ class Store(ABC):
 
     @abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
+
+    # ------------------------------------------------------------ documents
+    @abstractmethod
+    def put_document(self, user: str, name: str, text: str) -> None:
+        """Store a markdown document of ``user`` under a relative name ("MEMORY.md",
+        "memory/dreams/2024-05-01.md"), replacing what was there."""
+
+    @abstractmethod
+    def get_document(self, user: str, name: str) -> str | None: ...
+
+    @abstractmethod
+    def list_documents(self, user: str, prefix: str = "") -> list[str]:
+        """The names of ``user``'s documents that start with ``prefix``, sorted."""
+
+    # ------------------------------------------------------------ several processes (shared stores)
+    def claim_learning(
+        self, owner: str, *, lease_seconds: float, debounce_seconds: float, limit: int, user: str | None = None,
+    ) -> list[EpisodeRef]:
+        """Claim the due episodes of one (user, agent) for learning: completed, not learned,
+        quiet for ``debounce_seconds`` in their thread, not leased by a live claim and not
+        waiting to retry. The claim is a lease held by ``owner`` until ``lease_seconds`` pass
+        (a process that dies mid-job loses it); :meth:`mark_learned` ends it. Shared stores
+        only."""
+        raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
+
+    def renew_learning(self, owner: str, episode_ids: Iterable[str], lease_seconds: float) -> None:
+        """Extend ``owner``'s lease on these episodes (between the batches of a long job)."""
+        raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
+
+    def release_learning(
+        self, owner: str, episode_ids: Iterable[str], *, error: str = "", retry_base: float = 60.0,
+        retry_max: float = 3600.0,
+    ) -> None:
+        """Give claimed episodes back unlearned: with ``error``, they wait before they may be
+        claimed again (``retry_base`` doubled per failed attempt, at most ``retry_max``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
+
+    def try_lock(self, name: str) -> Callable[[], None] | None:
+        """A named lock across every process of this store, if free: returns the function
+        that releases it, or None while another holder has it. A store that one process
+        serves at a time needs no such lock: it always grants it."""
+        return _nothing

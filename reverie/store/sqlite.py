@@ -482,8 +482,9 @@ class SQLiteStore(Store):
             for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
             counts["meta"] = self._x(
-                "DELETE FROM meta WHERE key IN (?, ?) OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?)",
-                (f"memory_md:{user}", f"capacity:{user}", user),
+                "DELETE FROM meta WHERE key IN (?, ?) OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?) "
+                "OR substr(key, 1, ?) = ?",
+                (f"memory_md:{user}", f"capacity:{user}", user, len(_doc_key(user, "")), _doc_key(user, "")),
             ).rowcount
         return {k: v for k, v in counts.items() if v}
 
@@ -924,3 +925,21 @@ class SQLiteStore(Store):
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    # ------------------------------------------------------------ documents (rows of meta)
+    def put_document(self, user: str, name: str, text: str) -> None:
+        self.set_meta(_doc_key(user, name), text)
+
+    def get_document(self, user: str, name: str) -> str | None:
+        return self.get_meta(_doc_key(user, name))
+
+    def list_documents(self, user: str, prefix: str = "") -> list[str]:
+        head = _doc_key(user, "")
+        rows = self._x(
+            "SELECT key FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key", (len(head + prefix), head + prefix)
+        )
+        return [str(r[0])[len(head):] for r in rows]
+
+
+def _doc_key(user: str, name: str) -> str:
+    return f"doc:{user}:{name}"

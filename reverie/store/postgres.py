@@ -1,0 +1,1398 @@
+"""The PostgreSQL store: one database that several ``reverie serve`` replicas share.
+
+    store = PostgresStore("postgresql://reverie@db.internal/reverie")
+    store = open_store("postgresql://...")          # what Memory and the CLI do
+
+The same model as the SQLite store, in the same shape: a version table and forward
+migrations (a newer schema is refused), one transaction per logical write (nested
+blocks join the outer one), the same bodies as JSON text. What differs:
+
+* **Every table leads with the user id**, in its primary key and in every index a
+  user's reads go through, so the data can be distributed by user (Citus, or per-tenant
+  partitioning; see docs/postgres.md). Reads by an item id alone go through a plain
+  index on the id.
+* **Full text** indexes the very terms SQLite's FTS5 indexes (:func:`reverie.text.index_text`:
+  jieba-segmented, stemmed, stopwords dropped), as a ``tsvector`` written directly (no
+  parser, so the ``simple`` configuration's view of them is exactly these terms) under a
+  GIN index on (user_id, tsv). Matches are ranked by the BM25 that FTS5's ``bm25()``
+  computes (k1 1.2, b 0.75, the same idf), over the user's own rows: recall ranks the
+  same on both stores.
+* **Writers of one user queue behind each other** (a transaction-scoped advisory lock on
+  the user, taken before a transaction first reads or writes that user's rows), the way
+  SQLite's one writer at a time orders them, while different users write in parallel.
+* **The learning queue is rows**: completed, unlearned episodes are claimed with
+  ``SELECT ... FOR UPDATE SKIP LOCKED`` under a lease that runs out when the replica holding
+  it dies, so each episode is learned once by whichever replica claims it.
+* **Named locks** (one dream per user at a time) are session advisory locks: a replica
+  that dies lets go of them with its connection.
+* **Markdown documents** (MEMORY.md, the dream diaries) live in the ``documents`` table.
+
+psycopg 3 and its pool come with the extra ``pip install 'reverie[postgres]'``; they are
+imported when a store is opened, so ``import reverie`` works without them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import unicodedata
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from reverie.errors import StoreError
+from reverie.models import (
+    PROFILE_SECTIONS,
+    Episode,
+    Fact,
+    KnowledgeDoc,
+    Note,
+    Profile,
+    ProfileSection,
+    Tag,
+    TagRelation,
+    as_utc,
+)
+from reverie.store.base import ApiKey, DreamRun, EpisodeRef, Hit, Posting, Store
+from reverie.text import index_text
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+
+EXTRA = "pip install 'reverie[postgres]'"
+SCHEMES = ("postgresql://", "postgres://")
+
+# full-text search ranks every match while a query matches at most this many of a user's
+# items of one kind; past it, the newest this many plus all matches of the rare terms
+# (the same window as the SQLite store's)
+SEARCH_WINDOW = 1000
+# FTS5's bm25() constants
+BM25_K1 = 1.2
+BM25_B = 0.75
+# a tsvector's limits: a lexeme's length in bytes, positions per lexeme, the whole value
+MAX_LEXEME_BYTES = 2046
+MAX_POSITIONS = 256
+TSVECTOR_BUDGET = 900_000
+
+_KINDS = ("episode", "fact", "note", "knowledge")
+_TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
+_SEARCH_FILTER = {
+    "episode": "AND m.status = 'completed' AND NOT m.archived",
+    "fact": "AND m.status <> 'archived'",
+    "note": "",
+    "knowledge": "",
+}
+# meta keys that belong to one user ("<prefix><user>"): kept in user_meta, led by the user id
+_USER_META = ("memory_md:", "capacity:")
+_JOURNAL = "journal:"
+
+
+def is_postgres_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``postgresql://...?schema=NAME`` -> (the URL without it, NAME): reverie's own
+    parameter (libpq has none) for keeping reverie's tables in a schema of their own."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=rest)), schema or None
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` naming ``schema`` (see :func:`split_schema`)."""
+    base, _ = split_schema(url)
+    parts = urlsplit(base)
+    query = parse_qsl(parts.query, keep_blank_values=True) + [("schema", schema)]
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def _ident(name: str) -> str:
+    if not _SCHEMA_NAME.fullmatch(name):
+        raise StoreError(f"schema {name!r} is not a plain name (letters, digits and '_', at most 63)")
+    return f'"{name}"'
+
+
+# ---------------------------------------------------------------- full text
+
+
+_SPLIT = re.compile(r"[\W_]+")
+
+
+def fts_tokens(text: str) -> list[str]:
+    """The tokens FTS5's ``unicode61`` tokenizer (``remove_diacritics 2``) reads from the
+    text :func:`~reverie.text.index_text` made: letters and digits, diacritics removed."""
+    if not text.isascii():
+        decomposed = unicodedata.normalize("NFD", text)
+        text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    return [t for t in _SPLIT.split(text.lower()) if t and len(t.encode("utf-8")) <= MAX_LEXEME_BYTES]
+
+
+def _quote_lexeme(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_text(search_text: str) -> tuple[str, int]:
+    """(a tsvector literal of the text's index terms, how many tokens it has). Positions
+    only carry how often a lexeme occurs (its term frequency, at most 256), which is all
+    BM25 needs; no text-search parser runs, so the lexemes are exactly the index terms."""
+    tokens = fts_tokens(index_text(search_text)) if search_text else []
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    cap = MAX_POSITIONS
+    size = sum(len(t.encode("utf-8")) + 8 + 2 * min(c, cap) for t, c in counts.items())
+    while size > TSVECTOR_BUDGET and cap > 1:  # a huge text keeps every lexeme, with fewer counts
+        cap //= 4
+        size = sum(len(t.encode("utf-8")) + 8 + 2 * min(c, cap) for t, c in counts.items())
+    parts = [
+        _quote_lexeme(t) + ":" + ",".join(str(i) for i in range(1, min(c, cap) + 1)) for t, c in counts.items()
+    ]
+    return " ".join(parts), len(tokens)
+
+
+def query_lexemes(query_terms: Iterable[str]) -> list[str]:
+    """The distinct lexemes of a query's terms, in order."""
+    return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
+
+
+def tsquery_text(lexemes: Sequence[str]) -> str:
+    """An OR query of the lexemes (a tsquery literal: user text stays inert)."""
+    return " | ".join(_quote_lexeme(lex) for lex in lexemes)
+
+
+def bm25(
+    rows: Iterable[tuple[str, int, int, str, int]], idf: Mapping[str, float], avgdl: float
+) -> dict[str, tuple[float, int]]:
+    """FTS5's bm25() over (id, pk, tokens in the row, lexeme, its count) rows: id -> (score, pk)."""
+    out: dict[str, tuple[float, int]] = {}
+    avgdl = avgdl if avgdl > 0 else 1.0
+    for item_id, pk, length, lexeme, tf in rows:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+        part = idf.get(lexeme, 0.0) * (tf * (BM25_K1 + 1)) / (tf + norm)
+        score, _ = out.get(item_id, (0.0, pk))
+        out[item_id] = (score + part, pk)
+    return out
+
+
+def fts5_idf(rows: int, hits: int) -> float:
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+# ---------------------------------------------------------------- schema
+
+MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
+    # 1: the whole model, led by the user id
+    """
+    CREATE TABLE episodes (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        pk bigint GENERATED BY DEFAULT AS IDENTITY,
+        agent text,
+        thread text NOT NULL,
+        status text NOT NULL,
+        created_at timestamptz NOT NULL,
+        completed_at timestamptz,
+        occurred_at timestamptz NOT NULL,
+        archived boolean NOT NULL DEFAULT false,
+        learned boolean NOT NULL DEFAULT false,
+        learn_error text NOT NULL DEFAULT '',
+        uses integer NOT NULL DEFAULT 0,
+        last_used_at timestamptz,
+        body text NOT NULL,
+        tsv tsvector NOT NULL DEFAULT ''::tsvector,
+        doc_len integer NOT NULL DEFAULT 0,
+        queued_at timestamptz NOT NULL DEFAULT now(),
+        learn_attempts integer NOT NULL DEFAULT 0,
+        retry_at timestamptz,
+        lease_owner text,
+        lease_until timestamptz,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX episodes_by_id ON episodes (id);
+    CREATE INDEX episodes_user_time ON episodes (user_id, occurred_at, pk);
+    CREATE INDEX episodes_user_thread ON episodes (user_id, thread, occurred_at, pk);
+    CREATE INDEX episodes_user_pk ON episodes (user_id, pk);
+    CREATE INDEX episodes_pending ON episodes (user_id, pk) WHERE status = 'pending';
+    CREATE INDEX episodes_queue ON episodes (user_id, agent, thread, queued_at)
+        WHERE status = 'completed' AND NOT learned;
+
+    CREATE TABLE facts (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        pk bigint GENERATED BY DEFAULT AS IDENTITY,
+        agent text,
+        status text NOT NULL,
+        category text NOT NULL,
+        updated_at timestamptz NOT NULL,
+        uses integer NOT NULL DEFAULT 0,
+        last_used_at timestamptz,
+        body text NOT NULL,
+        tsv tsvector NOT NULL DEFAULT ''::tsvector,
+        doc_len integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX facts_by_id ON facts (id);
+    CREATE INDEX facts_user_status ON facts (user_id, status, pk);
+    CREATE INDEX facts_user_pk ON facts (user_id, pk);
+
+    CREATE TABLE profile (
+        user_id text NOT NULL,
+        section text NOT NULL,
+        summary text NOT NULL,
+        updated_at timestamptz,
+        PRIMARY KEY (user_id, section)
+    );
+
+    CREATE TABLE notes (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        pk bigint GENERATED BY DEFAULT AS IDENTITY,
+        date text NOT NULL,
+        body text NOT NULL,
+        tsv tsvector NOT NULL DEFAULT ''::tsvector,
+        doc_len integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX notes_by_id ON notes (id);
+    CREATE INDEX notes_user_date ON notes (user_id, date, pk);
+
+    CREATE TABLE knowledge (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        pk bigint GENERATED BY DEFAULT AS IDENTITY,
+        body text NOT NULL,
+        tsv tsvector NOT NULL DEFAULT ''::tsvector,
+        doc_len integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX knowledge_by_id ON knowledge (id);
+    CREATE INDEX knowledge_user_pk ON knowledge (user_id, pk);
+
+    CREATE TABLE fts_stats (
+        user_id text NOT NULL,
+        kind text NOT NULL,
+        rows bigint NOT NULL DEFAULT 0,
+        tokens bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_id, kind)
+    );
+
+    CREATE TABLE tags (
+        user_id text NOT NULL,
+        name text NOT NULL,
+        id bigint GENERATED BY DEFAULT AS IDENTITY,
+        status text NOT NULL,
+        merged_to text,
+        body text NOT NULL,
+        PRIMARY KEY (user_id, name)
+    );
+    CREATE INDEX tags_user_status ON tags (user_id, status, name);
+
+    CREATE TABLE item_tags (
+        user_id text NOT NULL,
+        tag text NOT NULL,
+        kind text NOT NULL,
+        item_id text NOT NULL,
+        weight double precision NOT NULL DEFAULT 1.0,
+        seq bigint GENERATED BY DEFAULT AS IDENTITY,
+        PRIMARY KEY (user_id, tag, kind, item_id)
+    );
+    CREATE INDEX item_tags_item ON item_tags (user_id, kind, item_id);
+    CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq);
+
+    CREATE TABLE tag_relations (
+        user_id text NOT NULL,
+        source text NOT NULL,
+        target text NOT NULL,
+        level text NOT NULL,
+        PRIMARY KEY (user_id, source, target)
+    );
+
+    CREATE TABLE dream_runs (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        status text NOT NULL,
+        started_at timestamptz NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX dream_runs_by_id ON dream_runs (id);
+    CREATE INDEX dream_runs_user ON dream_runs (user_id, started_at);
+
+    CREATE TABLE api_keys (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        key_hash text NOT NULL,
+        name text NOT NULL,
+        admin boolean NOT NULL,
+        created_at timestamptz NOT NULL,
+        revoked_at timestamptz,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX api_keys_by_hash ON api_keys (key_hash);
+    CREATE INDEX api_keys_by_id ON api_keys (id);
+
+    CREATE TABLE input_keys (
+        user_id text NOT NULL,
+        thread text NOT NULL,
+        key text NOT NULL,
+        episode_id text NOT NULL,
+        PRIMARY KEY (user_id, thread, key)
+    );
+
+    CREATE TABLE journals (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        at timestamptz NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX journals_by_id ON journals (id);
+    CREATE INDEX journals_user_at ON journals (user_id, at);
+
+    CREATE TABLE user_meta (
+        user_id text NOT NULL,
+        key text NOT NULL,
+        value text NOT NULL,
+        PRIMARY KEY (user_id, key)
+    );
+
+    CREATE TABLE documents (
+        user_id text NOT NULL,
+        name text NOT NULL,
+        body text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (user_id, name)
+    );
+
+    CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)
+    """,
+    # 2: the full-text indexes (see _gin_indexes)
+    lambda conn: _gin_indexes(conn),
+]
+
+
+def _gin_indexes(conn: "Connection[Any]") -> None:
+    """GIN indexes on (user_id, tsv) through btree_gin when it can be had (a trusted
+    extension since PostgreSQL 13), else on tsv alone."""
+    lead = "user_id, "
+    installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'").fetchone()
+    if installed is None:
+        try:
+            with conn.transaction():  # a savepoint: no right to create it leaves the upgrade intact
+                conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public")
+        except Exception:
+            lead = ""
+    for kind in _KINDS:
+        table = _TABLE[kind]
+        conn.execute(f"CREATE INDEX {table}_fts ON {table} USING gin ({lead}tsv)")
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value.astimezone(timezone.utc) if value is not None else None
+
+
+def _utc_set(value: datetime) -> datetime:
+    return value.astimezone(timezone.utc)
+
+
+def _ts(value: datetime | None) -> datetime | None:
+    return as_utc(value) if value is not None else None
+
+
+class PostgresStore(Store):
+    """A reverie store in one PostgreSQL database (optionally in one schema of it: add
+    ``?schema=NAME`` to the URL). Every method is safe to call from any thread; each
+    statement borrows a pooled connection, a transaction keeps one until it ends."""
+
+    shared = True
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 10.0):
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+        self._psycopg = psycopg
+        self.url = url
+        self.where = redact_url(url)
+        conninfo, self.schema = split_schema(url)
+        self._local = threading.local()
+        self._held: set["Connection[Any]"] = set()  # connections holding a named lock
+        self._held_lock = threading.Lock()
+        schema = self.schema
+
+        def configure(conn: "Connection[Any]") -> None:
+            conn.execute("SET TIME ZONE 'UTC'")
+            if schema:
+                conn.execute(f"SET search_path TO {_ident(schema)}, public")
+
+        pool: "ConnectionPool[Any]" = ConnectionPool(
+            conninfo, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, configure=configure,
+            open=False, timeout=timeout, name="reverie",
+        )
+        try:
+            pool.open(wait=True, timeout=timeout)
+        except Exception as exc:
+            pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {exc}") from exc
+        self._pool = pool
+        try:
+            self._migrate()
+        except BaseException:
+            pool.close()
+            raise
+
+    # ------------------------------------------------------------ connections
+    def _in_tx(self) -> bool:
+        return bool(getattr(self._local, "depth", 0))
+
+    @contextmanager
+    def _connection(self) -> Iterator["Connection[Any]"]:
+        if self._in_tx():
+            yield self._local.conn
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except self._psycopg.OperationalError as exc:
+            raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        local = self._local
+        if getattr(local, "depth", 0):
+            local.depth += 1
+            try:
+                yield
+            finally:
+                local.depth -= 1
+            return
+        try:
+            with self._pool.connection() as conn:
+                local.conn, local.depth, local.locked = conn, 1, set()
+                try:
+                    with conn.transaction():
+                        yield
+                finally:
+                    local.conn, local.depth, local.locked = None, 0, set()
+        except self._psycopg.OperationalError as exc:
+            raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
+
+    def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one statement."""
+        with self._connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        rows = self._q(sql, params)
+        return rows[0] if rows else None
+
+    def _do(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; how many rows it changed."""
+        with self._connection() as conn:
+            return conn.execute(sql, params).rowcount
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        with self._connection() as conn:
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+
+    def _lock_key(self, name: str) -> str:
+        return f"reverie:{self.schema or ''}:{name}"
+
+    def _lock(self, names: Iterable[str]) -> None:
+        """Inside a transaction: wait for the transaction-scoped lock of each name (a user
+        id, or "meta:KEY") this transaction does not hold yet, in a fixed order."""
+        if not self._in_tx():
+            return
+        held: set[str] = self._local.locked
+        for name in sorted(set(names) - held):
+            self._local.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key(name),))
+            held.add(name)
+
+    def _by_id(self, sql: str, ids: list[str]) -> list[tuple[Any, ...]]:
+        """Rows by id (``sql`` selects user_id first and takes ``ANY(%s)``); inside a
+        transaction their users are locked first, so the rows are read again if a lock had
+        to be waited for."""
+        rows = self._q(sql, (ids,))
+        if self._in_tx():
+            fresh = {r[0] for r in rows} - self._local.locked
+            if fresh:
+                self._lock(fresh)
+                rows = self._q(sql, (ids,))
+        return rows
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            conn = self._local.conn
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key("migrate"),))
+            if self.schema:
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.schema)}")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            version = int(row[0]) if row else 0
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the store at {self.where} has schema version {version}, newer than this "
+                    f"reverie understands ({len(MIGRATIONS)}); upgrade reverie"
+                )
+            for number in range(version, len(MIGRATIONS)):
+                step = MIGRATIONS[number]
+                if callable(step):
+                    step(conn)
+                    continue
+                for statement in step.split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
+            if row is None:
+                conn.execute("INSERT INTO schema_version VALUES (%s)", (len(MIGRATIONS),))
+            elif version != len(MIGRATIONS):
+                conn.execute("UPDATE schema_version SET version = %s", (len(MIGRATIONS),))
+
+    def schema_version(self) -> int:
+        row = self._one("SELECT version FROM schema_version")
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        with self._held_lock:
+            held, self._held = list(self._held), set()
+        for conn in held:  # named locks end with their sessions
+            conn.close()
+        self._pool.close()
+
+    def users(self) -> list[str]:
+        rows = self._q(
+            "SELECT user_id FROM episodes UNION SELECT user_id FROM facts UNION SELECT user_id FROM profile "
+            "UNION SELECT user_id FROM notes UNION SELECT user_id FROM knowledge ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------ shared row writing
+    def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> None:
+        """Insert or update a row by (user, id) and its full-text columns unless
+        ``search_text`` is None (then an existing row keeps them; a new one has none)."""
+        table, user, item = _TABLE[kind], columns["user_id"], columns["id"]
+        names = [n for n in columns if n not in ("user_id", "id")]
+        with self.transaction():
+            self._lock([user])
+            conn = self._local.conn
+            if search_text is None:
+                sets = ", ".join(f"{n} = %s" for n in names)
+                updated = conn.execute(
+                    f"UPDATE {table} SET {sets} WHERE user_id = %s AND id = %s",
+                    [*(columns[n] for n in names), user, item],
+                ).rowcount
+                if updated:
+                    return
+            tsv, length = tsvector_text(search_text or "")
+            old = conn.execute(f"SELECT doc_len FROM {table} WHERE user_id = %s AND id = %s", (user, item)).fetchone()
+            cols = ["user_id", "id", *names, "tsv", "doc_len"]
+            marks = ", ".join(["%s"] * (len(cols) - 2) + ["%s::tsvector", "%s"])
+            sets = ", ".join(f"{n} = excluded.{n}" for n in [*names, "tsv", "doc_len"])
+            if kind == "episode":  # a turn completed now enters the learning queue now
+                sets += (", queued_at = CASE WHEN excluded.status = 'completed' AND episodes.status <> 'completed' "
+                         "THEN now() ELSE episodes.queued_at END")
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}) "
+                f"ON CONFLICT (user_id, id) DO UPDATE SET {sets}",
+                [user, item, *(columns[n] for n in names), tsv, length],
+            )
+            added = 0 if old is not None else 1
+            tokens = length - (int(old[0]) if old is not None else 0)
+            conn.execute(
+                "INSERT INTO fts_stats (user_id, kind, rows, tokens) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
+                "tokens = fts_stats.tokens + excluded.tokens",
+                (user, kind, added, tokens),
+            )
+
+    # ------------------------------------------------------------ episodes
+    _EP_COLS = "user_id, id, uses, last_used_at, learned, archived, status, body"
+
+    def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
+        text = None
+        if reindex:
+            text = " ".join(
+                [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
+                or [episode.user_text, episode.reply_text]
+            )
+        self._write(
+            "episode",
+            {
+                "user_id": episode.user,
+                "id": episode.id,
+                "agent": episode.agent,
+                "thread": episode.thread,
+                "status": episode.status,
+                "created_at": _ts(episode.created_at),
+                "completed_at": _ts(episode.completed_at),
+                "occurred_at": _ts(episode.occurred_at),
+                "archived": episode.archived,
+                "learned": episode.learned,
+                "uses": episode.uses,
+                "last_used_at": _ts(episode.last_used_at),
+                "body": episode.model_dump_json(),
+            },
+            text,
+        )
+
+    def _episode(self, row: tuple[Any, ...]) -> Episode:
+        episode = Episode.model_validate_json(row[7])
+        # counters live in columns so that touch() needs no JSON rewrite
+        episode.uses = row[2]
+        episode.last_used_at = _utc(row[3])
+        episode.learned = bool(row[4])
+        episode.archived = bool(row[5])
+        episode.status = row[6]
+        return episode
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        return self.get_episodes([episode_id]).get(episode_id)
+
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._by_id(f"SELECT {self._EP_COLS} FROM episodes WHERE id = ANY(%s)", ids)
+        return {r[1]: self._episode(r) for r in rows}
+
+    def list_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[Episode]:
+        self._lock([user])
+        sql = f"SELECT {self._EP_COLS} FROM episodes WHERE user_id = %s"
+        params: list[Any] = [user]
+        for clause, value in (
+            ("thread = %s", thread),
+            ("status = %s", status),
+            ("archived = %s", archived),
+            ("occurred_at >= %s", _ts(since)),
+            ("occurred_at <= %s", _ts(until)),
+        ):
+            if value is not None:
+                sql += f" AND {clause}"
+                params.append(value)
+        order = "DESC" if newest_first else "ASC"
+        sql += f" ORDER BY occurred_at {order}, pk {order}"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return [self._episode(r) for r in self._q(sql, params)]
+
+    def pending_turns(self) -> list[Episode]:
+        rows = self._q(f"SELECT {self._EP_COLS} FROM episodes WHERE status = 'pending' ORDER BY pk")
+        return [self._episode(r) for r in rows]
+
+    def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:
+        sql, params = "SELECT id, user_id, agent, thread FROM episodes WHERE status = 'completed' AND NOT learned", []
+        if user is not None:
+            sql += " AND user_id = %s"
+            params.append(user)
+        rows = self._q(sql + " ORDER BY pk LIMIT %s", [*params, limit])
+        return [EpisodeRef(*r) for r in rows]
+
+    def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None:
+        ids = list(dict.fromkeys(episode_ids))
+        if ids:
+            self._do(
+                "UPDATE episodes SET learned = %s, learn_error = %s, lease_owner = NULL, lease_until = NULL "
+                "WHERE id = ANY(%s)",
+                (learned, error, ids),
+            )
+
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return set()
+        self._lock([user])
+        rows = self._q(
+            "SELECT key FROM input_keys WHERE user_id = %s AND thread = %s AND key = ANY(%s)", (user, thread, keys)
+        )
+        return {r[0] for r in rows}
+
+    def put_inputs(self, user: str, thread: str, episode_id: str, keys: Iterable[str]) -> None:
+        self._lock([user])
+        self._many(
+            "INSERT INTO input_keys (user_id, thread, key, episode_id) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            [(user, thread, key, episode_id) for key in dict.fromkeys(keys)],
+        )
+
+    # ------------------------------------------------------------ the learning queue
+    def claim_learning(
+        self, owner: str, *, lease_seconds: float, debounce_seconds: float, limit: int, user: str | None = None,
+    ) -> list[EpisodeRef]:
+        free = "(lease_until IS NULL OR lease_until < now())"
+        # a thread is due when it has been quiet for the debounce time, holds no live lease
+        # and nothing of it waits to retry
+        due_threads = (
+            "SELECT thread FROM episodes WHERE user_id = %s AND agent IS NOT DISTINCT FROM %s "
+            "AND status = 'completed' AND NOT learned GROUP BY thread "
+            f"HAVING max(queued_at) <= now() - make_interval(secs => %s) AND bool_and({free}) "
+            "AND bool_and(retry_at IS NULL OR retry_at <= now())"
+        )
+        tried: list[int] = []
+        rows: list[tuple[Any, ...]] = []
+        with self.transaction():
+            conn = self._local.conn
+            for _ in range(8):  # another replica may take a group between the two reads: try the next
+                # the oldest episode of a due thread that no other claim is taking right now
+                pick = conn.execute(
+                    "SELECT e.pk, e.user_id, e.agent FROM episodes e WHERE e.status = 'completed' AND NOT e.learned "
+                    + ("AND e.user_id = %s " if user is not None else "")
+                    + "AND e.pk <> ALL(%s) AND (e.lease_until IS NULL OR e.lease_until < now()) "
+                    "AND (e.retry_at IS NULL OR e.retry_at <= now()) "
+                    "AND NOT EXISTS (SELECT 1 FROM episodes o WHERE o.user_id = e.user_id "
+                    "AND o.agent IS NOT DISTINCT FROM e.agent AND o.thread = e.thread AND o.status = 'completed' "
+                    "AND NOT o.learned AND (o.queued_at > now() - make_interval(secs => %s) "
+                    "OR o.lease_until >= now() OR o.retry_at > now())) "
+                    "ORDER BY e.pk LIMIT 1 FOR UPDATE OF e SKIP LOCKED",
+                    [*([user] if user is not None else []), tried, debounce_seconds],
+                ).fetchone()
+                if pick is None:
+                    return []
+                tried.append(int(pick[0]))
+                group_user, agent = pick[1], pick[2]
+                rows = conn.execute(
+                    "SELECT id, user_id, agent, thread FROM episodes WHERE user_id = %s "
+                    f"AND agent IS NOT DISTINCT FROM %s AND status = 'completed' AND NOT learned AND {free} "
+                    f"AND thread IN ({due_threads}) ORDER BY pk LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (group_user, agent, group_user, agent, debounce_seconds, limit),
+                ).fetchall()
+                if rows:
+                    conn.execute(
+                        "UPDATE episodes SET lease_owner = %s, lease_until = now() + make_interval(secs => %s) "
+                        "WHERE user_id = %s AND id = ANY(%s)",
+                        (owner, lease_seconds, group_user, [r[0] for r in rows]),
+                    )
+                    break
+        return [EpisodeRef(*r) for r in rows]
+
+    def renew_learning(self, owner: str, episode_ids: Iterable[str], lease_seconds: float) -> None:
+        ids = list(episode_ids)
+        if ids:
+            self._do(
+                "UPDATE episodes SET lease_until = now() + make_interval(secs => %s) "
+                "WHERE id = ANY(%s) AND lease_owner = %s AND NOT learned",
+                (lease_seconds, ids, owner),
+            )
+
+    def release_learning(
+        self, owner: str, episode_ids: Iterable[str], *, error: str = "", retry_base: float = 60.0,
+        retry_max: float = 3600.0,
+    ) -> None:
+        ids = list(episode_ids)
+        if not ids:
+            return
+        if error:
+            self._do(
+                "UPDATE episodes SET lease_owner = NULL, lease_until = NULL, learn_error = %s, "
+                "learn_attempts = learn_attempts + 1, "
+                "retry_at = now() + make_interval(secs => least(%s, %s * power(2, learn_attempts))) "
+                "WHERE id = ANY(%s) AND lease_owner = %s AND NOT learned",
+                (error, retry_max, retry_base, ids, owner),
+            )
+        else:
+            self._do(
+                "UPDATE episodes SET lease_owner = NULL, lease_until = NULL WHERE id = ANY(%s) AND lease_owner = %s",
+                (ids, owner),
+            )
+
+    def try_lock(self, name: str) -> Callable[[], None] | None:
+        """A session advisory lock on its own pooled connection: held until released, or
+        until this process dies and its connection with it."""
+        conn = self._pool.getconn()
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(name),)).fetchone()
+        except BaseException:
+            self._pool.putconn(conn)
+            raise
+        if not row or not row[0]:
+            self._pool.putconn(conn)
+            return None
+        done = threading.Lock()
+        with self._held_lock:
+            self._held.add(conn)
+
+        def release() -> None:
+            if not done.acquire(blocking=False):
+                return
+            with self._held_lock:
+                if conn not in self._held:
+                    return  # the store was closed, and the session with it
+                self._held.discard(conn)
+            try:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self._lock_key(name),))
+            except Exception:
+                conn.close()  # closing the session lets go of the lock too
+            finally:
+                self._pool.putconn(conn)
+
+        return release
+
+    # ------------------------------------------------------------ facts
+    _FACT_COLS = "user_id, id, uses, last_used_at, status, body"
+
+    def put_fact(self, fact: Fact) -> None:
+        self._write(
+            "fact",
+            {
+                "user_id": fact.user,
+                "id": fact.id,
+                "agent": fact.agent,
+                "status": fact.status,
+                "category": fact.category,
+                "updated_at": _ts(fact.updated_at),
+                "uses": fact.uses,
+                "last_used_at": _ts(fact.last_used_at),
+                "body": fact.model_dump_json(),
+            },
+            " ".join([fact.content, " ".join(fact.tags)]),
+        )
+
+    def _fact(self, row: tuple[Any, ...]) -> Fact:
+        fact = Fact.model_validate_json(row[5])
+        fact.uses = row[2]
+        fact.last_used_at = _utc(row[3])
+        fact.status = row[4]
+        return fact
+
+    def get_fact(self, fact_id: str) -> Fact | None:
+        return self.get_facts([fact_id]).get(fact_id)
+
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._by_id(f"SELECT {self._FACT_COLS} FROM facts WHERE id = ANY(%s)", ids)
+        return {r[1]: self._fact(r) for r in rows}
+
+    def count_facts(self, user: str) -> int:
+        self._lock([user])
+        row = self._one(
+            "SELECT count(*) FROM facts WHERE user_id = %s AND status IN ('pending', 'consolidated')", (user,)
+        )
+        return int(row[0]) if row else 0
+
+    def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
+        lexemes = query_lexemes(query_terms)
+        if not lexemes:
+            return []
+        self._lock([user])
+        rows = self._q(
+            f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %s AND tsv @@ %s::tsquery "
+            "AND status IN ('pending', 'consolidated') ORDER BY pk DESC LIMIT %s",
+            (user, tsquery_text(lexemes), limit),
+        )
+        return [self._fact(r) for r in reversed(rows)]
+
+    def recent_facts(self, user: str, limit: int) -> list[Fact]:
+        self._lock([user])
+        rows = self._q(
+            f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %s AND status IN ('pending', 'consolidated') "
+            "ORDER BY pk DESC LIMIT %s",
+            (user, limit),
+        )
+        return [self._fact(r) for r in reversed(rows)]
+
+    def list_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        agent: str | None = None,
+    ) -> list[Fact]:
+        statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
+        self._lock([user])
+        sql = f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %s AND status = ANY(%s)"
+        params: list[Any] = [user, statuses]
+        if category is not None:
+            sql += " AND category = %s"
+            params.append(category)
+        if agent is not None:
+            sql += " AND (agent = %s OR agent IS NULL)"
+            params.append(agent)
+        return [self._fact(r) for r in self._q(sql + " ORDER BY pk", params)]
+
+    def delete_fact(self, fact_id: str) -> None:
+        with self.transaction():
+            owner = self._by_id("SELECT user_id, doc_len FROM facts WHERE id = ANY(%s)", [fact_id])
+            for user, length in owner:
+                conn = self._local.conn
+                conn.execute("DELETE FROM facts WHERE user_id = %s AND id = %s", (user, fact_id))
+                conn.execute(
+                    "DELETE FROM item_tags WHERE user_id = %s AND kind = 'fact' AND item_id = %s", (user, fact_id)
+                )
+                conn.execute(
+                    "UPDATE fts_stats SET rows = rows - 1, tokens = tokens - %s WHERE user_id = %s AND kind = 'fact'",
+                    (length, user),
+                )
+
+    # ------------------------------------------------------------ profile
+    def get_profile(self, user: str) -> Profile:
+        self._lock([user])
+        profile = Profile()
+        for section_name, summary, updated_at in self._q(
+            "SELECT section, summary, updated_at FROM profile WHERE user_id = %s", (user,)
+        ):
+            if section_name in PROFILE_SECTIONS:
+                section = profile.section(section_name)
+                section.summary = summary
+                section.updated_at = _utc(updated_at)
+        return profile
+
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None:
+        ProfileSection(summary=summary)  # validates the type before it lands
+        self._lock([user])
+        self._do(
+            "INSERT INTO profile (user_id, section, summary, updated_at) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (user_id, section) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
+            (user, section, summary, _ts(updated_at)),
+        )
+
+    # ------------------------------------------------------------ notes and knowledge
+    def put_note(self, note: Note) -> None:
+        self._write(
+            "note", {"user_id": note.user, "id": note.id, "date": note.date, "body": note.model_dump_json()},
+            note.content,
+        )
+
+    def list_notes(self, user: str, *, since: str | None = None, until: str | None = None) -> list[Note]:
+        self._lock([user])
+        rows = self._q(
+            "SELECT body FROM notes WHERE user_id = %s AND date >= %s AND date <= %s ORDER BY date, pk",
+            (user, since or "0000-00-00", until or "9999-99-99"),
+        )
+        return [Note.model_validate_json(r[0]) for r in rows]
+
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._by_id("SELECT user_id, id, body FROM notes WHERE id = ANY(%s)", ids)
+        return {r[1]: Note.model_validate_json(r[2]) for r in rows}
+
+    def put_knowledge(self, doc: KnowledgeDoc) -> None:
+        self._write(
+            "knowledge", {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json()},
+            " ".join([doc.title, doc.body, " ".join(doc.tags)]),
+        )
+
+    def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
+        self._lock([user])
+        rows = self._q("SELECT body FROM knowledge WHERE user_id = %s ORDER BY pk", (user,))
+        return [KnowledgeDoc.model_validate_json(r[0]) for r in rows]
+
+    def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._by_id("SELECT user_id, id, body FROM knowledge WHERE id = ANY(%s)", ids)
+        return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
+
+    # ------------------------------------------------------------ search and usage
+    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+        lexemes = query_lexemes(query_terms)
+        if not lexemes:
+            return []
+        self._lock([user])
+        hits: list[Hit] = []
+        for kind in kinds:
+            hits += self._search_kind(kind, user, lexemes, limit)
+        return hits
+
+    def _search_kind(self, kind: str, user: str, lexemes: list[str], limit: int) -> list[Hit]:
+        """BM25 over one kind, the way the SQLite store bounds it: every match is ranked while
+        the query matches at most SEARCH_WINDOW of the user's items; past that, all terms over
+        the newest SEARCH_WINDOW matches and the rare terms over all of theirs."""
+        table, only = _TABLE[kind], _SEARCH_FILTER[kind]
+        query = tsquery_text(lexemes)
+        floor = self._one(
+            f"SELECT m.pk FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
+            "ORDER BY m.pk DESC OFFSET %s LIMIT 1",
+            (user, query, SEARCH_WINDOW - 1),
+        )
+        rows_total, tokens = self._fts_stats(user, kind)
+        hits = self._doc_counts(table, user, lexemes)
+        idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
+        avgdl = tokens / rows_total if rows_total else 0.0
+        if floor is None:
+            scored = self._bm25(table, only, user, lexemes, idf, avgdl, None)
+            return self._best(kind, scored, limit)
+        best = dict(self._top(self._bm25(table, only, user, lexemes, idf, avgdl, int(floor[0])), limit))
+        rare = [lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW]
+        if rare:
+            scored = self._bm25(table, only, user, rare, {lex: idf[lex] for lex in rare}, avgdl, None)
+            for item_id, (score, pk) in self._top(scored, limit):
+                if score > best.get(item_id, (0.0, pk))[0]:
+                    best[item_id] = (score, pk)
+        return self._best(kind, best, limit)
+
+    @staticmethod
+    def _top(scored: dict[str, tuple[float, int]], limit: int) -> list[tuple[str, tuple[float, int]]]:
+        return sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[1][1]))[:limit]
+
+    def _best(self, kind: str, scored: dict[str, tuple[float, int]], limit: int) -> list[Hit]:
+        return [Hit(kind, item_id, score) for item_id, (score, _) in self._top(scored, limit)]
+
+    def _bm25(
+        self, table: str, only: str, user: str, lexemes: list[str], idf: Mapping[str, float], avgdl: float,
+        floor: int | None,
+    ) -> dict[str, tuple[float, int]]:
+        rows = self._q(
+            f"SELECT m.id, m.pk, m.doc_len, u.lexeme, cardinality(u.positions) "
+            f"FROM {table} m CROSS JOIN LATERAL unnest(m.tsv) AS u "
+            f"WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
+            + ("AND m.pk >= %s " if floor is not None else "")
+            + "AND u.lexeme = ANY(%s)",
+            [user, tsquery_text(lexemes), *([floor] if floor is not None else []), lexemes],
+        )
+        return bm25(((r[0], r[1], r[2], r[3], max(1, r[4] or 0)) for r in rows), idf, avgdl)
+
+    def _fts_stats(self, user: str, kind: str) -> tuple[int, int]:
+        row = self._one("SELECT rows, tokens FROM fts_stats WHERE user_id = %s AND kind = %s", (user, kind))
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def _doc_counts(self, table: str, user: str, lexemes: list[str]) -> dict[str, int]:
+        """How many of the user's rows (any status) hold each lexeme: BM25's document frequency."""
+        rows = self._q(
+            f"SELECT q.lexeme, (SELECT count(*) FROM {table} m WHERE m.user_id = %s AND m.tsv @@ q.query::tsquery) "
+            "FROM unnest(%s::text[], %s::text[]) AS q(lexeme, query)",
+            (user, lexemes, [_quote_lexeme(lex) for lex in lexemes]),
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
+        ids = list(dict.fromkeys(ids))
+        if ids and kind in ("episode", "fact"):
+            self._do(
+                f"UPDATE {_TABLE[kind]} SET uses = uses + %s, last_used_at = %s WHERE id = ANY(%s)",
+                (by, _ts(at), ids),
+            )
+
+    # ------------------------------------------------------------ tags
+    _TAG_COLS = "id, status, merged_to, body, name"
+
+    def _tag(self, row: tuple[Any, ...]) -> Tag:
+        tag = Tag.model_validate_json(row[3])
+        tag.id, tag.status, tag.merged_to = int(row[0]), row[1], row[2]
+        return tag
+
+    def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        self._lock([user])
+        rows = self._q(f"SELECT {self._TAG_COLS} FROM tags WHERE user_id = %s AND name = ANY(%s)", (user, names))
+        return {r[4]: self._tag(r) for r in rows}
+
+    def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
+        self._lock([user])
+        sql, params = f"SELECT {self._TAG_COLS} FROM tags WHERE user_id = %s", [user]
+        if status:
+            sql += " AND status = %s"
+            params.append(status)
+        return [self._tag(r) for r in self._q(sql + " ORDER BY name", params)]
+
+    def count_tags(self, user: str, status: str | None = None) -> int:
+        self._lock([user])
+        sql, params = "SELECT count(*) FROM tags WHERE user_id = %s", [user]
+        if status:
+            sql += " AND status = %s"
+            params.append(status)
+        row = self._one(sql, params)
+        return int(row[0]) if row else 0
+
+    def put_tag(self, tag: Tag) -> Tag:
+        body = tag.model_copy(update={"id": None}).model_dump_json()
+        self._lock([tag.user])
+        self._do(
+            "INSERT INTO tags (user_id, name, status, merged_to, body) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (user_id, name) DO UPDATE SET status = excluded.status, "
+            "merged_to = excluded.merged_to, body = excluded.body",
+            (tag.user, tag.name, tag.status, tag.merged_to, body),
+        )
+        return tag
+
+    def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
+        with self.transaction():
+            self._lock([user])
+            self._do("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = %s", (user, kind, item_id))
+            self._many(
+                "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) VALUES (%s, %s, %s, %s, %s)",
+                [(user, name, kind, item_id, weight) for name, weight in tags.items()],
+            )
+
+    def postings(
+        self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: Mapping[str, int] | None = None
+    ) -> list[Posting]:
+        names, kinds = list(dict.fromkeys(tag_names)), list(kinds)
+        if not names or not kinds:
+            return []
+        self._lock([user])
+        if per_tag is None:
+            rows = self._q(
+                "SELECT kind, item_id, tag, weight FROM item_tags WHERE user_id = %s AND tag = ANY(%s) "
+                "AND kind = ANY(%s) ORDER BY seq",
+                (user, names, kinds),
+            )
+            return [Posting(r[0], r[1], r[2], float(r[3])) for r in rows]
+        # each tag's newest postings through (user_id, tag, seq): a frequent tag costs per_tag rows
+        capped = [(name, per_tag.get(name, 0)) for name in names if per_tag.get(name, 0) > 0]
+        if not capped:
+            return []
+        rows = self._q(
+            "SELECT p.seq, p.kind, p.item_id, p.tag, p.weight FROM unnest(%s::text[], %s::int[]) AS c(tag, cap) "
+            "CROSS JOIN LATERAL (SELECT seq, kind, item_id, tag, weight FROM item_tags "
+            "WHERE user_id = %s AND tag = c.tag AND kind = ANY(%s) ORDER BY seq DESC LIMIT c.cap) AS p ORDER BY p.seq",
+            ([n for n, _ in capped], [c for _, c in capped], user, kinds),
+        )
+        return [Posting(r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
+        self._lock([user])
+        if names is None:
+            rows = self._q("SELECT tag, count(*) FROM item_tags WHERE user_id = %s GROUP BY tag", (user,))
+        else:
+            rows = self._q(
+                "SELECT tag, count(*) FROM item_tags WHERE user_id = %s AND tag = ANY(%s) GROUP BY tag",
+                (user, list(dict.fromkeys(names))),
+            )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def put_relation(self, relation: TagRelation) -> None:
+        with self.transaction():
+            self._lock([relation.user])
+            for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
+                self._do(
+                    "INSERT INTO tag_relations (user_id, source, target, level) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (user_id, source, target) DO UPDATE SET level = excluded.level",
+                    (relation.user, a, b, relation.level),
+                )
+
+    def relations(self, user: str, names: Iterable[str]) -> list[TagRelation]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return []
+        self._lock([user])
+        rows = self._q(
+            "SELECT source, target, level FROM tag_relations WHERE user_id = %s AND source = ANY(%s)", (user, names)
+        )
+        return [TagRelation(user=user, source=r[0], target=r[1], level=r[2]) for r in rows]
+
+    def retag(self, user: str, old: str, new: str) -> int:
+        with self.transaction():
+            self._lock([user])
+            moved = self._do(
+                "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) "
+                "SELECT user_id, %s, kind, item_id, weight FROM item_tags WHERE user_id = %s AND tag = %s ORDER BY seq "
+                "ON CONFLICT DO NOTHING",
+                (new, user, old),
+            )
+            self._do("DELETE FROM item_tags WHERE user_id = %s AND tag = %s", (user, old))
+        return moved
+
+    # ------------------------------------------------------------ journals, deleting a user, backlog
+    def list_journals(self, user: str, limit: int = 50) -> list[str]:
+        self._lock([user])
+        rows = self._q("SELECT body FROM journals WHERE user_id = %s ORDER BY at DESC, id DESC LIMIT %s", (user, limit))
+        return [str(r[0]) for r in rows]
+
+    def delete_user(self, user: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self.transaction():
+            self._lock([user])
+            for table in (
+                "episodes", "facts", "notes", "knowledge", "profile", "tags", "item_tags", "tag_relations",
+                "dream_runs", "api_keys", "input_keys", "documents",
+            ):
+                counts[table] = self._do(f"DELETE FROM {table} WHERE user_id = %s", (user,))
+            counts["meta"] = self._do("DELETE FROM journals WHERE user_id = %s", (user,)) + self._do(
+                "DELETE FROM user_meta WHERE user_id = %s", (user,)
+            )
+            self._do("DELETE FROM fts_stats WHERE user_id = %s", (user,))
+        return {k: v for k, v in counts.items() if v}
+
+    def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
+        where, params = "status = 'completed' AND NOT learned", []
+        if user is not None:
+            where += " AND user_id = %s"
+            params.append(user)
+        row = self._one(f"SELECT count(*) FROM episodes WHERE {where}", params)
+        error = self._one(
+            f"SELECT learn_error FROM episodes WHERE {where} AND learn_error <> '' ORDER BY pk DESC LIMIT 1", params
+        )
+        return (int(row[0]) if row else 0), str(error[0]) if error else ""
+
+    # ------------------------------------------------------------ runs, keys, meta
+    def put_dream_run(self, run: DreamRun) -> None:
+        body = json.dumps(
+            {
+                "days": run.days,
+                "finished_at": as_utc(run.finished_at).isoformat() if run.finished_at else None,
+                "input_hash": run.input_hash,
+                "report": run.report,
+                "error": run.error,
+            },
+            ensure_ascii=False,
+        )
+        self._lock([run.user])
+        self._do(
+            "INSERT INTO dream_runs (user_id, id, status, started_at, body) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (user_id, id) DO UPDATE SET status = excluded.status, body = excluded.body",
+            (run.user, run.id, run.status, _ts(run.started_at), body),
+        )
+
+    def _run(self, row: tuple[Any, ...]) -> DreamRun:
+        body = json.loads(row[4])
+        return DreamRun(
+            id=row[1],
+            user=row[0],
+            status=row[2],
+            days=body["days"],
+            started_at=_utc_set(row[3]),
+            finished_at=datetime.fromisoformat(body["finished_at"]) if body["finished_at"] else None,
+            input_hash=body["input_hash"],
+            report=body["report"],
+            error=body["error"],
+        )
+
+    def get_dream_run(self, run_id: str) -> DreamRun | None:
+        row = self._one("SELECT user_id, id, status, started_at, body FROM dream_runs WHERE id = %s", (run_id,))
+        return self._run(row) if row else None
+
+    def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None:
+        self._lock([user])
+        sql, params = "SELECT user_id, id, status, started_at, body FROM dream_runs WHERE user_id = %s", [user]
+        if status:
+            sql += " AND status = %s"
+            params.append(status)
+        row = self._one(sql + " ORDER BY started_at DESC LIMIT 1", params)
+        return self._run(row) if row else None
+
+    def put_api_key(self, key: ApiKey, key_hash: str) -> None:
+        self._do(
+            "INSERT INTO api_keys (user_id, id, key_hash, name, admin, created_at, revoked_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (key.user, key.id, key_hash, key.name, key.admin, _ts(key.created_at), _ts(key.revoked_at)),
+        )
+
+    _KEY_COLS = "id, user_id, name, admin, created_at, revoked_at"
+
+    def _key(self, row: tuple[Any, ...]) -> ApiKey:
+        return ApiKey(
+            id=row[0], user=row[1], name=row[2], admin=bool(row[3]), created_at=_utc_set(row[4]),
+            revoked_at=_utc(row[5]),
+        )
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        row = self._one(f"SELECT {self._KEY_COLS} FROM api_keys WHERE key_hash = %s", (key_hash,))
+        return self._key(row) if row else None
+
+    def list_api_keys(self) -> list[ApiKey]:
+        return [self._key(r) for r in self._q(f"SELECT {self._KEY_COLS} FROM api_keys ORDER BY created_at, id")]
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        return self._do(
+            "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL", (_ts(at), key_id)
+        ) > 0
+
+    def get_meta(self, key: str) -> str | None:
+        if key.startswith(_JOURNAL):
+            row = self._one("SELECT body FROM journals WHERE id = %s", (key[len(_JOURNAL):],))
+            return str(row[0]) if row else None
+        user = _meta_user(key)
+        if user is not None:
+            self._lock([user])
+            row = self._one("SELECT value FROM user_meta WHERE user_id = %s AND key = %s", (user, key))
+        else:
+            self._lock([f"meta:{key}"])  # read-then-write of one key (a salt) waits for the other writer
+            row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        if key.startswith(_JOURNAL):
+            journal = json.loads(value)
+            owner, at = str(journal["user"]), datetime.fromisoformat(str(journal["at"]))
+            self._lock([owner])
+            self._do(
+                "INSERT INTO journals (user_id, id, at, body) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (user_id, id) DO UPDATE SET at = excluded.at, body = excluded.body",
+                (owner, key[len(_JOURNAL):], as_utc(at), value),
+            )
+            return
+        user = _meta_user(key)
+        if user is not None:
+            self._lock([user])
+            self._do(
+                "INSERT INTO user_meta (user_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value",
+                (user, key, value),
+            )
+            return
+        self._lock([f"meta:{key}"])
+        self._do(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # ------------------------------------------------------------ documents
+    def put_document(self, user: str, name: str, text: str) -> None:
+        self._lock([user])
+        self._do(
+            "INSERT INTO documents (user_id, name, body, updated_at) VALUES (%s, %s, %s, now()) "
+            "ON CONFLICT (user_id, name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+            (user, name, text),
+        )
+
+    def get_document(self, user: str, name: str) -> str | None:
+        self._lock([user])
+        row = self._one("SELECT body FROM documents WHERE user_id = %s AND name = %s", (user, name))
+        return str(row[0]) if row else None
+
+    def list_documents(self, user: str, prefix: str = "") -> list[str]:
+        self._lock([user])
+        rows = self._q(
+            "SELECT name FROM documents WHERE user_id = %s AND left(name, %s) = %s ORDER BY name",
+            (user, len(prefix), prefix),
+        )
+        return [str(r[0]) for r in rows]
+
+
+def _meta_user(key: str) -> str | None:
+    for prefix in _USER_META:
+        if key.startswith(prefix):
+            return key[len(prefix):]
+    return None
