@@ -201,7 +201,10 @@ def test_clear_session_archives_the_thread_and_leaves_other_threads(mem):
         assert await session.get_items() == exchange(4)
 
     run(main)
-    assert len(mem.episodes(user="ana", thread="s", archived=True)) == 2  # archived, not deleted
+    archived = mem.episodes(user="ana", thread="s", archived=True)
+    assert len(archived) == 2  # archived, not deleted: restore brings an exchange back
+    mem.restore(archived[-1].id)
+    assert run(session.get_items) == exchange(1) + exchange(4)
 
 
 def test_sessions_of_different_users_never_see_each_other(mem):
