@@ -322,3 +322,11 @@ def test_the_readme_snippet_wires_a_graph_in_under_ten_lines(mem):
     assert scope["app"].store is scope["store"]  # type: ignore[attr-defined]
     assert [i.key for i in scope["hits"]][:1] == ["diet"]  # type: ignore[attr-defined]
     assert "Ana is vegetarian" in str(scope["prompt_context"])
+
+
+def test_items_move_with_an_export_and_an_import(store, mem, tmp_path):
+    store.put(ANA, "home", {"content": "Lives in Porto", "since": 2021})
+    with Memory(tmp_path / "elsewhere", background=False) as other:
+        other.import_(mem.export(user="ana"), user="ana")
+        item = ReverieStore(other).get(ANA, "home")
+        assert item is not None and item.value == {"content": "Lives in Porto", "since": 2021}

@@ -419,3 +419,12 @@ def test_the_readme_snippet_wires_an_agent_in_under_ten_lines(mem, tool_server):
     assert scope["result"].final_output == "Noted."
     assert [f.content for f in mem.facts(user="ana")] == ["Is allergic to peanuts"]
     assert len(run(scope["session"].get_items)) == 4
+
+
+def test_a_session_moves_with_an_export_and_an_import(mem, tmp_path):
+    session = ReverieSession(mem, user="ana", session_id="dinner")
+    run(lambda: session.add_items(RUN))
+    with Memory(tmp_path / "elsewhere", background=False) as other:
+        other.import_(mem.export(user="ana"), user="ana")
+        moved = ReverieSession(other, user="ana", session_id="dinner")
+        assert run(moved.get_items) == RUN
