@@ -15,11 +15,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
 from reverie.errors import InvalidInput
+from reverie.inputs import check_messages
 from reverie.messages import Messages, RawMessage, as_line, parse_message
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
@@ -40,12 +41,21 @@ def add_messages(
     """Store past conversation as completed episodes in one transaction, leaving out what
     was stored before (see :func:`skip_known`); the caller queues the result for learning."""
     msgs = [parse_message(m, i, at) for i, m in enumerate(messages)]
+    return store_messages(store, msgs, user=user, thread=thread, agent=agent, source=source, grouping=grouping)
+
+
+def store_messages(
+    store: Store, msgs: list[Message], *, user: str, thread: str, agent: str | None, source: str | None,
+    grouping: str, counts: dict[str, int] | None = None,
+) -> "Added":
+    """:func:`add_messages` of messages already parsed. ``counts`` carries the identical-input
+    counts of :func:`skip_known` from one part of a streamed conversation to the next."""
     if not msgs:
         raise InvalidInput("messages is empty: nothing to add", field="messages")
     groups = group_messages(msgs, grouping)
     now = datetime.now(timezone.utc)
     with store.transaction():
-        fresh = skip_known(store, user, thread, groups)
+        fresh = skip_known(store, user, thread, groups, counts)
         episodes = Added(skipped=fresh.skipped, skipped_messages=fresh.skipped_messages)
         for group_msgs, keys in zip(fresh.groups, fresh.keys):
             first = group_msgs[0]
@@ -100,7 +110,9 @@ class Fresh:
     skipped_messages: int = 0
 
 
-def skip_known(store: Store, user: str, thread: str, groups: list[list[Message]]) -> Fresh:
+def skip_known(
+    store: Store, user: str, thread: str, groups: list[list[Message]], counts: dict[str, int] | None = None,
+) -> Fresh:
     """Leave out what is stored already for ``user`` in ``thread``.
 
     A message whose source id (a LoCoMo dia_id...) was stored before, or came earlier in
@@ -108,7 +120,8 @@ def skip_known(store: Store, user: str, thread: str, groups: list[list[Message]]
     left whole (or in part) is skipped when an episode with the same occurred time and
     content (:func:`input_digest`) was stored: the n-th identical group of a call matches
     the n-th stored one, so repeated exchanges inside one file are all kept. Two indexed
-    lookups per call; call it inside the transaction that stores the result.
+    lookups per call; call it inside the transaction that stores the result. ``counts``
+    (updated in place) makes several calls count as one: the parts of a streamed file.
     """
     sources = [source_key(m.source_id) for g in groups for m in g if m.source_id]
     known = store.known_inputs(user, thread, sources) if sources else set()
@@ -128,7 +141,7 @@ def skip_known(store: Store, user: str, thread: str, groups: list[list[Message]]
             kept.append(left)
         else:
             out.skipped += 1
-    counts: dict[str, int] = {}
+    counts = {} if counts is None else counts
     digests = []
     for group in kept:
         digest = input_digest(group)
@@ -209,50 +222,142 @@ class IngestReport(BaseModel):
 
 
 def ingest(
-    source: str | Path | Messages, *, add: Callable[[Sequence[RawMessage], str], Added],
-    on_progress: Callable[[str], None] | None = None,
+    source: str | Path | Messages, *, add: Callable[[list[Message], str, dict[str, int]], Added],
+    on_progress: Callable[[str], None] | None = None, after_part: Callable[[], None] | None = None,
 ) -> IngestReport:
     """Read ``source`` (a file path, or a list of messages) and hand each conversation to
-    ``add(messages, thread)``; count what was stored and what was skipped."""
+    ``add(messages, thread, counts)`` in parts of about STREAM_MESSAGES messages, each cut
+    where an exchange begins (so the parts group as the whole would); ``after_part()`` runs
+    after each part (learning, so that what waits stays bounded). JSONL and 'Speaker: text'
+    files are read a line at a time: memory stays flat whatever the file's size. Count what
+    was stored and what was skipped.
+
+    A message that cannot be read stops the ingest there: the parts before it are stored
+    (each in its own transaction) and the error says how many messages that was; ingesting
+    the file again after fixing it skips them."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
             raise InvalidInput(f"no file {path.name!r} to ingest", field="path")
-        batches: list[tuple[str, Sequence[RawMessage]]] = [
-            (conv.thread, conv.messages) for conv in load_conversations(path)
-        ]
+        conversations: Iterable[tuple[str, Iterable[RawMessage]]] = read_conversations(path)
     else:
-        batches = [("default", list(source))]
-    report = IngestReport(conversations=len(batches))
-    for thread, messages in batches:
-        added = add(messages, thread)
-        report.episodes += len(added)
-        report.skipped += added.skipped
-        report.skipped_messages += added.skipped_messages
-        if on_progress is not None:
-            on_progress(thread)
+        conversations = [("default", check_messages(source))]
+    report = IngestReport()
+    stored = 0
+    try:
+        for thread, raw in conversations:
+            report.conversations += 1
+            counts: dict[str, int] = {}
+            parts = 0
+            for part in exchange_parts(raw, STREAM_MESSAGES):
+                added = add(part, thread, counts)
+                parts += 1
+                stored += len(part)
+                report.episodes += len(added)
+                report.skipped += added.skipped
+                report.skipped_messages += added.skipped_messages
+                if after_part is not None:
+                    after_part()
+                if on_progress is not None:
+                    on_progress(f"{thread}: {stored} messages")
+            if not parts:
+                add([], thread, counts)  # the empty conversation's own error
+            if on_progress is not None:
+                on_progress(thread)
+    except InvalidInput as exc:
+        if not stored:
+            raise
+        raise InvalidInput(
+            f"{exc} ({stored} messages before it were stored; ingesting again after the fix skips them)",
+            field=exc.field,
+        ) from exc
     return report
 
 
-def load_conversations(path: Path) -> list[Conversation]:
-    text = path.read_text(encoding="utf-8")
+# messages handed to one add (one transaction) when a conversation streams in
+STREAM_MESSAGES = 2000
+
+
+def exchange_parts(raw: Iterable[RawMessage], size: int) -> Iterator[list[Message]]:
+    """The conversation's messages, parsed, in parts of at least ``size`` messages (the last
+    may be shorter), each cut just before a message that opens an exchange: grouping each
+    part gives the groups of the whole (see :func:`reverie.messages.group`)."""
+    part: list[Message] = []
+    opener: str | None = None
+    answered = False  # the current exchange has a message from the other side
+    for index, item in enumerate(raw):
+        message = parse_message(item, index, None)
+        side = message.speaker or message.role
+        if opener is None:
+            opener = side
+        opens = side == opener and answered
+        if opens:
+            answered = False
+            if len(part) >= size:
+                yield part
+                part = []
+        elif side != opener:
+            answered = True
+        part.append(message)
+    if part:
+        yield part
+
+
+def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]:
+    """(thread, messages) of each conversation in the file. JSONL and 'Speaker: text' lines
+    are read lazily, one line at a time; a JSON file is parsed whole, so JSONL is the
+    format for large exports."""
     thread = path.stem
     if path.suffix == ".jsonl":
-        rows: list[dict[str, Any]] = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg}", field=f"line {number}") from exc
-        return [Conversation(thread, rows)]
-    if path.suffix == ".json":
+        yield thread, _jsonl_messages(path)
+    elif path.suffix == ".json":
+        text = path.read_text(encoding="utf-8")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path.name} is not valid JSON: {exc}", field="$") from exc
-        return _from_json(data, thread, path.name)
-    return [_from_lines(text, thread)]
+        for conv in _from_json(data, thread, path.name):
+            yield conv.thread, conv.messages
+    else:
+        yield thread, _line_messages(path)
+
+
+def load_conversations(path: Path) -> list[Conversation]:
+    """Every conversation of the file, read whole (small files, tests)."""
+    return [Conversation(thread, list(messages)) for thread, messages in read_conversations(path)]  # type: ignore[arg-type]
+
+
+def _jsonl_messages(path: Path) -> Iterator[RawMessage]:
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg}",
+                                       field=f"line {number}") from exc
+
+
+def _line_messages(path: Path) -> Iterator[RawMessage]:
+    """'Speaker: text' lines; a line without a speaker continues the message before it, or
+    (first) is the user's."""
+    pending: dict[str, Any] | None = None
+    with path.open(encoding="utf-8") as lines:
+        for raw_line in lines:
+            line = raw_line.rstrip("\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            m = SPEAKER_LINE.match(line)
+            if m:
+                if pending is not None:
+                    yield pending
+                pending = {"speaker": m.group(1).strip(), "content": m.group(2).strip()}
+            elif pending is not None:
+                pending["content"] += "\n" + line.strip()
+            else:
+                pending = {"role": "user", "content": line.strip()}
+    if pending is not None:
+        yield pending
 
 
 def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
@@ -277,16 +382,3 @@ def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
     )
 
 
-def _from_lines(text: str, thread: str) -> Conversation:
-    messages: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = SPEAKER_LINE.match(line)
-        if m:
-            messages.append({"speaker": m.group(1).strip(), "content": m.group(2).strip()})
-        elif messages:
-            messages[-1]["content"] += "\n" + line.strip()
-        else:
-            messages.append({"role": "user", "content": line.strip()})
-    return Conversation(thread, messages)

@@ -58,6 +58,7 @@ Key = tuple[str, str | None, str]
 POLL_BATCH = 5000
 # the newest live facts an engine sees beside a batch (to reinforce or contradict them)
 ENGINE_FACTS = 200
+LOAD_PAGE = 1000  # queued episodes read from the store at a time
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
 
@@ -218,31 +219,40 @@ class Learner:
                 if pending is None or (not force and pending.due > time.monotonic()):
                     return 0
                 del self._queue[key]
-            episodes = [
-                ep
-                for ep in self.store.get_episodes(pending.ids).values()
-                if ep.status == "completed" and not ep.learned
-            ]
-            episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
+            ids = list(pending.ids)
             learned = 0
-            for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
-                try:
-                    self.learn(chunk)
-                except EngineError as exc:
-                    self._retry_later(key, pending, episodes[start:], exc)
-                    break
-                learned += len(chunk)
+            # a page of episodes at a time: a long queue (a large ingest left to the
+            # debounce) is never read into memory whole
+            for page_start in range(0, len(ids), LOAD_PAGE):
+                episodes = [
+                    ep
+                    for ep in self.store.get_episodes(ids[page_start : page_start + LOAD_PAGE]).values()
+                    if ep.status == "completed" and not ep.learned
+                ]
+                episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
+                for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
+                    try:
+                        self.learn(chunk)
+                    except EngineError as exc:
+                        failed = [e.id for e in episodes[start:]]
+                        self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
+                        return learned
+                    learned += len(chunk)
             return learned
 
-    def _retry_later(self, key: Key, pending: _Pending, episodes: list[Episode], exc: Exception) -> None:
+    def _retry_later(
+        self, key: Key, pending: _Pending, ids: list[str], exc: Exception, *, later: list[str] | None = None,
+    ) -> None:
+        """``ids`` failed (their error is recorded); they and the ``later`` ones not tried
+        yet wait in the queue again, with a growing delay."""
         LEARNING_FAILURES.inc()
-        log.warning("engine failed for %d episodes of %s, will retry: %s", len(episodes), key, exc)
-        self.store.mark_learned([e.id for e in episodes], learned=False, error=str(exc)[:500])
+        log.warning("engine failed for %d episodes of %s, will retry: %s", len(ids), key, exc)
+        self.store.mark_learned(ids, learned=False, error=str(exc)[:500])
         pending.attempts += 1
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
         with self._cond:
             current = self._queue.setdefault(key, _Pending())
-            current.ids = dict.fromkeys([*(e.id for e in episodes), *current.ids])
+            current.ids = dict.fromkeys([*ids, *(later or []), *current.ids])
             current.attempts = pending.attempts
             current.due = time.monotonic() + delay
             self._cond.notify()

@@ -25,7 +25,7 @@ from reverie.context import Context
 from reverie.dream import ChatReply
 from reverie.errors import InvalidInput, NotFound
 from reverie.files import UserFiles
-from reverie.ingest import Added, IngestReport, add_messages, ingest
+from reverie.ingest import Added, IngestReport, add_messages, ingest, store_messages
 from reverie.inputs import (
     check_budget,
     check_date,
@@ -47,7 +47,7 @@ from reverie.maintenance import (
 )
 from reverie.memory_md import SyncReport
 from reverie.messages import Messages
-from reverie.models import Episode, Fact, KnowledgeDoc, Note, Profile
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
 from reverie.store import Store, open_store
@@ -196,14 +196,28 @@ class Memory:
         before is skipped and counted. ``on_progress(step)`` is called after each conversation
         and before learning."""
         user = check_user(user)
-        report = ingest(
-            source, add=lambda msgs, thread_of: self.add(msgs, user=user, thread=thread or thread_of),
-            on_progress=on_progress,
-        )
+        learned = 0
+
+        def add(messages: list[Message], thread_of: str, counts: dict[str, int]) -> Added:
+            episodes = store_messages(
+                self.store, messages, user=user, thread=clean_label(thread or thread_of, "thread") or "default",
+                agent=None, source=None, grouping="exchange", counts=counts,
+            )
+            self.learner.enqueue(episodes)
+            return episodes
+
+        def learn_part() -> None:
+            nonlocal learned
+            learned += self.flush(user=user)
+
+        # a large file streams in: each part is learned before the next is read, so neither
+        # the messages nor the learning queue grow with the file
+        report = ingest(source, add=add, on_progress=on_progress, after_part=learn_part if learn else None)
         if learn:
             if on_progress is not None:
                 on_progress("learning")
-            report.learned = self.flush(user=user)
+            learned += self.flush(user=user)
+            report.learned = learned
         counts = self.stats(user=user)["users"][user]
         report.facts, report.tags = counts["facts"], counts["tags"]
         return report
