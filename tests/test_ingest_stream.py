@@ -128,3 +128,18 @@ def test_ingest_of_something_that_is_not_a_list_of_messages_is_refused(tmp_path)
             mem.ingest({"speaker": "Ana", "content": "hi"}, user="u")  # type: ignore[arg-type]
         with pytest.raises(InvalidInput, match="empty"):
             mem.ingest([], user="u")
+
+
+def test_bench_ingest_writes_the_file_once_and_measures_a_child(tmp_path):
+    from reverie.bench.stream import run_ingest_bench
+
+    first = run_ingest_bench(300, cache=tmp_path, learn=True)
+    path = tmp_path / "turns-300.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 300 and len(set(lines)) == 300  # generated turns, none repeated
+    assert first.turns == 300 and first.episodes > 0 and first.learned == first.episodes
+    assert first.rss_bytes > 10_000_000 and first.seconds > 0
+    stamp = path.stat().st_mtime_ns
+    again = run_ingest_bench(300, cache=tmp_path, learn=False)
+    assert path.stat().st_mtime_ns == stamp  # the cached file is reused
+    assert again.episodes == first.episodes and again.learned == 0

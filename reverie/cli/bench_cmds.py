@@ -20,6 +20,8 @@ from reverie.bench.inputs import SIZES, run_input_sizes
 from reverie.bench.scale import DEFAULT_CACHE, ScaleReport, run_scale
 from reverie.bench.scale import SIZES as SCALE_SIZES
 from reverie.bench.serve import run_serve_bench
+from reverie.bench.stream import DEFAULT_CACHE as STREAM_CACHE
+from reverie.bench.stream import run_ingest_bench
 from reverie.cli.common import (
     Engine,
     Json,
@@ -177,14 +179,43 @@ def _counts(value: str, option: str) -> list[int]:
     return counts
 
 
-def _sizes(value: str) -> list[int]:
+@bench_app.command("ingest")
+def ingest_bench(
+    turns: Annotated[str, typer.Option("--turns", help="Turns in the JSONL file (100k and 1m work too).")] = "100000",
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Where the generated JSONL files are kept (turns-N.jsonl).", file_okay=False),
+    ] = STREAM_CACHE,
+    learn: Annotated[bool, typer.Option("--learn/--no-learn", help="Learn as it ingests (the default), or only store.")] = True,
+    as_json: Json = False,
+) -> None:
+    """Stream a large generated JSONL export into a fresh home: turns/s and peak RSS."""
+
+    counts = _sizes(turns, what="turn", option="--turns")
+    with fail_cleanly():
+        results = []
+        for count in counts:
+            with err_console.status(f"ingesting {count:,} turns"):
+                results.append(run_ingest_bench(count, cache=cache, learn=learn).as_dict())
+    if as_json:
+        emit_json({"ingest": results})
+        return
+    table = Table(title="A JSONL export streamed in (heuristic engine, a fresh home, a child process)")
+    for name in ("turns", "file MB", "learn", "seconds", "turns/s", "peak RSS MB", "episodes", "facts"):
+        table.add_column(name, justify="right")
+    for r in results:
+        table.add_row(f"{r['turns']:,}", str(r["file_mb"]), "yes" if r["learn"] else "no", str(r["seconds"]),
+                      f"{r['turns_per_s']:,.0f}", str(r["peak_rss_mb"]), f"{r['episodes']:,}", f"{r['facts']:,}")
+    console.print(table)
+
+
+def _sizes(value: str, *, what: str = "episode", option: str = "--episodes") -> list[int]:
     out = []
     for part in value.split(","):
         text = part.strip().lower().replace("_", "")
         factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
         digits = text[:-1] if factor > 1 else text
         if not digits.isdigit() or int(digits) * factor <= 0:
-            raise typer.BadParameter(f"{part.strip()!r} is not a positive episode count", param_hint="--episodes")
+            raise typer.BadParameter(f"{part.strip()!r} is not a positive {what} count", param_hint=option)
         out.append(int(digits) * factor)
     return sorted(set(out))
 
