@@ -22,7 +22,8 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -33,6 +34,7 @@ from reverie.engines import STEPS
 from reverie.errors import InvalidInput
 from reverie.ingest import is_locomo, locomo_conversation, locomo_sessions
 from reverie.memory import Memory
+from reverie.store.postgres import is_postgres_url, scratch_schema
 from reverie.text import terms
 
 __all__ = [
@@ -249,9 +251,12 @@ def run_locomo(
     engine: str | None = None,
     group: str = "exchange",
     on_step: Callable[[str], None] | None = None,
+    store: str | None = None,
 ) -> LocomoReport:
     """Run reverie and BM25 over ``cases``; ``on_step(label)`` is called once per
-    :attr:`LocomoCase.steps` unit, for a progress bar."""
+    :attr:`LocomoCase.steps` unit, for a progress bar. ``store``: a ``postgresql://`` URL to
+    run reverie on PostgreSQL (a fresh schema per conversation, dropped afterwards) instead
+    of SQLite in a temporary home."""
     budgets = sorted(set(budgets))
     if not budgets or any(b <= 0 for b in budgets):
         raise InvalidInput("budgets must be positive token counts", field="budget")
@@ -260,7 +265,7 @@ def run_locomo(
     started = time.perf_counter()
     for case in cases:
         _run_bm25(case, bm25, budgets)
-        _run_reverie(case, reverie, budgets, engine, group, step)
+        _run_reverie(case, reverie, budgets, engine, group, step, store)
     return LocomoReport(
         reverie=reverie.figures(),
         bm25=bm25.figures(),
@@ -273,17 +278,28 @@ def run_locomo(
 
 def _run_reverie(
     case: LocomoCase, tally: _Tally, budgets: Sequence[int], engine: str | None, group: str,
-    step: Callable[[str], None],
+    step: Callable[[str], None], store: str | None = None,
 ) -> None:
     user = f"locomo-{case.name}"
-    with tempfile.TemporaryDirectory(prefix="reverie-bench-") as home:
-        with Memory(home, background=False, engine=engine) as mem:
+    with tempfile.TemporaryDirectory(prefix="reverie-bench-") as home, _case_store(store) as where:
+        with Memory(home, background=False, engine=engine, store=where) as mem:
             tally.ingested(*ingest_case(mem, user, case, group=group))
             step(f"{case.name}: ingested")
             at = case.ask_at()
             for number, q in enumerate(case.questions, 1):
                 _ask(mem, user, q, at, budgets, tally)
                 step(f"{case.name}: question {number}/{len(case.questions)}")
+
+
+@contextmanager
+def _case_store(store: str | None) -> Iterator[str | None]:
+    """Where one conversation's memory lives: SQLite in the temporary home (None), or a
+    fresh schema of the PostgreSQL database ``store`` names."""
+    if not is_postgres_url(store):
+        yield store
+        return
+    with scratch_schema(str(store), prefix="reverie_bench") as url:
+        yield url
 
 
 def ingest_case(mem: Memory, user: str, case: LocomoCase, *, group: str = "exchange") -> tuple[int, float]:

@@ -29,6 +29,7 @@ from reverie.cli.common import (
     app,
     console,
     emit_json,
+    chosen_store,
     err_console,
     fail_cleanly,
 )
@@ -62,6 +63,7 @@ def locomo(
             report = run_locomo(
                 cases, budgets=budgets, engine=engine, group=group,
                 on_step=lambda label: progress.update(task, advance=1, description=label),
+                store=chosen_store(),
             )
     if as_json:
         emit_json(report.as_dict())

@@ -9,20 +9,71 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator
+from typing import Annotated, Any, Iterable, Iterator, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
+from typer.core import TyperGroup
 
 from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
 from reverie.observe import configure_logging
 from reverie.settings import Settings
+from reverie.store import is_postgres_url
 from reverie.version import __version__
 
+_STORE: ContextVar[str | None] = ContextVar("reverie_cli_store", default=None)
+
+
+def _store_option() -> Any:
+    """``--store`` (or ``$REVERIE_STORE``) as a parameter of its own, recorded for open_memory."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def probe_command(
+        store: Annotated[Optional[str], typer.Option(
+            "--store", envvar="REVERIE_STORE", show_default=False,
+            help="Where the memory lives: a postgresql:// URL (pip install 'reverie\\[postgres]'); "
+                 "default SQLite in the home.")] = None,
+    ) -> None: ...
+
+    param = typer.main.get_command(probe).params[0]
+    param.expose_value = False
+
+    def note(ctx: Any, given: Any, value: str | None) -> str | None:
+        _STORE.set(value or None)
+        return value
+
+    param.callback = note
+    return param
+
+
+class _EveryCommandTakesStore(TyperGroup):
+    """The command group that gives each command, however deep, the ``--store`` option."""
+
+    def __init__(self, **attrs: Any):
+        super().__init__(**attrs)
+        option = _store_option()
+
+        def walk(group: Any) -> None:
+            for command in group.commands.values():
+                if hasattr(command, "commands"):
+                    walk(command)
+                elif not any(p.name == "store" for p in command.params):
+                    command.params.append(option)
+
+        walk(self)
+
+
+def chosen_store() -> str | None:
+    """The store this command was given with ``--store`` (or ``$REVERIE_STORE``), if any."""
+    return _STORE.get()
+
+
 app = typer.Typer(
+    cls=_EveryCommandTakesStore,
     name="reverie",
     help="Local-first long-term memory for AI agents.",
     no_args_is_help=True,
@@ -113,9 +164,12 @@ def open_memory(
         overrides["engine"] = engine
     if llm:
         overrides["llm"] = llm
+    if chosen_store():
+        overrides["store"] = chosen_store()
     with fail_cleanly():
         settings = Settings.load(home, **overrides)
-        check_home(settings.home, create=create)
+        if not is_postgres_url(settings.store):  # a PostgreSQL store needs no home folder to exist
+            check_home(settings.home, create=create, db=Path(settings.store) if settings.store else None)
         try:
             mem = Memory(settings=settings, background=background, learn=learn)
         except OSError as exc:  # e.g. a home folder that cannot be created or read
@@ -126,13 +180,13 @@ def open_memory(
             mem.close()
 
 
-def check_home(home: Path, *, create: bool) -> None:
+def check_home(home: Path, *, create: bool, db: Path | None = None) -> None:
     """``home`` can hold a store: a folder (or nothing yet, when ``create``) with a readable
-    ``reverie.db`` (or none yet, when ``create``). Creates nothing."""
+    ``reverie.db`` (or ``db``; none yet, when ``create``). Creates nothing."""
     try:
         if home.exists() and not home.is_dir():
             raise StoreError(f"the reverie home {home} is not a folder; pass --home with a folder")
-        if not create and not (home / "reverie.db").exists():
+        if not create and not (db or home / "reverie.db").exists():
             raise NotFound(f"no reverie home at {home}; ingest or remember something first, or pass --home")
     except OSError as exc:
         raise StoreError(f"cannot read the reverie home at {home}: {exc.strerror or exc}") from exc

@@ -38,6 +38,7 @@ import math
 import re
 import threading
 import unicodedata
+import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -121,6 +122,22 @@ def with_schema(url: str, schema: str) -> str:
     parts = urlsplit(base)
     query = parse_qsl(parts.query, keep_blank_values=True) + [("schema", schema)]
     return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
+@contextmanager
+def scratch_schema(url: str, prefix: str = "reverie_scratch") -> Iterator[str]:
+    """``url`` naming a new schema of its own (created by the store that opens it), dropped
+    with everything in it afterwards: a fresh store on a shared server (benchmarks, checks)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        yield with_schema(url, name)
+    finally:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+        with psycopg.connect(split_schema(url)[0], autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {_ident(name)} CASCADE")
 
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
