@@ -8,7 +8,7 @@ arguments; each write is one transaction through the one fact writer.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
@@ -22,6 +22,7 @@ from reverie.inputs import (
     clean_label,
     clean_text,
 )
+from reverie.journal import Journal
 from reverie.models import (
     AREAS,
     FEEDBACK_STATUSES,
@@ -30,12 +31,15 @@ from reverie.models import (
     Fact,
     Feedback,
     KnowledgeDoc,
+    Note,
     Profile,
     Provenance,
+    Tag,
     utcnow,
 )
 from reverie.redact import redact
-from reverie.tags import TagWriter
+from reverie.store.base import FACT_ORDERS, Page
+from reverie.tags import TagWriter, normalize_tag
 
 FACT_STATUSES = ("pending", "consolidated", "archived")
 EPISODE_STATUSES = ("pending", "completed", "interrupted", "failed")
@@ -101,8 +105,11 @@ def get_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
 
 
 def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **changes: Any) -> Fact:
-    """Edit a fact's content, category, area, confidence or status."""
+    """Edit a fact's content, category, area, confidence or status (journaled as an "edit":
+    ``undo`` puts the fact back as it was)."""
     fact = get_fact(ctx, fact_id, user=user)
+    journal = Journal(user=fact.user, action="edit")
+    journal.watch([fact])
     unknown = set(changes) - {"content", "category", "area", "confidence", "status"}
     if unknown:
         raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
@@ -119,6 +126,7 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
     fact.updated_at = utcnow()
     with ctx.store.transaction():
         ctx.facts.index_fact(fact, fact.tags)
+        journal.commit(ctx.store)
     return fact
 
 
@@ -145,14 +153,18 @@ def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
 
 # ------------------------------------------------------------ profile, episodes, knowledge
 def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profile:
-    """Set one profile section by hand, e.g. ``user.cognitiveStyle``."""
+    """Set one profile section by hand, e.g. ``user.cognitiveStyle`` (journaled as an "edit":
+    ``undo`` puts the section back)."""
     if section not in PROFILE_SECTIONS:
         raise InvalidInput(f"unknown profile section {section!r}; one of {', '.join(PROFILE_SECTIONS)}", field="section")
     if not isinstance(summary, str):
         raise InvalidInput("summary must be text", field="summary")
     check_unicode(summary, "summary")
+    journal = Journal(user=user, action="edit")
     with ctx.store.transaction():
+        journal.watch_profile(ctx.store)
         ctx.store.put_profile_section(user, section, redact(summary.strip()), utcnow())
+        journal.commit(ctx.store)
     return ctx.store.get_profile(user)
 
 
@@ -221,6 +233,27 @@ def describe_tags(ctx: Context, *, user: str, status: str | None = None) -> list
     ]
 
 
+def set_tag_status(ctx: Context, name: str, status: str, *, user: str) -> Tag:
+    """A person deprecates a tag (it never matches again) or makes it active again;
+    journaled as a "tags" change that ``undo`` takes back."""
+    if status not in ("active", "deprecated"):
+        raise InvalidInput("status must be active or deprecated (merge a tag with merge_tags)", field="status")
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("name must be a tag name", field="name")
+    writer = TagWriter(ctx.store, user)
+    journal = Journal(user=user, action="tags")
+    with ctx.store.transaction():
+        tag = ctx.store.get_tags(user, [normalize_tag(name)]).get(normalize_tag(name))
+        if tag is None:
+            raise NotFound(f"no tag {name!r} for user {user!r}")
+        if tag.status == "merged":
+            raise InvalidInput(f"{tag.name!r} was merged into {tag.merged_to!r}; change that tag instead", field="name")
+        journal.watch_tags([tag])
+        tag = writer.set_status(tag, status)
+        journal.commit(ctx.store)
+    return tag
+
+
 def merge_tags(ctx: Context, old: str, new: str, *, user: str) -> int:
     """A person's explicit merge: OLD's items move to NEW; OLD stays as a redirect."""
     for name, field in ((old, "old"), (new, "new")):
@@ -234,23 +267,79 @@ def stats(ctx: Context, users: list[str]) -> dict[str, Any]:
     store = ctx.store
     out: dict[str, Any] = {"home": str(ctx.files.home), "schema_version": store.schema_version(), "users": {}}
     for name in users:
-        eps = store.list_episodes(name, archived=None)
-        facts = store.list_facts(name, status=FACT_STATUSES)
+        counts = store.counts(name)  # counting queries: as fast with 100,000 episodes as with 10
         out["users"][name] = {
-            "episodes": len(eps),
-            "episodes_by_status": _count(e.status for e in eps),
-            "facts": len(facts),
-            "facts_by_status": _count(f.status for f in facts),
-            "notes": len(store.list_notes(name)),
-            "knowledge": len(store.list_knowledge(name)),
-            "tags": _count(t.status for t in store.list_tags(name)),
-            "threads": sorted({e.thread for e in eps}),
+            "episodes": sum(counts["episodes_by_status"].values()),
+            "episodes_by_status": counts["episodes_by_status"],
+            "facts": sum(counts["facts_by_status"].values()),
+            "facts_by_status": counts["facts_by_status"],
+            "notes": counts["notes"],
+            "knowledge": counts["knowledge"],
+            "tags": counts["tags"],
+            "threads": counts["threads"],
         }
     return out
 
 
-def _count(values: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return out
+# ------------------------------------------------------------ pages (keyset: ``after`` is the previous page's ``next``)
+def check_limit(limit: Any, most: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+        raise InvalidInput(f"limit must be a whole number from 1 to {most}", field="limit")
+    return limit
+
+
+def episode_page(
+    ctx: Context, *, user: str, thread: str | None = None, status: str | None = None, archived: bool | None = False,
+    until: Any = None, after: str | None = None, limit: int = 50,
+) -> Page[Episode]:
+    """Episodes newest first, one page at a time."""
+    return ctx.store.page_episodes(
+        user, thread=check_text(thread, "thread"), status=_check_status(status, EPISODE_STATUSES), archived=archived,
+        until=until, after=check_text(after, "after"), limit=check_limit(limit, 1000),
+    )
+
+
+def fact_page(
+    ctx: Context, *, user: str, status: str | None = None, category: str | None = None, contains: str | None = None,
+    order: str = "uses", after: str | None = None, limit: int = 50,
+) -> Page[Fact]:
+    """Facts in ``order`` (uses, recent, last_used or confidence; highest first), one page at
+    a time; ``status`` "all" includes the archived (default: pending and consolidated)."""
+    if order not in FACT_ORDERS:
+        raise InvalidInput(f"order must be one of {', '.join(FACT_ORDERS)}", field="order")
+    statuses: str | tuple[str, ...] | None = FACT_STATUSES if status == "all" else _check_status(status, FACT_STATUSES)
+    return ctx.store.page_facts(
+        user, status=statuses, category=check_text(category, "category"), contains=check_text(contains, "contains"),
+        order=order, after=check_text(after, "after"), limit=check_limit(limit, 1000),
+    )
+
+
+def note_page(
+    ctx: Context, *, user: str, date: str | None = None, after: str | None = None, limit: int = 100,
+) -> Page[Note]:
+    """Daily-note lines, newest day first, one page at a time."""
+    return ctx.store.page_notes(user, date=date, after=check_text(after, "after"), limit=check_limit(limit, 1000))
+
+
+def tag_page(
+    ctx: Context, *, user: str, status: str | None = None, after: str | None = None, limit: int = 100,
+) -> Page[dict[str, Any]]:
+    """The tag dictionary by name, one page at a time, each tag as :func:`describe_tags` shows it."""
+    page = ctx.store.page_tags(user, status=check_text(status, "status"), after=check_text(after, "after"),
+                               limit=check_limit(limit, 1000))
+    return Page(_describe(ctx, user, page.items), page.next)
+
+
+def _describe(ctx: Context, user: str, tags: list[Tag]) -> list[dict[str, Any]]:
+    names = [t.name for t in tags]
+    counts = ctx.store.tag_counts(user, names) if names else {}
+    relations: dict[str, list[dict[str, str]]] = {}
+    for rel in ctx.store.relations(user, names):
+        relations.setdefault(rel.source, []).append({"target": rel.target, "level": rel.level})
+    return [
+        {
+            "name": t.name, "status": t.status, "dimension": t.dimension, "merged_to": t.merged_to,
+            "items": counts.get(t.name, 0), "relations": relations.get(t.name, []),
+        }
+        for t in tags
+    ]

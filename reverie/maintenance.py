@@ -24,11 +24,12 @@ from pydantic import Field
 from reverie.claims import NEGATION, stored_relation
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
-from reverie.errors import Conflict, NotFound
+from reverie.errors import Conflict, InvalidInput, NotFound
 from reverie.facts import FactLine, capacity_record, clean_line, fact_line, numbers
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
+from reverie.store.base import Page
 from reverie.tags import TagWriter
 from reverie.text import exact_key, terms, token_set, words
 
@@ -406,12 +407,22 @@ class ChangeSet(Model):
 def list_changes(ctx: Context, *, user: str, limit: int = 50) -> list[ChangeSet]:
     """The user's journaled operations (dreams, consolidate, tidy, sync, clean, capacity
     evictions), newest first: the ids ``undo`` takes."""
-    out = []
-    for raw in ctx.store.list_journals(user, limit):
-        journal = Journal.model_validate_json(raw)
-        out.append(ChangeSet(id=journal.id, action=journal.action, at=journal.at, changes=len(journal.changes),
-                             undone_at=journal.undone_at))
-    return out
+    return [_change_set(Journal.model_validate_json(raw)) for raw in ctx.store.list_journals(user, limit)]
+
+
+def change_page(ctx: Context, *, user: str, after: str | None = None, limit: int = 50) -> Page[ChangeSet]:
+    """:func:`list_changes` one page at a time (``after``: the previous page's ``next``)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidInput("limit must be a whole number from 1 to 1000", field="limit")
+    if after is not None and not isinstance(after, str):
+        raise InvalidInput("after must be a cursor a page gave out", field="after")
+    page = ctx.store.page_journals(user, after=after, limit=limit)
+    return Page([_change_set(Journal.model_validate_json(raw)) for raw in page.items], page.next)
+
+
+def _change_set(journal: Journal) -> ChangeSet:
+    return ChangeSet(id=journal.id, action=journal.action, at=journal.at, changes=len(journal.changes),
+                     undone_at=journal.undone_at)
 
 
 def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:

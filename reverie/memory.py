@@ -47,11 +47,11 @@ from reverie.maintenance import (
 )
 from reverie.memory_md import SyncReport
 from reverie.messages import Messages
-from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
 from reverie.store import Store, open_store
-from reverie.store.base import DreamRun
+from reverie.store.base import DreamRun, Page
 from reverie.turn import Turn, recover_turns
 
 log = logging.getLogger("reverie")
@@ -315,6 +315,43 @@ class Memory:
         """A person's explicit merge: OLD's items move to NEW; OLD stays as a redirect."""
         return curation.merge_tags(self.ctx, old, new, user=check_user(user))
 
+    def set_tag_status(self, name: str, status: str, *, user: str) -> Tag:
+        """Deprecate a tag (it never matches again) or make it active again; undoable."""
+        return curation.set_tag_status(self.ctx, name, status, user=check_user(user))
+
+    # ------------------------------------------------------------ pages (keyset: pass a page's ``next`` as ``after``)
+    def episode_page(
+        self, *, user: str, thread: str | None = None, status: str | None = None, archived: bool | None = False,
+        until: datetime | None = None, after: str | None = None, limit: int = 50,
+    ) -> Page[Episode]:
+        """Episodes newest first, ``limit`` at a time: as fast at page 2,000 as at page 1."""
+        return curation.episode_page(self.ctx, user=check_user(user), thread=thread, status=status,
+                                     archived=archived, until=check_time(until, "until"), after=after, limit=limit)
+
+    def fact_page(
+        self, *, user: str, status: str | None = None, category: str | None = None, contains: str | None = None,
+        order: str = "uses", after: str | None = None, limit: int = 50,
+    ) -> Page[Fact]:
+        """Facts ordered by uses, recent, last_used or confidence (highest first), ``limit`` at a
+        time; ``contains`` filters on the text; ``status="all"`` includes the archived."""
+        return curation.fact_page(self.ctx, user=check_user(user), status=status, category=category,
+                                  contains=contains, order=order, after=after, limit=limit)
+
+    def note_page(self, *, user: str, date: str | None = None, after: str | None = None, limit: int = 100) -> Page[Note]:
+        """Daily-note lines, newest day first (a day's lines in the order written)."""
+        return curation.note_page(self.ctx, user=check_user(user), date=check_date(date) if date is not None else None,
+                                  after=after, limit=limit)
+
+    def tag_page(
+        self, *, user: str, status: str | None = None, after: str | None = None, limit: int = 100,
+    ) -> Page[dict[str, Any]]:
+        """The tag dictionary by name (as :meth:`tags` describes each tag), ``limit`` at a time."""
+        return curation.tag_page(self.ctx, user=check_user(user), status=status, after=after, limit=limit)
+
+    def change_page(self, *, user: str, after: str | None = None, limit: int = 50) -> Page[ChangeSet]:
+        """:meth:`changes` one page at a time."""
+        return maintenance.change_page(self.ctx, user=check_user(user), after=after, limit=limit)
+
     # ------------------------------------------------------------ recall and learning
     def recall(
         self,
@@ -450,6 +487,11 @@ class Memory:
     def sync(self, *, user: str) -> SyncReport:
         """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
         return memory_md.sync(self.ctx, user=check_user(user))
+
+    def save_memory_md(self, text: str, *, user: str, base: str | None = None) -> SyncReport:
+        """Write an edited MEMORY.md and :meth:`sync` it. ``base``: the sha256 of the text the
+        edit started from; if MEMORY.md changed since, Conflict (nothing is written)."""
+        return memory_md.save_memory_md(self.ctx, user=check_user(user), text=text, base=check_text(base, "base"))
 
     def changes(self, *, user: str, limit: int = 50) -> list[ChangeSet]:
         """Journaled operations (dream, consolidate, tidy, sync, clean, capacity), newest first."""

@@ -21,8 +21,9 @@ from pathlib import Path
 from pydantic import Field
 
 from reverie.context import Context
+from reverie.errors import Conflict, InvalidInput
 from reverie.facts import FactLine, clean_line, fact_line, fact_rank
-from reverie.inputs import normalize_category
+from reverie.inputs import check_unicode, normalize_category
 from reverie.journal import SNAPSHOT, Journal
 from reverie.models import (
     AREAS,
@@ -279,6 +280,23 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     publish_memory_md(ctx, user, curated)
     return report
+
+
+def save_memory_md(ctx: Context, *, user: str, text: str, base: str | None = None) -> SyncReport:
+    """Write a person's edited MEMORY.md and take it in with :func:`sync` (journaled). ``base``
+    is the ``text_sha`` of the text the edit started from: if MEMORY.md changed since (a dream
+    ran), nothing is written and Conflict says so, so that an old page never undoes a dream."""
+    if not isinstance(text, str):
+        raise InvalidInput("text must be the whole of MEMORY.md", field="text")
+    check_unicode(text, "text")
+    path = memory_md_path(ctx, user)
+    current = ctx.files.read(user, path)
+    if current is None or load_snapshot(ctx, user) is None:
+        raise Conflict("there is no MEMORY.md to edit yet: the first dream writes it")
+    if base is not None and base != text_sha(current):
+        raise Conflict("MEMORY.md changed since this edit began (a dream or another edit); reload it and edit again")
+    ctx.files.write(user, path, text.replace("\r\n", "\n"))
+    return sync(ctx, user=user)
 
 
 class _SyncEdits:

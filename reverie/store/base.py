@@ -7,13 +7,16 @@ same methods. Callers group several calls into one logical write with
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
+from reverie.errors import InvalidInput
 from reverie.models import (
     Episode,
     Fact,
@@ -28,6 +31,54 @@ from reverie.models import (
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
+# how a page of facts may be ordered (each descending, newest first on ties)
+FACT_ORDERS: tuple[str, ...] = ("uses", "recent", "last_used", "confidence")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[_T]):
+    """One page of a list read by keyset: ``next`` is the cursor that reads the page after
+    this one (pass it back as ``after=``), None on the last page. A cursor is opaque and
+    belongs to the store (and the order) that made it."""
+
+    items: list[_T]
+    next: str | None = None
+
+
+def encode_cursor(values: Sequence[Any]) -> str:
+    """The values a page ended on (the sort key of its last row) as an opaque cursor."""
+    return base64.urlsafe_b64encode(json.dumps(list(values), ensure_ascii=False).encode("utf-8")).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, types: Sequence[type]) -> list[Any] | None:
+    """The values of a cursor made by :func:`encode_cursor` (None for no cursor); a cursor
+    that is not one of these is InvalidInput (field ``after``)."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("after is not a cursor this list gave out", field="after") from exc
+    if (not isinstance(values, list) or len(values) != len(types)
+            or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(values, types))):
+        raise InvalidInput("after is not a cursor this list gave out", field="after")
+    return values
+
+
+def _tally(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def page_of(rows: Sequence[_T], limit: int, key: Callable[[_T], Sequence[Any]]) -> Page[_T]:
+    """The first ``limit`` of ``rows`` (read with one row more than a page), and the cursor
+    after them when there are more."""
+    items = list(rows[:limit])
+    more = len(rows) > limit and bool(items)
+    return Page(items, encode_cursor(key(items[-1])) if more else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +333,104 @@ class Store(ABC):
     @abstractmethod
     def list_journals(self, user: str, limit: int = 50) -> list[str]:
         """The user's undo journals (as stored JSON), newest first."""
+
+    def counts(self, user: str) -> dict[str, Any]:
+        """How much the user has: episodes by status (archived ones too) and their threads,
+        facts by status, note lines, knowledge documents, tags by status. The default reads
+        every list; a store overrides it with counting queries (SQLiteStore does)."""
+        episodes = self.list_episodes(user, archived=None)
+        return {
+            "episodes_by_status": _tally(e.status for e in episodes),
+            "threads": sorted({e.thread for e in episodes}),
+            "facts_by_status": _tally(f.status for f in self.list_facts(user, status=("pending", "consolidated", "archived"))),
+            "notes": len(self.list_notes(user)),
+            "knowledge": len(self.list_knowledge(user)),
+            "tags": _tally(t.status for t in self.list_tags(user)),
+        }
+
+    # ------------------------------------------------------------ pages (keyset, for the console)
+    # Each reads one page of a list in a fixed order and returns the cursor of the next page.
+    # The defaults below read the whole list through the methods above and cut a page from
+    # it (correct, but as slow as the list is long); a store overrides them with indexed
+    # keyset reads (SQLiteStore does), so that a page costs the same at any depth.
+    def page_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        until: datetime | None = None,
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Episode]:
+        """Episodes newest first (by occurred time), ``limit`` at a time."""
+        last = decode_cursor(after, (str, str))
+        rows = sorted(self.list_episodes(user, thread=thread, status=status, archived=archived, until=until),
+                      key=lambda e: (as_utc(e.occurred_at), e.id), reverse=True)
+        if last is not None:
+            mark = (as_utc(datetime.fromisoformat(last[0])), last[1])
+            rows = [e for e in rows if (as_utc(e.occurred_at), e.id) < mark]
+        return page_of(rows[: limit + 1], limit, lambda e: (as_utc(e.occurred_at).isoformat(), e.id))
+
+    def page_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        contains: str | None = None,
+        order: str = "uses",
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Fact]:
+        """Facts (``status`` as in :meth:`list_facts`) whose content contains ``contains``
+        (case-insensitive), ordered by ``order`` (one of FACT_ORDERS, each highest first,
+        then newest first), ``limit`` at a time."""
+        def key(f: Fact) -> tuple[Any, str, str]:
+            value: Any = {"uses": f.uses, "recent": 0, "confidence": f.confidence,
+                          "last_used": as_utc(f.last_used_at).isoformat() if f.last_used_at else ""}[order]
+            return (value, as_utc(f.created_at).isoformat(), f.id)
+
+        last = decode_cursor(after, ((int if order in ("uses", "recent") else float if order == "confidence" else str), str, str))
+        facts = self.list_facts(user, status=status, category=category)
+        if contains:
+            needle = contains.casefold()
+            facts = [f for f in facts if needle in f.content.casefold()]
+        rows = sorted(facts, key=key, reverse=True)
+        if last is not None:
+            mark = tuple(last)
+            rows = [f for f in rows if key(f) < mark]
+        return page_of(rows[: limit + 1], limit, key)
+
+    def page_notes(self, user: str, *, date: str | None = None, after: str | None = None, limit: int = 100) -> Page[Note]:
+        """Daily-note lines, the newest day first and each day's lines in the order written."""
+        last = decode_cursor(after, (str, int))
+        notes = self.list_notes(user, since=date, until=date)
+        days: dict[str, list[Note]] = {}
+        for note in notes:
+            days.setdefault(note.date, []).append(note)
+        rows = [(day, n, note) for day in sorted(days, reverse=True) for n, note in enumerate(days[day])]
+        if last is not None:
+            rows = [r for r in rows if r[0] < last[0] or (r[0] == last[0] and r[1] > last[1])]
+        page = page_of(rows[: limit + 1], limit, lambda r: (r[0], r[1]))
+        return Page([r[2] for r in page.items], page.next)
+
+    def page_tags(self, user: str, *, status: str | None = None, after: str | None = None, limit: int = 100) -> Page[Tag]:
+        """Tags by name, ``limit`` at a time."""
+        last = decode_cursor(after, (str,))
+        rows = sorted(self.list_tags(user, status=status), key=lambda t: t.name)
+        if last is not None:
+            rows = [t for t in rows if t.name > last[0]]
+        return page_of(rows[: limit + 1], limit, lambda t: (t.name,))
+
+    def page_journals(self, user: str, *, after: str | None = None, limit: int = 50) -> Page[str]:
+        """The user's undo journals (as stored JSON), newest first, ``limit`` at a time."""
+        last = decode_cursor(after, (int,))
+        start = last[0] if last is not None else 0
+        rows = self.list_journals(user, start + limit + 1)[start:]
+        page = page_of(rows, limit, lambda _: (start + limit,))
+        return page
 
     @abstractmethod
     def delete_user(self, user: str) -> dict[str, int]:

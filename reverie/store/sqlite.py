@@ -31,15 +31,19 @@ from reverie.models import (
     as_utc,
 )
 from reverie.store.base import (
+    FACT_ORDERS,
     ApiKey,
     DreamRun,
     EpisodeRef,
     FactText,
     Hit,
+    Page,
     Posting,
     Store,
+    decode_cursor,
     input_digest,
     nth_input,
+    page_of,
     source_key,
 )
 from reverie.text import index_text
@@ -452,6 +456,129 @@ class SQLiteStore(Store):
             sql += " LIMIT ?"
             params.append(limit)
         return [self._episode(r) for r in self._x(sql, params)]
+
+    def counts(self, user: str) -> dict[str, Any]:
+        def tally(sql: str) -> dict[str, int]:
+            return {str(r[0]): int(r[1]) for r in self._x(sql, (user,))}
+
+        def one(sql: str) -> int:
+            return int(self._x(sql, (user,)).fetchone()[0])
+
+        return {
+            "episodes_by_status": tally("SELECT status, count(*) FROM episodes WHERE user = ? GROUP BY status ORDER BY 1"),
+            "threads": [r[0] for r in self._x("SELECT DISTINCT thread FROM episodes WHERE user = ? ORDER BY 1", (user,))],
+            "facts_by_status": tally("SELECT status, count(*) FROM facts WHERE user = ? GROUP BY status ORDER BY 1"),
+            "notes": one("SELECT count(*) FROM notes WHERE user = ?"),
+            "knowledge": one("SELECT count(*) FROM knowledge WHERE user = ?"),
+            "tags": tally("SELECT status, count(*) FROM tags WHERE user = ? GROUP BY status ORDER BY 1"),
+        }
+
+    # ------------------------------------------------------------ pages (keyset reads)
+    def page_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        until: datetime | None = None,
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Episode]:
+        # (user, occurred_at) and (user, thread, occurred_at) carry the rowid: the page is an
+        # index range read from the cursor on, however deep it is
+        last = decode_cursor(after, (str, int))
+        sql = "SELECT * FROM episodes WHERE user = ?"
+        params: list[Any] = [user]
+        for clause, value in (
+            ("thread = ?", thread),
+            ("status = ?", status),
+            ("archived = ?", None if archived is None else int(archived)),
+            ("occurred_at <= ?", _ts(until)),
+        ):
+            if value is not None:
+                sql += f" AND {clause}"
+                params.append(value)
+        if last is not None:
+            sql += " AND (occurred_at, pk) < (?, ?)"
+            params += last
+        rows = self._x(sql + " ORDER BY occurred_at DESC, pk DESC LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["occurred_at"], r["pk"]))
+        return Page([self._episode(r) for r in page.items], page.next)
+
+    def page_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        contains: str | None = None,
+        order: str = "uses",
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Fact]:
+        if order not in FACT_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(FACT_ORDERS)}")
+        key, kind = {
+            "uses": ("uses", int),
+            "recent": ("0", int),
+            "last_used": ("coalesce(last_used_at, '')", str),
+            "confidence": ("coalesce(json_extract(body, '$.confidence'), 0.0) + 0.0", float),
+        }[order]
+        last = decode_cursor(after, (kind, int))
+        statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
+        sql = f"SELECT *, {key} AS sort_key FROM facts WHERE user = ? AND status IN ({_in(statuses)})"
+        params: list[Any] = [user, *statuses]
+        if category is not None:
+            sql += " AND category = ?"
+            params.append(category)
+        if contains:
+            sql += " AND instr(lower(json_extract(body, '$.content')), lower(?)) > 0"
+            params.append(contains)
+        if last is not None:
+            sql += f" AND ({key}, pk) < (?, ?)"
+            params += last
+        rows = self._x(sql + " ORDER BY sort_key DESC, pk DESC LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["sort_key"], r["pk"]))
+        return Page([self._fact(r) for r in page.items], page.next)
+
+    def page_notes(self, user: str, *, date: str | None = None, after: str | None = None, limit: int = 100) -> Page[Note]:
+        last = decode_cursor(after, (str, int))
+        sql, params = "SELECT pk, date, body FROM notes WHERE user = ?", [user]
+        if date is not None:
+            sql += " AND date = ?"
+            params.append(date)
+        if last is not None:
+            sql += " AND (date < ? OR (date = ? AND pk > ?))"
+            params += [last[0], last[0], last[1]]
+        rows = self._x(sql + " ORDER BY date DESC, pk ASC LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["date"], r["pk"]))
+        return Page([Note.model_validate_json(r["body"]) for r in page.items], page.next)
+
+    def page_tags(self, user: str, *, status: str | None = None, after: str | None = None, limit: int = 100) -> Page[Tag]:
+        last = decode_cursor(after, (str,))
+        sql, params = "SELECT * FROM tags WHERE user = ?", [user]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        if last is not None:
+            sql += " AND name > ?"
+            params.append(last[0])
+        rows = self._x(sql + " ORDER BY name LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["name"],))
+        return Page([self._tag(r) for r in page.items], page.next)
+
+    def page_journals(self, user: str, *, after: str | None = None, limit: int = 50) -> Page[str]:
+        last = decode_cursor(after, (str, str))
+        sql = ("SELECT key, value, json_extract(value, '$.at') AS at FROM meta WHERE key LIKE 'journal:%' "
+               "AND json_extract(value, '$.user') = ?")
+        params: list[Any] = [user]
+        if last is not None:
+            sql += " AND (json_extract(value, '$.at'), key) < (?, ?)"
+            params += last
+        rows = self._x(sql + " ORDER BY at DESC, key DESC LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["at"], r["key"]))
+        return Page([str(r["value"]) for r in page.items], page.next)
 
     def pending_turns(self) -> list[Episode]:
         return [self._episode(r) for r in self._x("SELECT * FROM episodes WHERE status = 'pending' ORDER BY pk")]
