@@ -16,6 +16,9 @@ from reverie.tagnames import TagNeighbours, tag_features
 from reverie.text import STOPWORDS, has_cjk, jaccard, stem, words
 
 
+RELATIONS_PER_TAG = 3  # relations proposed for one candidate tag
+
+
 def _is_generic_tag(name: str) -> bool:
     ws = words(name)
     return not ws or all(
@@ -30,7 +33,8 @@ def _tag_relation(a: str, b: str) -> Literal["synonym", "related"] | None:
     kb, cb, bb, wb, _ = tag_features(b)
     if ka == kb:
         return "synonym"
-    if jaccard(ba, bb) >= 0.8:
+    # jaccard >= 0.8 needs sets of nearly one size: the length check spares most comparisons
+    if 0.8 * max(len(ba), len(bb)) <= min(len(ba), len(bb)) and jaccard(ba, bb) >= 0.8:
         return "related"
     if wa < wb or wb < wa:
         return "related"
@@ -48,10 +52,16 @@ def govern(request: GovernRequest) -> TagDecisions:
         if _is_generic_tag(name):
             decisions.deprecate.append(name)
             continue
-        related = [(other, level) for other in pool.neighbours(name) if (level := _tag_relation(name, other))]
+        related: list[tuple[str, Literal["synonym", "related"]]] = []
+        for other in pool.neighbours(name):
+            level = _tag_relation(name, other)
+            if level:
+                related.append((other, level))
+                if len(related) == RELATIONS_PER_TAG:
+                    break  # the first ones found are the ones proposed
         if related:
             decisions.relations.extend(RelationProposal(source=name, target=other, level=level)
-                                       for other, level in related[:3])
+                                       for other, level in related)
             continue
         if name not in live:
             decisions.activate.append(name)
