@@ -30,6 +30,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from reverie.console import mount_console, mount_docs
 from reverie.errors import (
     AccessDenied,
     Conflict,
@@ -263,6 +264,8 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
         version=__version__,
         description="Local-first long-term memory for AI agents. Every call acts for the API key's user.",
         lifespan=lifespan,
+        docs_url=None,  # /docs is served from local assets (reverie.console.mount_docs): it works offline
+        redoc_url=None,
     )
     if not auth:
         # without keys, a page the browser loads must not reach us through DNS rebinding
@@ -290,6 +293,8 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
         return who(credentials.credentials if credentials else api_key, user)
 
     _routes(app, memory, Depends(caller))
+    mount_docs(app)
+    mount_console(app, memory, auth=auth, default_user=default_user)  # the web console at /console
     if mcp_server is not None:
         app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who)))
 

@@ -1,0 +1,297 @@
+"""The console's plumbing: templates, the session of each request, CSRF, flash messages,
+and how an error becomes a page.
+
+Every console route is a :class:`ConsoleRoute`: a :class:`~reverie.errors.ReverieError`
+raised while serving a page becomes an HTML error page with the status REST would
+answer (400, 403, 404, 409...), and one raised by a form post becomes a message on the
+page the form came from. Every response carries a strict Content-Security-Policy
+(scripts and styles from the console's own static files only), ``no-store`` caching and
+no framing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from reverie.console.session import COOKIE, FLASH_COOKIE, Session, Sessions, same_token
+from reverie.errors import AccessDenied, Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
+from reverie.version import __version__
+
+if TYPE_CHECKING:
+    from reverie.memory import Memory
+
+PACKAGE = Path(str(resources.files("reverie.console")))
+TEMPLATES = PACKAGE / "templates"
+STATIC = PACKAGE / "static"
+PREFIX = "/console"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+_STATUS: tuple[tuple[type[ReverieError], int], ...] = (
+    (InvalidInput, 400), (NotFound, 404), (Conflict, 409), (EngineError, 502), (StoreError, 503),
+)
+
+
+def status_of(exc: ReverieError) -> int:
+    if isinstance(exc, AccessDenied):
+        return exc.status
+    return next((code for kind, code in _STATUS if isinstance(exc, kind)), 400)
+
+
+def message_of(exc: ReverieError) -> str:
+    text = str(exc)
+    if isinstance(exc, InvalidInput) and exc.field and exc.field not in text:
+        text = f"{exc.field}: {text}"
+    return text
+
+
+# ------------------------------------------------------------ templates
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+_FACT_MARKER = re.compile(r"\s*<!--\s*(fact_[0-9a-z]+)\s*-->")
+
+
+def markdown(text: str, shift: int = 2) -> Markup:
+    """Markdown as HTML, raw HTML in it escaped (never passed through); MEMORY.md's
+    ``<!-- fact_… -->`` markers become links to the fact. Headings move ``shift`` levels
+    down, under the page's own h1 and the section's h2."""
+    text = _FACT_MARKER.sub(lambda m: f" [↗]({PREFIX}/facts/{m.group(1)})", text)
+    tokens = _MARKDOWN.parse(text)
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + shift)}"
+    # markdown-it escapes every HTML tag of the text (html=False): this is safe markup
+    return Markup(_MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {}))
+
+
+def when(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    if value is None:
+        return ""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime(fmt)
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(enabled_extensions=("html",), default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = markdown
+    env.filters["when"] = when
+    env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
+    env.globals["prefix"] = PREFIX
+    env.globals["version"] = __version__
+    return env
+
+
+# ------------------------------------------------------------ the request's view
+class NeedSignIn(Exception):
+    """Raised by a page that needs a signed-in session: the answer is the sign-in page."""
+
+
+@dataclass
+class Console:
+    """What every console route shares: the memory, the sessions and the templates."""
+
+    memory: "Memory"
+    sessions: Sessions
+    auth: bool
+    env: Environment = field(default_factory=_environment)
+
+    def session_of(self, request: Request) -> Session | None:
+        return self.sessions.decode(request.cookies.get(COOKIE))
+
+
+@dataclass
+class View:
+    """One request to the console: who is signed in, whose memory it shows, and the
+    cookies the answer must set."""
+
+    console: Console
+    request: Request
+    session: Session
+    fresh: bool = False  # the session changed: the answer sets the cookie again
+    flash: dict[str, Any] | None = None
+    form: dict[str, str] = field(default_factory=dict)  # a form post's fields (the last value of each)
+    form_lists: dict[str, list[str]] = field(default_factory=dict)  # ... and every value of each
+
+    @property
+    def memory(self) -> "Memory":
+        return self.console.memory
+
+    @property
+    def user(self) -> str:
+        if self.session.user is None:
+            raise NeedSignIn()
+        return self.session.user
+
+    @property
+    def here(self) -> str:
+        """This page's path and query (where a form on it returns to)."""
+        query = self.request.url.query
+        return self.request.url.path + (f"?{query}" if query and self.request.method == "GET" else "")
+
+    def users(self) -> list[str]:
+        """The users this session may switch to (every user with something stored)."""
+        if not self.session.admin:
+            return [self.user]
+        return sorted({*self.memory.users(), self.user})
+
+    def use_session(self, session: Session) -> None:
+        self.session, self.fresh = session, True
+
+    # ------------------------------------------------------------ answers
+    def render(self, template: str, *, status: int = 200, title: str = "", **context: Any) -> Response:
+        page = self.console.env.get_template(template).render(
+            view=self, session=self.session, user=self.session.user, csrf=self.session.csrf,
+            flash=self.flash, title=title, path=self.request.url.path, here=self.here, auth=self.console.auth,
+            url=self.url, **context,
+        )
+        return self.finish(HTMLResponse(page, status_code=status))
+
+    def redirect(self, to: str, *, flash: str | None = None, error: bool = False, undo: str | None = None) -> Response:
+        response = RedirectResponse(to, status_code=303)
+        if flash:
+            value = base64.urlsafe_b64encode(json.dumps({"text": flash, "error": error, "undo": undo}).encode()).decode()
+            response.set_cookie(FLASH_COOKIE, self.console.sessions.sign(value), httponly=True, samesite="strict",
+                                path=PREFIX, secure=self.request.url.scheme == "https", max_age=60)
+        return self.finish(response)
+
+    def back(self, fallback: str) -> str:
+        """Where a form post returns to: its ``next`` field (or parameter) if that is a console path."""
+        return local_path(self.form.get("next")) or local_path(self.request.query_params.get("next")) or fallback
+
+    def finish(self, response: Response) -> Response:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if self.fresh:
+            set_session_cookie(self.console, self.request, response, self.session)
+        if self.flash is not None:
+            response.delete_cookie(FLASH_COOKIE, path=PREFIX)
+        return response
+
+    def url(self, path: str = "", **params: Any) -> str:
+        """A console URL with the query parameters that are set."""
+        query = urlencode({k: v for k, v in params.items() if v not in (None, "", False)})
+        return f"{PREFIX}{path}" + (f"?{query}" if query else "")
+
+
+def set_session_cookie(console: Console, request: Request, response: Response, session: Session) -> None:
+    response.set_cookie(
+        COOKIE, console.sessions.encode(session), httponly=True, samesite="strict", path="/",
+        secure=request.url.scheme == "https", max_age=max(60, session.expires - int(datetime.now().timestamp())),
+    )
+
+
+def local_path(value: str | None) -> str | None:
+    """``value`` if it is a path inside the console (never another site)."""
+    if not value or not value.startswith(PREFIX) or value.startswith("//") or "\\" in value:
+        return None
+    parts = urlsplit(value)
+    return value if not parts.scheme and not parts.netloc else None
+
+
+def view_of(console: Console, request: Request) -> View:
+    """The view of a request: its session (a fresh one if it has none) and its flash message."""
+    session = console.session_of(request)
+    view = View(console, request, session or console.sessions.new(), fresh=session is None)
+    raw = console.sessions.unsign(request.cookies.get(FLASH_COOKIE))
+    if raw:
+        try:
+            view.flash = json.loads(base64.urlsafe_b64decode(raw))
+        except ValueError:
+            view.flash = None
+    named = request.query_params.get("user")
+    if named and view.session.signed_in and named != view.session.user:
+        # ?user= in a URL: an admin key (or no keys) switches to that user; a plain key is refused
+        view.use_session(console.sessions.switch(view.session, named))
+    return view
+
+
+def check_csrf(view: View, form: Mapping[str, Any]) -> None:
+    """A state-changing request must carry the session's CSRF token (a hidden form field or
+    the X-CSRF-Token header) and, when the browser names one, come from this origin."""
+    request = view.request
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+        raise AccessDenied("this form was sent from another site", status=403)
+    if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
+        raise AccessDenied("this form was sent from another site", status=403)
+    token = form.get("csrf") or request.headers.get("x-csrf-token")
+    if view.fresh or not same_token(view.session.csrf, token if isinstance(token, str) else None):
+        raise AccessDenied("the form expired (or came from elsewhere): reload the page and try again", status=403)
+
+
+# ------------------------------------------------------------ routes
+class ConsoleRoute(APIRoute):
+    """A console route: errors become pages (or, after a form post, a message on the page
+    the form came from); every answer gets the security headers."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                response = await handler(request)
+            except NeedSignIn:
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return _secure(RedirectResponse(f"{PREFIX}/sign-in?" + urlencode({"next": target}), status_code=303))
+            except ReverieError as exc:
+                return _error(request, exc)
+            return _secure(response)
+
+        return answer
+
+
+def _secure(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+def _error(request: Request, exc: ReverieError) -> Response:
+    console: Console = request.app.state.reverie_console
+    view = view_of_safely(console, request)
+    status = status_of(exc)
+    if request.method == "POST" and status != 403 and view.session.signed_in:
+        referer = local_path(urlsplit(request.headers.get("referer", "")).path or None)
+        back = local_path(request.query_params.get("next")) or referer or PREFIX
+        return view.redirect(back, flash=message_of(exc), error=True)
+    if status == 401 and not view.session.signed_in:
+        return _secure(RedirectResponse(f"{PREFIX}/sign-in", status_code=303))
+    return view.render("error.html", status=status, title="Error", message=message_of(exc), status_code=status)
+
+
+def view_of_safely(console: Console, request: Request) -> View:
+    try:
+        return view_of(console, request)
+    except ReverieError:
+        # the ?user= that failed: show the error under the session as it is
+        session = console.session_of(request)
+        return View(console, request, session or console.sessions.new(), fresh=session is None)
+

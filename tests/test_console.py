@@ -1,0 +1,414 @@
+"""The web console through FastAPI's TestClient: sign-in with API keys, the session cookie,
+CSRF on every form post, one user's key never reaching another user, everything stored
+shown as text, keyset pages, and each page's writes going through Memory."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from fastapi.testclient import TestClient
+
+from reverie import Memory
+from reverie.keys import create_key, revoke_key
+from reverie.server import create_app
+from reverie.store.base import Store
+
+BASE = "http://127.0.0.1"
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "no CSRF field on the page"
+    return found.group(1)
+
+
+class Browser:
+    """A TestClient that signs in like a person: the sign-in form, then its cookie."""
+
+    def __init__(self, app, key: str | None = None):
+        self.client = TestClient(app, base_url=BASE, follow_redirects=False)
+        if key is not None:
+            self.sign_in(key)
+
+    def sign_in(self, key: str):
+        page = self.client.get("/console/sign-in")
+        return self.client.post("/console/sign-in", data={"key": key, "csrf": csrf_of(page.text), "next": ""})
+
+    def get(self, path: str, **kw):
+        return self.client.get(path, **kw)
+
+    def post(self, path: str, data: dict | None = None, *, page: str = "/console", **kw):
+        """A form post carrying the CSRF token of ``page`` (as the form on it would)."""
+        token = csrf_of(self.client.get(page).text)
+        return self.client.post(path, data={**(data or {}), "csrf": token}, **kw)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    memory = Memory(tmp_path / "home", background=False)
+    keys = {
+        "ana": create_key(memory.store, user="ana").secret,
+        "bob": create_key(memory.store, user="bob").secret,
+        "admin": create_key(memory.store, user="ops", admin=True).secret,
+    }
+    app = create_app(memory, mcp=False)
+    yield memory, app, keys
+    memory.close()
+
+
+# ------------------------------------------------------------ signing in
+def test_pages_need_a_signed_in_session_and_the_key_never_shows(setup):
+    memory, app, keys = setup
+    browser = Browser(app)
+    first = browser.get("/console/facts?q=x")
+    assert first.status_code == 303 and first.headers["location"].startswith("/console/sign-in?next=")
+    page = browser.get("/console/sign-in")
+    assert page.status_code == 200 and 'type="password"' in page.text
+    signed = browser.client.post("/console/sign-in", data={"key": keys["ana"], "csrf": csrf_of(page.text),
+                                                           "next": "/console/facts?q=x"})
+    assert signed.status_code == 303 and signed.headers["location"] == "/console/facts?q=x"
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert keys["ana"] not in cookie and keys["ana"] not in signed.headers["location"]
+    overview = browser.get("/console")
+    assert overview.status_code == 200 and "Overview" in overview.text and ">ana<" in overview.text
+    assert keys["ana"] not in overview.text
+    # the security headers of every console page
+    assert "script-src 'self'" in overview.headers["content-security-policy"]
+    assert overview.headers["x-frame-options"] == "DENY" and overview.headers["cache-control"] == "no-store"
+
+
+def test_a_bad_key_is_refused_and_not_echoed(setup):
+    _, app, keys = setup
+    browser = Browser(app)
+    wrong = "rv_" + "x" * 43
+    refused = browser.sign_in(wrong)
+    assert refused.status_code == 401 and "not a live API key" in refused.text
+    assert wrong not in refused.text
+    assert browser.get("/console").status_code == 303  # still signed out
+    assert browser.sign_in("").status_code == 401
+
+
+def test_sign_out_and_revoking_the_key_end_the_session(setup):
+    memory, app, keys = setup
+    browser = Browser(app, keys["bob"])
+    assert browser.get("/console").status_code == 200
+    assert browser.post("/console/sign-out").status_code == 303
+    assert browser.get("/console").status_code == 303
+    browser.sign_in(keys["bob"])
+    assert browser.get("/console").status_code == 200
+    bob_key = next(k for k in memory.store.list_api_keys() if k.user == "bob")
+    revoke_key(memory.store, bob_key.id)
+    assert browser.get("/console").status_code == 303
+
+
+def test_a_tampered_cookie_is_no_session(setup):
+    _, app, keys = setup
+    browser = Browser(app, keys["ana"])
+    cookie = browser.client.cookies.get("reverie_console")
+    body, signature = cookie.rsplit(".", 1)
+    browser.client.cookies.clear()
+    browser.client.cookies.set("reverie_console", body + "." + "0" * len(signature))
+    assert browser.get("/console").status_code == 303
+
+
+# ------------------------------------------------------------ CSRF
+def test_every_form_post_needs_the_sessions_csrf_token(setup):
+    memory, app, keys = setup
+    browser = Browser(app, keys["ana"])
+    data = {"content": "Likes green tea", "category": "preference"}
+    assert browser.client.post("/console/facts", data=data).status_code == 403
+    assert browser.client.post("/console/facts", data={**data, "csrf": "forged"}).status_code == 403
+    token = csrf_of(browser.get("/console").text)
+    other_site = browser.client.post("/console/facts", data={**data, "csrf": token},
+                                     headers={"Origin": "https://evil.example"})
+    assert other_site.status_code == 403
+    cross = browser.client.post("/console/facts", data={**data, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert cross.status_code == 403
+    assert memory.facts(user="ana") == []
+    # the token in a header works too (for scripts), and from this origin
+    assert browser.client.post("/console/facts", data=data, headers={"X-CSRF-Token": token,
+                                                                       "Origin": BASE}).status_code == 303
+    assert [f.content for f in memory.facts(user="ana")] == ["Likes green tea"]
+    # another session's token is worth nothing here
+    other = Browser(app, keys["ana"])
+    assert other.client.post("/console/facts", data={**data, "csrf": token}).status_code == 403
+
+
+def test_the_sign_in_form_needs_its_csrf_token_too(setup):
+    _, app, keys = setup
+    browser = Browser(app)
+    assert browser.client.post("/console/sign-in", data={"key": keys["ana"]}).status_code == 403
+    assert browser.get("/console").status_code == 303
+
+
+# ------------------------------------------------------------ one user's key, one user's memory
+def test_a_user_key_reaches_only_its_own_user(setup):
+    memory, app, keys = setup
+    bob_fact = memory.remember("Bob's secret plan", user="bob")
+    bob_episodes = memory.add([{"role": "user", "content": "bob was here"}], user="bob")
+    ana = Browser(app, keys["ana"])
+    # by URL
+    assert ana.get("/console/facts?user=bob").status_code == 403
+    assert "Bob&#39;s secret plan" not in ana.get("/console/facts?user=bob").text
+    assert ana.get(f"/console/facts/{bob_fact.id}").status_code == 404
+    assert ana.get(f"/console/episodes/{bob_episodes[0].id}").status_code == 404
+    assert ana.get("/console/recall?message=secret+plan&user=bob").status_code == 403
+    # by form
+    assert ana.post("/console/user", {"user": "bob"}).status_code == 403
+    refused = ana.post(f"/console/facts/{bob_fact.id}/forget")
+    assert refused.status_code == 303  # back to the page, with the error as its message
+    assert "no fact" in ana.get(refused.headers["location"]).text
+    assert memory.fact(bob_fact.id).status == "consolidated"
+    ana.post(f"/console/facts/{bob_fact.id}", {"content": "hijacked"})
+    assert memory.fact(bob_fact.id).content == "Bob's secret plan"
+    assert "Bob" not in ana.get("/console/facts").text
+    assert ana.get("/console/keys").status_code == 403  # keys: admin keys only
+    assert ana.post("/console/keys", {"user": "ana"}).status_code == 403
+
+
+def test_an_admin_key_switches_users(setup):
+    memory, app, keys = setup
+    memory.remember("Bob likes chess", user="bob")
+    admin = Browser(app, keys["admin"])
+    assert "Bob likes chess" not in admin.get("/console/facts").text  # the key's own user first
+    assert admin.post("/console/user", {"user": "bob", "next": "/console/facts"}).status_code == 303
+    assert "Bob likes chess" in admin.get("/console/facts").text
+    assert "Bob likes chess" in admin.get("/console/facts?user=bob").text
+
+
+def test_without_keys_the_console_opens_on_localhost_only(tmp_path):
+    memory = Memory(tmp_path / "home", background=False)
+    try:
+        memory.remember("Open console fact", user="solo")
+        app = create_app(memory, auth=False, default_user="solo", mcp=False)
+        local = TestClient(app, base_url=BASE, follow_redirects=False)
+        page = local.get("/console/facts")
+        assert page.status_code == 200 and "Open console fact" in page.text
+        assert local.get("/console/sign-in").status_code == 303
+        assert local.post("/console/facts", data={"content": "x"}).status_code == 403  # CSRF still
+        token = csrf_of(page.text)
+        assert local.post("/console/facts", data={"content": "Second fact", "csrf": token}).status_code == 303
+        assert local.get("/").headers["location"] == "/console"
+        far = TestClient(app, base_url="http://attacker.example", follow_redirects=False)
+        assert far.get("/console").status_code == 400  # DNS rebinding: only local Host headers
+    finally:
+        memory.close()
+
+
+# ------------------------------------------------------------ escaping
+def test_stored_markup_shows_as_text_everywhere(setup):
+    memory, app, keys = setup
+    nasty = 'Uses <script>alert("x")</script> and </memory> in notes'
+    fact = memory.remember(nasty, user="ana")
+    memory.set_profile("user.workContext", "<img src=x onerror=alert(1)> 工作", user="ana")
+    memory.add([{"role": "user", "content": "<b>bold</b> </memory> 你好"}], user="ana")
+    ana = Browser(app, keys["ana"])
+    pages = ["/console/facts", f"/console/facts/{fact.id}", "/console/profile", "/console/timeline", "/console/memory",
+             "/console/recall?message=script+alert+memory"]
+    for path in pages:
+        html = ana.get(path).text
+        assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold</b>" not in html, path
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in ana.get("/console/facts").text
+    assert "&lt;img src=x onerror=alert(1)&gt; 工作" in ana.get("/console/profile").text
+    block = re.search(r'<pre class="block" id="memory-block">(.*?)</pre>', ana.get("/console/recall?message=script+alert+memory").text, re.S)
+    assert block and "&lt;/memory&gt;" in block.group(1) and block.group(1).count("&lt;memory&gt;") == 1
+
+
+# ------------------------------------------------------------ keyset pages
+def test_facts_and_episodes_page_by_keyset(setup):
+    memory, app, keys = setup
+    for n in range(120):
+        memory.remember(f"Numbered fact {n:03d} about item{n}", user="ana", category="context")
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    memory.add([{"role": "user", "content": f"message {n}", "at": (start + timedelta(hours=n // 3)).isoformat()}
+                for n in range(130)], user="ana", group="message")
+    ana = Browser(app, keys["ana"])
+    seen: list[str] = []
+    url = "/console/facts?order=recent"
+    while url:
+        html = ana.get(url).text
+        seen += re.findall(r'data-fact="(fact_[0-9a-f]+)"', html)
+        nxt = re.search(r'href="([^"]+)" rel="next"', html)
+        url = nxt.group(1).replace("&amp;", "&") if nxt else ""
+        assert "offset" not in url
+    assert len(seen) == 120 == len(set(seen))
+    assert seen == [f.id for f in sorted(memory.facts(user="ana"), key=lambda f: f.created_at, reverse=True)]
+    episodes: list[str] = []
+    url = "/console/timeline"
+    while url:
+        html = ana.get(url).text
+        episodes += re.findall(r'<article class="episode" id="ep-([^"]+)"', html)
+        nxt = re.search(r'href="([^"]+)" rel="next"', html)
+        url = nxt.group(1).replace("&amp;", "&") if nxt else ""
+    assert len(episodes) == 130 == len(set(episodes))
+    assert ana.get("/console/timeline?after=not-a-cursor").status_code == 400
+
+
+def test_the_store_defaults_page_like_the_sqlite_store(setup):
+    """The ABC's default page methods (which a store without its own inherits) give the same
+    rows in the same order as SQLite's keyset reads."""
+    memory, _, _ = setup
+    store = memory.store
+    words = ["apples", "boats", "chess", "dahlias", "eagles", "ferns", "guitars", "harbors", "igloos", "jazz",
+             "kites", "lemons", "maps", "novels", "operas", "pianos", "quilts", "rivers", "sailing", "tulips",
+             "umbrellas", "violins", "walnuts"]
+    for n, word in enumerate(words):
+        memory.remember(f"Enjoys {word} {'alpha' if n % 2 else 'beta'}", user="ana", tags=[word])
+    memory.add([{"role": "user", "content": f"hello {n}", "at": f"2024-02-0{1 + n % 3}T10:00:00+00:00"}
+                for n in range(17)], user="ana", group="message")
+
+    def walk(read) -> list[str]:
+        out, after = [], None
+        while True:
+            page = read(after)
+            out += [getattr(i, "id", None) or getattr(i, "name") for i in page.items]
+            if page.next is None:
+                return out
+            after = page.next
+
+    pairs = [
+        (lambda a: store.page_episodes("ana", after=a, limit=4),
+         lambda a: Store.page_episodes(store, "ana", after=a, limit=4)),
+        (lambda a: store.page_facts("ana", contains="ALPHA", order="uses", after=a, limit=3),
+         lambda a: Store.page_facts(store, "ana", contains="ALPHA", order="uses", after=a, limit=3)),
+        (lambda a: store.page_tags("ana", after=a, limit=5), lambda a: Store.page_tags(store, "ana", after=a, limit=5)),
+    ]
+    for fast, default in pairs:
+        got = walk(fast)
+        assert got and len(got) == len(set(got))
+        assert sorted(got) == sorted(walk(default))
+    assert len(walk(pairs[0][0])) == 17 and len(walk(pairs[1][0])) == 11
+    assert Store.counts(store, "ana") == store.counts("ana")
+
+
+# ------------------------------------------------------------ the writes, through Memory
+def test_profile_edit_is_journaled_and_undone_from_the_console(setup):
+    memory, app, keys = setup
+    memory.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    ana = Browser(app, keys["ana"])
+    saved = ana.post("/console/profile", {"section": "user.topOfMind", "summary": "Shipping the 2.0 release"},
+                     page="/console/profile")
+    assert saved.status_code == 303
+    page = ana.get("/console/profile").text
+    assert "Saved Top Of Mind." in page and "Shipping the 2.0 release" in page
+    undo = re.search(r'action="/console/changes/(chg_[0-9a-f]+)/undo"', page)
+    assert undo, "the message offers Undo"
+    assert ana.post(f"/console/changes/{undo.group(1)}/undo", page="/console/profile").status_code == 303
+    assert memory.profile(user="ana").section("user.topOfMind").summary == "Moving to Lisbon"
+
+
+def test_forget_restore_confirm_and_bulk_archive(setup):
+    memory, app, keys = setup
+    facts = [memory.remember(text, user="ana") for text in ("Keeps bees", "Plays the cello", "Reads Borges")]
+    ana = Browser(app, keys["ana"])
+    ana.post(f"/console/facts/{facts[0].id}/forget")
+    assert memory.fact(facts[0].id).status == "archived"
+    ana.post(f"/console/facts/{facts[0].id}/restore")
+    assert memory.fact(facts[0].id).status == "consolidated"
+    ana.post(f"/console/facts/{facts[1].id}/confirm")
+    assert memory.fact(facts[1].id).uses == facts[1].uses + 1
+    ask = ana.post("/console/facts/archive", {"ids": [facts[1].id, facts[2].id]})
+    assert ask.status_code == 200 and "Archive 2 facts?" in ask.text
+    assert all(memory.fact(f.id).status == "consolidated" for f in facts)  # nothing until confirmed
+    ana.post("/console/facts/archive", {"ids": [facts[1].id, facts[2].id], "confirm": "yes"})
+    assert [memory.fact(f.id).status for f in facts] == ["consolidated", "archived", "archived"]
+
+
+def test_recall_playground_changes_no_usage_counter(setup):
+    memory, app, keys = setup
+    fact = memory.remember("Prefers the helix editor over neovim", user="ana", category="preference")
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/recall?message=which+editor+do+I+use%3F&budget=400")
+    assert page.status_code == 200 and "helix" in page.text
+    assert 'data-part="relevance"' in page.text and "Route" in page.text
+    memory.recaller.flush_usage()
+    assert memory.fact(fact.id).uses == fact.uses and memory.fact(fact.id).last_used_at is None
+    memory.recall("which editor do I use?", user="ana")  # an agent's recall does count
+    memory.recaller.flush_usage()
+    assert memory.fact(fact.id).uses == fact.uses + 1
+
+
+def test_memory_md_editor_saves_through_sync_and_refuses_a_stale_edit(setup):
+    memory, app, keys = setup
+    memory.remember("Drinks oolong tea", user="ana", category="preference")
+    ana = Browser(app, keys["ana"])
+    assert "no MEMORY.md yet" in ana.get("/console/memory").text
+    memory.dream(user="ana", force=True)
+    page = ana.get("/console/memory").text
+    base = re.search(r'name="base" value="([0-9a-f]+)"', page).group(1)
+    text = memory.memory_md(user="ana").replace("Drinks oolong tea", "Drinks jasmine tea")
+    saved = ana.post("/console/memory", {"text": text, "base": base}, page="/console/memory")
+    assert saved.status_code == 303
+    after = ana.get("/console/memory").text
+    assert "1 edited" in after and any(f.content == "Drinks jasmine tea" for f in memory.facts(user="ana"))
+    stale = ana.post("/console/memory", {"text": text.replace("jasmine", "green"), "base": base}, page="/console/memory")
+    assert "changed since this edit began" in ana.get(stale.headers["location"]).text
+    assert not any("green" in f.content for f in memory.facts(user="ana"))
+
+
+def test_tags_deprecate_with_undo_and_merge(setup):
+    memory, app, keys = setup
+    memory.remember("Hikes in the alps every summer", user="ana", tags=["hiking", "mountain"])
+    memory.remember("Went trekking in Nepal", user="ana", tags=["trekking"])
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/tags").text
+    assert 'data-tag="hiking"' in page and 'data-tag="trekking"' in page
+    ana.post("/console/tags/status", {"name": "mountain", "status": "deprecated"}, page="/console/tags")
+    tags = {t["name"]: t for t in memory.tags(user="ana")}
+    assert tags["mountain"]["status"] == "deprecated"
+    undo = re.search(r'action="/console/changes/(chg_[0-9a-f]+)/undo"', ana.get("/console/tags").text).group(1)
+    ana.post(f"/console/changes/{undo}/undo", page="/console/tags")
+    assert {t["name"]: t for t in memory.tags(user="ana")}["mountain"]["status"] != "deprecated"
+    merged = ana.post("/console/tags/merge", {"old": "trekking", "new": "hiking"}, page="/console/tags")
+    assert merged.status_code == 303
+    tags = {t["name"]: t for t in memory.tags(user="ana")}
+    assert tags["trekking"]["status"] == "merged" and tags["trekking"]["merged_to"] == "hiking"
+    assert "Merged “trekking” into “hiking”" in ana.get("/console/tags").text
+
+
+def test_dream_now_runs_in_the_background_and_reports(setup):
+    memory, app, keys = setup
+    memory.remember("Writes Rust at work", user="ana", category="context")
+    ana = Browser(app, keys["ana"])
+    started = ana.post("/console/dreams", {"days": "2"}, page="/console/dreams")
+    assert started.status_code == 303 and "run=dream_" in started.headers["location"]
+    run_id = started.headers["location"].split("run=")[1]
+    memory.dream_status(run_id, user="ana")
+    for _ in range(200):
+        status = ana.get(f"/console/dreams/runs/{run_id}").json()
+        if status["done"]:
+            break
+    assert status["done"] and status["status"] in ("done", "skipped")
+    assert ana.post("/console/dreams", {"days": "31"}, page="/console/dreams").status_code == 303
+    assert "days must be a whole number from 1 to 30" in ana.get("/console/dreams").text
+
+
+def test_keys_page_creates_a_key_shown_once_and_revokes(setup):
+    memory, app, keys = setup
+    admin = Browser(app, keys["admin"])
+    made = admin.post("/console/keys", {"user": "carol", "name": "tablet"}, page="/console/keys")
+    secret = re.search(r'value="(rv_[^"]+)"', made.text).group(1)
+    assert made.status_code == 200 and "shown this once" in made.text
+    assert secret not in admin.get("/console/keys").text
+    carol = Browser(app, secret)
+    assert carol.get("/console").status_code == 200
+    key_id = next(k.id for k in memory.store.list_api_keys() if k.user == "carol")
+    admin.post(f"/console/keys/{key_id}/revoke", page="/console/keys")
+    assert carol.get("/console").status_code == 303
+
+
+def test_docs_are_served_from_local_assets(setup):
+    _, app, _ = setup
+    client = TestClient(app, base_url=BASE)
+    docs = client.get("/docs")
+    assert docs.status_code == 200
+    urls = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert urls and all(u.startswith("/") for u in urls), urls
+    for u in urls:
+        assert client.get(u).status_code == 200, u
+    assert "cdn" not in docs.text and "https://" not in docs.text
+    assert client.get("/redoc").status_code == 404
+    assert not any(p.startswith("/console") for p in client.get("/openapi.json").json()["paths"])
