@@ -203,6 +203,7 @@ def describe(run: DreamRun) -> str:
 
 _GUARD = threading.Lock()
 _RUNNING: dict[tuple[str, str], str] = {}
+_HELD: dict[tuple[str, str], Callable[[], None]] = {}  # the store's lock on each running dream
 _WORKERS: dict[str, tuple[str, threading.Thread]] = {}  # run id -> (home, background thread)
 
 
@@ -262,6 +263,8 @@ def dream_status(ctx: Context, user: str, run_id: str | None = None) -> DreamRun
 
 
 def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
+    """One dream per user at a time: in this process, and through the store's lock across
+    every process sharing the store (the replicas of a PostgreSQL store)."""
     key = (str(Path(ctx.files.home).resolve()), run.user)
     with _GUARD:
         if key in _RUNNING:
@@ -269,19 +272,39 @@ def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
                 f"a dream is already running for {run.user} (run {_RUNNING[key]}); "
                 "wait for it or poll its status"
             )
-        last = ctx.store.last_dream_run(run.user)
-        if last and last.status in ("queued", "running") and utcnow() - as_utc(last.started_at) < STALE_RUN:
+        release = ctx.store.try_lock(f"dream:{run.user}")
+        if release is None:
+            last = ctx.store.last_dream_run(run.user)
             raise Conflict(
-                f"another process is dreaming for {run.user} (run {last.id}); "
-                "a run left behind by a stopped process expires after an hour"
+                f"a dream is already running for {run.user} in another process"
+                + (f" (run {last.id})" if last and last.status in ("queued", "running") else "")
+                + "; wait for it or poll its status"
             )
+        try:
+            last = ctx.store.last_dream_run(run.user)
+            if last and last.status in ("queued", "running"):
+                if ctx.store.shared:  # the store's lock is free: the process that ran it is gone
+                    last.status, last.error, last.finished_at = "failed", "the process running it stopped", utcnow()
+                    ctx.store.put_dream_run(last)
+                elif utcnow() - as_utc(last.started_at) < STALE_RUN:
+                    raise Conflict(
+                        f"another process is dreaming for {run.user} (run {last.id}); "
+                        "a run left behind by a stopped process expires after an hour"
+                    )
+        except BaseException:
+            release()
+            raise
         _RUNNING[key] = run.id
+        _HELD[key] = release
     return key
 
 
 def _release(key: tuple[str, str]) -> None:
     with _GUARD:
         _RUNNING.pop(key, None)
+        release = _HELD.pop(key, None)
+    if release is not None:
+        release()
 
 
 def _finish(
@@ -693,9 +716,8 @@ def _list(items: Iterable[str], limit: int = 5) -> str:
 
 def diaries(ctx: Context, user: str, day: str | None = None) -> dict[str, str]:
     """Dream diaries by date, oldest first (only ``day`` when given)."""
-    folder = diary_dir(ctx, user)
-    files = sorted(folder.glob("????-??-??.md")) if folder.is_dir() else []
-    return {p.stem: p.read_text(encoding="utf-8") for p in files if day is None or p.stem == day}
+    found = {p.stem: p for p in ctx.files.listing(user, diary_dir(ctx, user)) if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem)}
+    return {stem: ctx.files.read(user, path) or "" for stem, path in sorted(found.items()) if day is None or stem == day}
 
 
 __all__ = [

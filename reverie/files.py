@@ -5,6 +5,12 @@
     <home>/users/<user>/memory/YYYY-MM-DD.md
     <home>/users/<user>/memory/dreams/YYYY-MM-DD.md
 
+With a shared store (PostgreSQL, served by several replicas) the documents live in
+the store instead, under the same names relative to the user's folder ("MEMORY.md",
+"memory/dreams/2024-05-01.md"), so that any replica reads and edits them; the daily
+notes are rows of the store already. A ``mirror`` folder, if set, also gets every
+document and the daily-note views as files, in the same layout.
+
 Every value that becomes part of a path is checked where it enters (a user id
 from the safe alphabet of :mod:`reverie.inputs`, a real ``YYYY-MM-DD`` date),
 and every write goes through :meth:`UserFiles.write`, which resolves the final
@@ -21,13 +27,17 @@ from pathlib import Path
 
 from reverie.errors import InvalidInput
 from reverie.inputs import check_date, check_user
+from reverie.store.base import Store
 
 
 class UserFiles:
-    """Where each user's markdown views live under one home."""
+    """Where each user's markdown documents and views live: files under one home, or with a
+    ``store`` (a shared one) documents in the store and files only in the ``mirror`` folder."""
 
-    def __init__(self, home: str | Path):
-        self.home = Path(home)
+    def __init__(self, home: str | Path, *, store: Store | None = None, mirror: str | Path | None = None):
+        self.store = store
+        self.mirror = Path(mirror) if mirror is not None and store is not None else None
+        self.home = self.mirror or Path(home)
 
     def user_dir(self, user: str) -> Path:
         return self.home / "users" / check_user(user)
@@ -55,19 +65,64 @@ class UserFiles:
             raise InvalidInput(f"refusing to write {path.name!r} outside the folder of user {user!r}", field="path")
         return final
 
+    @property
+    def keeps_views(self) -> bool:
+        """Whether views the store can always render again (the daily notes) go to files."""
+        return self.store is None or self.mirror is not None
+
+    def name(self, user: str, path: Path) -> str:
+        """A path in ``user``'s folder as the name its document has in a store."""
+        return self.confine(user, path).relative_to(self.user_dir(user).resolve()).as_posix()
+
     def remove_user(self, user: str) -> int:
-        """Delete the user's folder (MEMORY.md, notes, diaries); returns files removed."""
+        """Delete the user's folder (MEMORY.md, notes, diaries; the mirror's, with a store);
+        returns files removed."""
+        if self.store is not None and self.mirror is None:
+            return 0
         return remove_tree(self.user_dir(user))
 
     def read(self, user: str, path: Path) -> str | None:
-        """The text of a file in ``user``'s folder, or None when there is none."""
+        """The text of a document in ``user``'s folder, or None when there is none."""
+        if self.store is not None:
+            return self.store.get_document(user, self.name(user, path))
         final = self.confine(user, path)
         return final.read_text(encoding="utf-8") if final.is_file() else None
 
+    def read_edit(self, user: str, path: Path) -> str | None:
+        """The document as a person may have edited it: with a store, the mirror's file when
+        it differs from the stored text (edited by hand), else the stored text."""
+        stored = self.read(user, path)
+        if self.store is not None and self.mirror is not None:
+            final = self.confine(user, path)
+            if final.is_file():
+                text = final.read_text(encoding="utf-8")
+                if text != stored:
+                    return text
+        return stored
+
+    def exists(self, user: str, path: Path) -> bool:
+        return self.read(user, path) is not None if self.store is not None else self.confine(user, path).is_file()
+
+    def listing(self, user: str, folder: Path, suffix: str = ".md") -> list[Path]:
+        """The documents directly in ``folder`` (of ``user``'s folder) whose names end with
+        ``suffix``, sorted."""
+        if self.store is None:
+            final = self.confine(user, folder / "x").parent
+            return sorted(p for p in final.glob(f"*{suffix}") if p.is_file()) if final.is_dir() else []
+        prefix = self.name(user, folder / "x")[:-1]
+        names = self.store.list_documents(user, prefix)
+        return [self.user_dir(user) / n for n in names if n.endswith(suffix) and "/" not in n[len(prefix):]]
+
     def write(self, user: str, path: Path, text: str, *, durable: bool = True) -> Path:
         """Write ``text`` to ``path`` inside ``user``'s folder, atomically. ``durable=False``
-        skips the fsync, for views the store can always render again."""
+        marks a view the store can always render again: no fsync, and with a store it goes
+        only to the mirror (if any)."""
         final = self.confine(user, path)
+        if self.store is not None:
+            if durable:
+                self.store.put_document(user, self.name(user, path), text)
+            if self.mirror is None:
+                return path
         write_atomic(final, text, durable=durable)
         return path
 

@@ -37,6 +37,7 @@ from reverie.inputs import (
     clean_label,
 )
 from reverie.learn import Learner
+from reverie.learn_claims import ClaimingLearner
 from reverie.maintenance import (
     ChangeSet,
     CleanReport,
@@ -50,7 +51,7 @@ from reverie.messages import Messages
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag
 from reverie.recall import Recall, Recaller
 from reverie.settings import Settings
-from reverie.store import Store, open_store
+from reverie.store import Store, is_postgres_url, open_store
 from reverie.store.base import DreamRun, Page
 from reverie.turn import Turn, recover_turns
 
@@ -83,14 +84,18 @@ class Memory:
             store = None
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.files = UserFiles(self.home)
+        if store is None and not is_postgres_url(self.settings.store):
+            self.home.mkdir(parents=True, exist_ok=True)
         self.store = store or open_store(self.settings.store or self.home / "reverie.db",
                                          durability=self.settings.durability, pool_size=self.settings.store_pool_size)
+        # a shared store holds the markdown documents; files then only in the mirror folder
+        self.files = UserFiles(self.home, store=self.store if self.store.shared else None,
+                               mirror=self.settings.mirror_dir)
         self.ctx = Context.build(self.store, self.settings, self.files)
         self.engines = self.ctx.engines
         self.recaller = Recaller(self.ctx)
-        self.learner = Learner(
+        # over a shared store the learning queue is the store's rows, claimed by any replica
+        self.learner = (ClaimingLearner if self.store.shared else Learner)(
             self.ctx, background=background and learn != "elsewhere", queue=learn != "elsewhere",
             poll=self.settings.debounce_seconds if learn == "poll" else None,
         )

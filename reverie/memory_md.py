@@ -144,7 +144,7 @@ def memory_md_view(ctx: Context, user: str) -> str:
 def refresh_memory_md(ctx: Context, user: str) -> None:
     """After maintenance: the same curated entries, following merges, if MEMORY.md exists."""
     snapshot = load_snapshot(ctx, user)
-    if snapshot is None or not memory_md_path(ctx, user).is_file():
+    if snapshot is None or not ctx.files.exists(user, memory_md_path(ctx, user)):
         return
     pool = {f.id: f for f in ctx.store.list_facts(user, status=("pending", "consolidated", "archived"))}
     facts = [follow(pool[i], pool) for i in snapshot.facts if i in pool]
@@ -261,7 +261,7 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
     path = memory_md_path(ctx, user)
     snapshot = load_snapshot(ctx, user)
     report = SyncReport()
-    text = ctx.files.read(user, path)
+    text = ctx.files.read_edit(user, path)
     if snapshot is None or text is None:
         return report
     if text_sha(text) == snapshot.sha:

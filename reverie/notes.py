@@ -28,7 +28,10 @@ def render_day(date: str, lines: Iterable[str]) -> str:
 
 
 def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]) -> None:
-    """Rewrite the markdown file of each given day from the store."""
+    """Rewrite the markdown file of each given day from the store (with a shared store, only
+    when there is a mirror folder to write it to)."""
+    if not files.keeps_views:
+        return
     for date in sorted(set(dates)):
         notes = store.list_notes(user, since=date, until=date)
         if notes:

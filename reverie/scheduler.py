@@ -4,7 +4,10 @@ learning line first, then a dream for each user, one user after another.
     >>> Scheduler(mem).start()      # a daemon thread; .stop() ends it
 
 It drives a :class:`~reverie.memory.Memory` (anything with ``flush``, ``users``,
-``dream`` and ``settings``) the way a person would, so it holds no logic of the lines.
+``dream``, ``settings`` and ``store``) the way a person would, so it holds no logic of the
+lines. Several processes sharing one store (replicas over PostgreSQL) each run a schedule;
+the night's run happens once: the first to claim it (the store's ``nightly`` lock and the
+time of the last run) runs it, the others skip it.
 """
 
 from __future__ import annotations
@@ -12,20 +15,23 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from reverie.errors import Conflict, InvalidInput
 from reverie.settings import Settings
-from reverie.store.base import DreamRun
+from reverie.store.base import DreamRun, Store
 
 log = logging.getLogger("reverie.scheduler")
+# the time of the last nightly run some process claimed (UTC ISO), in the store's meta
+NIGHTLY_META = "nightly.last"
 
 
 class Nightly(Protocol):
     """What the schedule drives: the Memory facade."""
 
     settings: Settings
+    store: Store
 
     def flush(self, *, user: str | None = None) -> int: ...
 
@@ -44,8 +50,27 @@ class Scheduler:
     def next_run(self, now: datetime | None = None) -> datetime:
         """The next run time after ``now`` (local time)."""
         now = (now or datetime.now().astimezone()).astimezone()
-        due = now.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
+        due = now.replace(hour=self.at[0], minute=self.at[1], second=self.at[2] if len(self.at) > 2 else 0,
+                          microsecond=0)
         return due if due > now else due + timedelta(days=1)
+
+    def run_due(self, due: datetime) -> list[DreamRun]:
+        """The run scheduled for ``due``, once across every process sharing the store: None
+        is run when another process holds the night's lock or already ran this one."""
+        store = self.memory.store
+        release = store.try_lock("nightly")
+        if release is None:
+            log.info("the nightly run of %s is running in another process", due)
+            return []
+        try:
+            slot = due.astimezone(timezone.utc).isoformat()
+            if store.get_meta(NIGHTLY_META) == slot:
+                log.info("the nightly run of %s was done by another process", due)
+                return []
+            store.set_meta(NIGHTLY_META, slot)
+            return self.run_once()
+        finally:
+            release()
 
     def run_once(self, now: datetime | None = None) -> list[DreamRun]:
         """One nightly run now: flush the learning line, then dream for every user."""
@@ -72,18 +97,19 @@ class Scheduler:
 
     def _loop(self) -> None:
         while True:
-            wait = (self.next_run() - datetime.now().astimezone()).total_seconds()
+            due = self.next_run()
+            wait = (due - datetime.now().astimezone()).total_seconds()
             if self._stop.wait(timeout=max(0.0, wait)):
                 return
             try:
-                self.run_once()
+                self.run_due(due)
             except Exception:  # the schedule must survive a bad night
                 log.exception("the nightly run failed")
 
 
-def clock(value: str) -> tuple[int, int]:
-    """``"23:55"`` -> (23, 55); InvalidInput for anything else."""
-    found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+def clock(value: str) -> tuple[int, ...]:
+    """``"23:55"`` -> (23, 55), ``"23:55:30"`` -> (23, 55, 30); InvalidInput for anything else."""
+    found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?", value.strip())
     if found is None:
         raise InvalidInput(f"dream_time must be HH:MM (24-hour), not {value!r}", field="dream_time")
-    return int(found.group(1)), int(found.group(2))
+    return tuple(int(g) for g in found.groups() if g is not None)

@@ -5,15 +5,24 @@ store, the claimed learning queue, one dream per user across processes."""
 from __future__ import annotations
 
 import json
+import threading
+import time
+from datetime import datetime, timezone
 
 import pytest
 from typer.testing import CliRunner
 
-from reverie import InvalidInput, Memory
+from reverie import Conflict, InvalidInput, Memory
 from reverie.bench import load_locomo, run_locomo
 from reverie.cli import app
+from reverie.scheduler import Scheduler
 from reverie.store import PostgresStore, SQLiteStore
+from tests.fake_openai import Reply
 from tests.test_bench import locomo_data
+from tests.test_dream import keep_all_and_add
+
+DAY = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
+keep_all = keep_all_and_add({})
 
 runner = CliRunner()
 
@@ -72,3 +81,143 @@ def test_locomo_recall_is_the_same_on_both_stores(tmp_path, pg_url):
     store = PostgresStore(pg_url)
     assert store._q("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_bench_%%'")[0][0] == 0
     store.close()
+
+
+# ---------------------------------------------------------------- documents in the store
+
+
+def say(mem: Memory, text: str, at: datetime, user: str = "ana", thread: str = "default") -> None:
+    mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}], user=user, at=at,
+            thread=thread)
+
+
+def test_without_a_mirror_documents_live_in_the_store_and_every_replica_sees_them(tmp_path, pg_url):
+    first = Memory(tmp_path / "one", background=False, store=pg_url)
+    second = Memory(tmp_path / "two", background=False, store=pg_url)
+    try:
+        first.remember("Prefers tea over coffee", user="ana", category="preference")
+        say(first, "I decided to move the team to weekly releases", DAY)
+        first.flush()
+        run = first.dream(user="ana", days=30, now=DAY)
+        assert run.status == "done"
+        assert "Prefers tea over coffee" in second.memory_md(user="ana")  # another replica reads it
+        assert list(second.diaries(user="ana")) == [DAY.date().isoformat()]
+        assert second.notes(user="ana")
+        assert not any(p.is_file() for p in tmp_path.rglob("*.md"))  # no file anywhere
+        # an edit made through any replica (the API's, the console's) is taken in by sync
+        text = second.memory_md(user="ana").replace("Prefers tea over coffee", "Prefers green tea over coffee")
+        second.files.write("ana", second.files.memory_md("ana"), text)
+        report = first.sync(user="ana")
+        assert [line.content for line in report.edited] == ["Prefers green tea over coffee"]
+        assert [f.content for f in first.facts(user="ana", category="preference")] == ["Prefers green tea over coffee"]
+        assert "green tea" in first.memory_md(user="ana")
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_mirror_folder_gets_the_files_and_a_hand_edit_there_is_synced(tmp_path, pg_url):
+    mirror = tmp_path / "mirror"
+    mem = Memory(tmp_path / "home", background=False, store=pg_url, mirror_dir=mirror)
+    try:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        say(mem, "I decided to move the team to weekly releases", DAY)
+        mem.flush()
+        assert mem.dream(user="ana", days=30, now=DAY).status == "done"
+        md = mirror / "users" / "ana" / "MEMORY.md"
+        assert md.read_text(encoding="utf-8") == mem.memory_md(user="ana")
+        assert (mirror / "users" / "ana" / "memory" / f"{DAY.date()}.md").is_file()
+        md.write_text(md.read_text(encoding="utf-8").replace("Prefers tea", "Prefers black tea"), encoding="utf-8")
+        assert [line.content for line in mem.sync(user="ana").edited] == ["Prefers black tea over coffee"]
+        assert "black tea" in mem.memory_md(user="ana")  # the store took it
+        deleted = mem.delete_user(user="ana", confirm="ana")
+        assert deleted["documents"] >= 2 and not (mirror / "users" / "ana").exists()
+    finally:
+        mem.close()
+
+
+# ---------------------------------------------------------------- the shared learning queue
+
+
+def test_two_replicas_learn_every_episode_exactly_once(tmp_path, pg_url):
+    replicas = [Memory(tmp_path / f"r{n}", store=pg_url, debounce_seconds=0.2) for n in range(2)]
+    try:
+        for n in range(30):
+            with replicas[n % 2].turn(f"I planned trip number {n} to city{n} for spring", user=f"u{n % 3}",
+                                      thread=f"t{n % 4}") as turn:
+                turn.complete("Sounds good.")
+        deadline = time.monotonic() + 30
+        while replicas[0].learning_backlog() != (0, "") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert replicas[0].learning_backlog() == (0, "")
+        learned_by = {}
+        for user in ("u0", "u1", "u2"):
+            for note in replicas[1].notes(user=user):
+                for episode in note.episodes:
+                    learned_by[episode] = learned_by.get(episode, 0) + 1
+        assert len(learned_by) == 30 and set(learned_by.values()) == {1}
+    finally:
+        for mem in replicas:
+            mem.close()
+
+
+def test_a_failed_engine_leaves_the_claim_to_retry_later(tmp_path, pg_url, fake_openai):
+    mem = Memory(tmp_path / "home", background=False, store=pg_url, engines={"extract": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0, "breaker_seconds": 0})
+    try:
+        fake_openai.respond_by_step({"extract": Reply.error(500)})
+        say(mem, "I moved to Lisbon last spring", DAY)
+        assert mem.flush() == 0
+        waiting, error = mem.learning_backlog()
+        assert waiting == 1 and error
+        assert mem.store.claim_learning("other", lease_seconds=60, debounce_seconds=0, limit=10) == []  # retry waits
+        fake_openai.respond_by_step({"extract": {"user": {}, "history": {}, "newFacts": [], "factsToReinforce": [],
+                                                 "factsToRemove": [], "tags": []}})
+        assert mem.flush() == 1  # a flush retries at once
+    finally:
+        mem.close()
+
+
+# ---------------------------------------------------------------- one dream at a time, one night's run
+
+
+def test_a_dream_runs_once_per_user_across_replicas(tmp_path, pg_url, fake_openai):
+    def replica(name: str) -> Memory:
+        return Memory(tmp_path / name, background=False, store=pg_url, engines={"distill": "openai"},
+                      llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+
+    first, second = replica("one"), replica("two")
+    try:
+        first.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": lambda body: Reply.delayed(0.8, keep_all(body))})
+        done = threading.Event()
+        run = first.dream(user="ana", background=True, on_done=lambda r: done.set())
+        time.sleep(0.2)
+        with pytest.raises(Conflict, match="already running for ana in another process"):
+            second.dream(user="ana")
+        assert done.wait(10) and first.dream_status(run.id, user="ana").status == "done"
+        assert second.dream(user="ana", force=True).status == "done"  # free again once it ended
+    finally:
+        first.close()
+        second.close()
+
+
+def test_both_schedules_firing_at_once_run_the_night_once(tmp_path, pg_url):
+    replicas = [Memory(tmp_path / f"r{n}", background=False, store=pg_url) for n in range(2)]
+    try:
+        replicas[0].remember("Prefers tea over coffee", user="ana", category="preference")
+        replicas[0].remember("Likes jazz", user="bo", category="preference")
+        due = datetime.now().astimezone().replace(microsecond=0)
+        results: list[list] = []
+        threads = [threading.Thread(target=lambda m=m: results.append(Scheduler(m).run_due(due))) for m in replicas]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(len(r) for r in results) == [0, 2]
+        assert Scheduler(replicas[1]).run_due(due) == []  # that night is done
+        for user in ("ana", "bo"):
+            assert replicas[1].dream_status(user=user).status == "done"
+    finally:
+        for mem in replicas:
+            mem.close()

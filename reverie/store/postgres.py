@@ -769,15 +769,17 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ the learning queue
     def claim_learning(
         self, owner: str, *, lease_seconds: float, debounce_seconds: float, limit: int, user: str | None = None,
+        retry_now: bool = False,
     ) -> list[EpisodeRef]:
         free = "(lease_until IS NULL OR lease_until < now())"
+        retry = "TRUE" if retry_now else "FALSE"
         # a thread is due when it has been quiet for the debounce time, holds no live lease
         # and nothing of it waits to retry
         due_threads = (
             "SELECT thread FROM episodes WHERE user_id = %s AND agent IS NOT DISTINCT FROM %s "
             "AND status = 'completed' AND NOT learned GROUP BY thread "
             f"HAVING max(queued_at) <= now() - make_interval(secs => %s) AND bool_and({free}) "
-            "AND bool_and(retry_at IS NULL OR retry_at <= now())"
+            f"AND bool_and({retry} OR retry_at IS NULL OR retry_at <= now())"
         )
         tried: list[int] = []
         rows: list[tuple[Any, ...]] = []
@@ -789,11 +791,11 @@ class PostgresStore(Store):
                     "SELECT e.pk, e.user_id, e.agent FROM episodes e WHERE e.status = 'completed' AND NOT e.learned "
                     + ("AND e.user_id = %s " if user is not None else "")
                     + "AND e.pk <> ALL(%s) AND (e.lease_until IS NULL OR e.lease_until < now()) "
-                    "AND (e.retry_at IS NULL OR e.retry_at <= now()) "
+                    f"AND ({retry} OR e.retry_at IS NULL OR e.retry_at <= now()) "
                     "AND NOT EXISTS (SELECT 1 FROM episodes o WHERE o.user_id = e.user_id "
                     "AND o.agent IS NOT DISTINCT FROM e.agent AND o.thread = e.thread AND o.status = 'completed' "
                     "AND NOT o.learned AND (o.queued_at > now() - make_interval(secs => %s) "
-                    "OR o.lease_until >= now() OR o.retry_at > now())) "
+                    f"OR o.lease_until >= now() OR (NOT {retry} AND o.retry_at > now()))) "
                     "ORDER BY e.pk LIMIT 1 FOR UPDATE OF e SKIP LOCKED",
                     [*([user] if user is not None else []), tried, debounce_seconds],
                 ).fetchone()
