@@ -25,9 +25,10 @@ def mem(home):
 
 @pytest.fixture
 def bmem(home, backend):
-    """``mem`` on each backend in turn: SQLite in the home, then PostgreSQL (an emptied schema)."""
+    """``mem`` on each backend in turn: SQLite in the home, then PostgreSQL (an emptied schema;
+    its documents mirrored as files into the home, where the tests read them)."""
     from reverie import Memory
 
-    memory = Memory(home, background=False, store=backend)
+    memory = Memory(home, background=False, store=backend, mirror_dir=home if backend else None)
     yield memory
     memory.close()

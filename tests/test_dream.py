@@ -419,3 +419,9 @@ def test_the_agents_own_words_in_the_notes_are_not_distilled_as_user_facts(mem):
     ]))
     added = [e for e in plan.entries if e.action == "add"]
     assert [e.sources for e in added] == [["n2"]]
+
+
+@pytest.fixture
+def mem(bmem):
+    """Each test of this module runs on SQLite and on PostgreSQL."""
+    return bmem

@@ -6,6 +6,7 @@ import json
 import time
 from datetime import datetime, timezone
 
+import pytest
 from typer.testing import CliRunner
 
 from reverie import Memory
@@ -430,3 +431,9 @@ def test_failed_learning_is_an_error_exit_and_unhealthy_not_silence(tmp_path):
         assert any("wait to be learned" in r for r in report.reasons)
     recovered = CliRunner().invoke(app, ["flush", "--user", "ana", "--home", str(home)])
     assert recovered.exit_code == 0 and "learned from 1" in recovered.output
+
+
+@pytest.fixture
+def mem(bmem):
+    """Each test of this module runs on SQLite and on PostgreSQL."""
+    return bmem

@@ -287,3 +287,9 @@ def test_buffered_usage_counts_are_written_together_and_at_close(home):
         memory.recall("where is my marathon?", user="ana")
     with Memory(home, background=False) as memory:
         assert memory.fact(fact.id).uses == 4  # written at close
+
+
+@pytest.fixture
+def mem(bmem):
+    """Each test of this module runs on SQLite and on PostgreSQL."""
+    return bmem

@@ -22,6 +22,7 @@ from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
 from reverie.server.shapes import TurnOpened
 from tests.live_server import free_port, live_server, wait_for
+from tests.pg import drop_schema, new_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,12 +39,18 @@ class Api:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    memory = Memory(tmp_path_factory.mktemp("rest") / "home", background=False)
-    with live_server(create_app(memory)) as url:
-        yield Api(url, memory)
-    memory.close()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def api(request, tmp_path_factory):
+    """The app over SQLite, then over PostgreSQL (a schema of its own, dropped afterwards)."""
+    schema, store = new_schema() if request.param == "postgresql" else (None, None)
+    try:
+        memory = Memory(tmp_path_factory.mktemp("rest") / "home", background=False, store=store)
+        with live_server(create_app(memory)) as url:
+            yield Api(url, memory)
+        memory.close()
+    finally:
+        if schema:
+            drop_schema(schema)
 
 
 @pytest.fixture(scope="module")
@@ -335,17 +342,18 @@ def test_serve_refuses_no_auth_off_localhost(tmp_path):
 
 def test_keys_cli_creates_a_working_key_lists_it_and_revokes_it(api):
     home = str(api.memory.home)
+    store = ["--store", api.memory.settings.store] if api.memory.settings.store else []
     runner = CliRunner()
-    created = runner.invoke(cli, ["keys", "create", "--user", "bob", "--name", "cli", "--home", home, "--json"])
+    created = runner.invoke(cli, ["keys", "create", "--user", "bob", "--name", "cli", "--home", home, "--json", *store])
     assert created.exit_code == 0, created.output
     new = json.loads(created.output)
     headers = {"Authorization": f"Bearer {new['key']}"}
     assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 200
-    listed = runner.invoke(cli, ["keys", "list", "--home", home, "--json"])
+    listed = runner.invoke(cli, ["keys", "list", "--home", home, "--json", *store])
     rows = json.loads(listed.output)
     assert new["id"] in [r["id"] for r in rows]
     assert new["key"] not in listed.output  # only ids, never the keys
-    revoked = runner.invoke(cli, ["keys", "revoke", new["id"], "--home", home])
+    revoked = runner.invoke(cli, ["keys", "revoke", new["id"], "--home", home, *store])
     assert revoked.exit_code == 0
     assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 401
 

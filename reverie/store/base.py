@@ -519,12 +519,13 @@ class Store(ABC):
     # ------------------------------------------------------------ several processes (shared stores)
     def claim_learning(
         self, owner: str, *, lease_seconds: float, debounce_seconds: float, limit: int, user: str | None = None,
+        retry_now: bool = False,
     ) -> list[EpisodeRef]:
         """Claim the due episodes of one (user, agent) for learning: completed, not learned,
         quiet for ``debounce_seconds`` in their thread, not leased by a live claim and not
-        waiting to retry. The claim is a lease held by ``owner`` until ``lease_seconds`` pass
-        (a process that dies mid-job loses it); :meth:`mark_learned` ends it. Shared stores
-        only."""
+        waiting to retry (``retry_now``: a failed one need not wait). The claim is a lease held
+        by ``owner`` until ``lease_seconds`` pass (a process that dies mid-job loses it);
+        :meth:`mark_learned` ends it. Shared stores only."""
         raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
 
     def renew_learning(self, owner: str, episode_ids: Iterable[str], lease_seconds: float) -> None:
