@@ -5,8 +5,13 @@ shown as text, keyset pages, and each page's writes going through Memory."""
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
+import time
 from datetime import datetime, timedelta, timezone
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,6 +19,7 @@ from reverie import Memory
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
 from reverie.store.base import Store
+from tests.live_server import free_port
 
 BASE = "http://127.0.0.1"
 
@@ -412,3 +418,32 @@ def test_docs_are_served_from_local_assets(setup):
     assert "cdn" not in docs.text and "https://" not in docs.text
     assert client.get("/redoc").status_code == 404
     assert not any(p.startswith("/console") for p in client.get("/openapi.json").json()["paths"])
+
+
+def test_reverie_console_serves_on_localhost_and_prints_the_url(tmp_path):
+    """`reverie console` on a home with no key yet: an admin key is made and printed once,
+    then the URL; the console answers there and the key signs in."""
+    port = free_port()
+    home = tmp_path / "home"
+    proc = subprocess.Popen([sys.executable, "-m", "reverie.cli", "console", "--home", str(home), "--port", str(port),
+                             "--user", "ana"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        key = lines[1].strip()
+        assert lines[0].startswith("No API key yet: created admin key") and key.startswith("rv_")
+        url = f"http://127.0.0.1:{port}/console"
+        assert url in lines[2] and "sign in with that key" in lines[2]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=False, timeout=10) as client:
+            for _ in range(100):
+                try:
+                    page = client.get("/console/sign-in")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            signed = client.post("/console/sign-in", data={"key": key, "csrf": csrf_of(page.text)})
+            assert signed.status_code == 303
+            assert client.get("/console").status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert key not in proc.stderr.read()
