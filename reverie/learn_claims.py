@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import uuid
 from typing import Iterable
 
@@ -106,31 +107,49 @@ class ClaimingLearner(Learner):
 
     # ------------------------------------------------------------ one claim
     def _learn_claimed(self, refs: list[EpisodeRef]) -> tuple[int, bool]:
-        """Learn the claimed episodes in batches; (how many were learned, whether an engine failed)."""
+        """Learn the claimed episodes in batches, renewing the lease while at it; (how many
+        were learned, whether an engine failed)."""
         with self._busy:
             ids = [r.id for r in refs]
             found = self.store.get_episodes(ids)
             episodes = [e for e in found.values() if e.status == "completed" and not e.learned]
             episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
-            gone = [i for i in ids if i not in {e.id for e in episodes}]
-            self.store.release_learning(self.owner, gone)
+            kept = {e.id for e in episodes}
+            self.store.release_learning(self.owner, [i for i in ids if i not in kept])
+            left = list(kept)  # what the heartbeat keeps claimed
+            done = threading.Event()
+
+            def heartbeat() -> None:  # a slow engine call must not lose the claim; a dead process does
+                while not done.wait(self.lease / 3):
+                    try:
+                        self.store.renew_learning(self.owner, list(left), self.lease)
+                    except Exception:
+                        log.warning("could not renew the learning lease", exc_info=True)
+
+            beat = threading.Thread(target=heartbeat, name="reverie-learn-lease", daemon=True)
+            beat.start()
             learned = 0
             try:
                 for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
-                    self.store.renew_learning(self.owner, [e.id for e in episodes[start:]], self.lease)
                     try:
                         self.learn(chunk)
                     except EngineError as exc:
                         LEARNING_FAILURES.inc()
                         rest = [e.id for e in episodes[start:]]
                         log.warning("engine failed for %d episodes of %s, will retry: %s", len(rest), refs[0].user, exc)
+                        done.set()
                         self.store.release_learning(
                             self.owner, rest, error=str(exc)[:500], retry_base=RETRY_BASE_SECONDS,
                             retry_max=RETRY_MAX_SECONDS,
                         )
                         return learned, True
                     learned += len(chunk)
+                    left[:] = [e.id for e in episodes[start + len(chunk):]]
             except BaseException:
+                done.set()
                 self.store.release_learning(self.owner, [e.id for e in episodes], error="learning was interrupted")
                 raise
+            finally:
+                done.set()
+                beat.join()
             return learned, False

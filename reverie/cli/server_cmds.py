@@ -66,7 +66,8 @@ def serve(
         if workers > 1:
             # the workers serve; this process learns what they complete and dreams at night
             llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
-            overrides = {**({"engine": engine} if engine else {}), **({"llm": llm} if llm else {})}
+            overrides = {**({"engine": engine} if engine else {}), **({"llm": llm} if llm else {}),
+                         **({"store": mem.settings.store} if mem.settings.store else {})}
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
                                                    overrides=overrides)
             app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers}
