@@ -292,6 +292,17 @@ def test_an_admin_switches_users(tab):
     assert "helix" in tab.text("#facts-table")
 
 
+# ------------------------------------------------------------ the API docs, offline
+def test_api_docs_render_from_local_assets(tab, server):
+    outside: list[str] = []
+    tab.page.on("request", lambda r: r.url.startswith(server.url) or outside.append(r.url))
+    tab.go("/docs")
+    tab.page.wait_for_selector(".opblock-summary", timeout=10000)
+    assert tab.page.locator(".opblock").count() > 20
+    assert "Unable to render" not in tab.text("body")
+    assert not outside, outside
+
+
 # ------------------------------------------------------------ every page, both widths
 PAGES = [("overview", "/console"), ("profile", "/console/profile"), ("facts", "/console/facts"),
          ("timeline", "/console/timeline"), ("notes", "/console/notes"), ("memory-md", "/console/memory"),
