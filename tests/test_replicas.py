@@ -41,7 +41,7 @@ def schema() -> Iterator[tuple[str, str]]:
         drop_schema(name)
 
 
-def start(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], str]:
+def launch(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], str]:
     """``reverie serve --no-auth`` on a free port (a client names its user with ?user=)."""
     port = free_port()
     full = {
@@ -52,7 +52,11 @@ def start(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], st
         [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--port", str(port), "--home", str(home)],
         env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
-    url = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], str]:
+    proc, url = launch(home, store, **env)
     wait_for(f"{url}/healthz", proc)
     return proc, url
 
@@ -170,10 +174,12 @@ def test_a_killed_replica_loses_no_acknowledged_write_and_its_jobs_are_learned_o
 
 def test_both_schedulers_firing_in_the_same_second_dream_once_per_user(tmp_path):
     with schema() as (name, store):
-        due = (datetime.now().astimezone() + timedelta(seconds=12)).strftime("%H:%M:%S")
-        replicas = [start(tmp_path / r, store, REVERIE_DREAM_TIME=due) for r in ("a", "b")]
+        due = datetime.now().astimezone() + timedelta(seconds=20)
+        replicas = [launch(tmp_path / r, store, REVERIE_DREAM_TIME=due.strftime("%H:%M:%S")) for r in ("a", "b")]
         try:
-            assert datetime.now().astimezone().strftime("%H:%M:%S") < due, "the replicas started too slowly"
+            for proc, url in replicas:  # started together, ready before the time they will both fire at
+                wait_for(f"{url}/healthz", proc)
+            assert datetime.now().astimezone() < due, "the replicas started too slowly"
             with httpx.Client(timeout=30) as http:
                 for n, user in enumerate(("ana", "bo", "cy")):
                     url = replicas[n % 2][1]
