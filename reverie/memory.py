@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from reverie import curation, dream, maintenance, memory_md, notes, portability
+from reverie import curation, dream, maintenance, memory_md, migrate, notes, portability
 from reverie.context import Context
 from reverie.dream import ChatReply
 from reverie.errors import InvalidInput, NotFound
@@ -47,6 +47,7 @@ from reverie.maintenance import (
     UndoReport,
 )
 from reverie.memory_md import SyncReport
+from reverie.migrate import MigrateReport
 from reverie.messages import Messages
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag
 from reverie.recall import Recall, Recaller
@@ -492,6 +493,12 @@ class Memory:
     def sync(self, *, user: str) -> SyncReport:
         """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
         return memory_md.sync(self.ctx, user=check_user(user))
+
+    def migrate_to(self, url: str, *, dry_run: bool = False) -> MigrateReport:
+        """Copy this SQLite home (every user, key, journal and document) into the empty
+        PostgreSQL database ``url`` and check the copy (counts, and each user's export);
+        ``dry_run`` only counts what would be copied."""
+        return migrate.migrate_home(self.ctx, url, dry_run=dry_run)
 
     def save_memory_md(self, text: str, *, user: str, base: str | None = None) -> SyncReport:
         """Write an edited MEMORY.md and :meth:`sync` it. ``base``: the sha256 of the text the

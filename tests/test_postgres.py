@@ -42,7 +42,7 @@ def test_every_command_takes_store(home, pg_url):
     assert json.loads(created.output)["key"].startswith("rv_")
     assert [k.user for k in PostgresStore(pg_url).list_api_keys()] == ["ana"]
     assert not (home / "reverie.db").exists()
-    for command in (["facts"], ["keys", "list"], ["bench", "locomo"], ["dream"], ["serve"]):
+    for command in (["facts"], ["keys", "list"], ["bench", "locomo"], ["dream"], ["serve"], ["migrate"]):
         shown = cli(*command, "--help").output
         assert "--store" in shown, (command, shown)
 

@@ -6,7 +6,9 @@ rich tables. Each command group lives in its own module and registers itself on
 the one ``app`` of :mod:`reverie.cli.common`.
 """
 
-from reverie.cli import bench_cmds, console_cmd, demo_cmd, dream_cmds, memory_cmds, server_cmds
+from reverie.cli import bench_cmds, console_cmd, demo_cmd, dream_cmds, memory_cmds, migrate_cmd, server_cmds
 from reverie.cli.common import app, main
 
-__all__ = ["app", "bench_cmds", "console_cmd", "demo_cmd", "dream_cmds", "main", "memory_cmds", "server_cmds"]
+__all__ = [
+    "app", "bench_cmds", "console_cmd", "demo_cmd", "dream_cmds", "main", "memory_cmds", "migrate_cmd", "server_cmds",
+]

@@ -1243,6 +1243,39 @@ class PostgresStore(Store):
             self._do("DELETE FROM item_tags WHERE user_id = %s AND tag = %s", (user, old))
         return moved
 
+    def load_postings(self, user: str, rows: Sequence[tuple[str, str, str, float]]) -> None:
+        """Append (tag, kind, item id, weight) postings in this order (a migration keeps the
+        order they were tagged in, which bounded posting reads follow)."""
+        self._lock([user])
+        self._many(
+            "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [(user, *row) for row in rows],
+        )
+
+    def load_relations(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
+        """(source, target, level) relations exactly as given (one direction each)."""
+        self._lock([user])
+        self._many(
+            "INSERT INTO tag_relations (user_id, source, target, level) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (user_id, source, target) DO UPDATE SET level = excluded.level",
+            [(user, *row) for row in rows],
+        )
+
+    def row_counts(self) -> dict[str, dict[str, int]]:
+        """Rows per user of each kind (user -> kind -> rows): what a migration checks."""
+        tables = {
+            "episodes": "episodes", "facts": "facts", "profile": "profile", "notes": "notes",
+            "knowledge": "knowledge", "tags": "tags", "postings": "item_tags", "relations": "tag_relations",
+            "dream_runs": "dream_runs", "input_keys": "input_keys", "journals": "journals",
+            "user_meta": "user_meta", "documents": "documents",
+        }
+        out: dict[str, dict[str, int]] = {}
+        for kind, table in tables.items():
+            for user, count in self._q(f"SELECT user_id, count(*) FROM {table} GROUP BY user_id"):
+                out.setdefault(user, {})[kind] = int(count)
+        return out
+
     # ------------------------------------------------------------ journals, deleting a user, backlog
     def list_journals(self, user: str, limit: int = 50) -> list[str]:
         self._lock([user])

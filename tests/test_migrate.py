@@ -1,0 +1,74 @@
+"""``reverie migrate --to postgresql://...``: a SQLite home with everything in it, copied and checked."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from reverie import Memory
+from reverie.cli import app
+from reverie.keys import create_key, verify_key
+from reverie.store import PostgresStore
+from tests.test_delete_user import fill
+
+runner = CliRunner()
+
+
+def _undated(context: str) -> list[str]:
+    return [line for line in context.splitlines() if not line.startswith("- [20")]
+
+
+def migrate(home, *args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, ["migrate", "--home", str(home), "--json", *args], catch_exceptions=False)
+
+
+def test_a_home_is_copied_whole_and_checked(home, pg_url):
+    with Memory(home, background=False) as mem:
+        fill(mem, "ana", "zanzibar")
+        fill(mem, "bob", "lofoten")
+        mem.trim([{"role": "user", "content": "We should book the ferry to Stone Town early"},
+                  {"role": "assistant", "content": "I will remind you."}], user="ana")
+        mem.consolidate(user="ana")
+        secret = create_key(mem.store, user="cid", name="a user with nothing but a key").secret
+        before = {u: mem.recall("trip to zanzibar in March", user=u, track=False).context for u in ("ana", "bob")}
+        memory_md = mem.memory_md(user="ana")
+        diaries = mem.diaries(user="ana")
+        changes = [c.id for c in mem.changes(user="ana")]
+    assert memory_md and diaries and changes
+
+    dry = migrate(home, "--to", pg_url, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.output)
+    assert planned["dry_run"] and set(planned["users"]) == {"ana", "bob", "cid"}
+    assert planned["users"]["ana"]["episodes"] >= 2 and planned["users"]["ana"]["documents"] >= 2
+    assert planned["totals"]["api_keys"] == 3 and planned["users"]["cid"]["episodes"] == 0
+    assert PostgresStore(pg_url).users() == []  # a dry run copies nothing
+
+    done = migrate(home, "--to", pg_url)
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["verified"] and report["problems"] == [] and report["users"] == planned["users"]
+
+    with Memory(home / "elsewhere", background=False, store=pg_url) as copy:
+        assert copy.users() == ["ana", "bob"]
+        after = {u: copy.recall("trip to zanzibar in March", user=u, track=False).context for u in ("ana", "bob")}
+        for user in ("ana", "bob"):
+            # the same lines; an exchange may come as its episode or as its daily note (BM25 counts
+            # a user's own rows in PostgreSQL, the whole file's in SQLite), but never goes missing
+            assert _undated(after[user]) == _undated(before[user])
+            assert len(after[user].splitlines()) == len(before[user].splitlines())
+        assert copy.memory_md(user="ana") == memory_md and copy.diaries(user="ana") == diaries
+        assert [c.id for c in copy.changes(user="ana")] == changes
+        assert verify_key(copy.store, secret).user == "cid"  # the key still works: hash and salt came along
+        copy.undo(changes[0], user="ana")  # a journal written in SQLite is undone in PostgreSQL
+
+    again = migrate(home, "--to", pg_url)
+    assert again.exit_code == 2 and "already holds a memory" in json.loads(again.output)["error"]
+
+
+def test_migrate_needs_a_postgres_url_and_a_home(home, pg_url):
+    with Memory(home, background=False) as mem:
+        mem.remember("Likes tea", user="ana")
+    assert "postgresql://" in json.loads(migrate(home, "--to", "mysql://x").output)["error"]
+    assert json.loads(migrate(home / "none", "--to", pg_url).output)["type"] == "NotFound"
