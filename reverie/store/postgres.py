@@ -1043,41 +1043,56 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ search and usage
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+        """BM25 over each kind, bounded the way the SQLite store bounds it: every match is ranked
+        while the query matches at most SEARCH_WINDOW of the user's items of a kind; past that,
+        all terms over the newest SEARCH_WINDOW matches and the rare terms over all of theirs.
+        Two round trips in the common case: the statistics of every kind, then the matches."""
         lexemes = query_lexemes(query_terms)
-        if not lexemes:
+        kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
+        if not lexemes or not kinds:
             return []
         self._lock([user])
-        hits: list[Hit] = []
+        query, quoted = tsquery_text(lexemes), [_quote_lexeme(lex) for lex in lexemes]
+        parts: list[str] = []
+        params: list[Any] = []
         for kind in kinds:
-            hits += self._search_kind(kind, user, lexemes, limit)
-        return hits
-
-    def _search_kind(self, kind: str, user: str, lexemes: list[str], limit: int) -> list[Hit]:
-        """BM25 over one kind, the way the SQLite store bounds it: every match is ranked while
-        the query matches at most SEARCH_WINDOW of the user's items; past that, all terms over
-        the newest SEARCH_WINDOW matches and the rare terms over all of theirs."""
-        table, only = _TABLE[kind], _SEARCH_FILTER[kind]
-        query = tsquery_text(lexemes)
-        floor = self._one(
-            f"SELECT m.pk FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
-            "ORDER BY m.pk DESC OFFSET %s LIMIT 1",
-            (user, query, SEARCH_WINDOW - 1),
-        )
-        rows_total, tokens = self._fts_stats(user, kind)
-        hits = self._doc_counts(table, user, lexemes)
-        idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-        avgdl = tokens / rows_total if rows_total else 0.0
-        if floor is None:
-            scored = self._bm25(table, only, user, lexemes, idf, avgdl, None)
-            return self._best(kind, scored, limit)
-        best = dict(self._top(self._bm25(table, only, user, lexemes, idf, avgdl, int(floor[0])), limit))
-        rare = [lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW]
-        if rare:
-            scored = self._bm25(table, only, user, rare, {lex: idf[lex] for lex in rare}, avgdl, None)
-            for item_id, (score, pk) in self._top(scored, limit):
-                if score > best.get(item_id, (0.0, pk))[0]:
-                    best[item_id] = (score, pk)
-        return self._best(kind, best, limit)
+            table, only = _TABLE[kind], _SEARCH_FILTER[kind]
+            parts += [
+                f"(SELECT m.pk FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
+                f"ORDER BY m.pk DESC OFFSET {SEARCH_WINDOW - 1} LIMIT 1)",
+                f"ARRAY(SELECT (SELECT count(*) FROM {table} m WHERE m.user_id = %s AND m.tsv @@ x.q::tsquery) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS x(q, n) ORDER BY x.n)",
+                "(SELECT ARRAY[rows, tokens] FROM fts_stats WHERE user_id = %s AND kind = %s)",
+            ]
+            params += [user, query, user, quoted, user, kind]
+        row = self._one("SELECT " + ", ".join(parts), params)
+        assert row is not None
+        plans: dict[str, tuple[int | None, dict[str, int], dict[str, float], float]] = {}
+        for n, kind in enumerate(kinds):
+            floor, counts, stats = row[3 * n], row[3 * n + 1], row[3 * n + 2]
+            rows_total, tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
+            hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
+            idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
+            plans[kind] = (int(floor) if floor is not None else None, hits, idf, tokens / rows_total if rows_total else 0.0)
+        # every kind whose matches are few enough to rank them all: one statement
+        whole = [k for k in kinds if plans[k][0] is None and any(plans[k][1].values())]
+        scored = self._bm25_kinds(user, whole, lexemes, plans, None) if whole else {}
+        out: list[Hit] = []
+        for kind in kinds:
+            floor, hits, idf, avgdl = plans[kind]
+            if floor is None:
+                out += self._best(kind, scored.get(kind, {}), limit)
+                continue
+            best = dict(self._top(self._bm25_kinds(user, [kind], lexemes, plans, floor).get(kind, {}), limit))
+            rare = [lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW]
+            if rare:
+                only_rare = {kind: (None, hits, {lex: idf[lex] for lex in rare}, avgdl)}
+                found = self._bm25_kinds(user, [kind], rare, only_rare, None).get(kind, {})
+                for item_id, (score, pk) in self._top(found, limit):
+                    if score > best.get(item_id, (0.0, pk))[0]:
+                        best[item_id] = (score, pk)
+            out += self._best(kind, best, limit)
+        return out
 
     @staticmethod
     def _top(scored: dict[str, tuple[float, int]], limit: int) -> list[tuple[str, tuple[float, int]]]:
@@ -1086,32 +1101,31 @@ class PostgresStore(Store):
     def _best(self, kind: str, scored: dict[str, tuple[float, int]], limit: int) -> list[Hit]:
         return [Hit(kind, item_id, score) for item_id, (score, _) in self._top(scored, limit)]
 
-    def _bm25(
-        self, table: str, only: str, user: str, lexemes: list[str], idf: Mapping[str, float], avgdl: float,
-        floor: int | None,
-    ) -> dict[str, tuple[float, int]]:
-        rows = self._q(
-            f"SELECT m.id, m.pk, m.doc_len, u.lexeme, cardinality(u.positions) "
-            f"FROM {table} m CROSS JOIN LATERAL unnest(m.tsv) AS u "
-            f"WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
-            + ("AND m.pk >= %s " if floor is not None else "")
-            + "AND u.lexeme = ANY(%s)",
-            [user, tsquery_text(lexemes), *([floor] if floor is not None else []), lexemes],
-        )
-        return bm25(((r[0], r[1], r[2], r[3], max(1, r[4] or 0)) for r in rows), idf, avgdl)
-
-    def _fts_stats(self, user: str, kind: str) -> tuple[int, int]:
-        row = self._one("SELECT rows, tokens FROM fts_stats WHERE user_id = %s AND kind = %s", (user, kind))
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    def _doc_counts(self, table: str, user: str, lexemes: list[str]) -> dict[str, int]:
-        """How many of the user's rows (any status) hold each lexeme: BM25's document frequency."""
-        rows = self._q(
-            f"SELECT q.lexeme, (SELECT count(*) FROM {table} m WHERE m.user_id = %s AND m.tsv @@ q.query::tsquery) "
-            "FROM unnest(%s::text[], %s::text[]) AS q(lexeme, query)",
-            (user, lexemes, [_quote_lexeme(lex) for lex in lexemes]),
-        )
-        return {r[0]: int(r[1]) for r in rows}
+    def _bm25_kinds(
+        self, user: str, kinds: list[str], lexemes: list[str],
+        plans: Mapping[str, tuple[int | None, dict[str, int], dict[str, float], float]], floor: int | None,
+    ) -> dict[str, dict[str, tuple[float, int]]]:
+        """The matches of each kind with their lexemes' counts, ranked: kind -> id -> (score, pk)."""
+        query = tsquery_text(lexemes)
+        parts: list[str] = []
+        params: list[Any] = []
+        for n, kind in enumerate(kinds):
+            table, only = _TABLE[kind], _SEARCH_FILTER[kind]
+            parts.append(
+                f"SELECT {n}, m.id, m.pk, m.doc_len, u.lexeme, cardinality(u.positions) "
+                f"FROM {table} m CROSS JOIN LATERAL unnest(m.tsv) AS u "
+                f"WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
+                + ("AND m.pk >= %s " if floor is not None else "")
+                + "AND u.lexeme = ANY(%s)"
+            )
+            params += [user, query, *([floor] if floor is not None else []), lexemes]
+        rows = self._q(" UNION ALL ".join(parts), params)
+        out: dict[str, dict[str, tuple[float, int]]] = {}
+        for n, kind in enumerate(kinds):
+            _, _, idf, avgdl = plans[kind]
+            mine = ((r[1], r[2], r[3], r[4], max(1, r[5] or 0)) for r in rows if r[0] == n)
+            out[kind] = bm25(mine, idf, avgdl)
+        return out
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))
