@@ -100,7 +100,8 @@ class Tab:
     def sign_in(self, who: str) -> None:
         self.go("/console")
         assert "/console/sign-in" in self.page.url
-        # by keyboard: the key field has the focus; Enter sends the form
+        # by keyboard: the key field takes the focus; Enter sends the form
+        self.page.wait_for_function("document.activeElement && document.activeElement.id === 'key'")
         self.page.keyboard.type(self.server.keys[who])
         self.page.keyboard.press("Enter")
         self.page.wait_for_url(re.compile(r".*/console$"))

@@ -461,7 +461,7 @@ def tag_graph(tags: list[dict[str, Any]], limit: int = 36) -> dict[str, Any]:
             if pair[0] in names and pair[1] in names:
                 seen.add((pair[0], pair[1]))
                 edges.append({"source": pair[0], "target": pair[1], "level": rel["level"]})
-    size, radius = 520, 190
+    size, radius = 360, 125
     nodes = {}
     for n, name in enumerate(names):
         angle = 2 * math.pi * n / max(len(names), 1) - math.pi / 2

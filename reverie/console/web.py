@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -106,6 +106,7 @@ def _environment() -> Environment:
     env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
     env.globals["prefix"] = PREFIX
     env.globals["version"] = __version__
+    env.globals["favicon"] = "data:image/svg+xml," + quote((STATIC / "favicon.svg").read_text().strip(), safe=" /:=,'")
     return env
 
 
