@@ -29,8 +29,6 @@ import os
 import platform
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +38,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-import reverie
+from reverie.bench.child import run_child
 from reverie.bench.locomo import LocomoCase, percentile, run_case
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
@@ -851,7 +849,7 @@ def cached_build(
 # A recall-only process: opens the home, runs the recalls it is given on stdin, and reports
 # the times and its own peak RSS. ``first`` mode times the very first recall after opening.
 _RECALL_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 job = json.load(sys.stdin)
 t0 = time.perf_counter()
 from reverie.memory import Memory
@@ -867,36 +865,14 @@ for query in job["queries"]:
     mem.recall(query, user=job["user"], budget=job["budget"], track=False)
     times.append(time.perf_counter() - t0)
 mem.close()
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-maxrss_bytes = rss if sys.platform == "darwin" else rss * 1024
-# Linux keeps in ru_maxrss the peak of the process this one was spawned from (the benchmark,
-# which may be large after a build): VmHWM is the peak of this program alone
-hwm_bytes = None
-try:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                hwm_bytes = int(line.split()[1]) * 1024
-except OSError:
-    pass
-json.dump({"import_s": imported, "open_s": opened, "times": times, "maxrss_bytes": maxrss_bytes,
-           "rss_bytes": hwm_bytes or maxrss_bytes}, sys.stdout)
+from reverie.bench.child import peak_rss_bytes
+json.dump({"import_s": imported, "open_s": opened, "times": times, "rss_bytes": peak_rss_bytes()}, sys.stdout)
 """
 
 
 def _recall_process(home: Path, queries: list[str], warmup: list[str]) -> dict[str, Any]:
     job = {"home": str(home), "user": USER, "budget": BUDGET, "engine": ENGINE, "queries": queries, "warmup": warmup}
-    env = dict(os.environ)
-    root = str(Path(reverie.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    done = subprocess.run(
-        [sys.executable, "-c", _RECALL_CHILD], input=json.dumps(job), capture_output=True, text=True, env=env,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the recall process failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return run_child(_RECALL_CHILD, job, what="recall")
 
 
 def disk_bytes(home: Path) -> int:

@@ -11,16 +11,13 @@ and, with learning, learn) and the child's peak RSS (``VmHWM`` on Linux).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import reverie
+from reverie.bench.child import run_child
 from reverie.bench.scale import ConversationGenerator
 from reverie.errors import InvalidInput
 
@@ -29,26 +26,15 @@ USER = "stream"
 TURNS_PER_EPISODE = 2.6  # what the generator makes on average: enough episodes for the turns asked
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 job = json.load(sys.stdin)
 from reverie.memory import Memory
+from reverie.bench.child import peak_rss_bytes
 t0 = time.perf_counter()
 with Memory(job["home"], background=False, engine="heuristic") as mem:
     report = mem.ingest(job["file"], user=job["user"], learn=job["learn"])
-seconds = time.perf_counter() - t0
-hwm = None
-try:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                hwm = int(line.split()[1]) * 1024
-except OSError:
-    pass
-if hwm is None:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    hwm = rss if sys.platform == "darwin" else rss * 1024
-json.dump({"seconds": seconds, "rss_bytes": hwm, "episodes": report.episodes, "learned": report.learned,
-           "facts": report.facts}, sys.stdout)
+json.dump({"seconds": time.perf_counter() - t0, "rss_bytes": peak_rss_bytes(), "episodes": report.episodes,
+           "learned": report.learned, "facts": report.facts}, sys.stdout)
 """
 
 
@@ -108,14 +94,7 @@ def run_ingest_bench(turns: int, *, cache: Path = DEFAULT_CACHE, learn: bool = T
     home = Path(tempfile.mkdtemp(prefix="reverie-bench-ingest-")) / "home"
     try:
         job = {"home": str(home), "file": str(path), "user": USER, "learn": learn}
-        env = dict(os.environ)
-        root = str(Path(reverie.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        done = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(job), capture_output=True,
-                              text=True, env=env, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"the ingest process failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-        result = json.loads(done.stdout)
+        result = run_child(_CHILD, job, what="ingest")
     finally:
         shutil.rmtree(home.parent, ignore_errors=True)
     return IngestBench(turns, path.stat().st_size, learn, result["seconds"], result["rss_bytes"],
