@@ -416,6 +416,65 @@ def test_delete_user_removes_everything_of_them_and_nothing_else(store):
     assert store.get_document("bob", "MEMORY.md") == "# x" and len(store.list_journals("bob")) == 1
 
 
+def test_pages_walk_every_row_once_in_the_order_of_the_default_pages(store):
+    from reverie.store.base import Store
+
+    for n in range(11):
+        fact = Fact(user="ana", content=f"fact {n} {'alpha' if n % 2 else 'beta'}", confidence=0.5 + n % 3 / 10,
+                    uses=n % 4, status="consolidated")
+        store.put_fact(fact)
+        if n % 3 == 0:
+            store.touch("fact", [fact.id], _day(n))
+        store.put_episode(Episode(user="ana", thread="t" if n % 2 else "u", status="completed",
+                                  occurred_at=_day(n % 5), messages=[Message(content=f"m{n}")]))
+        store.put_note(Note(user="ana", date=f"2024-05-0{1 + n % 3}", content=f"note {n}"))
+        store.put_tag(Tag(user="ana", name=f"tag{n:02d}", status="active" if n % 2 else "unexamined"))
+        store.set_meta(f"journal:chg_{n:02d}",
+                       f'{{"id": "chg_{n:02d}", "user": "ana", "at": "2024-05-0{1 + n % 4}T10:00:00+00:00"}}')
+
+    def walk(read):  # type: ignore[no-untyped-def]
+        out, after = [], None
+        while True:
+            page = read(after)
+            out += [getattr(i, "id", None) or getattr(i, "name", None) or i for i in page.items]
+            if page.next is None:
+                return out
+            after = page.next
+
+    reads = [
+        lambda s, a: s.page_episodes("ana", after=a, limit=4),
+        lambda s, a: s.page_episodes("ana", thread="t", after=a, limit=2),
+        lambda s, a: s.page_notes("ana", after=a, limit=3),
+        lambda s, a: s.page_tags("ana", after=a, limit=4),
+        lambda s, a: s.page_tags("ana", status="active", after=a, limit=2),
+        lambda s, a: s.page_journals("ana", after=a, limit=3),
+        *(lambda s, a, o=order: s.page_facts("ana", order=o, after=a, limit=3)
+          for order in ("uses", "recent", "last_used", "confidence")),
+        lambda s, a: s.page_facts("ana", contains="ALPHA", after=a, limit=2),
+    ]
+    defaults = type("Defaults", (), {k: getattr(Store, k) for k in dir(Store) if k.startswith("page_")})
+    for read in reads:
+        got = walk(lambda a: read(store, a))
+        assert got and len(got) == len(set(got))
+        base = walk(lambda a: read(_Default(store, defaults), a))
+        assert sorted(map(str, got)) == sorted(map(str, base))
+    assert [f.content for f in store.fact_texts("ana")] == [f.content for f in store.list_facts("ana")]
+    assert [t.content for t in store.fact_texts("ana", ["alpha"], 2)] == ["fact 7 alpha", "fact 9 alpha"]
+    assert store.counts("ana") == Store.counts(store, "ana")
+
+
+class _Default:
+    """A store read through the ABC's default page methods."""
+
+    def __init__(self, store, defaults):  # type: ignore[no-untyped-def]
+        self.store, self.defaults = store, defaults
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        if name.startswith("page_"):
+            return lambda *a, **k: getattr(self.defaults, name)(self.store, *a, **k)
+        return getattr(self.store, name)
+
+
 # ---------------------------------------------------------------- several processes
 
 

@@ -57,7 +57,19 @@ from reverie.models import (
     TagRelation,
     as_utc,
 )
-from reverie.store.base import ApiKey, DreamRun, EpisodeRef, Hit, Posting, Store
+from reverie.store.base import (
+    FACT_ORDERS,
+    ApiKey,
+    DreamRun,
+    EpisodeRef,
+    FactText,
+    Hit,
+    Page,
+    Posting,
+    Store,
+    decode_cursor,
+    page_of,
+)
 from reverie.text import index_text
 
 if TYPE_CHECKING:
@@ -1289,6 +1301,165 @@ class PostgresStore(Store):
             for user, count in self._q(f"SELECT user_id, count(*) FROM {table} GROUP BY user_id"):
                 out.setdefault(user, {})[kind] = int(count)
         return out
+
+    # ------------------------------------------------------------ counts, texts and pages (keyset reads)
+    def fact_texts(self, user: str, query_terms: list[str] | None = None, limit: int = 0) -> list[FactText]:
+        self._lock([user])
+        content = "(body::json)->>'content'"
+        if query_terms is None:
+            rows = self._q(
+                f"SELECT id, {content}, category FROM facts WHERE user_id = %s "
+                "AND status IN ('pending', 'consolidated') ORDER BY pk",
+                (user,),
+            )
+            return [FactText(*r) for r in rows]
+        lexemes = query_lexemes(query_terms)
+        if not lexemes:
+            return []
+        rows = self._q(
+            f"SELECT id, {content}, category FROM facts WHERE user_id = %s AND tsv @@ %s::tsquery "
+            "AND status IN ('pending', 'consolidated') ORDER BY pk DESC LIMIT %s",
+            (user, tsquery_text(lexemes), limit),
+        )
+        return [FactText(*r) for r in reversed(rows)]
+
+    def counts(self, user: str) -> dict[str, Any]:
+        self._lock([user])
+
+        def tally(table: str) -> dict[str, int]:
+            rows = self._q(f"SELECT status, count(*) FROM {table} WHERE user_id = %s GROUP BY status ORDER BY 1", (user,))
+            return {str(r[0]): int(r[1]) for r in rows}
+
+        row = self._one(
+            "SELECT (SELECT count(*) FROM notes WHERE user_id = %s), (SELECT count(*) FROM knowledge WHERE user_id = %s)",
+            (user, user),
+        )
+        assert row is not None
+        return {
+            "episodes_by_status": tally("episodes"),
+            "threads": [r[0] for r in self._q("SELECT DISTINCT thread FROM episodes WHERE user_id = %s ORDER BY 1", (user,))],
+            "facts_by_status": tally("facts"),
+            "notes": int(row[0]),
+            "knowledge": int(row[1]),
+            "tags": tally("tags"),
+        }
+
+    def page_episodes(
+        self,
+        user: str,
+        *,
+        thread: str | None = None,
+        status: str | None = None,
+        archived: bool | None = False,
+        until: datetime | None = None,
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Episode]:
+        last = decode_cursor(after, (str, int))
+        self._lock([user])
+        sql = f"SELECT {self._EP_COLS}, occurred_at, pk FROM episodes WHERE user_id = %s"
+        params: list[Any] = [user]
+        for clause, value in (
+            ("thread = %s", thread), ("status = %s", status), ("archived = %s", archived),
+            ("occurred_at <= %s", _ts(until)),
+        ):
+            if value is not None:
+                sql += f" AND {clause}"
+                params.append(value)
+        if last is not None:
+            sql += " AND (occurred_at, pk) < (%s, %s)"
+            params += [datetime.fromisoformat(last[0]), last[1]]
+        rows = self._q(sql + " ORDER BY occurred_at DESC, pk DESC LIMIT %s", [*params, limit + 1])
+        page = page_of(rows, limit, lambda r: (_utc_set(r[8]).isoformat(), int(r[9])))
+        return Page([self._episode(r) for r in page.items], page.next)
+
+    def page_facts(
+        self,
+        user: str,
+        *,
+        status: str | Iterable[str] | None = None,
+        category: str | None = None,
+        contains: str | None = None,
+        order: str = "uses",
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[Fact]:
+        if order not in FACT_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(FACT_ORDERS)}")
+        key, kind = {
+            "uses": ("uses", int),
+            "recent": ("0::int", int),  # not a bare 0: ORDER BY 0 would name a column
+            "last_used": ("coalesce(last_used_at, '-infinity'::timestamptz)", str),
+            "confidence": ("coalesce(((body::json)->>'confidence')::float8, 0.0)", float),
+        }[order]
+        last = decode_cursor(after, (kind, int))
+        statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
+        self._lock([user])
+        shown = "last_used_at" if order == "last_used" else key  # -infinity has no Python datetime
+        sql = f"SELECT {self._FACT_COLS}, {shown}, pk FROM facts WHERE user_id = %s AND status = ANY(%s)"
+        params: list[Any] = [user, statuses]
+        if category is not None:
+            sql += " AND category = %s"
+            params.append(category)
+        if contains:
+            sql += " AND strpos(lower((body::json)->>'content'), lower(%s)) > 0"
+            params.append(contains)
+        if last is not None:
+            mark: Any = last[0]
+            if order == "last_used":
+                mark = datetime.fromisoformat(mark) if mark else "-infinity"
+            sql += f" AND ({key}, pk) < (%s, %s)"
+            params += [mark, last[1]]
+        rows = self._q(sql + f" ORDER BY {key} DESC, pk DESC LIMIT %s", [*params, limit + 1])
+
+        def cursor(r: tuple[Any, ...]) -> tuple[Any, int]:
+            value = r[6]
+            if order == "last_used":
+                value = "" if r[3] is None else _utc_set(r[3]).isoformat()
+            return (float(value) if order == "confidence" else value, int(r[7]))
+
+        page = page_of(rows, limit, cursor)
+        return Page([self._fact(r) for r in page.items], page.next)
+
+    def page_notes(self, user: str, *, date: str | None = None, after: str | None = None, limit: int = 100) -> Page[Note]:
+        last = decode_cursor(after, (str, int))
+        self._lock([user])
+        sql, params = "SELECT pk, date, body FROM notes WHERE user_id = %s", [user]
+        if date is not None:
+            sql += " AND date = %s"
+            params.append(date)
+        if last is not None:
+            sql += " AND (date < %s OR (date = %s AND pk > %s))"
+            params += [last[0], last[0], last[1]]
+        rows = self._q(sql + " ORDER BY date DESC, pk ASC LIMIT %s", [*params, limit + 1])
+        page = page_of(rows, limit, lambda r: (r[1], int(r[0])))
+        return Page([Note.model_validate_json(r[2]) for r in page.items], page.next)
+
+    def page_tags(self, user: str, *, status: str | None = None, after: str | None = None, limit: int = 100) -> Page[Tag]:
+        last = decode_cursor(after, (str,))
+        self._lock([user])
+        sql, params = f"SELECT {self._TAG_COLS} FROM tags WHERE user_id = %s", [user]
+        if status:
+            sql += " AND status = %s"
+            params.append(status)
+        if last is not None:
+            sql += " AND name > %s"
+            params.append(last[0])
+        rows = self._q(sql + " ORDER BY name LIMIT %s", [*params, limit + 1])
+        page = page_of(rows, limit, lambda r: (r[4],))
+        return Page([self._tag(r) for r in page.items], page.next)
+
+    def page_journals(self, user: str, *, after: str | None = None, limit: int = 50) -> Page[str]:
+        last = decode_cursor(after, (str, str))
+        self._lock([user])
+        sql = "SELECT body, at, id FROM journals WHERE user_id = %s"
+        params: list[Any] = [user]
+        if last is not None:
+            sql += " AND (at, id) < (%s, %s)"
+            params += [datetime.fromisoformat(last[0]), last[1]]
+        rows = self._q(sql + " ORDER BY at DESC, id DESC LIMIT %s", [*params, limit + 1])
+        page = page_of(rows, limit, lambda r: (_utc_set(r[1]).isoformat(), str(r[2])))
+        return Page([str(r[0]) for r in page.items], page.next)
 
     # ------------------------------------------------------------ journals, deleting a user, backlog
     def list_journals(self, user: str, limit: int = 50) -> list[str]:
