@@ -127,6 +127,16 @@ def submit(tab: Tab, locator) -> None:
         locator.click()
 
 
+def dream_now(tab: Tab, days: int) -> None:
+    """Start a dream on the dreams page and wait until the page shows its end."""
+    tab.page.get_by_label("Days of notes").fill(str(days))
+    with tab.page.expect_navigation() as started:
+        tab.page.get_by_role("button", name="Dream now").click()
+    if 'data-done="no"' in started.value.text():
+        # the script follows the run and shows the page again when it ends
+        tab.page.wait_for_url(re.compile(r".*[?&]ended=1"), timeout=20000)
+
+
 # ------------------------------------------------------------ sign-in
 def test_sign_in_and_overview(tab):
     tab.sign_in("ana")
@@ -146,6 +156,50 @@ def test_a_bad_key_is_refused(tab):
     tab.refused(401)
     tab.go("/console/facts")
     assert "/console/sign-in" in tab.page.url
+
+
+# ------------------------------------------------------------ every page, both widths
+PAGES = [("overview", "/console"), ("profile", "/console/profile"), ("facts", "/console/facts"),
+         ("timeline", "/console/timeline"), ("notes", "/console/notes"), ("memory-md", "/console/memory"),
+         ("dreams", "/console/dreams"), ("tags", "/console/tags"),
+         ("recall", "/console/recall?message=%E5%91%A8%E6%9C%AB%E5%8E%BB%E5%93%AA%E9%87%8C%E7%88%AC%E5%B1%B1%EF%BC%9F"
+                    "+and+which+editor+do+I+use%3F&budget=600"),
+         ("keys", "/console/keys")]
+
+
+def test_every_page_at_desktop_and_phone_width(browser, server, tmp_path):
+    """Runs early, on the demo data as `reverie demo` left it (and one dream, so that the
+    dream pages have something to show); the flows after it change the data."""
+    folder = ROOT / "docs" / "console" if os.environ.get("REVERIE_SCREENSHOTS") == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    for width, suffix in ((1280, ""), (390, "-narrow")):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        tab = Tab(context.new_page(), server)
+        tab.sign_in("admin")
+        tab.page.get_by_label("User").fill("ana")
+        submit(tab, tab.page.get_by_role("button", name="Show"))
+        if width == 1280:
+            tab.go("/console/dreams")
+            dream_now(tab, 30)
+        for name, path in PAGES:
+            tab.go(path)
+            assert tab.page.locator("h1").count() == 1, name
+            # nothing wider than the window (tables scroll inside their own box)
+            assert tab.page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} at {width}px"
+            unlabelled = tab.page.evaluate("""() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+                .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.name || e.id)""")
+            assert not unlabelled, f"unlabelled controls on {name}: {unlabelled}"
+            if width == 1280 or name in ("facts", "recall"):
+                tab.page.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=width == 1280 and name not in ("tags", "recall"))
+        assert "云南" in (tab.go("/console/facts") and tab.text("#facts-table"))  # Chinese text, as stored
+        if width == 1280:
+            submit(tab, tab.page.locator("#facts-table a.fact-text").filter(has_text="logical replication"))
+            assert "Where it came from" in tab.text()
+            tab.page.screenshot(path=str(folder / "fact.png"), full_page=True)
+        context.close()
+        assert not tab.problems, tab.problems
+    if folder != tmp_path:
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 # ------------------------------------------------------------ facts
@@ -228,12 +282,7 @@ def test_recall_playground_shows_score_parts(tab):
 def test_dream_now_then_undo_it(tab):
     tab.sign_in("ana")
     tab.go("/console/dreams")
-    tab.page.get_by_label("Days of notes").fill("30")
-    with tab.page.expect_navigation():
-        tab.page.get_by_role("button", name="Dream now").click()
-    # the script follows the run and reloads the page when it ends: the diary entry appears
-    tab.page.wait_for_selector("#diary article.diary", timeout=20000)
-    tab.page.wait_for_load_state("load")
+    dream_now(tab, 30)
     assert tab.text("#dream-status") == "done"
     assert "I read" in tab.text("#diary")
     row = tab.page.locator("#changes-table tbody tr[data-action=dream]").first
@@ -304,36 +353,3 @@ def test_api_docs_render_from_local_assets(tab, server):
     assert not outside, outside
 
 
-# ------------------------------------------------------------ every page, both widths
-PAGES = [("overview", "/console"), ("profile", "/console/profile"), ("facts", "/console/facts"),
-         ("timeline", "/console/timeline"), ("notes", "/console/notes"), ("memory-md", "/console/memory"),
-         ("dreams", "/console/dreams"), ("tags", "/console/tags"),
-         ("recall", "/console/recall?message=%E5%91%A8%E6%9C%AB%E5%8E%BB%E5%93%AA%E9%87%8C%E7%88%AC%E5%B1%B1%EF%BC%9F"
-                    "+and+which+editor+do+I+use%3F&budget=600"),
-         ("keys", "/console/keys")]
-
-
-def test_every_page_at_desktop_and_phone_width(browser, server, tmp_path):
-    folder = ROOT / "docs" / "console" if os.environ.get("REVERIE_SCREENSHOTS") == "1" else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
-    for width, suffix in ((1280, ""), (390, "-narrow")):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        tab = Tab(context.new_page(), server)
-        tab.sign_in("admin")
-        tab.page.get_by_label("User").fill("ana")
-        submit(tab, tab.page.get_by_role("button", name="Show"))
-        for name, path in PAGES:
-            tab.go(path)
-            assert tab.page.locator("h1").count() == 1, name
-            # nothing wider than the window (tables scroll inside their own box)
-            assert tab.page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} at {width}px"
-            unlabelled = tab.page.evaluate("""() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
-                .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.name || e.id)""")
-            assert not unlabelled, f"unlabelled controls on {name}: {unlabelled}"
-            if width == 1280 or name in ("facts", "recall"):
-                tab.page.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=width == 1280 and name != "tags")
-        assert "云南" in (tab.go("/console/facts") and tab.text("#facts-table"))  # Chinese text, as stored
-        context.close()
-        assert not tab.problems, tab.problems
-    if folder != tmp_path:
-        shutil.rmtree(tmp_path, ignore_errors=True)

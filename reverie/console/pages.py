@@ -262,9 +262,11 @@ def add_routes(router: APIRouter, console: Console) -> None:
         user = view.user
         text = memory.memory_md(user=user)
         last = memory.store.last_dream_run(user, status="done")
+        report = (last.report or {}) if last else {}
+        undone = any(c.id == report.get("journal") and c.undone_at for c in memory.changes(user=user, limit=100))
         return view.render(
             "memory_md.html", title="MEMORY.md", text=text or memory.memory_md_view(user=user), exists=bool(text),
-            base=text_sha(text) if text else "", last_dream=last, report=(last.report or {}) if last else {},
+            base=text_sha(text) if text else "", last_dream=last, report=report, undone=undone,
         )
 
     @router.post("/memory")

@@ -23,8 +23,8 @@ function followDream(box) {
           bar.setAttribute("max", "1");
           bar.setAttribute("value", "1");
           box.setAttribute("data-done", "yes");
-          // the diary and the list of changes now hold this run
-          window.setTimeout(function () { window.location.reload(); }, 300);
+          // the diary and the list of changes now hold this run: show them
+          window.setTimeout(function () { window.location.assign(box.getAttribute("data-done-url")); }, 300);
         } else {
           window.setTimeout(poll, 400);
         }
