@@ -221,3 +221,31 @@ def test_both_schedules_firing_at_once_run_the_night_once(tmp_path, pg_url):
     finally:
         for mem in replicas:
             mem.close()
+
+
+def test_memory_md_is_read_and_edited_through_the_api_of_any_replica(tmp_path, pg_url):
+    from reverie.server import create_app
+    from tests.live_server import live_server
+
+    first = Memory(tmp_path / "one", background=False, store=pg_url)
+    second = Memory(tmp_path / "two", background=False, store=pg_url)
+    try:
+        first.remember("Prefers tea over coffee", user="ana", category="preference")
+        assert first.dream(user="ana", days=30, now=DAY).status == "done"
+        with live_server(create_app(second, auth=False, default_user="ana")) as url:
+            import httpx
+
+            with httpx.Client(base_url=url, timeout=30) as http:
+                shown = http.get("/api/memory/memory-md").json()
+                assert "Prefers tea over coffee" in shown["text"] and shown["sha"]
+                edited = shown["text"].replace("Prefers tea over coffee", "Prefers mint tea over coffee")
+                saved = http.put("/api/memory/memory-md", json={"text": edited, "base": shown["sha"]})
+                assert saved.status_code == 200, saved.text
+                assert [line["content"] for line in saved.json()["edited"]] == ["Prefers mint tea over coffee"]
+                stale = http.put("/api/memory/memory-md", json={"text": edited, "base": shown["sha"]})
+                assert stale.status_code == 409  # MEMORY.md changed since that edit began
+        assert "mint tea" in first.memory_md(user="ana")  # the other replica reads the edit
+        assert [f.content for f in first.facts(user="ana")] == ["Prefers mint tea over coffee"]
+    finally:
+        first.close()
+        second.close()

@@ -11,6 +11,7 @@ decides whose memory is used, and an admin key may name another user with
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import anyio.to_thread
@@ -138,6 +139,12 @@ class FeedbackIn(_Body):
     id: str = Field(description="The recalled episode's id.")
     status: FeedbackStatus = Field(description="confirmed, rejected, ignored or partial")
     reason: str = ""
+
+
+class MemoryMdIn(_Body):
+    text: str = Field(description="The whole of MEMORY.md as edited.")
+    base: str | None = Field(default=None, description="The sha256 of the text the edit started from "
+                                                        "(GET /api/memory/memory-md gives it): a 409 if it changed since.")
 
 
 class DreamIn(_Body):
@@ -485,6 +492,18 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def flush(user: str = caller) -> dict[str, int]:
         """Learn now from the user's queued episodes instead of after the debounce."""
         return {"learned": memory.flush(user=user)}
+
+    @app.get("/api/memory/memory-md", tags=["dream"])
+    def memory_md(user: str = caller) -> dict[str, Any]:
+        """MEMORY.md as the last dream or edit left it ("" before the first dream), with its sha256."""
+        text = memory.memory_md(user=user)
+        return {"text": text, "sha": hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None}
+
+    @app.put("/api/memory/memory-md", tags=["dream"])
+    def edit_memory_md(body: MemoryMdIn, user: str = caller) -> Any:
+        """Save an edited MEMORY.md and sync it into the store (edited, added and deleted lines;
+        undoable); with ``base``, a 409 if MEMORY.md changed since the edit began."""
+        return memory.save_memory_md(body.text, user=user, base=body.base)
 
 
 # ------------------------------------------------------------ the MCP door
