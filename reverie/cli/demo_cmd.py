@@ -66,3 +66,4 @@ def demo(
             console.print(Panel(escape(result.context) or "[dim](nothing recalled)[/]", title=title, title_align="left"))
             print_why(result)
         console.print(f"Try: [bold]reverie recall \"...\" --user {user} --home {folder} --why[/]")
+        console.print(f"Or look at it in the browser: [bold]reverie console --home {folder}[/]")
