@@ -637,25 +637,24 @@ class PostgresStore(Store):
                 if updated:
                     return
             tsv, length = tsvector_text(search_text or "")
-            old = conn.execute(f"SELECT doc_len FROM {table} WHERE user_id = %s AND id = %s", (user, item)).fetchone()
             cols = ["user_id", "id", *names, "tsv", "doc_len"]
             marks = ", ".join(["%s"] * (len(cols) - 2) + ["%s::tsvector", "%s"])
             sets = ", ".join(f"{n} = excluded.{n}" for n in [*names, "tsv", "doc_len"])
             if kind == "episode":  # a turn completed now enters the learning queue now
                 sets += (", queued_at = CASE WHEN excluded.status = 'completed' AND episodes.status <> 'completed' "
                          "THEN now() ELSE episodes.queued_at END")
+            # one round trip: the row, and BM25's row and token counts moved by what it replaced
+            # (the CTE "old" reads the row as it was before the insert)
             conn.execute(
-                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}) "
-                f"ON CONFLICT (user_id, id) DO UPDATE SET {sets}",
-                [user, item, *(columns[n] for n in names), tsv, length],
-            )
-            added = 0 if old is not None else 1
-            tokens = length - (int(old[0]) if old is not None else 0)
-            conn.execute(
-                "INSERT INTO fts_stats (user_id, kind, rows, tokens) VALUES (%s, %s, %s, %s) "
+                f"WITH old AS (SELECT doc_len FROM {table} WHERE user_id = %s AND id = %s), "
+                f"up AS (INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}) "
+                f"ON CONFLICT (user_id, id) DO UPDATE SET {sets} RETURNING 1) "
+                "INSERT INTO fts_stats (user_id, kind, rows, tokens) "
+                "SELECT %s, %s, CASE WHEN EXISTS (SELECT 1 FROM old) THEN 0 ELSE 1 END, "
+                "%s - coalesce((SELECT doc_len FROM old), 0) FROM (SELECT count(*) FROM up) AS written "
                 "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
                 "tokens = fts_stats.tokens + excluded.tokens",
-                (user, kind, added, tokens),
+                [user, item, user, item, *(columns[n] for n in names), tsv, length, user, kind, length],
             )
 
     # ------------------------------------------------------------ episodes
@@ -1238,14 +1237,14 @@ class PostgresStore(Store):
         return {r[0]: int(r[1]) for r in rows}
 
     def put_relation(self, relation: TagRelation) -> None:
-        with self.transaction():
-            self._lock([relation.user])
-            for a, b in ((relation.source, relation.target), (relation.target, relation.source)):
-                self._do(
-                    "INSERT INTO tag_relations (user_id, source, target, level) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (user_id, source, target) DO UPDATE SET level = excluded.level",
-                    (relation.user, a, b, relation.level),
-                )
+        self._lock([relation.user])
+        pairs = list(dict.fromkeys(((relation.source, relation.target), (relation.target, relation.source))))
+        self._do(
+            "INSERT INTO tag_relations (user_id, source, target, level) VALUES "
+            + ", ".join(["(%s, %s, %s, %s)"] * len(pairs))
+            + " ON CONFLICT (user_id, source, target) DO UPDATE SET level = excluded.level",
+            [v for a, b in pairs for v in (relation.user, a, b, relation.level)],
+        )
 
     def relations(self, user: str, names: Iterable[str]) -> list[TagRelation]:
         names = list(dict.fromkeys(names))
