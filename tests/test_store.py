@@ -289,6 +289,12 @@ def test_notes_by_date_range_and_knowledge(store):
     assert store.get_knowledge([doc.id])[doc.id].title == "Deploy"
 
 
+def test_a_nul_character_in_text_is_stored_without_error(store):
+    store.put_profile_section("ana", "user.topOfMind", "tea\x00time", utcnow())
+    store.put_tag(Tag(user="ana", name="te\x00a"))
+    assert store.get_profile("ana").section("user.topOfMind").summary.replace("\x00", "") == "teatime"
+
+
 def test_users_are_everyone_with_something_stored(store):
     store.put_fact(Fact(user="cid", content="x"))
     store.put_profile_section("bob", "user.topOfMind", "y", utcnow())

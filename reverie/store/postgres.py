@@ -459,9 +459,17 @@ class PostgresStore(Store):
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 10.0):
         try:
             import psycopg
+            from psycopg.types.string import StrDumperUnknown
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+
+        class WithoutNul(StrDumperUnknown):
+            """Text as psycopg sends it, less NUL: the one character a PostgreSQL text cannot
+            hold (SQLite keeps it; nothing in reverie means anything by it)."""
+
+            def dump(self, obj: str) -> Any:
+                return super().dump(obj.replace("\x00", "") if "\x00" in obj else obj)
         self._psycopg = psycopg
         self.url = url
         self.where = redact_url(url)
@@ -472,6 +480,7 @@ class PostgresStore(Store):
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
+            conn.adapters.register_dumper(str, WithoutNul)
             conn.execute("SET TIME ZONE 'UTC'")
             if schema:
                 conn.execute(f"SET search_path TO {_ident(schema)}, public")
