@@ -163,3 +163,28 @@ def test_cli_reads_sizes_with_suffixes_and_refuses_nonsense(tmp_path):
     result = CliRunner().invoke(app, ["bench", "scale", "--episodes", "ten", "--cache", str(tmp_path)])
     assert result.exit_code == 2 and "ten" in result.output
     assert not any(tmp_path.iterdir())
+
+
+def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_path):
+    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
+    from tests.pg import server_url
+
+    server = server_url()
+    schema = pg_schema(tmp_path / "pg-episodes-120")
+    try:
+        first = run_scale([120], cache=tmp_path, recalls=5, postgres=server).as_dict()
+        sqlite, pg = first["sizes"]
+        assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")
+        assert pg["built"] is True and pg["messages"] == sqlite["messages"]  # the same generated store
+        assert pg["recalls"] == 5 and pg["recall_ms"]["p50"] > 0 and pg["peak_rss_mb"] > 0
+        # the schema holds the store: its size counts, and no SQLite file was made for it
+        assert _schema_bytes(server, schema) > 0 and pg["disk_mb"] * 1e6 >= _schema_bytes(server, schema)
+        assert not (tmp_path / "pg-episodes-120" / "reverie.db").exists()
+        again = run_scale([120], cache=tmp_path, recalls=5, postgres=server).as_dict()
+        assert again["sizes"][1]["cached"] is True
+        assert again["sizes"][1]["build_seconds"] == pg["build_seconds"]
+        with pytest.raises(Exception, match="postgresql://"):
+            run_scale([120], cache=tmp_path, recalls=5, postgres="mysql://nope")
+    finally:
+        _drop_schema(server, schema)
+    assert _schema_bytes(server, schema) == 0

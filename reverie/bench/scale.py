@@ -42,6 +42,7 @@ from reverie.bench.child import run_child
 from reverie.bench.locomo import LocomoCase, percentile, run_case
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
+from reverie.store.postgres import EXTRA, is_postgres_url, split_schema, with_schema
 from reverie.version import __version__
 
 __all__ = [
@@ -766,16 +767,17 @@ def _rate(count: int, seconds: float) -> float:
 
 
 def build_store(
-    home: Path, episodes: int, *, on_progress: Callable[[int, int], None] | None = None,
+    home: Path, episodes: int, *, on_progress: Callable[[int, int], None] | None = None, store: str | None = None,
 ) -> BuildRecord:
     """Build the store of ``episodes`` episodes in ``home`` (which must not exist), and write
-    the marker last. ``on_progress(episodes_done, episodes)`` after every batch."""
+    the marker last. ``on_progress(episodes_done, episodes)`` after every batch. ``store``: a
+    PostgreSQL URL (naming its schema) to build there instead of SQLite in the home."""
     gen = ConversationGenerator(episodes)
     batches: list[dict[str, float]] = []
     done = 0
     threads: set[str] = set()
     started = time.perf_counter()
-    with Memory(home, background=False, engine=ENGINE) as mem:
+    with Memory(home, background=False, engine=ENGINE, store=store) as mem:
         sessions = gen.sessions()
         pending: list[Session] = []
         for session in _then_none(sessions):
@@ -817,6 +819,7 @@ def build_store(
         mentions=gen.mentions,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    home.mkdir(parents=True, exist_ok=True)  # on PostgreSQL the memory may have written no file
     tmp = home / (MARKER + ".tmp")
     tmp.write_text(json.dumps(record.as_json()), encoding="utf-8")
     os.replace(tmp, home / MARKER)
@@ -831,17 +834,59 @@ def _then_none(sessions: Iterator[Session]) -> Iterator[Session | None]:
 
 def cached_build(
     cache: Path, episodes: int, *, rebuild: bool = False, on_progress: Callable[[int, int], None] | None = None,
+    server: str | None = None,
 ) -> tuple[Path, BuildRecord, bool]:
     """(home, record, built now): the finished store of ``episodes`` under ``cache``, built when
-    it is missing, unfinished (no marker), of another generator version, or ``rebuild``."""
-    home = cache / f"episodes-{episodes}"
+    it is missing, unfinished (no marker), of another generator version, or ``rebuild``.
+    With ``server`` (a PostgreSQL URL) the store is the schema :func:`pg_schema` names on that
+    server, and the home (``pg-episodes-<N>/``) holds the marker and the user's files."""
+    home = cache / (f"pg-episodes-{episodes}" if server else f"episodes-{episodes}")
     record = None if rebuild else BuildRecord.read(home / MARKER)
-    if record is not None and record.generator == GENERATOR and record.episodes == episodes:
+    store = pg_store(server, home) if server else None
+    if (record is not None and record.generator == GENERATOR and record.episodes == episodes
+            and (server is None or _schema_bytes(server, pg_schema(home)) > 0)):
         return home, record, False
     if home.exists():
         shutil.rmtree(home)
+    if server:
+        _drop_schema(server, pg_schema(home))
     home.parent.mkdir(parents=True, exist_ok=True)
-    return home, build_store(home, episodes, on_progress=on_progress), True
+    return home, build_store(home, episodes, on_progress=on_progress, store=store), True
+
+
+def pg_schema(home: Path) -> str:
+    """The schema a PostgreSQL build lives in, kept between runs like a home: named after
+    the build's home (``<cache>/pg-episodes-<N>``), so two caches never share one."""
+    digest = hashlib.sha256(str(home.expanduser().resolve()).encode()).hexdigest()[:10]
+    return f"reverie_bench_{home.name.replace('-', '_')}_{digest}"
+
+
+def pg_store(server: str, home: Path) -> str:
+    return with_schema(split_schema(server)[0], pg_schema(home))
+
+
+def _pg_connect(server: str) -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise InvalidInput(f"a PostgreSQL benchmark needs the driver: {EXTRA}", field="store") from exc
+    return psycopg.connect(split_schema(server)[0], autocommit=True)
+
+
+def _drop_schema(server: str, schema: str) -> None:
+    with _pg_connect(server) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _schema_bytes(server: str, schema: str) -> int:
+    """Every table of the schema with its indexes and TOAST (0 when there is no such schema)."""
+    with _pg_connect(server) as conn:
+        row = conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -855,7 +900,7 @@ t0 = time.perf_counter()
 from reverie.memory import Memory
 imported = time.perf_counter() - t0
 t0 = time.perf_counter()
-mem = Memory(job["home"], background=False, engine=job["engine"])
+mem = Memory(job["home"], background=False, engine=job["engine"], store=job.get("store"))
 opened = time.perf_counter() - t0
 for query in job["warmup"]:
     mem.recall(query, user=job["user"], budget=job["budget"], track=False)
@@ -870,8 +915,9 @@ json.dump({"import_s": imported, "open_s": opened, "times": times, "rss_bytes": 
 """
 
 
-def _recall_process(home: Path, queries: list[str], warmup: list[str]) -> dict[str, Any]:
-    job = {"home": str(home), "user": USER, "budget": BUDGET, "engine": ENGINE, "queries": queries, "warmup": warmup}
+def _recall_process(home: Path, queries: list[str], warmup: list[str], store: str | None = None) -> dict[str, Any]:
+    job = {"home": str(home), "user": USER, "budget": BUDGET, "engine": ENGINE, "queries": queries, "warmup": warmup,
+           "store": store}
     return run_child(_RECALL_CHILD, job, what="recall")
 
 
@@ -882,6 +928,7 @@ def disk_bytes(home: Path) -> int:
 
 @dataclass
 class SizeReport:
+    store: str  # "sqlite" or "postgresql"
     episodes: int
     home: str
     built: bool  # False: the cached store was reused and its build figures read from the marker
@@ -897,6 +944,7 @@ class SizeReport:
     def as_dict(self) -> dict[str, Any]:
         b = self.build
         return {
+            "store": self.store,
             "episodes": self.episodes,
             "messages": b.messages,
             "threads": b.threads,
@@ -974,15 +1022,20 @@ class ScaleReport:
         return out
 
 
-def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int) -> SizeReport:
+def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int, server: str | None = None) -> SizeReport:
+    """Recall timings, size and peak RSS of one built store. On PostgreSQL the size is the
+    schema's tables, indexes and TOAST plus the home's files, and the peak RSS is reverie's
+    process alone (the server's memory is the server's)."""
     queries = recall_queries(recalls, record.mentions)
-    size = disk_bytes(home)
+    store = pg_store(server, home) if server else None
+    size = disk_bytes(home) + (_schema_bytes(server, pg_schema(home)) if server else 0)
     # the first recall of a fresh process (the query a cold agent would send first)
-    first = _recall_process(home, queries[:1] or ["What happened recently?"], [])
+    first = _recall_process(home, queries[:1] or ["What happened recently?"], [], store)
     # warm the caches and the engine once, then time every query
-    timed = _recall_process(home, queries, ["What did we talk about last week?"])
+    timed = _recall_process(home, queries, ["What did we talk about last week?"], store)
     times = timed["times"]
     return SizeReport(
+        store="postgresql" if server else "sqlite",
         episodes=record.episodes,
         home=str(home),
         built=built,
@@ -1031,10 +1084,15 @@ def run_scale(
     rebuild: bool = False,
     on_build: Callable[[int, int, int], None] | None = None,
     on_step: Callable[[str], None] | None = None,
+    postgres: str | None = None,
 ) -> ScaleReport:
     """Build (or reuse) a store per size under ``cache`` and measure it; then the dilution check
     of ``cases`` against the largest. ``on_build(size, episodes_done, episodes)`` reports a
-    build's progress, ``on_step(label)`` each measuring step."""
+    build's progress, ``on_step(label)`` each measuring step. ``postgres`` (a server URL):
+    every size also on PostgreSQL, side by side with SQLite (a schema per size, kept)."""
+    if postgres is not None and not is_postgres_url(postgres):
+        raise InvalidInput("the scale benchmark sets SQLite beside a PostgreSQL server: the store must be a "
+                           "postgresql:// URL", field="store")
     if not sizes or any(n <= 0 for n in sizes):
         raise InvalidInput("sizes must be positive episode counts", field="episodes")
     if recalls <= 0:
@@ -1051,6 +1109,11 @@ def run_scale(
         step(f"{n:,} episodes: {recalls} recalls")
         reports.append(measure_size(home, record, built, recalls))
         homes[n] = home
+        if postgres:
+            step(f"{n:,} episodes: PostgreSQL store")
+            pg_home, pg_record, pg_built = cached_build(root, n, rebuild=rebuild, on_progress=progress, server=postgres)
+            step(f"{n:,} episodes: {recalls} recalls on PostgreSQL")
+            reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
     report = ScaleReport(reports)
     if cases:
         largest = max(homes)

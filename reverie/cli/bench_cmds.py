@@ -114,7 +114,8 @@ def scale(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build every size again, even when cached.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size."""
+    """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size.
+    With --store postgresql://... every size is measured on SQLite and on PostgreSQL side by side."""
 
     sizes = _sizes(episodes)
     with fail_cleanly():
@@ -132,10 +133,12 @@ def scale(
                 if size not in builds:
                     builds[size] = progress.add_task(f"building {size:,} episodes (add + learn)", total=total)
                 progress.update(builds[size], completed=done)
+                if done >= total:
+                    del builds[size]  # the same size on another store gets a bar of its own
 
             report = run_scale(
                 sizes, cache=cache, recalls=recalls, cases=cases, rebuild=rebuild, on_build=on_build,
-                on_step=lambda label: progress.update(status, description=label),
+                on_step=lambda label: progress.update(status, description=label), postgres=chosen_store(),
             )
     if as_json:
         emit_json(report.as_dict())
@@ -227,8 +230,10 @@ def _print_scale(report: ScaleReport) -> None:
     sizes = data["sizes"]
     table = Table(title=f"One user's store as it grows (heuristic engine, recall at budget {data['budget']}, explain off)")
     table.add_column("")
+    both = len({s["store"] for s in sizes}) > 1
     for size in sizes:
-        table.add_column(f"{size['episodes']:,} episodes", justify="right")
+        where = {"sqlite": " SQLite", "postgresql": " PostgreSQL"}[size["store"]] if both else ""
+        table.add_column(f"{size['episodes']:,} episodes{where}", justify="right")
     rows: list[tuple[str, Any]] = [
         ("turns (messages) stored", lambda s: f"{s['messages']:,} in {s['threads']:,} threads"),
         ("ingest turns/s (add + learn)", lambda s: f"{s['ingest_turns_per_s']:,.0f}"),
