@@ -201,3 +201,16 @@ def test_serve_bench_drives_a_real_multi_worker_server(tmp_path):
         assert row["recalls"] == 10 and row["errors"] == 0
         assert row["recalls_per_s"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0
     assert report["rows"][0]["speedup"] == 1.0
+
+
+def test_serve_bench_spreads_clients_over_replicas_of_one_postgresql_store(tmp_path, pg_url):
+    from reverie import Memory
+    from reverie.bench.serve import run_serve_bench
+
+    home = tmp_path / "home"
+    with Memory(home, background=False, store=pg_url) as memory:
+        memory.remember("Ana went hiking in the Alps", user="ana")
+    report = run_serve_bench(home, user="ana", workers=1, clients=(1, 4), requests=12, replicas=2, store=pg_url)
+    assert report["replicas"] == 2 and report["store"] == "postgresql"
+    for row in report["rows"]:
+        assert row["recalls"] == 12 and row["errors"] == 0 and row["recalls_per_s"] > 0

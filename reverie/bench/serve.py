@@ -5,6 +5,10 @@
 A server is started on a free port of 127.0.0.1 over ``home`` (``--no-auth``, so only
 loopback), warmed up, then each client count sends ``requests`` recalls in all, split
 among the clients; every request is timed. The server is stopped at the end.
+
+``replicas=N`` starts N separate ``reverie serve`` processes instead, each on a port of
+its own over the same store (with ``store``, a PostgreSQL URL: the replicas of a team's
+deployment), and the clients take turns among them, as behind a load balancer.
 """
 
 from __future__ import annotations
@@ -41,33 +45,40 @@ def _percentile(values: list[float], q: float) -> float:
 
 def run_serve_bench(
     home: Path, *, user: str, workers: int = 2, clients: Sequence[int] = (1, 8), requests: int = 200,
-    budget: int = 500,
+    budget: int = 500, replicas: int = 1, store: str | None = None,
 ) -> dict[str, Any]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "REVERIE_DEBOUNCE_SECONDS": "3600"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--home", str(home), "--port", str(port),
-         "--workers", str(workers)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    urls: list[str] = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        _wait(url, proc)
-        with httpx.Client(base_url=url, timeout=60) as warm:
-            for q in QUERIES * workers:  # every worker opens its store and warms its caches
-                warm.post("/api/memory/recall", params={"user": user}, json={"query": q, "budget": budget})
-        rows = [_load(url, user, n, requests, budget) for n in clients]
+        for _ in range(replicas):
+            port = _free_port()
+            command = [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--home", str(home),
+                       "--port", str(port), "--workers", str(workers)]
+            if store:
+                command += ["--store", store]
+            procs.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            urls.append(f"http://127.0.0.1:{port}")
+        for url, proc in zip(urls, procs):
+            _wait(url, proc)
+            with httpx.Client(base_url=url, timeout=60) as warm:
+                for q in QUERIES * workers:  # every worker opens its store and warms its caches
+                    warm.post("/api/memory/recall", params={"user": user}, json={"query": q, "budget": budget})
+        rows = [_load(urls, user, n, requests, budget) for n in clients]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     single = rows[0]["recalls_per_s"] if rows else 0.0
     for row in rows:
         row["speedup"] = round(row["recalls_per_s"] / single, 2) if single else 0.0
-    return {"workers": workers, "requests": requests, "budget": budget, "rows": rows}
+    return {"workers": workers, "replicas": replicas, "store": "postgresql" if store else "sqlite",
+            "requests": requests, "budget": budget, "rows": rows}
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -83,7 +94,7 @@ def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("reverie serve did not answer within 60 s")
 
 
-def _load(url: str, user: str, clients: int, requests: int, budget: int) -> dict[str, Any]:
+def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: int) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -91,7 +102,8 @@ def _load(url: str, user: str, clients: int, requests: int, budget: int) -> dict
 
     def client(index: int) -> None:
         nonlocal errors
-        with httpx.Client(base_url=url, timeout=60) as http:
+        # client i talks to replica i mod N: the clients are spread evenly over the replicas
+        with httpx.Client(base_url=urls[index % len(urls)], timeout=60) as http:
             for i in range(per_client):
                 query = QUERIES[(index + i) % len(QUERIES)]
                 started = time.perf_counter()

@@ -153,23 +153,30 @@ def serve_bench(
     workers: Annotated[str, typer.Option(help="Server process counts to compare, comma-separated.")] = "1,2",
     clients: Annotated[str, typer.Option(help="Concurrent client counts, comma-separated.")] = "1,8",
     requests: Annotated[int, typer.Option(min=1, help="Recalls per client count.")] = 200,
+    replicas: Annotated[
+        str, typer.Option(help="Separate `reverie serve` processes over one store to compare, comma-separated; "
+                               "clients take turns among them.")
+    ] = "1",
     as_json: Json = False,
 ) -> None:
-    """Recall throughput and latency of `reverie serve --workers N` with one client and with several."""
+    """Recall throughput and latency of `reverie serve --workers N` (or of N replicas over one store,
+    e.g. with --store postgresql://...) with one client and with several."""
     with fail_cleanly():
         reports = [
-            run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests)
+            run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests,
+                            replicas=r, store=chosen_store())
+            for r in _counts(replicas, "--replicas")
             for w in _counts(workers, "--workers")
         ]
     if as_json:
         emit_json(reports)
         return
     table = Table(title=f"reverie serve: recalls at budget 500 over {home.name}")
-    for col in ("workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors"):
+    for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors"):
         table.add_column(col, justify="right")
     for report in reports:
         for row in report["rows"]:
-            table.add_row(str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
+            table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
                           f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]))
     console.print(table)
 
