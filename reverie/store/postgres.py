@@ -93,11 +93,12 @@ TSVECTOR_BUDGET = 900_000
 
 _KINDS = ("episode", "fact", "note", "knowledge")
 _TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
-_SEARCH_FILTER = {
-    "episode": "AND m.status = 'completed' AND NOT m.archived",
-    "fact": "AND m.status <> 'archived'",
-    "note": "",
-    "knowledge": "",
+# which matches recall may deliver (the others still count in BM25's document frequencies)
+_SEARCH_OK = {
+    "episode": "m.status = 'completed' AND NOT m.archived",
+    "fact": "m.status <> 'archived'",
+    "note": "TRUE",
+    "knowledge": "TRUE",
 }
 # meta keys that belong to one user ("<prefix><user>"): kept in user_meta, led by the user id
 _USER_META = ("memory_md:", "capacity:")
@@ -221,6 +222,27 @@ def bm25(
         score, _ = out.get(item_id, (0.0, pk))
         out[item_id] = (score + part, pk)
     return out
+
+
+_TSV_ENTRY = re.compile(r"'((?:[^']|'')*)':([^ ]+)")
+
+
+def _tsv_counts(text: str) -> list[tuple[str, int]]:
+    """(lexeme, its count) of a tsvector's text (``'a':1A 'b':1A,2A``), in its order: the
+    count is how many positions the lexeme has (see :func:`tsvector_text`)."""
+    return [
+        (lex.replace("''", "'").replace("\\\\", "\\"), positions.count(",") + 1)
+        for lex, positions in _TSV_ENTRY.findall(text)
+    ]
+
+
+def _bm25_rows(
+    matched: Iterable[tuple[str, int, int, list[tuple[str, int]]]]
+) -> Iterator[tuple[str, int, int, str, int]]:
+    """(id, pk, length, [(lexeme, count)]) matches as :func:`bm25` reads them."""
+    for item_id, pk, length, counts in matched:
+        for lexeme, tf in counts:
+            yield item_id, pk, length, lexeme, tf
 
 
 def fts5_idf(rows: int, hits: int) -> float:
@@ -1066,49 +1088,77 @@ class PostgresStore(Store):
         """BM25 over each kind, bounded the way the SQLite store bounds it: every match is ranked
         while the query matches at most SEARCH_WINDOW of the user's items of a kind; past that,
         all terms over the newest SEARCH_WINDOW matches and the rare terms over all of theirs.
-        Two round trips in the common case: the statistics of every kind, then the matches."""
+
+        One statement, one pass over each kind's matches: a kind's matching rows are read once
+        (through the GIN index) with the counts of the query's lexemes only (``setweight`` marks
+        them, ``ts_filter`` keeps them), and from that pass come the document frequencies, the
+        window's floor and the rows to rank, which are the only rows sent back."""
         lexemes = query_lexemes(query_terms)
         kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
         if not lexemes or not kinds:
             return []
         self._lock([user])
-        query, quoted = tsquery_text(lexemes), [_quote_lexeme(lex) for lex in lexemes]
-        parts: list[str] = []
-        params: list[Any] = []
-        for kind in kinds:
-            table, only = _TABLE[kind], _SEARCH_FILTER[kind]
-            parts += [
-                f"(SELECT m.pk FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
-                f"ORDER BY m.pk DESC OFFSET {SEARCH_WINDOW - 1} LIMIT 1)",
-                f"ARRAY(SELECT (SELECT count(*) FROM {table} m WHERE m.user_id = %s AND m.tsv @@ x.q::tsquery) "
-                "FROM unnest(%s::text[]) WITH ORDINALITY AS x(q, n) ORDER BY x.n)",
-                "(SELECT ARRAY[rows, tokens] FROM fts_stats WHERE user_id = %s AND kind = %s)",
-            ]
-            params += [user, query, user, quoted, user, kind]
-        row = self._one("SELECT " + ", ".join(parts), params)
-        assert row is not None
-        plans: dict[str, tuple[int | None, dict[str, int], dict[str, float], float]] = {}
+        query = tsquery_text(lexemes)
+        ctes: list[str] = []
+        selects: list[str] = []
+        cte_params: list[Any] = []
+        select_params: list[Any] = []
         for n, kind in enumerate(kinds):
-            floor, counts, stats = row[3 * n], row[3 * n + 1], row[3 * n + 2]
-            rows_total, tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
-            hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
-            idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-            plans[kind] = (int(floor) if floor is not None else None, hits, idf, tokens / rows_total if rows_total else 0.0)
-        # every kind whose matches are few enough to rank them all: one statement
-        whole = [k for k in kinds if plans[k][0] is None and any(plans[k][1].values())]
-        scored = self._bm25_kinds(user, whole, lexemes, plans, None) if whole else {}
+            table, ok = _TABLE[kind], _SEARCH_OK[kind]
+            ctes += [
+                # every match (any status: BM25's n counts them all), its length, whether recall
+                # may deliver it, and the counts of the query's lexemes it holds
+                f"m{n} AS MATERIALIZED (SELECT m.pk, m.id, m.doc_len, {ok} AS ok, "
+                f"ts_filter(setweight(m.tsv, 'A', %s::text[]), '{{a}}') AS t "
+                f"FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery)",
+                f"c{n} AS MATERIALIZED (SELECT l, count(*) AS hits FROM m{n}, unnest(tsvector_to_array(m{n}.t)) AS l "
+                "GROUP BY l)",
+                f"f{n} AS MATERIALIZED (SELECT pk FROM m{n} WHERE ok ORDER BY pk DESC OFFSET {SEARCH_WINDOW - 1} LIMIT 1)",
+            ]
+            cte_params += [lexemes, user, query]
+            selects += [
+                # the kind's statistics: the window's floor, each lexeme's matches, N and the tokens
+                f"SELECT {n}, (SELECT pk FROM f{n}), NULL::text, NULL::integer, NULL::text, a.lex, a.hits, "
+                f"s.rows, s.tokens FROM (SELECT array_agg(l) AS lex, array_agg(hits) AS hits FROM c{n}) AS a "
+                "LEFT JOIN fts_stats s ON s.user_id = %s AND s.kind = %s",
+                # the rows to rank: all, or the newest SEARCH_WINDOW and every match of a rare lexeme
+                f"SELECT {n}, pk, id, doc_len, t::text, NULL::text[], NULL::bigint[], NULL::bigint, NULL::bigint "
+                f"FROM m{n} WHERE ok AND (NOT EXISTS (SELECT 1 FROM f{n}) OR pk >= (SELECT pk FROM f{n}) "
+                f"OR tsvector_to_array(t) && ARRAY(SELECT l FROM c{n} WHERE hits <= {SEARCH_WINDOW}))",
+            ]
+            select_params += [user, kind]
+        rows = self._q("WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), [*cte_params, *select_params])
+        heads: dict[int, tuple[Any, ...]] = {}
+        found: dict[int, list[tuple[str, int, int, list[tuple[str, int]]]]] = {}
+        for r in rows:
+            if r[2] is None:
+                heads[r[0]] = r
+            else:
+                found.setdefault(r[0], []).append((r[2], int(r[1]), int(r[3]), _tsv_counts(r[4])))
         out: list[Hit] = []
-        for kind in kinds:
-            floor, hits, idf, avgdl = plans[kind]
-            if floor is None:
-                out += self._best(kind, scored.get(kind, {}), limit)
+        for n, kind in enumerate(kinds):
+            _, floor, _, _, _, lex, counts, rows_total, tokens = heads[n]
+            matched = found.get(n, [])
+            if not matched:
                 continue
-            best = dict(self._top(self._bm25_kinds(user, [kind], lexemes, plans, floor).get(kind, {}), limit))
-            rare = [lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW]
+            rows_total, tokens = (int(rows_total), int(tokens)) if rows_total is not None else (0, 0)
+            hits = dict.fromkeys(lexemes, 0)
+            hits.update(zip(lex or (), (int(c) for c in counts or ())))
+            idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
+            avgdl = tokens / rows_total if rows_total else 0.0
+            if floor is None:
+                out += self._best(kind, bm25(_bm25_rows(matched), idf, avgdl), limit)
+                continue
+            window = [m for m in matched if m[1] >= floor]
+            best = dict(self._top(bm25(_bm25_rows(window), idf, avgdl), limit))
+            rare = {lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW}
             if rare:
-                only_rare = {kind: (None, hits, {lex: idf[lex] for lex in rare}, avgdl)}
-                found = self._bm25_kinds(user, [kind], rare, only_rare, None).get(kind, {})
-                for item_id, (score, pk) in self._top(found, limit):
+                only_rare = [
+                    (item_id, pk, length, [c for c in terms if c[0] in rare])
+                    for item_id, pk, length, terms in matched if any(c[0] in rare for c in terms)
+                ]
+                ranked = bm25(_bm25_rows(only_rare), {lex: idf[lex] for lex in rare}, avgdl)
+                for item_id, (score, pk) in self._top(ranked, limit):
                     if score > best.get(item_id, (0.0, pk))[0]:
                         best[item_id] = (score, pk)
             out += self._best(kind, best, limit)
@@ -1120,32 +1170,6 @@ class PostgresStore(Store):
 
     def _best(self, kind: str, scored: dict[str, tuple[float, int]], limit: int) -> list[Hit]:
         return [Hit(kind, item_id, score) for item_id, (score, _) in self._top(scored, limit)]
-
-    def _bm25_kinds(
-        self, user: str, kinds: list[str], lexemes: list[str],
-        plans: Mapping[str, tuple[int | None, dict[str, int], dict[str, float], float]], floor: int | None,
-    ) -> dict[str, dict[str, tuple[float, int]]]:
-        """The matches of each kind with their lexemes' counts, ranked: kind -> id -> (score, pk)."""
-        query = tsquery_text(lexemes)
-        parts: list[str] = []
-        params: list[Any] = []
-        for n, kind in enumerate(kinds):
-            table, only = _TABLE[kind], _SEARCH_FILTER[kind]
-            parts.append(
-                f"SELECT {n}, m.id, m.pk, m.doc_len, u.lexeme, cardinality(u.positions) "
-                f"FROM {table} m CROSS JOIN LATERAL unnest(m.tsv) AS u "
-                f"WHERE m.user_id = %s AND m.tsv @@ %s::tsquery {only} "
-                + ("AND m.pk >= %s " if floor is not None else "")
-                + "AND u.lexeme = ANY(%s)"
-            )
-            params += [user, query, *([floor] if floor is not None else []), lexemes]
-        rows = self._q(" UNION ALL ".join(parts), params)
-        out: dict[str, dict[str, tuple[float, int]]] = {}
-        for n, kind in enumerate(kinds):
-            _, _, idf, avgdl = plans[kind]
-            mine = ((r[1], r[2], r[3], r[4], max(1, r[5] or 0)) for r in rows if r[0] == n)
-            out[kind] = bm25(mine, idf, avgdl)
-        return out
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))
