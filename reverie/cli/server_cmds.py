@@ -29,7 +29,7 @@ from reverie.keys import create_key, list_keys, revoke_key
 from reverie.scheduler import Scheduler
 from reverie.server.mcp_server import run_stdio
 from reverie.server.rest import LOCAL_HOSTS, create_app
-from reverie.server.workers import CONFIG_ENV, worker_config
+from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, worker_config
 
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -70,7 +70,8 @@ def serve(
                          **({"store": mem.settings.store} if mem.settings.store else {})}
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
                                                    overrides=overrides)
-            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers}
+            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
+                                                                  "http": NoDelayH11Protocol}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
         scheduler = Scheduler(mem).start()
