@@ -8,8 +8,8 @@
    lazily only when they are in ``LAZY_THIRD_PARTY`` (optional or heavy ones); the standard
    library is free.
 3. Layers: the base modules (errors, models, text, tokens, redact, settings, store) never
-   import the facade (memory), the front ends (cli, server) or a line module (recall, learn,
-   dream, maintenance, turn, portability) -- not even for type checking.
+   import the facade (memory), the front ends (cli, server, console) or a line module
+   (recall, learn, dream, maintenance, turn, portability) -- not even for type checking.
 
 How an import statement maps to modules: ``import reverie.a.b`` is an import of
 ``reverie.a.b``; ``from reverie.a import b`` is an import of ``reverie.a.b`` when ``b`` is a
@@ -62,7 +62,7 @@ LINE_MODULES = (
     "reverie.turn",
     "reverie.portability",
 )
-ABOVE_BASE = ("reverie.memory", "reverie.cli", "reverie.server", *LINE_MODULES)
+ABOVE_BASE = ("reverie.memory", "reverie.cli", "reverie.server", "reverie.console", *LINE_MODULES)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from fastapi.responses import JSONResponse
 from reverie.console.web import (
     PREFIX,
     Console,
-    NeedSignIn,
     View,
     check_csrf,
     local_path,
@@ -395,13 +394,6 @@ def add_routes(router: APIRouter, console: Console) -> None:
         admin(view)
         key = revoke_key(memory.store, key_id)
         return view.redirect(f"{PREFIX}/keys", flash=f"Revoked {key.id} ({key.user}).")
-
-    # ------------------------------------------------------------ the JSON the pages' scripts read
-    @router.get("/session")
-    def session(view: View = Depends(page)) -> Response:
-        if not view.session.signed_in:
-            raise NeedSignIn()
-        return view.finish(JSONResponse({"user": view.session.user, "admin": view.session.admin}))
 
 
 # ------------------------------------------------------------ helpers
