@@ -888,7 +888,7 @@ class SQLiteStore(Store):
         return int(self._x(sql, params).fetchone()[0])
 
     def put_tag(self, tag: Tag) -> Tag:
-        body = tag.model_copy(update={"id": None}).model_dump_json()
+        body = tag.model_dump_json(exclude={"id"})  # the id is the row's own
         self._x(
             "INSERT INTO tags (user, name, status, merged_to, body) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (user, name) DO UPDATE SET status = excluded.status, "
