@@ -858,7 +858,7 @@ def pg_schema(home: Path) -> str:
     """The schema a PostgreSQL build lives in, kept between runs like a home: named after
     the build's home (``<cache>/pg-episodes-<N>``), so two caches never share one."""
     digest = hashlib.sha256(str(home.expanduser().resolve()).encode()).hexdigest()[:10]
-    return f"reverie_bench_{home.name.replace('-', '_')}_{digest}"
+    return f"reverie_scale_{home.name.replace('-', '_')}_{digest}"
 
 
 def pg_store(server: str, home: Path) -> str:
