@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reverie.claims import NEGATION, stored_relation
+from reverie.claims import NEGATION, related_pairs, stored_relation
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
@@ -516,13 +516,14 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     report.never_used = sum(1 for f in facts if f.uses == 0)
     report.long_entries = [fact_line(f) for f in facts if len(f.content) > LONG_ENTRY]
     dup = ctx.settings.duplicate_jaccard
-    for i, a in enumerate(facts):
-        for b in facts[i + 1:]:
-            found = stored_relation(a.content, b.content, dup)
-            if found == "duplicate":
-                report.duplicates.append([fact_line(a), fact_line(b)])
-            elif found == "conflict" and a.category == b.category:
-                report.contradictions.append([fact_line(a), fact_line(b)])
+    # only the pairs the judge could relate, found through an index: not all n^2 / 2
+    for i, j in related_pairs([f.content for f in facts]):
+        a, b = facts[i], facts[j]
+        found = stored_relation(a.content, b.content, dup)
+        if found == "duplicate":
+            report.duplicates.append([fact_line(a), fact_line(b)])
+        elif found == "conflict" and a.category == b.category:
+            report.contradictions.append([fact_line(a), fact_line(b)])
     report.pending_facts = len(ctx.store.list_facts(user, status="pending"))
     report.unlearned_episodes, report.learning_error = ctx.store.learning_backlog(user)
     for tag in ctx.store.list_tags(user):

@@ -175,3 +175,16 @@ def test_numbered_items_are_kept_side_by_side(mem):
     again = mem.remember("Lesson 1: SQLite basics!", user="ana")
     assert second.id != first.id and again.id == first.id
     assert sorted(f.content for f in mem.facts(user="ana")) == ["Lesson 1: SQLite basics", "Lesson 2: SQLite basics"]
+
+
+def test_related_pairs_finds_every_pair_the_judge_relates_without_trying_them_all():
+    from itertools import combinations
+
+    from reverie.claims import related_pairs, stored_relation
+
+    lines = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
+    lines += [f"Melanie: went to the {place} on day {n}" for n, place in enumerate(["lake", "museum", "market"] * 20)]
+    every = {(i, j) for i, j in combinations(range(len(lines)), 2) if stored_relation(lines[i], lines[j], 0.9)}
+    candidates = related_pairs(lines)
+    assert every and every <= set(candidates)
+    assert len(candidates) < len(lines) * (len(lines) - 1) // 4  # an index read, not all pairs
