@@ -134,6 +134,12 @@ def count_tokens(text: str) -> int:
     """Tokens in ``text`` (cl100k_base, exact or estimated); 0 for the empty string."""
     if not text:
         return 0
+    return _count(text)
+
+
+@lru_cache(maxsize=16384)
+def _count(text: str) -> int:
+    # recall counts the same lines (a popular episode's summary, a fact) again and again
     encoding = _encoding()
     if encoding is not None:
         return len(encoding.encode_ordinary(text))
