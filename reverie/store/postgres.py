@@ -33,6 +33,7 @@ imported when a store is opened, so ``import reverie`` works without them.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -210,20 +211,6 @@ def tsquery_text(lexemes: Sequence[str]) -> str:
     return " | ".join(_quote_lexeme(lex) for lex in lexemes)
 
 
-def bm25(
-    rows: Iterable[tuple[str, int, int, str, int]], idf: Mapping[str, float], avgdl: float
-) -> dict[str, tuple[float, int]]:
-    """FTS5's bm25() over (id, pk, tokens in the row, lexeme, its count) rows: id -> (score, pk)."""
-    out: dict[str, tuple[float, int]] = {}
-    avgdl = avgdl if avgdl > 0 else 1.0
-    for item_id, pk, length, lexeme, tf in rows:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
-        part = idf.get(lexeme, 0.0) * (tf * (BM25_K1 + 1)) / (tf + norm)
-        score, _ = out.get(item_id, (0.0, pk))
-        out[item_id] = (score + part, pk)
-    return out
-
-
 _TSV_ENTRY = re.compile(r"'((?:[^']|'')*)':([^ ]+)")
 
 
@@ -236,13 +223,55 @@ def _tsv_counts(text: str) -> list[tuple[str, int]]:
     ]
 
 
-def _bm25_rows(
-    matched: Iterable[tuple[str, int, int, list[tuple[str, int]]]]
-) -> Iterator[tuple[str, int, int, str, int]]:
-    """(id, pk, length, [(lexeme, count)]) matches as :func:`bm25` reads them."""
-    for item_id, pk, length, counts in matched:
-        for lexeme, tf in counts:
-            yield item_id, pk, length, lexeme, tf
+class _Ranker:
+    """FTS5's bm25() of matched rows (k1 1.2, b 0.75; a row's parts added in its tsvector's
+    lexeme order, as they always were, so the floats stay the same), once per distinct (length,
+    lexeme counts): rows that share them share their score, and most rows of a frequent term
+    do. ``only``: the lexemes that count (the others are left out)."""
+
+    def __init__(
+        self, idf: Mapping[str, float], avgdl: float, counts_of: dict[str, list[tuple[str, int]]],
+        only: set[str] | None = None,
+    ):
+        self.idf, self.avgdl, self.counts_of, self.only = idf, avgdl, counts_of, only
+        self._scores: dict[tuple[int, str], float | None] = {}
+
+    def score(self, length: int, text: str) -> float | None:
+        """The score of a row of this length whose lexeme counts read ``text`` (None: none of
+        the lexemes that count)."""
+        key = (length, text)
+        if key in self._scores:
+            return self._scores[key]
+        counts = self.counts_of.get(text)
+        if counts is None:
+            counts = self.counts_of[text] = _tsv_counts(text)
+        if self.only is not None:
+            counts = [c for c in counts if c[0] in self.only]
+        score = None
+        if counts:
+            avgdl = self.avgdl if self.avgdl > 0 else 1.0
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+            score = 0.0
+            for lexeme, tf in counts:
+                score = score + self.idf.get(lexeme, 0.0) * (tf * (BM25_K1 + 1)) / (tf + norm)
+        self._scores[key] = score
+        return score
+
+    def rank(self, matched: Iterable[tuple[str, int, int, str]]) -> dict[str, tuple[float, int]]:
+        """(id, pk, length, lexeme counts' text) rows -> id -> (score, pk)."""
+        out: dict[str, tuple[float, int]] = {}
+        for item_id, pk, length, text in matched:
+            score = self.score(length, text)
+            if score is not None:
+                out[item_id] = (score, pk)
+        return out
+
+
+def _top(scored: Iterable[tuple[str, tuple[float, int]]] | dict[str, tuple[float, int]], limit: int
+         ) -> list[tuple[str, tuple[float, int]]]:
+    """The best ``limit`` (id, (score, pk)), best first; equal scores, the older first."""
+    items = scored.items() if isinstance(scored, dict) else scored
+    return heapq.nsmallest(limit, items, key=lambda kv: (-kv[1][0], kv[1][1]))
 
 
 def fts5_idf(rows: int, hits: int) -> float:
@@ -1157,12 +1186,13 @@ class PostgresStore(Store):
             select_params += [user, kind]
         rows = self._q("WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), [*cte_params, *select_params])
         heads: dict[int, tuple[Any, ...]] = {}
-        found: dict[int, list[tuple[str, int, int, list[tuple[str, int]]]]] = {}
+        found: dict[int, list[tuple[str, int, int, str]]] = {}
         for r in rows:
             if r[2] is None:
                 heads[r[0]] = r
             else:
-                found.setdefault(r[0], []).append((r[2], int(r[1]), int(r[3]), _tsv_counts(r[4])))
+                found.setdefault(r[0], []).append((r[2], int(r[1]), int(r[3]), r[4]))
+        counts_of: dict[str, list[tuple[str, int]]] = {}  # a row's lexeme counts, by their text
         out: list[Hit] = []
         for n, kind in enumerate(kinds):
             _, floor, _, _, _, lex, counts, rows_total, tokens = heads[n]
@@ -1173,31 +1203,19 @@ class PostgresStore(Store):
             hits = dict.fromkeys(lexemes, 0)
             hits.update(zip(lex or (), (int(c) for c in counts or ())))
             idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-            avgdl = tokens / rows_total if rows_total else 0.0
+            ranker = _Ranker(idf, tokens / rows_total if rows_total else 0.0, counts_of)
             if floor is None:
-                out += self._best(kind, bm25(_bm25_rows(matched), idf, avgdl), limit)
+                out += [Hit(kind, i, score) for i, (score, _) in _top(ranker.rank(matched), limit)]
                 continue
-            window = [m for m in matched if m[1] >= floor]
-            best = dict(self._top(bm25(_bm25_rows(window), idf, avgdl), limit))
+            best = dict(_top(ranker.rank(m for m in matched if m[1] >= floor), limit))
             rare = {lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW}
             if rare:
-                only_rare = [
-                    (item_id, pk, length, [c for c in terms if c[0] in rare])
-                    for item_id, pk, length, terms in matched if any(c[0] in rare for c in terms)
-                ]
-                ranked = bm25(_bm25_rows(only_rare), {lex: idf[lex] for lex in rare}, avgdl)
-                for item_id, (score, pk) in self._top(ranked, limit):
+                only_rare = _Ranker({lex: idf[lex] for lex in rare}, ranker.avgdl, counts_of, only=rare)
+                for item_id, (score, pk) in _top(only_rare.rank(matched), limit):
                     if score > best.get(item_id, (0.0, pk))[0]:
                         best[item_id] = (score, pk)
-            out += self._best(kind, best, limit)
+            out += [Hit(kind, i, score) for i, (score, _) in _top(best.items(), limit)]
         return out
-
-    @staticmethod
-    def _top(scored: dict[str, tuple[float, int]], limit: int) -> list[tuple[str, tuple[float, int]]]:
-        return sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[1][1]))[:limit]
-
-    def _best(self, kind: str, scored: dict[str, tuple[float, int]], limit: int) -> list[Hit]:
-        return [Hit(kind, item_id, score) for item_id, (score, _) in self._top(scored, limit)]
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))
