@@ -236,12 +236,10 @@ class _Ranker:
         self.idf, self.avgdl, self.counts_of, self.only = idf, avgdl, counts_of, only
         self._scores: dict[tuple[int, str], float | None] = {}
 
-    def score(self, length: int, text: str) -> float | None:
-        """The score of a row of this length whose lexeme counts read ``text`` (None: none of
-        the lexemes that count)."""
-        key = (length, text)
-        if key in self._scores:
-            return self._scores[key]
+    def _score(self, key: tuple[int, str]) -> float | None:
+        """The score of a row of length ``key[0]`` whose lexeme counts read ``key[1]`` (None:
+        none of the lexemes that count)."""
+        length, text = key
         counts = self.counts_of.get(text)
         if counts is None:
             counts = self.counts_of[text] = _tsv_counts(text)
@@ -257,21 +255,17 @@ class _Ranker:
         self._scores[key] = score
         return score
 
-    def rank(self, matched: Iterable[tuple[str, int, int, str]]) -> dict[str, tuple[float, int]]:
-        """(id, pk, length, lexeme counts' text) rows -> id -> (score, pk)."""
-        out: dict[str, tuple[float, int]] = {}
-        for item_id, pk, length, text in matched:
-            score = self.score(length, text)
+    def best(self, matched: Iterable[tuple[Any, ...]], limit: int) -> list[tuple[float, int, str]]:
+        """The best ``limit`` of (_, pk, id, length, lexeme counts' text, ...) rows as (-score,
+        pk, id), best first (equal scores: the older first)."""
+        scores, compute = self._scores, self._score
+        ranked: list[tuple[float, int, str]] = []
+        for r in matched:
+            key = (r[3], r[4])
+            score = scores[key] if key in scores else compute(key)
             if score is not None:
-                out[item_id] = (score, pk)
-        return out
-
-
-def _top(scored: Iterable[tuple[str, tuple[float, int]]] | dict[str, tuple[float, int]], limit: int
-         ) -> list[tuple[str, tuple[float, int]]]:
-    """The best ``limit`` (id, (score, pk)), best first; equal scores, the older first."""
-    items = scored.items() if isinstance(scored, dict) else scored
-    return heapq.nsmallest(limit, items, key=lambda kv: (-kv[1][0], kv[1][1]))
+                ranked.append((-score, r[1], r[2]))
+        return heapq.nsmallest(limit, ranked)
 
 
 def fts5_idf(rows: int, hits: int) -> float:
@@ -1155,66 +1149,68 @@ class PostgresStore(Store):
         if not lexemes or not kinds:
             return []
         self._lock([user])
-        query = tsquery_text(lexemes)
+        quoted = [_quote_lexeme(lex) for lex in lexemes]
+        params: dict[str, Any] = {"user": user, "lex": lexemes, "q": tsquery_text(lexemes), "quoted": quoted}
+        params.update((f"l{j}", q) for j, q in enumerate(quoted))
+        each = ", ".join(f"count(*) FILTER (WHERE t @@ %(l{j})s::tsquery)" for j in range(len(quoted)))
         ctes: list[str] = []
         selects: list[str] = []
-        cte_params: list[Any] = []
-        select_params: list[Any] = []
         for n, kind in enumerate(kinds):
             table, ok = _TABLE[kind], _SEARCH_OK[kind]
+            params[f"kind{n}"] = kind
             ctes += [
                 # every match (any status: BM25's n counts them all), its length, whether recall
                 # may deliver it, and the counts of the query's lexemes it holds
                 f"m{n} AS MATERIALIZED (SELECT m.pk, m.id, m.doc_len, {ok} AS ok, "
-                f"ts_filter(setweight(m.tsv, 'A', %s::text[]), '{{a}}') AS t "
-                f"FROM {table} m WHERE m.user_id = %s AND m.tsv @@ %s::tsquery)",
-                f"c{n} AS MATERIALIZED (SELECT l, count(*) AS hits FROM m{n}, unnest(tsvector_to_array(m{n}.t)) AS l "
-                "GROUP BY l)",
+                "ts_filter(setweight(m.tsv, 'A', %(lex)s::text[]), '{a}') AS t "
+                f"FROM {table} m WHERE m.user_id = %(user)s AND m.tsv @@ %(q)s::tsquery)",
+                # each lexeme's matches (its n), the window's floor, and the rare lexemes as a query
+                f"c{n} AS MATERIALIZED (SELECT ARRAY[{each}]::bigint[] AS hits FROM m{n})",
                 f"f{n} AS MATERIALIZED (SELECT pk FROM m{n} WHERE ok ORDER BY pk DESC OFFSET {SEARCH_WINDOW - 1} LIMIT 1)",
+                f"r{n} AS MATERIALIZED (SELECT (SELECT string_agg(x.q, ' | ') FROM unnest(%(quoted)s::text[], c.hits) "
+                f"AS x(q, hits) WHERE x.hits <= {SEARCH_WINDOW})::tsquery AS rare FROM c{n} c)",
             ]
-            cte_params += [lexemes, user, query]
             selects += [
                 # the kind's statistics: the window's floor, each lexeme's matches, N and the tokens
-                f"SELECT {n}, (SELECT pk FROM f{n}), NULL::text, NULL::integer, NULL::text, a.lex, a.hits, "
-                f"s.rows, s.tokens FROM (SELECT array_agg(l) AS lex, array_agg(hits) AS hits FROM c{n}) AS a "
-                "LEFT JOIN fts_stats s ON s.user_id = %s AND s.kind = %s",
+                f"SELECT {n}, (SELECT pk FROM f{n}), NULL::text, NULL::integer, NULL::text, c.hits, s.rows, s.tokens "
+                f"FROM c{n} c LEFT JOIN fts_stats s ON s.user_id = %(user)s AND s.kind = %(kind{n})s",
                 # the rows to rank: all, or the newest SEARCH_WINDOW and every match of a rare lexeme
-                f"SELECT {n}, pk, id, doc_len, t::text, NULL::text[], NULL::bigint[], NULL::bigint, NULL::bigint "
+                f"SELECT {n}, pk, id, doc_len, t::text, NULL::bigint[], NULL::bigint, NULL::bigint "
                 f"FROM m{n} WHERE ok AND (NOT EXISTS (SELECT 1 FROM f{n}) OR pk >= (SELECT pk FROM f{n}) "
-                f"OR tsvector_to_array(t) && ARRAY(SELECT l FROM c{n} WHERE hits <= {SEARCH_WINDOW}))",
+                f"OR t @@ (SELECT rare FROM r{n}))",
             ]
-            select_params += [user, kind]
-        rows = self._q("WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), [*cte_params, *select_params])
+        rows = self._q("WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), params)
         heads: dict[int, tuple[Any, ...]] = {}
-        found: dict[int, list[tuple[str, int, int, str]]] = {}
+        found: dict[int, list[tuple[Any, ...]]] = {}  # kind -> (n, pk, id, length, lexeme counts) rows
         for r in rows:
             if r[2] is None:
                 heads[r[0]] = r
             else:
-                found.setdefault(r[0], []).append((r[2], int(r[1]), int(r[3]), r[4]))
+                found.setdefault(r[0], []).append(r)
         counts_of: dict[str, list[tuple[str, int]]] = {}  # a row's lexeme counts, by their text
         out: list[Hit] = []
         for n, kind in enumerate(kinds):
-            _, floor, _, _, _, lex, counts, rows_total, tokens = heads[n]
+            _, floor, _, _, _, counts, rows_total, tokens = heads[n]
             matched = found.get(n, [])
             if not matched:
                 continue
             rows_total, tokens = (int(rows_total), int(tokens)) if rows_total is not None else (0, 0)
-            hits = dict.fromkeys(lexemes, 0)
-            hits.update(zip(lex or (), (int(c) for c in counts or ())))
+            hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
             idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
             ranker = _Ranker(idf, tokens / rows_total if rows_total else 0.0, counts_of)
             if floor is None:
-                out += [Hit(kind, i, score) for i, (score, _) in _top(ranker.rank(matched), limit)]
+                out += [Hit(kind, i, -negative) for negative, _, i in ranker.best(matched, limit)]
                 continue
-            best = dict(_top(ranker.rank(m for m in matched if m[1] >= floor), limit))
+            window = [m for m in matched if m[1] >= floor]
+            best = {i: (-negative, pk) for negative, pk, i in ranker.best(window, limit)}
             rare = {lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW}
             if rare:
                 only_rare = _Ranker({lex: idf[lex] for lex in rare}, ranker.avgdl, counts_of, only=rare)
-                for item_id, (score, pk) in _top(only_rare.rank(matched), limit):
-                    if score > best.get(item_id, (0.0, pk))[0]:
-                        best[item_id] = (score, pk)
-            out += [Hit(kind, i, score) for i, (score, _) in _top(best.items(), limit)]
+                for negative, pk, item_id in only_rare.best(matched, limit):
+                    if -negative > best.get(item_id, (0.0, pk))[0]:
+                        best[item_id] = (-negative, pk)
+            ranked = heapq.nsmallest(limit, [(-score, pk, i) for i, (score, pk) in best.items()])
+            out += [Hit(kind, i, -negative) for negative, _, i in ranked]
         return out
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
