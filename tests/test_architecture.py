@@ -41,6 +41,7 @@ LAZY_THIRD_PARTY: dict[str, str] = {
     "tiktoken": "optional (not a dependency); the token counter falls back without it",
     "jieba": "loads a large dictionary; only Chinese text needs it",
     "uvicorn": "the server runner; only `reverie serve` needs it",
+    "openai": "the SDK takes ~0.4 s to import; only the openai engine needs it",
     "psycopg": "optional extra `reverie[postgres]`",
     "psycopg_pool": "optional extra `reverie[postgres]`",
 }

@@ -28,9 +28,8 @@ import time
 import typing
 from functools import lru_cache
 from importlib import resources
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 from reverie.engines.base import (
@@ -48,6 +47,9 @@ from reverie.engines.base import (
 )
 from reverie.errors import EngineError, InvalidInput
 from reverie.models import AREAS, CATEGORIES, Perception
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +111,9 @@ class OpenAIEngine:
         self.breaker_seconds = breaker_seconds
         self._open_until = 0.0  # monotonic time until which the breaker is open
         self._open_reason = ""
-        self._client = openai.OpenAI(
+        import openai  # the SDK takes ~0.4 s to import: only an openai engine pays for it
+
+        self._client: openai.OpenAI = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or _api_key_from_environment(),
             timeout=timeout,
@@ -189,6 +193,8 @@ class OpenAIEngine:
         )
 
     def _complete(self, step: str, messages: list[dict[str, str]]) -> str:
+        import openai  # loaded by __init__ already: a dictionary lookup
+
         try:
             completion = self._client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature  # type: ignore[arg-type]
