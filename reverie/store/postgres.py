@@ -40,6 +40,7 @@ import re
 import threading
 import unicodedata
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -541,6 +542,7 @@ class PostgresStore(Store):
         self._local = threading.local()
         self._held: set["Connection[Any]"] = set()  # connections holding a named lock
         self._held_lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
@@ -692,6 +694,10 @@ class PostgresStore(Store):
             held, self._held = list(self._held), set()
         for conn in held:  # named locks end with their sessions
             conn.close()
+        with self._held_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         self._pool.close()
 
     def users(self) -> list[str]:
@@ -1135,27 +1141,28 @@ class PostgresStore(Store):
         return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
 
     # ------------------------------------------------------------ search and usage
-    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
-        """BM25 over each kind, bounded the way the SQLite store bounds it: every match is ranked
-        while the query matches at most SEARCH_WINDOW of the user's items of a kind; past that,
-        all terms over the newest SEARCH_WINDOW matches and the rare terms over all of theirs.
+    def _side(self) -> "ThreadPoolExecutor":
+        """A thread for the statements a call runs beside its own (made when first needed)."""
+        with self._held_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reverie-pg")
+            return self._executor
 
-        One statement, one pass over each kind's matches: a kind's matching rows are read once
-        (through the GIN index) with the counts of the query's lexemes only (``setweight`` marks
-        them, ``ts_filter`` keeps them), and from that pass come the document frequencies, the
-        window's floor and the rows to rank, which are the only rows sent back."""
-        lexemes = query_lexemes(query_terms)
-        kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
-        if not lexemes or not kinds:
-            return []
-        self._lock([user])
+    @staticmethod
+    def _search_statement(user: str, lexemes: list[str], kinds: list[tuple[int, str]]) -> tuple[str, dict[str, Any]]:
+        """One statement of :meth:`search` over the numbered kinds: one pass over each kind's
+        matches (through the GIN index), reading with each match the counts of the query's
+        lexemes only (``setweight`` marks them, ``ts_filter`` keeps them). From that pass come
+        the document frequencies, the window's floor and the rows to rank, the only rows sent
+        back: per kind, a row of statistics (n, floor, NULL, NULL, NULL, each lexeme's matches,
+        N, tokens), then (n, pk, id, length, the lexeme counts as tsvector text, ...) rows."""
         quoted = [_quote_lexeme(lex) for lex in lexemes]
         params: dict[str, Any] = {"user": user, "lex": lexemes, "q": tsquery_text(lexemes), "quoted": quoted}
         params.update((f"l{j}", q) for j, q in enumerate(quoted))
         each = ", ".join(f"count(*) FILTER (WHERE t @@ %(l{j})s::tsquery)" for j in range(len(quoted)))
         ctes: list[str] = []
         selects: list[str] = []
-        for n, kind in enumerate(kinds):
+        for n, kind in kinds:
             table, ok = _TABLE[kind], _SEARCH_OK[kind]
             params[f"kind{n}"] = kind
             ctes += [
@@ -1179,7 +1186,34 @@ class PostgresStore(Store):
                 f"FROM m{n} WHERE ok AND (NOT EXISTS (SELECT 1 FROM f{n}) OR pk >= (SELECT pk FROM f{n}) "
                 f"OR t @@ (SELECT rare FROM r{n}))",
             ]
-        rows = self._q("WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), params)
+        return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), params
+
+    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+        """BM25 over each kind, bounded the way the SQLite store bounds it: every match is ranked
+        while the query matches at most SEARCH_WINDOW of the user's items of a kind; past that,
+        all terms over the newest SEARCH_WINDOW matches and the rare terms over all of theirs.
+
+        One pass over each kind's matches (see :meth:`_search_statement`); the episodes' and the
+        other kinds' statements run side by side. Ranked here, with the same floats as ever."""
+        lexemes = query_lexemes(query_terms)
+        kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
+        if not lexemes or not kinds:
+            return []
+        self._lock([user])
+        numbered = list(enumerate(kinds))
+        episodes = [(n, k) for n, k in numbered if k == "episode"]
+        others = [(n, k) for n, k in numbered if k != "episode"]
+        if episodes and others and not self._in_tx() and self._pool.max_size > 1:
+            # the episodes' pass (the largest) and the other kinds' run side by side, each on a
+            # pooled connection of its own
+            beside = self._side().submit(self._q, *self._search_statement(user, lexemes, others))
+            try:
+                rows = self._q(*self._search_statement(user, lexemes, episodes))
+            finally:
+                rows_beside = beside.result()
+            rows += rows_beside
+        else:
+            rows = self._q(*self._search_statement(user, lexemes, numbered))
         heads: dict[int, tuple[Any, ...]] = {}
         found: dict[int, list[tuple[Any, ...]]] = {}  # kind -> (n, pk, id, length, lexeme counts) rows
         for r in rows:
