@@ -1142,10 +1142,12 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ search and usage
     def _side(self) -> "ThreadPoolExecutor":
-        """A thread for the statements a call runs beside its own (made when first needed)."""
+        """Threads for the statements a call runs beside its own, as many as the pool has
+        connections (so that concurrent calls never queue behind one thread), made when first
+        needed."""
         with self._held_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reverie-pg")
+                self._executor = ThreadPoolExecutor(max_workers=self._pool.max_size, thread_name_prefix="reverie-pg")
             return self._executor
 
     @staticmethod
