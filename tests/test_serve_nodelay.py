@@ -54,3 +54,16 @@ def test_uvicorns_protocol_leaves_nagle_on_for_a_socket_bound_without_a_protocol
 def test_the_workers_protocol_turns_nagle_off_on_every_connection():
     assert _nodelay_after_connection_made(NoDelayH11Protocol) != 0
 
+
+
+def test_settle_heap_takes_what_startup_built_out_of_the_collectors_reach():
+    import gc
+
+    from reverie.server.workers import settle_heap
+
+    before = gc.get_freeze_count()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > max(before, 10_000)  # modules, schemas, lexicons
+    finally:
+        gc.unfreeze()

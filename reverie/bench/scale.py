@@ -902,6 +902,9 @@ imported = time.perf_counter() - t0
 t0 = time.perf_counter()
 mem = Memory(job["home"], background=False, engine=job["engine"], store=job.get("store"))
 opened = time.perf_counter() - t0
+import gc
+gc.collect()
+gc.freeze()  # as `reverie serve` does after start-up (reverie.server.workers.settle_heap)
 for query in job["warmup"]:
     mem.recall(query, user=job["user"], budget=job["budget"], track=False)
 times = []

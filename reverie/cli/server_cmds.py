@@ -29,7 +29,7 @@ from reverie.keys import create_key, list_keys, revoke_key
 from reverie.scheduler import Scheduler
 from reverie.server.mcp_server import run_stdio
 from reverie.server.rest import LOCAL_HOSTS, create_app
-from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, worker_config
+from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, settle_heap, worker_config
 
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -80,6 +80,7 @@ def serve(
         # so drains the learning queue on the way out
         previous = signal.signal(signal.SIGTERM, _exit_cleanly)
         try:
+            settle_heap()
             uvicorn.run(app_, host=host, port=port, log_level="info", **options)
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -103,6 +104,7 @@ def mcp_cmd(
 
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
         with fail_cleanly():
+            settle_heap()
             run_stdio(mem, user=user)
 
 

@@ -10,6 +10,7 @@ in WAL mode lets every worker read while one writes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -45,6 +46,15 @@ class NoDelayH11Protocol(H11Protocol):
         super().connection_made(transport)
 
 
+def settle_heap() -> None:
+    """Take what start-up built (modules, schemas, lexicons: hundreds of thousands of objects)
+    out of the cyclic garbage collector's reach, as a long-running server should: a full
+    collection walking them cost about one recall in 18 some 30 ms (recall p95 at 100k
+    episodes 53 -> 43 ms, p99 72-94 -> 51 ms). Reference counting still frees what they drop."""
+    gc.collect()
+    gc.freeze()
+
+
 def worker_config(home: str, *, auth: bool, default_user: str, overrides: dict[str, Any]) -> str:
     """What a worker needs to build its app, as the JSON its environment carries."""
     return json.dumps({"home": home, "auth": auth, "user": default_user, "overrides": overrides})
@@ -57,4 +67,6 @@ def worker_app() -> FastAPI:
     # from one process makes every other process drop its page cache
     settings = Settings.load(config["home"], **{"usage_flush_seconds": WORKER_USAGE_FLUSH, **config["overrides"]})
     memory = Memory(settings=settings, background=False, learn="elsewhere")
-    return create_app(memory, auth=config["auth"], default_user=config["user"])
+    app = create_app(memory, auth=config["auth"], default_user=config["user"])
+    settle_heap()
+    return app
