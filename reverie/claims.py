@@ -360,6 +360,7 @@ class _Reading:
     values: _Values
     slot: re.Match[str] | None  # the exclusive verb ("prefers", "lives in")
     verb: str  # that verb, stemmed ("" without one)
+    subject: frozenset[str]  # the terms before that verb
     tokens: frozenset[str]
     atoms: frozenset[str]
     bare: bool  # nothing but names, values and update words: the rest alone cannot tell it apart
@@ -374,6 +375,7 @@ def _reading(text: str) -> _Reading:
         values=values,
         slot=slot,
         verb=_verb(slot) if slot else "",
+        subject=token_set(text[: slot.start()]) if slot else frozenset(),
         tokens=token_set(text),
         atoms=_atoms(values),
         bare=not (values.rest - values.name_terms - _UPDATE_WORDS),
@@ -394,11 +396,12 @@ def _unrelated(a: _Reading, b: _Reading) -> bool:
 
 def _exclusive_conflict(new: str, old: str) -> bool:
     """Both fill the same exclusive slot ("prefers", "lives in") with another value."""
-    slot_a, slot_b = _reading(new).slot, _reading(old).slot
-    if not (slot_a and slot_b and _verb(slot_a) == _verb(slot_b)):
+    a, b = _reading(new), _reading(old)
+    slot_a, slot_b = a.slot, b.slot
+    if not (slot_a and slot_b and a.verb == b.verb):
         return False
     # same subject (what precedes the verb), another value after it
-    if token_set(new[: slot_a.start()]) != token_set(old[: slot_b.start()]):
+    if a.subject != b.subject:
         return False
     obj_a, where_a = _split_object(new[slot_a.end():])
     obj_b, where_b = _split_object(old[slot_b.end():])
@@ -606,8 +609,8 @@ def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
         ordered = sorted(r.tokens, key=lambda term: (frequency[term], term))
         prefix = len(ordered) - -(-len(ordered) // 2) + 1  # |x| - ceil(|x| / 2) + 1
         keys = {f"x:{exact_key(text)}"} | {f"t:{term}" for term in ordered[:prefix]}
-        if r.verb and r.slot is not None:
-            keys.add(f"s:{r.verb}:{' '.join(sorted(token_set(text[: r.slot.start()])))}")
+        if r.verb:
+            keys.add(f"s:{r.verb}:{' '.join(sorted(r.subject))}")
         rest = r.values.rest - r.values.name_terms - _UPDATE_WORDS
         keys.add(f"r:{' '.join(sorted(rest))}")  # the bare lines (no rest) share one key
         for key in keys:

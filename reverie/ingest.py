@@ -322,11 +322,6 @@ def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]
         yield thread, _line_messages(path)
 
 
-def load_conversations(path: Path) -> list[Conversation]:
-    """Every conversation of the file, read whole (small files, tests)."""
-    return [Conversation(thread, list(messages)) for thread, messages in read_conversations(path)]  # type: ignore[arg-type]
-
-
 def _jsonl_messages(path: Path) -> Iterator[RawMessage]:
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):

@@ -22,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, TypeVar
 
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound, StoreError
@@ -198,6 +198,9 @@ def _copy_keys(source: _Source, target: Store) -> None:
         )
 
 
+_T = TypeVar("_T")
+
+
 def _time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
@@ -206,32 +209,28 @@ def _ids(source: _Source, table: str, user: str) -> list[str]:
     return [r[0] for r in source.q(f"SELECT id FROM {table} WHERE user = ? ORDER BY pk", (user,))]
 
 
+def _copy_rows(
+    source: _Source, table: str, user: str, read: Callable[[list[str]], Mapping[str, _T]], write: Callable[[_T], None],
+) -> None:
+    """Every row of ``user`` in ``table``, in the source's order, 500 at a time."""
+    ids = _ids(source, table, user)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        found = read(chunk)
+        for item_id in chunk:
+            write(found[item_id])
+
+
 def _copy_user(source: _Source, target: PostgresStore, user: str) -> None:
     store = source.store
-    for start in range(0, len(ids := _ids(source, "episodes", user)), 500):
-        chunk = ids[start:start + 500]
-        found = store.get_episodes(chunk)
-        for episode_id in chunk:
-            target.put_episode(found[episode_id])
-    for start in range(0, len(ids := _ids(source, "facts", user)), 500):
-        chunk = ids[start:start + 500]
-        facts = store.get_facts(chunk)
-        for fact_id in chunk:
-            target.put_fact(facts[fact_id])
+    _copy_rows(source, "episodes", user, store.get_episodes, target.put_episode)
+    _copy_rows(source, "facts", user, store.get_facts, target.put_fact)
     for section, summary, updated in source.q(
         "SELECT section, summary, updated_at FROM profile WHERE user = ? ORDER BY rowid", (user,)
     ):
         target.put_profile_section(user, section, summary, _time(updated))
-    for start in range(0, len(ids := _ids(source, "notes", user)), 500):
-        chunk = ids[start:start + 500]
-        notes = store.get_notes(chunk)
-        for note_id in chunk:
-            target.put_note(notes[note_id])
-    for start in range(0, len(ids := _ids(source, "knowledge", user)), 500):
-        chunk = ids[start:start + 500]
-        docs = store.get_knowledge(chunk)
-        for doc_id in chunk:
-            target.put_knowledge(docs[doc_id])
+    _copy_rows(source, "notes", user, store.get_notes, target.put_note)
+    _copy_rows(source, "knowledge", user, store.get_knowledge, target.put_knowledge)
     for (body, status, merged_to, name) in source.q(
         "SELECT body, status, merged_to, name FROM tags WHERE user = ? ORDER BY id", (user,)
     ):

@@ -142,6 +142,26 @@ class DreamRun:
     error: str = ""
 
 
+# ---------------------------------------------------------------- what full text indexes
+# One definition for every store, so that SQLite and PostgreSQL rank the same words.
+
+
+def episode_text(episode: Episode) -> str:
+    """An episode's searchable text: each message with its speaker (or, without messages,
+    the user's and the reply's words)."""
+    return " ".join(
+        [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)] or [episode.user_text, episode.reply_text]
+    )
+
+
+def fact_text(fact: Fact) -> str:
+    return " ".join([fact.content, " ".join(fact.tags)])
+
+
+def knowledge_text(doc: KnowledgeDoc) -> str:
+    return " ".join([doc.title, doc.body, " ".join(doc.tags)])
+
+
 def _nothing() -> None:
     return None
 

@@ -70,6 +70,9 @@ from reverie.store.base import (
     Posting,
     Store,
     decode_cursor,
+    episode_text,
+    fact_text,
+    knowledge_text,
     page_of,
 )
 from reverie.text import index_text
@@ -749,12 +752,7 @@ class PostgresStore(Store):
     _EP_COLS = "user_id, id, uses, last_used_at, learned, archived, status, body"
 
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
-        text = None
-        if reindex:
-            text = " ".join(
-                [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
-                or [episode.user_text, episode.reply_text]
-            )
+        text = episode_text(episode) if reindex else None
         self._write(
             "episode",
             {
@@ -996,7 +994,7 @@ class PostgresStore(Store):
                 "last_used_at": _ts(fact.last_used_at),
                 "body": fact.model_dump_json(),
             },
-            " ".join([fact.content, " ".join(fact.tags)]),
+            fact_text(fact),
         )
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
@@ -1125,7 +1123,7 @@ class PostgresStore(Store):
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write(
             "knowledge", {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json()},
-            " ".join([doc.title, doc.body, " ".join(doc.tags)]),
+            knowledge_text(doc),
         )
 
     def list_knowledge(self, user: str) -> list[KnowledgeDoc]:

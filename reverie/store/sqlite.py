@@ -41,6 +41,9 @@ from reverie.store.base import (
     Posting,
     Store,
     decode_cursor,
+    episode_text,
+    fact_text,
+    knowledge_text,
     input_digest,
     nth_input,
     page_of,
@@ -384,12 +387,7 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ episodes
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
-        text = None
-        if reindex:
-            text = " ".join(
-                [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)]
-                or [episode.user_text, episode.reply_text]
-            )
+        text = episode_text(episode) if reindex else None
         self._write(
             "episode",
             {
@@ -668,7 +666,7 @@ class SQLiteStore(Store):
                 "last_used_at": _ts(fact.last_used_at),
                 "body": fact.model_dump_json(),
             },
-            " ".join([fact.content, " ".join(fact.tags)]),
+            fact_text(fact),
         )
 
     def _fact(self, row: sqlite3.Row) -> Fact:
@@ -793,7 +791,7 @@ class SQLiteStore(Store):
         self._write(
             "knowledge",
             {"id": doc.id, "user": doc.user, "body": doc.model_dump_json()},
-            " ".join([doc.title, doc.body, " ".join(doc.tags)]),
+            knowledge_text(doc),
         )
 
     def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
