@@ -188,3 +188,41 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
     finally:
         _drop_schema(server, schema)
     assert _schema_bytes(server, schema) == 0
+
+
+def test_a_shared_store_holds_the_measured_user_among_others_and_postgresql_copies_it(tmp_path):
+    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
+    from tests.pg import server_url
+
+    server = server_url()
+    schema = pg_schema(tmp_path / "pg-episodes-400-others-3x50")
+    try:
+        data = run_scale([120, 400], cache=tmp_path, recalls=5, postgres=server, others=3, each=50).as_dict()
+        small, small_pg, shared, shared_pg = data["sizes"]
+        assert small["others"] is None and small["user_episodes"] == 120  # only the largest size is shared
+        assert shared["episodes"] == 400 and shared["user_episodes"] == 250
+        assert shared["others"]["users"] == 3 and shared["others"]["episodes_each"] == 50
+        assert shared["others"]["messages"] > 150 and shared["others"]["ingest_turns_per_s"] > 0
+        home = tmp_path / "episodes-400-others-3x50"
+        with Memory(home, background=False) as mem:
+            assert sorted(mem.users()) == ["other-0000", "other-0001", "other-0002", USER]
+            counts = mem.stats()["users"]
+            assert counts[USER]["episodes"] == 250
+            assert all(counts[f"other-000{i}"]["episodes"] == 50 for i in range(3))
+            # each other user talks of other things: their texts are not the measured user's
+            mine = {m.content for e in mem.episodes(user=USER, limit=None) for m in e.messages}
+            theirs = {m.content for e in mem.episodes(user="other-0001", limit=None) for m in e.messages}
+            assert theirs and not mine & theirs
+        # PostgreSQL holds a checked copy of the SQLite build (reverie migrate), measured alike
+        assert shared_pg["store"] == "postgresql" and shared_pg["copied_from"] == str(home)
+        assert shared_pg["copy_seconds"] > 0 and shared_pg["user_episodes"] == 250
+        assert shared_pg["recalls"] == 5 and _schema_bytes(server, schema) > 0
+        # the dilution check uses the largest one-user store, never the shared one
+        assert data["dilution"] is None
+        again = run_scale([400], cache=tmp_path, recalls=3, others=3, each=50).as_dict()
+        assert again["sizes"][0]["cached"] is True and again["dilution_skipped"]
+        with pytest.raises(Exception, match="no episodes"):
+            run_scale([400], cache=tmp_path, recalls=3, others=8, each=50)
+    finally:
+        _drop_schema(server, schema)
+        _drop_schema(server, pg_schema(tmp_path / "pg-episodes-120"))

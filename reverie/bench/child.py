@@ -8,8 +8,10 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import reverie
 
@@ -31,12 +33,44 @@ def peak_rss_bytes() -> int:
 def run_child(code: str, job: dict[str, Any], *, what: str) -> dict[str, Any]:
     """Run ``code`` (which reads ``job`` as JSON on stdin and prints one JSON object) with
     this checkout of reverie first on its path; its answer, or RuntimeError naming ``what``."""
+    return finish_child(start_child(code, job), what=what)
+
+
+@dataclass
+class Child:
+    """A child process :func:`start_child` started, and the file its stderr goes to."""
+
+    process: "subprocess.Popen[str]"
+    stderr: IO[str]
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.stderr.close()
+
+
+def start_child(code: str, job: dict[str, Any]) -> Child:
+    """:func:`run_child` started, not waited for: :func:`finish_child` takes its answer. The
+    job and the child's stderr go through temporary files, so no pipe fills while it runs."""
     env = dict(os.environ)
     root = str(Path(reverie.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(job), capture_output=True, text=True,
-                          env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"the {what} process failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout)
+    stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stdin:
+        json.dump(job, stdin)
+        stdin.seek(0)
+        process = subprocess.Popen([sys.executable, "-c", code], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+                                   text=True, env=env)
+    return Child(process, stderr)
+
+
+def finish_child(child: Child, *, what: str) -> dict[str, Any]:
+    """The answer of a child :func:`start_child` started, or RuntimeError naming ``what``."""
+    out, _ = child.process.communicate()
+    child.stderr.seek(0)
+    err = child.stderr.read()
+    child.stderr.close()
+    if child.process.returncode != 0:
+        raise RuntimeError(f"the {what} process failed ({child.process.returncode}): {err.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(out)
     return result

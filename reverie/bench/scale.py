@@ -23,6 +23,7 @@ same conversation ingested into a copy of the largest built store (same user).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,10 +39,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from reverie.bench.child import run_child
+from reverie.bench.child import finish_child, run_child, start_child
 from reverie.bench.locomo import LocomoCase, percentile, run_case
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
+from reverie.migrate import migrate_home
 from reverie.store.postgres import EXTRA, is_postgres_url, split_schema, with_schema
 from reverie.version import __version__
 
@@ -72,6 +74,8 @@ USER = "scale"
 SEED = 11
 GENERATOR = 1  # bump when the generator's output changes: cached stores of another version are rebuilt
 MARKER = "bench-build.json"
+OTHER_EPISODES = 1000  # each of the ``others`` users of a shared store (issue 14: 800 users with 1k each)
+OTHER_PREFIX = "other-"
 BATCH_MESSAGES = 1000  # messages added (one add call per session) between two flushes
 BUDGET = 500
 TAIL = 0.10  # "learning with the store nearly full": the batches of the last 10% of the build
@@ -730,6 +734,14 @@ class BuildRecord:
     tail_learn_seconds: float
     batches: list[dict[str, float]]
     mentions: list[dict[str, str]]
+    # a shared store: ``others`` users of OTHER_EPISODES each beside USER (``episodes`` counts
+    # them all); they were built by a second process at the same time as USER
+    others: int = 0
+    others_each: int = OTHER_EPISODES
+    others_messages: int = 0
+    others_seconds: float = 0.0
+    copied_from: str = ""  # a PostgreSQL store copied by ``reverie migrate`` from this SQLite build
+    copy_seconds: float = 0.0
     generator: int = GENERATOR
     seed: int = SEED
     engine: str = ENGINE
@@ -740,6 +752,15 @@ class BuildRecord:
     def ingest_turns_per_s(self) -> float:
         """Add + learn, the whole build."""
         return _rate(self.messages, self.add_seconds + self.learn_seconds)
+
+    @property
+    def user_episodes(self) -> int:
+        """The measured user's (USER's) episodes."""
+        return self.episodes - self.others * self.others_each
+
+    @property
+    def others_turns_per_s(self) -> float:
+        return _rate(self.others_messages, self.others_seconds)
 
     @property
     def tail_learn_turns_per_s(self) -> float:
@@ -767,45 +788,31 @@ def _rate(count: int, seconds: float) -> float:
 
 
 def build_store(
-    home: Path, episodes: int, *, on_progress: Callable[[int, int], None] | None = None, store: str | None = None,
+    home: Path, episodes: int, *, others: int = 0, each: int = OTHER_EPISODES,
+    on_progress: Callable[[int, int], None] | None = None, store: str | None = None,
 ) -> BuildRecord:
     """Build the store of ``episodes`` episodes in ``home`` (which must not exist), and write
-    the marker last. ``on_progress(episodes_done, episodes)`` after every batch. ``store``: a
-    PostgreSQL URL (naming its schema) to build there instead of SQLite in the home."""
-    gen = ConversationGenerator(episodes)
-    batches: list[dict[str, float]] = []
-    done = 0
-    threads: set[str] = set()
-    started = time.perf_counter()
-    with Memory(home, background=False, engine=ENGINE, store=store) as mem:
-        sessions = gen.sessions()
-        pending: list[Session] = []
-        for session in _then_none(sessions):
-            if session is not None:
-                pending.append(session)
-                if sum(len(s.messages) for s in pending) < BATCH_MESSAGES:
-                    continue
-            if not pending:
-                break
-            t0 = time.perf_counter()
-            stored = 0
-            for s in pending:
-                stored += len(mem.add(s.messages, user=USER, thread=s.thread, group="exchange"))
-                threads.add(s.thread)
-            t1 = time.perf_counter()
-            mem.flush(user=USER)
-            t2 = time.perf_counter()
-            batches.append({"start": done, "episodes": stored, "messages": sum(len(s.messages) for s in pending),
-                            "add_s": round(t1 - t0, 4), "learn_s": round(t2 - t1, 4)})
-            done += stored
-            pending = []
-            if on_progress is not None:
-                on_progress(done, episodes)
-    seconds = time.perf_counter() - started
-    cut = episodes * (1 - TAIL)
+    the marker last. ``on_progress(episodes_done, episodes)`` after every batch of USER's.
+    ``store``: a PostgreSQL URL (naming its schema) to build there instead of SQLite in the
+    home. ``others``: a shared store, ``others`` users of ``each`` episodes beside USER, who
+    holds the rest; a second process builds them while this one builds USER."""
+    mine = _measured(episodes, others, each)
+    home.mkdir(parents=True, exist_ok=True)
+    helper = start_child(_OTHERS_CHILD, {"home": str(home), "others": others, "each": each, "store": store}) if others else None
+    try:
+        gen = ConversationGenerator(mine)
+        with Memory(home, background=False, engine=ENGINE, store=store) as mem:
+            batches, threads, seconds = _build_user(mem, gen, USER, on_progress)
+    except BaseException:
+        if helper is not None:
+            helper.kill()
+        raise
+    from_others = finish_child(helper, what="build") if helper is not None else {}
+    done = sum(int(b["episodes"]) for b in batches)
+    cut = mine * (1 - TAIL)
     tail = [b for b in batches if b["start"] + b["episodes"] > cut] or batches[-1:]
     record = BuildRecord(
-        episodes=done,
+        episodes=done + others * each,
         messages=gen.messages,
         threads=len(threads),
         seconds=round(seconds, 3),
@@ -817,13 +824,85 @@ def build_store(
         tail_learn_seconds=round(sum(b["learn_s"] for b in tail), 3),
         batches=batches,
         mentions=gen.mentions,
+        others=others,
+        others_each=each,
+        others_messages=int(from_others.get("messages", 0)),
+        others_seconds=round(float(from_others.get("seconds", 0.0)), 3),
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    write_marker(home, record)
+    return record
+
+
+def _measured(episodes: int, others: int, each: int) -> int:
+    """USER's episodes in a store of ``episodes`` shared with ``others`` users of ``each``."""
+    mine = episodes - others * each
+    if others < 0 or each <= 0 or mine <= 0:
+        raise InvalidInput(f"{others} other users of {each:,} episodes leave no episodes of {episodes:,} "
+                           "for the measured user", field="others")
+    return mine
+
+
+def write_marker(home: Path, record: BuildRecord) -> None:
+    """The marker, written last and atomically: a home without it is an unfinished build."""
     home.mkdir(parents=True, exist_ok=True)  # on PostgreSQL the memory may have written no file
     tmp = home / (MARKER + ".tmp")
     tmp.write_text(json.dumps(record.as_json()), encoding="utf-8")
     os.replace(tmp, home / MARKER)
-    return record
+
+
+def _build_user(
+    mem: Memory, gen: "ConversationGenerator", user: str, on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, float]], set[str], float]:
+    """Every session of ``gen`` added for ``user`` through the public API, learned (flush)
+    after every ~:data:`BATCH_MESSAGES` messages: (the batches' figures, threads, seconds)."""
+    batches: list[dict[str, float]] = []
+    threads: set[str] = set()
+    done = 0
+    started = time.perf_counter()
+    pending: list[Session] = []
+    for session in _then_none(gen.sessions()):
+        if session is not None:
+            pending.append(session)
+            if sum(len(s.messages) for s in pending) < BATCH_MESSAGES:
+                continue
+        if not pending:
+            break
+        t0 = time.perf_counter()
+        stored = 0
+        for s in pending:
+            stored += len(mem.add(s.messages, user=user, thread=s.thread, group="exchange"))
+            threads.add(s.thread)
+        t1 = time.perf_counter()
+        mem.flush(user=user)
+        t2 = time.perf_counter()
+        batches.append({"start": done, "episodes": stored, "messages": sum(len(s.messages) for s in pending),
+                        "add_s": round(t1 - t0, 4), "learn_s": round(t2 - t1, 4)})
+        done += stored
+        pending = []
+        if on_progress is not None:
+            on_progress(done, gen.episodes)
+    return batches, threads, time.perf_counter() - started
+
+
+def build_others(home: str | Path, others: int, each: int = OTHER_EPISODES, store: str | None = None) -> dict[str, Any]:
+    """The other users of a shared store, ``other-0000`` ..., ``each`` episodes each, each
+    from its own seed: {"users", "messages", "seconds"} (add + learn)."""
+    messages, seconds = 0, 0.0
+    with Memory(Path(home), background=False, engine=ENGINE, store=store) as mem:
+        for i in range(others):
+            gen = ConversationGenerator(each, seed=SEED + 1000 + i, sample=0)
+            seconds += _build_user(mem, gen, f"{OTHER_PREFIX}{i:04d}")[2]
+            messages += gen.messages
+    return {"users": others, "messages": messages, "seconds": seconds}
+
+
+_OTHERS_CHILD = r"""
+import json, sys
+job = json.load(sys.stdin)
+from reverie.bench.scale import build_others
+json.dump(build_others(job["home"], job["others"], job["each"], job.get("store")), sys.stdout)
+"""
 
 
 def _then_none(sessions: Iterator[Session]) -> Iterator[Session | None]:
@@ -833,28 +912,48 @@ def _then_none(sessions: Iterator[Session]) -> Iterator[Session | None]:
 
 
 def cached_build(
-    cache: Path, episodes: int, *, rebuild: bool = False, on_progress: Callable[[int, int], None] | None = None,
-    server: str | None = None,
+    cache: Path, episodes: int, *, others: int = 0, each: int = OTHER_EPISODES, rebuild: bool = False,
+    on_progress: Callable[[int, int], None] | None = None, server: str | None = None,
 ) -> tuple[Path, BuildRecord, bool]:
     """(home, record, built now): the finished store of ``episodes`` under ``cache``, built when
     it is missing, unfinished (no marker), of another generator version, or ``rebuild``.
     With ``server`` (a PostgreSQL URL) the store is the schema :func:`pg_schema` names on that
-    server, and the home (``pg-episodes-<N>/``) holds the marker and the user's files."""
-    home = cache / (f"pg-episodes-{episodes}" if server else f"episodes-{episodes}")
+    server, and the home (``pg-episodes-<N>/``) holds the marker and the user's files. A
+    shared store (``others``) on PostgreSQL is the SQLite build copied by ``reverie migrate``
+    (learning a million episodes twice would take hours): its build figures are SQLite's."""
+    name = f"episodes-{episodes}" + (f"-others-{others}x{each}" if others else "")
+    home = cache / (f"pg-{name}" if server else name)
     record = None if rebuild else BuildRecord.read(home / MARKER)
     store = pg_store(server, home) if server else None
     if (record is not None and record.generator == GENERATOR and record.episodes == episodes
-            and (server is None or _schema_bytes(server, pg_schema(home)) > 0)):
+            and record.others == others and (not others or record.others_each == each) and (server is None or _schema_bytes(server, pg_schema(home)) > 0)):
         return home, record, False
     if home.exists():
         shutil.rmtree(home)
     if server:
         _drop_schema(server, pg_schema(home))
     home.parent.mkdir(parents=True, exist_ok=True)
-    record = build_store(home, episodes, on_progress=on_progress, store=store)
+    if server and others:
+        source, record, _ = cached_build(cache, episodes, others=others, each=each, rebuild=rebuild,
+                                         on_progress=on_progress)
+        assert store is not None
+        record = copy_to_postgres(source, record, store)
+        write_marker(home, record)
+    else:
+        record = build_store(home, episodes, others=others, each=each, on_progress=on_progress, store=store)
     if server:
         _vacuum_analyze(server, pg_schema(home))
     return home, record, True
+
+
+def copy_to_postgres(source: Path, record: BuildRecord, store: str) -> BuildRecord:
+    """The SQLite build in ``source`` copied into ``store`` with ``reverie migrate`` (which
+    checks the copy): the build's record, saying where it was copied from and how long it took."""
+    started = time.perf_counter()
+    with Memory(source, background=False, engine=ENGINE) as mem:
+        migrate_home(mem.ctx, store)
+    return dataclasses.replace(record, copied_from=str(source), copy_seconds=round(time.perf_counter() - started, 3),
+                               finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def pg_schema(home: Path) -> str:
@@ -961,6 +1060,11 @@ class SizeReport:
         return {
             "store": self.store,
             "episodes": self.episodes,
+            "user_episodes": b.user_episodes,
+            "others": ({"users": b.others, "episodes_each": b.others_each, "messages": b.others_messages,
+                        "ingest_turns_per_s": round(b.others_turns_per_s, 1)} if b.others else None),
+            "copied_from": b.copied_from or None,
+            "copy_seconds": b.copy_seconds or None,
             "messages": b.messages,
             "threads": b.threads,
             "home": self.home,
@@ -1100,11 +1204,15 @@ def run_scale(
     on_build: Callable[[int, int, int], None] | None = None,
     on_step: Callable[[str], None] | None = None,
     postgres: str | None = None,
+    others: int = 0,
+    each: int = OTHER_EPISODES,
 ) -> ScaleReport:
     """Build (or reuse) a store per size under ``cache`` and measure it; then the dilution check
-    of ``cases`` against the largest. ``on_build(size, episodes_done, episodes)`` reports a
-    build's progress, ``on_step(label)`` each measuring step. ``postgres`` (a server URL):
-    every size also on PostgreSQL, side by side with SQLite (a schema per size, kept)."""
+    of ``cases`` against the largest one-user store. ``on_build(size, episodes_done, episodes)``
+    reports a build's progress, ``on_step(label)`` each measuring step. ``postgres`` (a server
+    URL): every size also on PostgreSQL, side by side with SQLite (a schema per size, kept).
+    ``others``: the largest size is a shared store, ``others`` users of ``each`` episodes
+    beside the measured user, who holds the rest."""
     if postgres is not None and not is_postgres_url(postgres):
         raise InvalidInput("the scale benchmark sets SQLite beside a PostgreSQL server: the store must be a "
                            "postgresql:// URL", field="store")
@@ -1112,28 +1220,36 @@ def run_scale(
         raise InvalidInput("sizes must be positive episode counts", field="episodes")
     if recalls <= 0:
         raise InvalidInput("recalls must be positive", field="recalls")
+    _measured(max(sizes), others, each)
     step = on_step or (lambda label: None)
     root = Path(cache).expanduser()
     started = time.perf_counter()
     reports: list[SizeReport] = []
     homes: dict[int, Path] = {}
     for n in sorted(set(sizes)):
+        shared = others if n == max(sizes) else 0
         progress = None if on_build is None else (lambda done, total, n=n: on_build(n, done, total))
-        step(f"{n:,} episodes: store")
-        home, record, built = cached_build(root, n, rebuild=rebuild, on_progress=progress)
-        step(f"{n:,} episodes: {recalls} recalls")
+        label = f"{n:,} episodes" + (f" ({shared} other users)" if shared else "")
+        step(f"{label}: store")
+        home, record, built = cached_build(root, n, others=shared, each=each, rebuild=rebuild, on_progress=progress)
+        step(f"{label}: {recalls} recalls")
         reports.append(measure_size(home, record, built, recalls))
-        homes[n] = home
+        if not shared:
+            homes[n] = home
         if postgres:
-            step(f"{n:,} episodes: PostgreSQL store")
-            pg_home, pg_record, pg_built = cached_build(root, n, rebuild=rebuild, on_progress=progress, server=postgres)
-            step(f"{n:,} episodes: {recalls} recalls on PostgreSQL")
+            step(f"{label}: PostgreSQL store")
+            pg_home, pg_record, pg_built = cached_build(root, n, others=shared, each=each, rebuild=rebuild,
+                                                        on_progress=progress,
+                                                        server=postgres)
+            step(f"{label}: {recalls} recalls on PostgreSQL")
             reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
     report = ScaleReport(reports)
-    if cases:
+    if cases and homes:
         largest = max(homes)
         report.dilution = dilution(homes[largest], cases, on_step=step)
         report.dilution_episodes = largest
+    elif cases:
+        report.dilution_skipped = "no one-user store in this run (the shared store is not copied for it)"
     else:
         report.dilution_skipped = "no LoCoMo conversations given"
     report.seconds = time.perf_counter() - started

@@ -17,7 +17,7 @@ from rich.progress import (
 
 from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
-from reverie.bench.scale import DEFAULT_CACHE, ScaleReport, run_scale
+from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, ScaleReport, run_scale
 from reverie.bench.scale import SIZES as SCALE_SIZES
 from reverie.bench.serve import run_serve_bench
 from reverie.bench.stream import DEFAULT_CACHE as STREAM_CACHE
@@ -112,6 +112,12 @@ def scale(
     ] = None,
     no_dilution: Annotated[bool, typer.Option("--no-dilution", help="Skip the dilution check.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build every size again, even when cached.")] = False,
+    others: Annotated[
+        int,
+        typer.Option("--others", min=0, help=f"Make the largest size a shared store: this many other users of "
+                     f"{OTHER_EPISODES:,} episodes each beside the measured user, who holds the rest "
+                     "(--episodes 10k,100k,1m --others 800: a heavy user of 200k among 800 users)."),
+    ] = 0,
     as_json: Json = False,
 ) -> None:
     """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size.
@@ -139,6 +145,7 @@ def scale(
             report = run_scale(
                 sizes, cache=cache, recalls=recalls, cases=cases, rebuild=rebuild, on_build=on_build,
                 on_step=lambda label: progress.update(status, description=label), postgres=chosen_store(),
+                others=others,
             )
     if as_json:
         emit_json(report.as_dict())
@@ -242,10 +249,15 @@ def _print_scale(report: ScaleReport) -> None:
         where = {"sqlite": " SQLite", "postgresql": " PostgreSQL"}[size["store"]] if both else ""
         table.add_column(f"{size['episodes']:,} episodes{where}", justify="right")
     rows: list[tuple[str, Any]] = [
-        ("turns (messages) stored", lambda s: f"{s['messages']:,} in {s['threads']:,} threads"),
-        ("ingest turns/s (add + learn)", lambda s: f"{s['ingest_turns_per_s']:,.0f}"),
+        ("measured user's episodes", lambda s: f"{s['user_episodes']:,}" + (
+            f" + {s['others']['users']:,} users x {s['others']['episodes_each']:,}" if s["others"] else "")),
+        ("its turns (messages)", lambda s: f"{s['messages']:,} in {s['threads']:,} threads"),
+        ("ingest turns/s (add + learn)", lambda s: f"{s['ingest_turns_per_s']:,.0f}" + (
+            f" (others: {s['others']['ingest_turns_per_s']:,.0f})" if s["others"] else "") + (
+            " (copied from SQLite)" if s["copied_from"] else "")),
         ("learning turns/s, last 10%", lambda s: f"{s['tail']['learn_turns_per_s']:,.0f}"),
-        ("build time", lambda s: f"{s['build_seconds']:,.0f} s" + (" (cached)" if s["cached"] else "")),
+        ("build time", lambda s: (f"copied in {s['copy_seconds']:,.0f} s" if s["copied_from"]
+                                  else f"{s['build_seconds']:,.0f} s") + (" (cached)" if s["cached"] else "")),
         ("recall p50", lambda s: f"{s['recall_ms']['p50']:.1f} ms"),
         ("recall p95", lambda s: f"{s['recall_ms']['p95']:.1f} ms"),
         ("recall p99", lambda s: f"{s['recall_ms']['p99']:.1f} ms"),
