@@ -22,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping
 
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound, StoreError
@@ -38,6 +38,7 @@ KINDS = (
     "input_keys", "journals", "user_meta", "documents",
 )
 _USER_META = ("memory_md:", "capacity:")
+COPY_CHUNK = 1000  # rows read from SQLite and written to PostgreSQL at a time
 _DOC = "doc:"
 
 
@@ -198,9 +199,6 @@ def _copy_keys(source: _Source, target: Store) -> None:
         )
 
 
-_T = TypeVar("_T")
-
-
 def _time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
@@ -210,33 +208,35 @@ def _ids(source: _Source, table: str, user: str) -> list[str]:
 
 
 def _copy_rows(
-    source: _Source, table: str, user: str, read: Callable[[list[str]], Mapping[str, _T]], write: Callable[[_T], None],
+    source: _Source, target: PostgresStore, kind: str, table: str, user: str,
+    read: Callable[[list[str]], Mapping[str, Any]],
 ) -> None:
-    """Every row of ``user`` in ``table``, in the source's order, 500 at a time."""
+    """Every row of ``user`` in ``table``, in the source's order, 1,000 at a time."""
     ids = _ids(source, table, user)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+    for start in range(0, len(ids), COPY_CHUNK):
+        chunk = ids[start:start + COPY_CHUNK]
         found = read(chunk)
-        for item_id in chunk:
-            write(found[item_id])
+        target.load_items(kind, [found[item_id] for item_id in chunk])
 
 
 def _copy_user(source: _Source, target: PostgresStore, user: str) -> None:
     store = source.store
-    _copy_rows(source, "episodes", user, store.get_episodes, target.put_episode)
-    _copy_rows(source, "facts", user, store.get_facts, target.put_fact)
+    _copy_rows(source, target, "episode", "episodes", user, store.get_episodes)
+    _copy_rows(source, target, "fact", "facts", user, store.get_facts)
     for section, summary, updated in source.q(
         "SELECT section, summary, updated_at FROM profile WHERE user = ? ORDER BY rowid", (user,)
     ):
         target.put_profile_section(user, section, summary, _time(updated))
-    _copy_rows(source, "notes", user, store.get_notes, target.put_note)
-    _copy_rows(source, "knowledge", user, store.get_knowledge, target.put_knowledge)
+    _copy_rows(source, target, "note", "notes", user, store.get_notes)
+    _copy_rows(source, target, "knowledge", "knowledge", user, store.get_knowledge)
+    tags = []
     for (body, status, merged_to, name) in source.q(
         "SELECT body, status, merged_to, name FROM tags WHERE user = ? ORDER BY id", (user,)
     ):
         tag = Tag.model_validate_json(body)
         tag.status, tag.merged_to, tag.name = status, merged_to, name
-        target.put_tag(tag)
+        tags.append(tag)
+    target.load_tags(tags)
     target.load_postings(user, source.q(
         "SELECT tag, kind, item_id, weight FROM item_tags WHERE user = ? ORDER BY rowid", (user,)
     ))
@@ -247,13 +247,9 @@ def _copy_user(source: _Source, target: PostgresStore, user: str) -> None:
         run = store.get_dream_run(run_id)
         if run is not None:
             target.put_dream_run(run)
-    keys: dict[tuple[str, str], list[str]] = {}
-    for thread, key, episode_id in source.q(
+    target.load_inputs(user, source.q(
         "SELECT thread, key, episode_id FROM input_keys WHERE user = ? ORDER BY thread, key", (user,)
-    ):
-        keys.setdefault((thread, episode_id), []).append(key)
-    for (thread, episode_id), names in keys.items():
-        target.put_inputs(user, thread, episode_id, names)
+    ))
     for key, value in source.q("SELECT key, value FROM meta ORDER BY key"):
         if _meta_user(key, value) == user and not key.startswith(_DOC):
             target.set_meta(key, value)

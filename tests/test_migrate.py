@@ -63,6 +63,19 @@ def test_a_home_is_copied_whole_and_checked(home, pg_url):
         assert verify_key(copy.store, secret).user == "cid"  # the key still works: hash and salt came along
         copy.undo(changes[0], user="ana")  # a journal written in SQLite is undone in PostgreSQL
 
+    # the copy is loaded many rows at a time: BM25's per-user row and token counts are those
+    # of the rows written, as one write at a time keeps them
+    target = PostgresStore(pg_url)
+    try:
+        for table, kind in (("episodes", "episode"), ("facts", "fact"), ("notes", "note")):
+            rows = {(u, n, t) for u, n, t in target._q(
+                f"SELECT user_id, count(*), sum(doc_len) FROM {table} GROUP BY user_id")}
+            stats = {(u, n, t) for u, n, t in target._q(
+                "SELECT user_id, rows, tokens FROM fts_stats WHERE kind = %s AND rows > 0", (kind,))}
+            assert rows and stats == rows, table
+    finally:
+        target.close()
+
     again = migrate(home, "--to", pg_url)
     assert again.exit_code == 2 and "already holds a memory" in json.loads(again.output)["error"]
 

@@ -748,30 +748,60 @@ class PostgresStore(Store):
                 [user, item, user, item, *(columns[n] for n in names), tsv, length, user, kind, length],
             )
 
+    def load_items(self, kind: str, items: Sequence[Episode | Fact | Note | KnowledgeDoc]) -> None:
+        """New rows of one kind, many at a time, for a copy into an empty store (``reverie
+        migrate``): one pipelined insert of them all with their full-text columns, and one
+        update of BM25's row and token counts per user. A row that exists already is an error
+        (nothing is replaced, so the counts stay right)."""
+        if not items:
+            return
+        table = _TABLE[kind]
+        prepared = [_LOADERS[kind](item) for item in items]
+        names = list(prepared[0][0])
+        rows: list[list[Any]] = []
+        totals: dict[str, list[int]] = {}
+        for columns, text in prepared:
+            tsv, length = tsvector_text(text)
+            rows.append([*(columns[n] for n in names), tsv, length])
+            count = totals.setdefault(columns["user_id"], [0, 0])
+            count[0] += 1
+            count[1] += length
+        marks = ", ".join(["%s"] * len(names) + ["%s::tsvector", "%s"])
+        with self.transaction():
+            self._lock(totals)
+            self._many(f"INSERT INTO {table} ({', '.join(names)}, tsv, doc_len) VALUES ({marks})", rows)
+            self._many(
+                "INSERT INTO fts_stats (user_id, kind, rows, tokens) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
+                "tokens = fts_stats.tokens + excluded.tokens",
+                [(user, kind, n, tokens) for user, (n, tokens) in totals.items()],
+            )
+
+    def load_tags(self, tags: Sequence[Tag]) -> None:
+        """Tags put many at a time (as :meth:`put_tag` puts one)."""
+        with self.transaction():
+            self._lock({t.user for t in tags})
+            self._many(
+                "INSERT INTO tags (user_id, name, status, merged_to, body) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (user_id, name) DO UPDATE SET status = excluded.status, "
+                "merged_to = excluded.merged_to, body = excluded.body",
+                [(t.user, t.name, t.status, t.merged_to, t.model_copy(update={"id": None}).model_dump_json())
+                 for t in tags],
+            )
+
+    def load_inputs(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
+        """(thread, key, episode id) input keys put many at a time (as :meth:`put_inputs`)."""
+        self._lock([user])
+        self._many(
+            "INSERT INTO input_keys (user_id, thread, key, episode_id) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            [(user, *row) for row in rows],
+        )
+
     # ------------------------------------------------------------ episodes
     _EP_COLS = "user_id, id, uses, last_used_at, learned, archived, status, body"
 
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
-        text = episode_text(episode) if reindex else None
-        self._write(
-            "episode",
-            {
-                "user_id": episode.user,
-                "id": episode.id,
-                "agent": episode.agent,
-                "thread": episode.thread,
-                "status": episode.status,
-                "created_at": _ts(episode.created_at),
-                "completed_at": _ts(episode.completed_at),
-                "occurred_at": _ts(episode.occurred_at),
-                "archived": episode.archived,
-                "learned": episode.learned,
-                "uses": episode.uses,
-                "last_used_at": _ts(episode.last_used_at),
-                "body": episode.model_dump_json(),
-            },
-            text,
-        )
+        self._write("episode", _episode_columns(episode), episode_text(episode) if reindex else None)
 
     def _episode(self, row: tuple[Any, ...]) -> Episode:
         episode = Episode.model_validate_json(row[7])
@@ -981,21 +1011,7 @@ class PostgresStore(Store):
     _FACT_COLS = "user_id, id, uses, last_used_at, status, body"
 
     def put_fact(self, fact: Fact) -> None:
-        self._write(
-            "fact",
-            {
-                "user_id": fact.user,
-                "id": fact.id,
-                "agent": fact.agent,
-                "status": fact.status,
-                "category": fact.category,
-                "updated_at": _ts(fact.updated_at),
-                "uses": fact.uses,
-                "last_used_at": _ts(fact.last_used_at),
-                "body": fact.model_dump_json(),
-            },
-            fact_text(fact),
-        )
+        self._write("fact", _fact_columns(fact), fact_text(fact))
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
         fact = Fact.model_validate_json(row[5])
@@ -1100,10 +1116,7 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ notes and knowledge
     def put_note(self, note: Note) -> None:
-        self._write(
-            "note", {"user_id": note.user, "id": note.id, "date": note.date, "body": note.model_dump_json()},
-            note.content,
-        )
+        self._write("note", _note_columns(note), note.content)
 
     def list_notes(self, user: str, *, since: str | None = None, until: str | None = None) -> list[Note]:
         self._lock([user])
@@ -1121,10 +1134,7 @@ class PostgresStore(Store):
         return {r[1]: Note.model_validate_json(r[2]) for r in rows}
 
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
-        self._write(
-            "knowledge", {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json()},
-            knowledge_text(doc),
-        )
+        self._write("knowledge", _knowledge_columns(doc), knowledge_text(doc))
 
     def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
         self._lock([user])
@@ -1741,6 +1751,55 @@ class PostgresStore(Store):
             (user, len(prefix), prefix),
         )
         return [str(r[0]) for r in rows]
+
+
+def _episode_columns(episode: Episode) -> dict[str, Any]:
+    return {
+        "user_id": episode.user,
+        "id": episode.id,
+        "agent": episode.agent,
+        "thread": episode.thread,
+        "status": episode.status,
+        "created_at": _ts(episode.created_at),
+        "completed_at": _ts(episode.completed_at),
+        "occurred_at": _ts(episode.occurred_at),
+        "archived": episode.archived,
+        "learned": episode.learned,
+        "uses": episode.uses,
+        "last_used_at": _ts(episode.last_used_at),
+        "body": episode.model_dump_json(),
+    }
+
+
+def _fact_columns(fact: Fact) -> dict[str, Any]:
+    return {
+        "user_id": fact.user,
+        "id": fact.id,
+        "agent": fact.agent,
+        "status": fact.status,
+        "category": fact.category,
+        "updated_at": _ts(fact.updated_at),
+        "uses": fact.uses,
+        "last_used_at": _ts(fact.last_used_at),
+        "body": fact.model_dump_json(),
+    }
+
+
+def _note_columns(note: Note) -> dict[str, Any]:
+    return {"user_id": note.user, "id": note.id, "date": note.date, "body": note.model_dump_json()}
+
+
+def _knowledge_columns(doc: KnowledgeDoc) -> dict[str, Any]:
+    return {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json()}
+
+
+# a row's columns and its full text, by kind: what load_items writes
+_LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
+    "episode": lambda e: (_episode_columns(e), episode_text(e)),
+    "fact": lambda f: (_fact_columns(f), fact_text(f)),
+    "note": lambda n: (_note_columns(n), n.content),
+    "knowledge": lambda d: (_knowledge_columns(d), knowledge_text(d)),
+}
 
 
 def _meta_user(key: str) -> str | None:
