@@ -62,11 +62,33 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
     conn.commit()
     conn.close()
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 4
+        assert memory.store.schema_version() == 5
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
     conn.close()
+
+
+def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        for text in ("Tea in Kyoto with Mei", "More tea with Mei in Osaka", "Mei loves Kyoto"):
+            memory.add([{"speaker": "Ana", "content": text}], user="ana", thread="t", group="message")
+        memory.flush()
+        sizes = memory.store.tag_counts("ana")
+    assert sizes and max(sizes.values()) >= 2
+    conn = sqlite3.connect(home / "reverie.db")  # as schema 4 left it: no sizes, no triggers
+    conn.execute("DROP TRIGGER item_tags_counted")
+    conn.execute("DROP TRIGGER item_tags_uncounted")
+    conn.execute("DROP TABLE tag_sizes")
+    conn.execute("UPDATE schema_version SET version = 4")
+    conn.commit()
+    conn.close()
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 5
+        assert memory.store.tag_counts("ana") == sizes
+        tag = next(iter(sizes))
+        memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
+        assert memory.store.tag_counts("ana", [tag]) == {tag: sizes[tag] + 1}
 
 
 def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, monkeypatch):

@@ -338,6 +338,32 @@ def test_tags_postings_counts_relations_and_retag(store):
     assert store.postings("bob", ["tea"], ["episode"]) == []
 
 
+def test_tag_sizes_follow_every_write_of_the_postings(store):
+    """tag_counts reads sizes kept by the store (not a count of the postings): they match
+    the postings after replacing, retagging, forgetting a fact and deleting a user."""
+
+    def counted(user: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for p in store.postings(user, ["tea", "drinks", "coffee", "herbal"], ["episode", "fact"]):
+            found[p.tag] = found.get(p.tag, 0) + 1
+        return found
+
+    for user in ("ana", "bob"):
+        for n in range(5):
+            store.set_item_tags(user, "episode", f"{user}_ep_{n}", {"tea": 1.0, "drinks": 0.5})
+        store.set_item_tags(user, "fact", f"{user}_fact", {"coffee": 1.0, "drinks": 1.0})
+    store.set_item_tags("ana", "episode", "ana_ep_0", {"herbal": 1.0})  # tea and drinks leave ep_0
+    store.set_item_tags("ana", "episode", "ana_ep_1", {})
+    store.retag("ana", "tea", "herbal")
+    store.put_fact(Fact(id="ana_fact", user="ana", content="Drinks coffee"))
+    store.delete_fact("ana_fact")
+    assert store.tag_counts("ana") == counted("ana") == {"herbal": 4, "drinks": 3}
+    assert store.tag_counts("ana", ["herbal", "tea", "nope"]) == {"herbal": 4}
+    assert store.tag_counts("bob") == counted("bob") == {"tea": 5, "drinks": 6, "coffee": 1}
+    store.delete_user("bob")
+    assert store.tag_counts("bob") == {} and store.tag_counts("ana") == counted("ana")
+
+
 # ---------------------------------------------------------------- runs, keys, meta, journals, documents
 
 

@@ -469,7 +469,42 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     lambda conn: _gin_indexes(conn),
     # 3: the full-text indexes written through (see _gin_write_through)
     lambda conn: _gin_write_through(conn),
+    # 4: how many items carry each tag, kept by triggers (see _tag_sizes)
+    lambda conn: _tag_sizes(conn),
 ]
+
+
+def _tag_sizes(conn: "Connection[Any]") -> None:
+    """4: ``tag_sizes``, the number of postings of each (user, tag), kept by statement
+    triggers on ``item_tags`` (one update per tag a statement touched), so recall reads a
+    tag's size (its idf) in one probe instead of counting postings that grow with the store.
+    The functions keep the store's search path, so a write from any session counts in its schema."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS tag_sizes (user_id text NOT NULL, tag text NOT NULL, n bigint NOT NULL, "
+        "PRIMARY KEY (user_id, tag))"
+    )
+    conn.execute("DELETE FROM tag_sizes")
+    conn.execute("INSERT INTO tag_sizes (user_id, tag, n) SELECT user_id, tag, count(*) FROM item_tags "
+                 "GROUP BY user_id, tag")
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION reverie_tags_counted() RETURNS trigger LANGUAGE plpgsql "
+        "SET search_path FROM CURRENT AS $$ BEGIN "
+        "INSERT INTO tag_sizes (user_id, tag, n) SELECT user_id, tag, count(*) FROM added GROUP BY user_id, tag "
+        "ORDER BY user_id, tag ON CONFLICT (user_id, tag) DO UPDATE SET n = tag_sizes.n + excluded.n; "
+        "RETURN NULL; END $$"
+    )
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION reverie_tags_uncounted() RETURNS trigger LANGUAGE plpgsql "
+        "SET search_path FROM CURRENT AS $$ BEGIN "
+        "UPDATE tag_sizes s SET n = s.n - d.n FROM (SELECT user_id, tag, count(*) AS n FROM removed "
+        "GROUP BY user_id, tag) d WHERE s.user_id = d.user_id AND s.tag = d.tag; RETURN NULL; END $$"
+    )
+    conn.execute("DROP TRIGGER IF EXISTS item_tags_counted ON item_tags")
+    conn.execute("DROP TRIGGER IF EXISTS item_tags_uncounted ON item_tags")
+    conn.execute("CREATE TRIGGER item_tags_counted AFTER INSERT ON item_tags REFERENCING NEW TABLE AS added "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION reverie_tags_counted()")
+    conn.execute("CREATE TRIGGER item_tags_uncounted AFTER DELETE ON item_tags REFERENCING OLD TABLE AS removed "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION reverie_tags_uncounted()")
 
 
 def _gin_indexes(conn: "Connection[Any]") -> None:
@@ -1350,17 +1385,14 @@ class PostgresStore(Store):
         return [Posting(r[1], r[2], r[3], float(r[4])) for r in rows]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
+        # the sizes the triggers keep: one probe a tag, however many items carry it
         self._lock([user])
         if names is None:
-            rows = self._q("SELECT tag, count(*) FROM item_tags WHERE user_id = %s GROUP BY tag", (user,))
+            rows = self._q("SELECT tag, n FROM tag_sizes WHERE user_id = %s AND n > 0", (user,))
         else:
-            # each tag counted through (user_id, tag, seq), whatever the statistics say
-            rows = self._q(
-                "SELECT k.tag, (SELECT count(*) FROM item_tags t WHERE t.user_id = %s AND t.tag = k.tag) "
-                "FROM unnest(%s::text[]) AS k(tag)",
-                (user, list(dict.fromkeys(names))),
-            )
-        return {r[0]: int(r[1]) for r in rows if r[1]}
+            rows = self._q("SELECT tag, n FROM tag_sizes WHERE user_id = %s AND tag = ANY(%s) AND n > 0",
+                           (user, list(dict.fromkeys(names))))
+        return {r[0]: int(r[1]) for r in rows}
 
     def put_relation(self, relation: TagRelation) -> None:
         self._lock([relation.user])
@@ -1605,6 +1637,7 @@ class PostgresStore(Store):
                 "DELETE FROM user_meta WHERE user_id = %s", (user,)
             )
             self._do("DELETE FROM fts_stats WHERE user_id = %s", (user,))
+            self._do("DELETE FROM tag_sizes WHERE user_id = %s", (user,))
         return {k: v for k, v in counts.items() if v}
 
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:

@@ -204,7 +204,30 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """
     CREATE INDEX IF NOT EXISTS item_tags_recent ON item_tags(user, tag);
     """,
+    # 5: how many items carry each tag, kept by triggers (see _tag_sizes)
+    lambda conn: _tag_sizes(conn),
 ]
+
+def _tag_sizes(conn: sqlite3.Connection) -> None:
+    """5: ``tag_sizes``, the number of postings of each (user, tag), kept by triggers on
+    ``item_tags`` whatever statement writes it, so recall reads a tag's size (its idf) in
+    one probe instead of counting postings that grow with the store."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS tag_sizes (user TEXT NOT NULL, tag TEXT NOT NULL, n INTEGER NOT NULL, "
+        "PRIMARY KEY (user, tag)) WITHOUT ROWID"
+    )
+    conn.execute("DELETE FROM tag_sizes")
+    conn.execute("INSERT INTO tag_sizes (user, tag, n) SELECT user, tag, count(*) FROM item_tags GROUP BY user, tag")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS item_tags_counted AFTER INSERT ON item_tags BEGIN "
+        "INSERT INTO tag_sizes (user, tag, n) VALUES (new.user, new.tag, 1) "
+        "ON CONFLICT (user, tag) DO UPDATE SET n = n + 1; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS item_tags_uncounted AFTER DELETE ON item_tags BEGIN "
+        "UPDATE tag_sizes SET n = n - 1 WHERE user = old.user AND tag = old.tag; END"
+    )
+
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
 _MAIN_TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
@@ -606,6 +629,7 @@ class SQLiteStore(Store):
                 counts[main] = self._x(f"DELETE FROM {main} WHERE user = ?", (user,)).rowcount
             for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
+            self._x("DELETE FROM tag_sizes WHERE user = ?", (user,))
             counts["meta"] = self._x(
                 "DELETE FROM meta WHERE key IN (?, ?) OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?) "
                 "OR substr(key, 1, ?) = ?",
@@ -931,13 +955,15 @@ class SQLiteStore(Store):
         return [p for _, p in sorted(found, key=lambda pair: pair[0])]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
+        # the sizes the triggers keep: one probe a tag, however many items carry it
         if names is None:
-            rows = self._x("SELECT tag, COUNT(*) FROM item_tags WHERE user = ? GROUP BY tag", (user,))
+            rows = self._x("SELECT tag, n FROM tag_sizes WHERE user = ? AND n > 0", (user,))
             return {r[0]: r[1] for r in rows}
         names = list(dict.fromkeys(names))
+        if not names:
+            return {}
         rows = self._x(
-            f"SELECT tag, COUNT(*) FROM item_tags WHERE user = ? AND tag IN ({_in(names)}) GROUP BY tag",
-            [user, *names],
+            f"SELECT tag, n FROM tag_sizes WHERE user = ? AND tag IN ({_in(names)}) AND n > 0", [user, *names],
         )
         return {r[0]: r[1] for r in rows}
 
