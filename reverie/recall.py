@@ -148,7 +148,7 @@ class Recall:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class _Candidate:
     kind: str
     id: str
@@ -255,12 +255,15 @@ class Recaller:
                               * min(1.0, expansion.weights[t])))
                 for t in strongest
             }
+            idfs = {t: 1.0 / math.log(2 + counts.get(t, 1)) for t in strongest}
+            weights = expansion.weights
             for p in self.store.postings(user, strongest, ("episode", "fact", "note", "knowledge"),
                                          per_tag=caps):
-                idf = 1.0 / math.log(2 + counts.get(p.tag, 1))
                 key = (p.kind, p.id)
-                strength[key] = strength.get(key, 0.0) + expansion.weights[p.tag] * p.weight * idf
-                cand = candidates.setdefault(key, _Candidate(p.kind, p.id))
+                strength[key] = strength.get(key, 0.0) + weights[p.tag] * p.weight * idfs[p.tag]
+                cand = candidates.get(key)
+                if cand is None:
+                    cand = candidates[key] = _Candidate(p.kind, p.id)
                 cand.tags.append(p.tag)
             best = max(strength.values(), default=0.0)
             for key, value in strength.items():
