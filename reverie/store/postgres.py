@@ -40,6 +40,7 @@ import re
 import threading
 import unicodedata
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -183,6 +184,8 @@ def fts_tokens(text: str) -> list[str]:
 
 
 def _quote_lexeme(lexeme: str) -> str:
+    if "'" not in lexeme and "\\" not in lexeme:
+        return "'" + lexeme + "'"
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
@@ -191,18 +194,17 @@ def tsvector_text(search_text: str) -> tuple[str, int]:
     only carry how often a lexeme occurs (its term frequency, at most 256), which is all
     BM25 needs; no text-search parser runs, so the lexemes are exactly the index terms."""
     tokens = fts_tokens(index_text(search_text)) if search_text else []
-    counts: dict[str, int] = {}
-    for token in tokens:
-        counts[token] = counts.get(token, 0) + 1
+    counts = Counter(tokens)  # first-seen order, as the lexemes come
     cap = MAX_POSITIONS
     size = sum(len(t.encode("utf-8")) + 8 + 2 * min(c, cap) for t, c in counts.items())
     while size > TSVECTOR_BUDGET and cap > 1:  # a huge text keeps every lexeme, with fewer counts
         cap //= 4
         size = sum(len(t.encode("utf-8")) + 8 + 2 * min(c, cap) for t, c in counts.items())
-    parts = [
-        _quote_lexeme(t) + ":" + ",".join(str(i) for i in range(1, min(c, cap) + 1)) for t, c in counts.items()
-    ]
+    parts = [_quote_lexeme(t) + ":" + _POSITIONS[min(c, cap)] for t, c in counts.items()]
     return " ".join(parts), len(tokens)
+
+
+_POSITIONS = [",".join(str(i) for i in range(1, n + 1)) for n in range(MAX_POSITIONS + 1)]
 
 
 def query_lexemes(query_terms: Iterable[str]) -> list[str]:
@@ -785,7 +787,7 @@ class PostgresStore(Store):
 
     def load_items(self, kind: str, items: Sequence[Episode | Fact | Note | KnowledgeDoc]) -> None:
         """New rows of one kind, many at a time, for a copy into an empty store (``reverie
-        migrate``): one pipelined insert of them all with their full-text columns, and one
+        migrate``): one COPY of them all with their full-text columns, and one
         update of BM25's row and token counts per user. A row that exists already is an error
         (nothing is replaced, so the counts stay right)."""
         if not items:
@@ -801,10 +803,8 @@ class PostgresStore(Store):
             count = totals.setdefault(columns["user_id"], [0, 0])
             count[0] += 1
             count[1] += length
-        marks = ", ".join(["%s"] * len(names) + ["%s::tsvector", "%s"])
         with self.transaction():
-            self._lock(totals)
-            self._many(f"INSERT INTO {table} ({', '.join(names)}, tsv, doc_len) VALUES ({marks})", rows)
+            self._copy_rows(table, [*names, "tsv", "doc_len"], set(totals), rows)
             self._many(
                 "INSERT INTO fts_stats (user_id, kind, rows, tokens) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
@@ -813,24 +813,26 @@ class PostgresStore(Store):
             )
 
     def load_tags(self, tags: Sequence[Tag]) -> None:
-        """Tags put many at a time (as :meth:`put_tag` puts one)."""
-        with self.transaction():
-            self._lock({t.user for t in tags})
-            self._many(
-                "INSERT INTO tags (user_id, name, status, merged_to, body) VALUES (%s, %s, %s, %s, %s) "
-                "ON CONFLICT (user_id, name) DO UPDATE SET status = excluded.status, "
-                "merged_to = excluded.merged_to, body = excluded.body",
-                [(t.user, t.name, t.status, t.merged_to, t.model_copy(update={"id": None}).model_dump_json())
-                 for t in tags],
-            )
+        """New tags, many at a time (one COPY), for a copy into an empty store."""
+        self._copy_rows("tags", ("user_id", "name", "status", "merged_to", "body"), {t.user for t in tags},
+                        [(t.user, t.name, t.status, t.merged_to, t.model_copy(update={"id": None}).model_dump_json())
+                         for t in tags])
 
     def load_inputs(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
-        """(thread, key, episode id) input keys put many at a time (as :meth:`put_inputs`)."""
-        self._lock([user])
-        self._many(
-            "INSERT INTO input_keys (user_id, thread, key, episode_id) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            [(user, *row) for row in rows],
-        )
+        """New (thread, key, episode id) input keys, many at a time (one COPY), for a copy into an empty store."""
+        self._copy_rows("input_keys", ("user_id", "thread", "key", "episode_id"), {user},
+                        [(user, *row) for row in rows])
+
+    def _copy_rows(self, table: str, columns: Sequence[str], users: set[str], rows: Sequence[Sequence[Any]]) -> None:
+        """One COPY of ``rows`` into ``table`` (its statement triggers run once)."""
+        if not rows:
+            return
+        with self.transaction():
+            self._lock(users)
+            with self._local.conn.cursor() as cur:
+                with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
 
     # ------------------------------------------------------------ episodes
     _EP_COLS = "user_id, id, uses, last_used_at, learned, archived, status, body"
@@ -1353,10 +1355,13 @@ class PostgresStore(Store):
         with self.transaction():
             self._lock([user])
             self._do("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = %s", (user, kind, item_id))
-            self._many(
-                "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) VALUES (%s, %s, %s, %s, %s)",
-                [(user, name, kind, item_id, weight) for name, weight in tags.items()],
-            )
+            if tags:  # one statement (the tag sizes' trigger runs once for it, not once a tag)
+                self._do(
+                    "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) "
+                    "SELECT %s, t.tag, %s, %s, t.weight FROM unnest(%s::text[], %s::float8[]) "
+                    "WITH ORDINALITY AS t(tag, weight, n) ORDER BY t.n",
+                    (user, kind, item_id, list(tags), list(tags.values())),
+                )
 
     def postings(
         self, user: str, tag_names: Iterable[str], kinds: Iterable[str], *, per_tag: Mapping[str, int] | None = None
@@ -1427,23 +1432,15 @@ class PostgresStore(Store):
         return moved
 
     def load_postings(self, user: str, rows: Sequence[tuple[str, str, str, float]]) -> None:
-        """Append (tag, kind, item id, weight) postings in this order (a migration keeps the
-        order they were tagged in, which bounded posting reads follow)."""
-        self._lock([user])
-        self._many(
-            "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) VALUES (%s, %s, %s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            [(user, *row) for row in rows],
-        )
+        """New (tag, kind, item id, weight) postings appended in this order (one COPY: a
+        migration keeps the order they were tagged in, which bounded posting reads follow)."""
+        self._copy_rows("item_tags", ("user_id", "tag", "kind", "item_id", "weight"), {user},
+                        [(user, *row) for row in rows])
 
     def load_relations(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
-        """(source, target, level) relations exactly as given (one direction each)."""
-        self._lock([user])
-        self._many(
-            "INSERT INTO tag_relations (user_id, source, target, level) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (user_id, source, target) DO UPDATE SET level = excluded.level",
-            [(user, *row) for row in rows],
-        )
+        """New (source, target, level) relations exactly as given (one direction each; one COPY)."""
+        self._copy_rows("tag_relations", ("user_id", "source", "target", "level"), {user},
+                        [(user, *row) for row in rows])
 
     def row_counts(self) -> dict[str, dict[str, int]]:
         """Rows per user of each kind (user -> kind -> rows): what a migration checks."""
