@@ -53,14 +53,20 @@ def test_the_tag_index_is_read_again_when_another_writer_changed_the_live_tags(m
     assert "ikebana" in mem.learner._live_tags("ana")
 
 
+def as_schema(home, version: int, *undo: str) -> None:  # type: ignore[no-untyped-def]
+    """Make the home's store look as schema ``version`` left it: ``undo`` what came later."""
+    conn = sqlite3.connect(home / "reverie.db")
+    for statement in undo:
+        conn.execute(statement)
+    conn.execute("UPDATE schema_version SET version = ?", (version,))
+    conn.commit()
+    conn.close()
+
+
 def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
     with Memory(home, background=False) as memory:
         memory.remember("Prefers tea", user="ana")
-    conn = sqlite3.connect(home / "reverie.db")  # as schema 2 left it
-    conn.execute("DROP INDEX tags_user_status")
-    conn.execute("UPDATE schema_version SET version = 2")
-    conn.commit()
-    conn.close()
+    as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
         assert memory.store.schema_version() == 5
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
@@ -76,13 +82,8 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
         memory.flush()
         sizes = memory.store.tag_counts("ana")
     assert sizes and max(sizes.values()) >= 2
-    conn = sqlite3.connect(home / "reverie.db")  # as schema 4 left it: no sizes, no triggers
-    conn.execute("DROP TRIGGER item_tags_counted")
-    conn.execute("DROP TRIGGER item_tags_uncounted")
-    conn.execute("DROP TABLE tag_sizes")
-    conn.execute("UPDATE schema_version SET version = 4")
-    conn.commit()
-    conn.close()
+    # as schema 4 left it: no sizes, no triggers
+    as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
         assert memory.store.schema_version() == 5
         assert memory.store.tag_counts("ana") == sizes

@@ -162,6 +162,42 @@ def knowledge_text(doc: KnowledgeDoc) -> str:
     return " ".join([doc.title, doc.body, " ".join(doc.tags)])
 
 
+def episode_columns(episode: Episode, ts: Callable[[datetime | None], Any]) -> dict[str, Any]:
+    """An episode's row, as both stores keep it: the whole episode as JSON in ``body``, and
+    beside it the columns that are filtered, ordered or counted (times through the store's
+    ``ts``); the counters live in columns so that ``touch()`` needs no JSON rewrite."""
+    return {
+        "id": episode.id,
+        "user": episode.user,
+        "agent": episode.agent,
+        "thread": episode.thread,
+        "status": episode.status,
+        "created_at": ts(episode.created_at),
+        "completed_at": ts(episode.completed_at),
+        "occurred_at": ts(episode.occurred_at),
+        "archived": episode.archived,
+        "learned": episode.learned,
+        "uses": episode.uses,
+        "last_used_at": ts(episode.last_used_at),
+        "body": episode.model_dump_json(),
+    }
+
+
+def fact_columns(fact: Fact, ts: Callable[[datetime | None], Any]) -> dict[str, Any]:
+    """A fact's row, as both stores keep it (see :func:`episode_columns`)."""
+    return {
+        "id": fact.id,
+        "user": fact.user,
+        "agent": fact.agent,
+        "status": fact.status,
+        "category": fact.category,
+        "updated_at": ts(fact.updated_at),
+        "uses": fact.uses,
+        "last_used_at": ts(fact.last_used_at),
+        "body": fact.model_dump_json(),
+    }
+
+
 def _nothing() -> None:
     return None
 

@@ -71,7 +71,9 @@ from reverie.store.base import (
     Posting,
     Store,
     decode_cursor,
+    episode_columns,
     episode_text,
+    fact_columns,
     fact_text,
     knowledge_text,
     page_of,
@@ -1784,35 +1786,13 @@ class PostgresStore(Store):
 
 
 def _episode_columns(episode: Episode) -> dict[str, Any]:
-    return {
-        "user_id": episode.user,
-        "id": episode.id,
-        "agent": episode.agent,
-        "thread": episode.thread,
-        "status": episode.status,
-        "created_at": _ts(episode.created_at),
-        "completed_at": _ts(episode.completed_at),
-        "occurred_at": _ts(episode.occurred_at),
-        "archived": episode.archived,
-        "learned": episode.learned,
-        "uses": episode.uses,
-        "last_used_at": _ts(episode.last_used_at),
-        "body": episode.model_dump_json(),
-    }
+    columns = episode_columns(episode, _ts)
+    return {"user_id": columns.pop("user"), **columns}
 
 
 def _fact_columns(fact: Fact) -> dict[str, Any]:
-    return {
-        "user_id": fact.user,
-        "id": fact.id,
-        "agent": fact.agent,
-        "status": fact.status,
-        "category": fact.category,
-        "updated_at": _ts(fact.updated_at),
-        "uses": fact.uses,
-        "last_used_at": _ts(fact.last_used_at),
-        "body": fact.model_dump_json(),
-    }
+    columns = fact_columns(fact, _ts)
+    return {"user_id": columns.pop("user"), **columns}
 
 
 def _note_columns(note: Note) -> dict[str, Any]:

@@ -41,7 +41,9 @@ from reverie.store.base import (
     Posting,
     Store,
     decode_cursor,
+    episode_columns,
     episode_text,
+    fact_columns,
     fact_text,
     knowledge_text,
     input_digest,
@@ -410,26 +412,9 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ episodes
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
-        text = episode_text(episode) if reindex else None
-        self._write(
-            "episode",
-            {
-                "id": episode.id,
-                "user": episode.user,
-                "agent": episode.agent,
-                "thread": episode.thread,
-                "status": episode.status,
-                "created_at": _ts(episode.created_at),
-                "completed_at": _ts(episode.completed_at),
-                "occurred_at": _ts(episode.occurred_at),
-                "archived": int(episode.archived),
-                "learned": int(episode.learned),
-                "uses": episode.uses,
-                "last_used_at": _ts(episode.last_used_at),
-                "body": episode.model_dump_json(),
-            },
-            text,
-        )
+        columns = episode_columns(episode, _ts)
+        columns["archived"], columns["learned"] = int(episode.archived), int(episode.learned)
+        self._write("episode", columns, episode_text(episode) if reindex else None)
 
     def _episode(self, row: sqlite3.Row) -> Episode:
         episode = Episode.model_validate_json(row["body"])
@@ -677,21 +662,7 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ facts
     def put_fact(self, fact: Fact) -> None:
-        self._write(
-            "fact",
-            {
-                "id": fact.id,
-                "user": fact.user,
-                "agent": fact.agent,
-                "status": fact.status,
-                "category": fact.category,
-                "updated_at": _ts(fact.updated_at),
-                "uses": fact.uses,
-                "last_used_at": _ts(fact.last_used_at),
-                "body": fact.model_dump_json(),
-            },
-            fact_text(fact),
-        )
+        self._write("fact", fact_columns(fact, _ts), fact_text(fact))
 
     def _fact(self, row: sqlite3.Row) -> Fact:
         fact = Fact.model_validate_json(row["body"])
