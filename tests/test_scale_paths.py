@@ -68,7 +68,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 5
+        assert memory.store.schema_version() == 6
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -85,11 +85,36 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 5
+        assert memory.store.schema_version() == 6
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
         assert memory.store.tag_counts("ana", [tag]) == {tag: sizes[tag] + 1}
+
+
+def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        for user in ("ana", "bob"):
+            memory.add([{"speaker": "Ana", "content": f"{user} went kayaking on the fjord"}], user=user, thread="t",
+                       group="message")
+        before = {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")}
+    undo = []
+    for fts, main in (("episodes_fts", "episodes"), ("facts_fts", "facts"), ("notes_fts", "notes"),
+                      ("knowledge_fts", "knowledge")):  # as schema 5 left them: one column, every user's rows
+        undo += [f"CREATE VIRTUAL TABLE {fts}_old USING fts5(text, tokenize='unicode61 remove_diacritics 2')",
+                 f"INSERT INTO {fts}_old (rowid, text) SELECT rowid, text FROM {fts}",
+                 f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
+    as_schema(home, 5, *undo)
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 6
+        assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
+        hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
+        owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
+        assert hits and owners == {"ana"}
+        memory.add([{"speaker": "Ana", "content": "More kayaking, on the lake this time"}], user="ana", thread="t",
+                   group="message")
+        assert len(memory.store.search("ana", terms("kayaking"), ["episode"], 10)) == 2  # new rows are owned too
+        assert len(memory.store.search("bob", terms("kayaking"), ["episode"], 10)) == 1
 
 
 def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, monkeypatch):

@@ -208,6 +208,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """,
     # 5: how many items carry each tag, kept by triggers (see _tag_sizes)
     lambda conn: _tag_sizes(conn),
+    # 6: full text searched within one user's rows (see _fts_owner)
+    lambda conn: _fts_owner(conn),
 ]
 
 def _tag_sizes(conn: sqlite3.Connection) -> None:
@@ -230,6 +232,38 @@ def _tag_sizes(conn: sqlite3.Connection) -> None:
         "UPDATE tag_sizes SET n = n - 1 WHERE user = old.user AND tag = old.tag; END"
     )
 
+
+def _fts_owner(conn: sqlite3.Connection) -> None:
+    """6: every full-text table gains an ``owner`` column holding its row's user as one token
+    (:func:`owner_token`), so a search names the user inside the full-text query and reads
+    that user's matches only: before, every user's matches of a word were read, ranked and
+    joined to their rows to be thrown away, a cost that grew with the whole store. The
+    tables are rebuilt from the text they hold (no stemming runs again)."""
+    for kind, fts in _FTS_TABLE.items():
+        main = _MAIN_TABLE[kind]
+        conn.execute(f"CREATE VIRTUAL TABLE {fts}_owned USING fts5({FTS_COLUMNS})")
+        conn.execute(
+            f"INSERT INTO {fts}_owned (rowid, text, owner) SELECT f.rowid, f.text, 'u' || lower(hex(m.user)) "
+            f"FROM {fts} f JOIN {main} m ON m.pk = f.rowid"
+        )
+        conn.execute(f"DROP TABLE {fts}")
+        conn.execute(f"ALTER TABLE {fts}_owned RENAME TO {fts}")
+
+
+def owner_token(user: str) -> str:
+    """The one full-text token that stands for ``user`` (its UTF-8 bytes in hex, behind a
+    letter), as migration 6 writes it: ``ana`` -> ``u616e61``."""
+    return "u" + user.encode("utf-8").hex()
+
+
+def owned(match: str, user: str) -> str:
+    """A full-text query of ``match`` over the text column, within ``user``'s rows."""
+    return f'text : ({match}) AND owner : "{owner_token(user)}"'
+
+
+FTS_COLUMNS = "text, owner, tokenize='unicode61 remove_diacritics 2'"
+# bm25 over the text only: the owner column weighs nothing
+BM25_WEIGHTS = "1.0, 0.0"
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
 _MAIN_TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
@@ -399,7 +433,8 @@ class SQLiteStore(Store):
                 sets = ", ".join(f"{n} = ?" for n in names)
                 self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
-            self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text) VALUES (?, ?)", (pk, index_text(search_text or "")))
+            self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text, owner) VALUES (?, ?, ?)",
+                    (pk, index_text(search_text or ""), owner_token(columns["user"])))
 
     def _rows(self, kind: str, ids: Iterable[str]) -> list[sqlite3.Row]:
         """Rows by id, a few hundred ids per statement (SQLite caps the parameters)."""
@@ -689,7 +724,7 @@ class SQLiteStore(Store):
         rows = self._x(
             "SELECT m.* FROM facts_fts JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
             "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
-            (match, user, limit),
+            (owned(match, user), user, limit),
         ).fetchall()
         return [self._fact(r) for r in reversed(rows)]
 
@@ -708,7 +743,7 @@ class SQLiteStore(Store):
             "SELECT m.id, json_extract(m.body, '$.content'), m.category FROM facts_fts "
             "JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
             "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
-            (match, user, limit),
+            (owned(match, user), user, limit),
         ).fetchall()
         return [FactText(*r) for r in reversed(rows)]
 
@@ -803,18 +838,19 @@ class SQLiteStore(Store):
             return []
         hits: list[Hit] = []
         for kind in kinds:
-            hits += self._search_kind(kind, user, query_terms, match, limit)
+            hits += self._search_kind(kind, user, query_terms, owned(match, user), limit)
         return hits
 
     def _search_kind(self, kind: str, user: str, query_terms: list[str], match: str, limit: int) -> list[Hit]:
-        """BM25 over one kind. While the query matches at most SEARCH_WINDOW of the user's items,
+        """BM25 over one kind (``match`` names the user: only their rows are read). While the
+        query matches at most SEARCH_WINDOW of the user's items,
         every match is ranked. Past that, ranking every match of a frequent word would grow with
         the store, so two bounded reads stand in for it: all terms ranked over the newest
         SEARCH_WINDOW matches, and the query's rare terms (in at most SEARCH_WINDOW items each)
         ranked over all of theirs, so an old memory named by a specific word is still found."""
         fts, main, only = _FTS_TABLE[kind], _MAIN_TABLE[kind], _SEARCH_FILTER[kind]
         ranked = (
-            f"SELECT m.id, bm25({fts}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
+            f"SELECT m.id, bm25({fts}, {BM25_WEIGHTS}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND m.user = ? {only}"
         )
         floor = self._x(
@@ -830,7 +866,7 @@ class SQLiteStore(Store):
             best[r[0]] = -r[1]
         rare = [t for t in dict.fromkeys(query_terms) if t and self._doc_count(fts, t) <= SEARCH_WINDOW]
         if rare:
-            for r in self._x(ranked + " ORDER BY rank LIMIT ?", (fts_query(rare), user, limit)):
+            for r in self._x(ranked + " ORDER BY rank LIMIT ?", (owned(fts_query(rare), user), user, limit)):
                 best[r[0]] = max(best.get(r[0], 0.0), -r[1])
         top = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
         return [Hit(kind, item_id, score) for item_id, score in top]
