@@ -864,22 +864,21 @@ class SQLiteStore(Store):
         best: dict[str, float] = {}
         for r in self._x(ranked + f" AND {fts}.rowid >= ? ORDER BY rank LIMIT ?", (match, user, floor[0], limit)):
             best[r[0]] = -r[1]
-        rare = [t for t in dict.fromkeys(query_terms) if t and self._doc_count(fts, t) <= SEARCH_WINDOW]
+        rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, user, t)]
         if rare:
             for r in self._x(ranked + " ORDER BY rank LIMIT ?", (owned(fts_query(rare), user), user, limit)):
                 best[r[0]] = max(best.get(r[0], 0.0), -r[1])
         top = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
         return [Hit(kind, item_id, score) for item_id, score in top]
 
-    def _doc_count(self, fts: str, term: str) -> int:
-        """How many rows of an FTS table hold ``term`` (every user's: an upper bound for one)."""
-        vocab = f"temp.{fts}_vocab"
-        ready: set[str] = self._local.__dict__.setdefault("vocab", set())  # temp tables are per connection
-        if fts not in ready:
-            self._x(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, '{fts}', 'row')")
-            ready.add(fts)
-        row = self._x(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
-        return int(row[0]) if row else 0
+    def _holds_few(self, fts: str, user: str, term: str) -> bool:
+        """Whether at most SEARCH_WINDOW of ``user``'s rows of an FTS table hold ``term``
+        (counted up to one past it: the cost is bounded, whatever the word)."""
+        row = self._x(
+            f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+            (owned(fts_query([term]), user), SEARCH_WINDOW + 1),
+        ).fetchone()
+        return int(row[0]) <= SEARCH_WINDOW
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(ids)
