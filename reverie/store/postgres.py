@@ -256,7 +256,7 @@ class _Ranker:
         score = None
         if counts:
             avgdl = self.avgdl if self.avgdl > 0 else 1.0
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * (length + OWNER_TOKENS) / avgdl)
             score = 0.0
             for lexeme, tf in counts:
                 score = score + self.idf.get(lexeme, 0.0) * (tf * (BM25_K1 + 1)) / (tf + norm)
@@ -274,6 +274,11 @@ class _Ranker:
             if score is not None:
                 ranked.append((-score, r[1], r[2]))
         return heapq.nsmallest(limit, ranked)
+
+
+# a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
+# FTS5's bm25 counts it in the row's length: so does this ranking, so both stores rank alike
+OWNER_TOKENS = 1
 
 
 def fts5_idf(rows: int, hits: int) -> float:
@@ -1280,7 +1285,7 @@ class PostgresStore(Store):
             rows_total, tokens = (int(rows_total), int(tokens)) if rows_total is not None else (0, 0)
             hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
             idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-            ranker = _Ranker(idf, tokens / rows_total if rows_total else 0.0, counts_of)
+            ranker = _Ranker(idf, (tokens + OWNER_TOKENS * rows_total) / rows_total if rows_total else 0.0, counts_of)
             if floor is None:
                 out += [Hit(kind, i, -negative) for negative, _, i in ranker.best(matched, limit)]
                 continue
