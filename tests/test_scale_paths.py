@@ -130,3 +130,16 @@ def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, mon
     windowed = mem.store.search("ana", query, ["episode"], 5)
     assert old.id in full and old.id == windowed[0].id
     assert len(windowed) == 5 and all(h.score > 0 for h in windowed)
+
+
+def test_full_text_names_the_owner_only_for_a_user_who_holds_a_minority_of_the_rows(mem):
+    mem.add([{"speaker": "Ana", "content": "ana paddled the kayak on the fjord"}], user="ana", thread="t",
+            group="message")
+    mem.add([{"speaker": "Bob", "content": f"bob paddled the kayak, trip {i}"} for i in range(9)], user="bob",
+            thread="t", group="message")
+    store = mem.store
+    assert store._owner("episode", "ana") == "ana"  # 1 row of 10: the query names her
+    assert store._owner("episode", "bob") is None  # 9 of 10: the join keeps his rows
+    for user, count in (("ana", 1), ("bob", 9)):
+        hits = store.search(user, terms("paddled the kayak"), ["episode"], 20)
+        assert len(hits) == count and {mem.episode(h.id).user for h in hits} == {user}
