@@ -249,3 +249,26 @@ def test_memory_md_is_read_and_edited_through_the_api_of_any_replica(tmp_path, p
     finally:
         first.close()
         second.close()
+
+
+def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        for n in range(3):
+            store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "kyoto": 0.5})
+        store.set_item_tags("bob", "episode", "ep_b", {"tea": 1.0})
+        # as schema 3 left it: no sizes, no triggers
+        store._do("DROP TRIGGER item_tags_counted ON item_tags")
+        store._do("DROP TRIGGER item_tags_uncounted ON item_tags")
+        store._do("DROP TABLE tag_sizes")
+        store._do("UPDATE schema_version SET version = 3")
+    finally:
+        store.close()
+    store = PostgresStore(pg_url)
+    try:
+        assert store.schema_version() == 4
+        assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
+        store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
+        assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
+    finally:
+        store.close()
