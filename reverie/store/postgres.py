@@ -281,6 +281,11 @@ class _Ranker:
 OWNER_TOKENS = 1
 
 
+def fts5_avgdl(rows: int, tokens: int) -> float:
+    """FTS5's average row length: every row's tokens, its owner token included, over the rows."""
+    return (tokens + OWNER_TOKENS * rows) / rows if rows else 0.0
+
+
 def fts5_idf(rows: int, hits: int) -> float:
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))
     return idf if idf > 0 else 1e-6
@@ -822,8 +827,7 @@ class PostgresStore(Store):
     def load_tags(self, tags: Sequence[Tag]) -> None:
         """New tags, many at a time (one COPY), for a copy into an empty store."""
         self._copy_rows("tags", ("user_id", "name", "status", "merged_to", "body"), {t.user for t in tags},
-                        [(t.user, t.name, t.status, t.merged_to, t.model_copy(update={"id": None}).model_dump_json())
-                         for t in tags])
+                        [(t.user, t.name, t.status, t.merged_to, _tag_body(t)) for t in tags])
 
     def load_inputs(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
         """New (thread, key, episode id) input keys, many at a time (one COPY), for a copy into an empty store."""
@@ -1285,7 +1289,7 @@ class PostgresStore(Store):
             rows_total, tokens = (int(rows_total), int(tokens)) if rows_total is not None else (0, 0)
             hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
             idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-            ranker = _Ranker(idf, (tokens + OWNER_TOKENS * rows_total) / rows_total if rows_total else 0.0, counts_of)
+            ranker = _Ranker(idf, fts5_avgdl(rows_total, tokens), counts_of)
             if floor is None:
                 out += [Hit(kind, i, -negative) for negative, _, i in ranker.best(matched, limit)]
                 continue
@@ -1348,7 +1352,7 @@ class PostgresStore(Store):
         return int(row[0]) if row else 0
 
     def put_tag(self, tag: Tag) -> Tag:
-        body = tag.model_copy(update={"id": None}).model_dump_json()
+        body = _tag_body(tag)
         self._lock([tag.user])
         self._do(
             "INSERT INTO tags (user_id, name, status, merged_to, body) VALUES (%s, %s, %s, %s, %s) "
@@ -1798,6 +1802,10 @@ def _episode_columns(episode: Episode) -> dict[str, Any]:
 def _fact_columns(fact: Fact) -> dict[str, Any]:
     columns = fact_columns(fact, _ts)
     return {"user_id": columns.pop("user"), **columns}
+
+
+def _tag_body(tag: Tag) -> str:
+    return tag.model_dump_json(exclude={"id"})  # the id is the row's own
 
 
 def _note_columns(note: Note) -> dict[str, Any]:

@@ -240,11 +240,12 @@ def _fts_owner(conn: sqlite3.Connection) -> None:
     that user's matches only: before, every user's matches of a word were read, ranked and
     joined to their rows to be thrown away, a cost that grew with the whole store. The
     tables are rebuilt from the text they hold (no stemming runs again)."""
+    conn.create_function("reverie_owner", 1, owner_token, deterministic=True)
     for kind, fts in _FTS_TABLE.items():
         main = _MAIN_TABLE[kind]
         conn.execute(f"CREATE VIRTUAL TABLE {fts}_owned USING fts5({FTS_COLUMNS})")
         conn.execute(
-            f"INSERT INTO {fts}_owned (rowid, text, owner) SELECT f.rowid, f.text, 'u' || lower(hex(m.user)) "
+            f"INSERT INTO {fts}_owned (rowid, text, owner) SELECT f.rowid, f.text, reverie_owner(m.user) "
             f"FROM {fts} f JOIN {main} m ON m.pk = f.rowid"
         )
         conn.execute(f"DROP TABLE {fts}")
@@ -253,7 +254,7 @@ def _fts_owner(conn: sqlite3.Connection) -> None:
 
 def owner_token(user: str) -> str:
     """The one full-text token that stands for ``user`` (its UTF-8 bytes in hex, behind a
-    letter), as migration 6 writes it: ``ana`` -> ``u616e61``."""
+    letter), in every row written and in migration 6: ``ana`` -> ``u616e61``."""
     return "u" + user.encode("utf-8").hex()
 
 
@@ -731,7 +732,7 @@ class SQLiteStore(Store):
         rows = self._x(
             "SELECT m.* FROM facts_fts JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
             "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
-            (owned(match, user), user, limit),
+            (owned(match, self._owner("fact", user)), user, limit),
         ).fetchall()
         return [self._fact(r) for r in reversed(rows)]
 
@@ -750,7 +751,7 @@ class SQLiteStore(Store):
             "SELECT m.id, json_extract(m.body, '$.content'), m.category FROM facts_fts "
             "JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
             "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
-            (owned(match, user), user, limit),
+            (owned(match, self._owner("fact", user)), user, limit),
         ).fetchall()
         return [FactText(*r) for r in reversed(rows)]
 
