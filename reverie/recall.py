@@ -35,6 +35,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.observe import RECALL_SECONDS
+from reverie.store.base import item_text
 from reverie.tags import expand
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
@@ -64,6 +65,8 @@ BACKGROUND_FACT_SHARE = 0.1
 # a kind's best full-text match scores against at least this share of the best match of any
 # kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
 KIND_NORM_FLOOR = 0.5
+# how much of a text match's score rests on the share of the query it holds (see _cover)
+COVERAGE_WEIGHT = 0.5
 MAX_QUERY_TAGS = 4
 NEIGHBOUR_EPISODES = 5
 NEIGHBOUR_WEIGHT = 0.6
@@ -203,7 +206,7 @@ class Recaller:
         query_terms = terms(query)
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
         candidates, matched = self._match(user, query_terms, perception, loaded)
-        scored = self._score(user, candidates, perception, now, thread, agent, loaded)
+        scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms)
         profile = self.store.get_profile(user)
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent)
@@ -279,7 +282,7 @@ class Recaller:
     # ------------------------------------------------------------ score
     def _score(
         self, user: str, candidates: dict[tuple[str, str], _Candidate], perception: Perception, now: datetime,
-        thread: str | None, agent: str | None, loaded: dict[str, Episode],
+        thread: str | None, agent: str | None, loaded: dict[str, Episode], query_terms: list[str],
     ) -> list[_Scored[_Item]]:
         by_kind: dict[str, list[_Candidate]] = {}
         for cand in candidates.values():
@@ -295,15 +298,19 @@ class Recaller:
             "note": self.store.get_notes, "knowledge": self.store.get_knowledge,
         }
         scored: list[_Scored[_Item]] = []
+        pool: list[tuple[str, _Item, _Candidate]] = []
         for kind, cands in by_kind.items():
             items = loaders[kind]([c.id for c in cands])
             for cand in cands:
                 item = items.get(cand.id)
                 if item is None or item.user != user:
                     continue
-                s = self._score_one(kind, item, cand, perception, now, thread, agent)
-                if s is not None:
-                    scored.append(s)
+                pool.append((kind, item, cand))
+        _cover(query_terms, pool)
+        for kind, item, cand in pool:
+            s = self._score_one(kind, item, cand, perception, now, thread, agent)
+            if s is not None:
+                scored.append(s)
         # ties go to the more recent item, so that equal scores order the same way every run
         scored.sort(key=lambda s: (s.score, _when(s.item)), reverse=True)
         return scored
@@ -315,7 +322,7 @@ class Recaller:
         parts = {"text": cand.text_score, "tags": cand.tag_score}
         relevance = TEXT_WEIGHT * cand.text_score + TAG_WEIGHT * cand.tag_score
         when = _when(item)
-        time_parts = _time_fit(when, perception, now)
+        time_parts = _time_fit(when, perception, now, event=not isinstance(item, (Fact, KnowledgeDoc)))
         parts.update(time_parts)
         score = relevance * (1 - RECENCY_WEIGHT + RECENCY_WEIGHT * time_parts.get("recency", 1.0))
         score += time_parts.get("time_match", 0.0) * TIME_MATCH_BONUS * max(relevance, 0.2)
@@ -657,8 +664,13 @@ def _when(item: _Item) -> datetime:
     return item.updated_at  # a fact or a knowledge document
 
 
-def _time_fit(when: datetime | None, perception: Perception, now: datetime) -> dict[str, float]:
-    """Recency against the recall time, or, when the query names a time, closeness to it."""
+def _time_fit(when: datetime | None, perception: Perception, now: datetime, *, event: bool = True) -> dict[str, float]:
+    """Recency against the recall time, or, when the query names a time, closeness to it.
+
+    An ``event`` time (an episode's, a day's notes') after the time of asking (a recall
+    ``at`` a past moment) is as far from it as one the same distance before: it is not
+    the most recent thing the user said then. A fact's or a document's time is when it was
+    last written, bookkeeping rather than an event, so one written later reads as new."""
     if when is None:
         return {}
     when = as_utc(when)
@@ -671,5 +683,27 @@ def _time_fit(when: datetime | None, perception: Perception, now: datetime) -> d
             gap = min(abs(when - as_utc(ref.start)), abs(when - as_utc(ref.end))) / timedelta(days=1)
             best = max(best, math.exp(-DECAY * gap))
         return {"time_match": best}
-    days = max(0.0, (now - when) / timedelta(days=1))
+    days = (now - when) / timedelta(days=1)
+    days = abs(days) if event else max(0.0, days)
     return {"recency": math.exp(-DECAY * days)}
+
+
+
+def _cover(query_terms: list[str], pool: list[tuple[str, _Item, _Candidate]]) -> None:
+    """Scale each text match by how much of the query it holds, each query word weighed by
+    how few of the matched items hold it: within the pool full text found, a word most of
+    them share (the name of the person a conversation is about) tells them apart little,
+    however rare it is in the whole store. BM25's idf is the store's; this is the pool's,
+    so a large store of other talk does not change which of the matches best fits."""
+    wanted = list(dict.fromkeys(query_terms))
+    matched = [(cand, token_set(item_text(item))) for _, item, cand in pool if cand.text_score > 0]
+    if len(wanted) < 2 or len(matched) < 2:
+        return
+    held = {t: sum(1 for _, words_ in matched if t in words_) for t in wanted}
+    weights = {t: math.log(1 + len(matched) / (1 + n)) for t, n in held.items() if n}
+    total = sum(weights.values())
+    if total <= 0:
+        return
+    for cand, words_ in matched:
+        share = sum(w for t, w in weights.items() if t in words_) / total
+        cand.text_score *= 1 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * share

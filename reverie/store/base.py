@@ -162,6 +162,21 @@ def knowledge_text(doc: KnowledgeDoc) -> str:
     return " ".join([doc.title, doc.body, " ".join(doc.tags)])
 
 
+def note_text(note: Note) -> str:
+    return note.content
+
+
+def item_text(item: Episode | Fact | Note | KnowledgeDoc) -> str:
+    """The text full text indexes for any searchable item."""
+    if isinstance(item, Episode):
+        return episode_text(item)
+    if isinstance(item, Fact):
+        return fact_text(item)
+    if isinstance(item, Note):
+        return note_text(item)
+    return knowledge_text(item)
+
+
 def episode_columns(episode: Episode, ts: Callable[[datetime | None], Any]) -> dict[str, Any]:
     """An episode's row, as both stores keep it: the whole episode as JSON in ``body``, and
     beside it the columns that are filtered, ordered or counted (times through the store's

@@ -76,6 +76,7 @@ from reverie.store.base import (
     fact_columns,
     fact_text,
     knowledge_text,
+    note_text,
     page_of,
 )
 from reverie.text import index_text
@@ -1164,7 +1165,7 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ notes and knowledge
     def put_note(self, note: Note) -> None:
-        self._write("note", _note_columns(note), note.content)
+        self._write("note", _note_columns(note), note_text(note))
 
     def list_notes(self, user: str, *, since: str | None = None, until: str | None = None) -> list[Note]:
         self._lock([user])
@@ -1820,7 +1821,7 @@ def _knowledge_columns(doc: KnowledgeDoc) -> dict[str, Any]:
 _LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
     "episode": lambda e: (_episode_columns(e), episode_text(e)),
     "fact": lambda f: (_fact_columns(f), fact_text(f)),
-    "note": lambda n: (_note_columns(n), n.content),
+    "note": lambda n: (_note_columns(n), note_text(n)),
     "knowledge": lambda d: (_knowledge_columns(d), knowledge_text(d)),
 }
 

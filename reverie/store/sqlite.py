@@ -47,6 +47,7 @@ from reverie.store.base import (
     fact_columns,
     fact_text,
     knowledge_text,
+    note_text,
     input_digest,
     nth_input,
     page_of,
@@ -812,7 +813,7 @@ class SQLiteStore(Store):
         self._write(
             "note",
             {"id": note.id, "user": note.user, "date": note.date, "body": note.model_dump_json()},
-            note.content,
+            note_text(note),
         )
 
     def list_notes(self, user: str, *, since: str | None = None, until: str | None = None) -> list[Note]:
