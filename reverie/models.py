@@ -94,6 +94,8 @@ def new_id(prefix: str) -> str:
 
 def as_utc(value: datetime) -> datetime:
     """Naive datetimes are taken as UTC so that every stored time compares."""
+    if value.tzinfo is timezone.utc:  # most times already are: every stored one is read back so
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)

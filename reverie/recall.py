@@ -35,7 +35,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.observe import RECALL_SECONDS
-from reverie.store.base import item_text
+from reverie.store.base import Store, fts_tokens
 from reverie.tags import expand
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
@@ -306,7 +306,7 @@ class Recaller:
                 if item is None or item.user != user:
                     continue
                 pool.append((kind, item, cand))
-        _cover(query_terms, pool)
+        _cover(self.store, user, query_terms, pool)
         for kind, item, cand in pool:
             s = self._score_one(kind, item, cand, perception, now, thread, agent)
             if s is not None:
@@ -689,21 +689,31 @@ def _time_fit(when: datetime | None, perception: Perception, now: datetime, *, e
 
 
 
-def _cover(query_terms: list[str], pool: list[tuple[str, _Item, _Candidate]]) -> None:
+def _cover(store: Store, user: str, query_terms: list[str], pool: list[tuple[str, _Item, _Candidate]]) -> None:
     """Scale each text match by how much of the query it holds, each query word weighed by
     how few of the matched items hold it: within the pool full text found, a word most of
     them share (the name of the person a conversation is about) tells them apart little,
     however rare it is in the whole store. BM25's idf is the store's; this is the pool's,
     so a large store of other talk does not change which of the matches best fits."""
-    wanted = list(dict.fromkeys(query_terms))
-    matched = [(cand, token_set(item_text(item))) for _, item, cand in pool if cand.text_score > 0]
-    if len(wanted) < 2 or len(matched) < 2:
+    wanted = {t: frozenset(fts_tokens(t)) for t in dict.fromkeys(query_terms)}
+    wanted = {t: tokens for t, tokens in wanted.items() if tokens}
+    matched: dict[str, list[_Candidate]] = {}
+    for kind, _, cand in pool:
+        if cand.text_score > 0:
+            matched.setdefault(kind, []).append(cand)
+    if len(wanted) < 2 or sum(len(c) for c in matched.values()) < 2:
         return
-    held = {t: sum(1 for _, words_ in matched if t in words_) for t in wanted}
-    weights = {t: math.log(1 + len(matched) / (1 + n)) for t, n in held.items() if n}
+    holds: list[tuple[_Candidate, frozenset[str]]] = []
+    for kind, cands in matched.items():
+        lines = store.index_tokens(kind, user, [c.id for c in cands])
+        for c in cands:
+            line = f" {lines.get(c.id, '')} "
+            holds.append((c, frozenset(t for t, need in wanted.items() if all(f" {n} " in line for n in need))))
+    held = {t: sum(1 for _, has in holds if t in has) for t in wanted}
+    weights = {t: math.log(1 + len(holds) / (1 + n)) for t, n in held.items() if n}
     total = sum(weights.values())
     if total <= 0:
         return
-    for cand, words_ in matched:
-        share = sum(w for t, w in weights.items() if t in words_) / total
+    for cand, has in holds:
+        share = sum(w for t, w in weights.items() if t in has) / total
         cand.text_score *= 1 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * share

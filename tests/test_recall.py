@@ -308,25 +308,25 @@ def test_an_episode_after_the_time_of_asking_is_not_the_most_recent(mem):
     assert parts[after.id]["recency"] == pytest.approx(parts[before.id]["recency"], rel=1e-6)
 
 
-def test_a_query_word_every_match_holds_weighs_little():
+def test_a_query_word_every_match_holds_weighs_little(bmem):
     # within what full text matched, "gina" is in every item: the one that also holds the
     # query's other words ("favorite", "style") gains on those that hold only hers and "dance"
-    from reverie.models import Episode, Message
     from reverie.recall import _Candidate, _cover
     from reverie.text import terms
 
-    def episode(text):
-        return Episode(user="u", messages=[Message(role="user", speaker="Gina", content=text)])
+    def said(text):
+        return bmem.add([{"role": "user", "content": text}], user="u", thread="t", at=NOW)[0]
 
-    pool = [episode(f"Gina loved the dance {what} today") for what in ("recital", "class", "show", "contest")]
-    pool.append(episode("Gina says contemporary is her favorite style"))
+    pool = [said(f"Gina loved the dance {what} today") for what in ("recital", "class", "show", "contest")]
+    pool.append(said("Gina says contemporary is her favorite style"))
     cands = [_Candidate("episode", e.id, text_score=1.0 if i < 4 else 0.8) for i, e in enumerate(pool)]
-    _cover(terms("What is Gina's favorite style of dance?"), [("episode", e, c) for e, c in zip(pool, cands)])
+    query = terms("What is Gina's favorite style of dance?")
+    _cover(bmem.store, "u", query, [("episode", e, c) for e, c in zip(pool, cands)])
     assert cands[4].text_score > max(c.text_score for c in cands[:4])
     assert all(c.text_score < 1.0 for c in cands[:4])
 
     # an item that holds every word of the query keeps its score
-    whole = [episode("Gina: my favorite style of dance is contemporary"), episode("Gina: dance style, favorite")]
+    whole = [said("Gina: my favorite style of dance is contemporary"), said("Gina: dance style, favorite")]
     full = [_Candidate("episode", e.id, text_score=0.9) for e in whole]
-    _cover(terms("What is Gina's favorite style of dance?"), [("episode", e, c) for e, c in zip(whole, full)])
+    _cover(bmem.store, "u", query, [("episode", e, c) for e, c in zip(whole, full)])
     assert [c.text_score for c in full] == pytest.approx([0.9, 0.9])

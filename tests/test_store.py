@@ -18,6 +18,7 @@ import pytest
 from reverie import Memory, StoreError
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
+from reverie.text import terms
 from tests.pg import drop_schema, new_schema
 
 
@@ -128,6 +129,26 @@ def test_search_skips_archived_facts_and_covers_notes_and_knowledge(store):
     assert sorted(h.kind for h in hits) == ["fact", "knowledge", "note"]
     assert [h.id for h in hits if h.kind == "fact"] == [live.id]
     assert store.search("ana", ["outdoor"], ["knowledge"], 10)  # tags are indexed too
+
+
+def test_index_tokens_are_the_words_full_text_holds_for_the_users_items(store):
+    ep = Episode(user="ana", status="completed", messages=[Message(speaker="Ana", content="Kayaking at the Café, kayaks!")])
+    fact = Fact(user="ana", content="likes tea", tags=["drinks"])
+    note = Note(user="ana", date="2024-05-01", content="planned a climb")
+    theirs = Episode(user="bob", status="completed", messages=[Message(content="kayak")])
+    for item in (ep, theirs):
+        store.put_episode(item)
+    store.put_fact(fact)
+    store.put_note(note)
+
+    def tokens(found):
+        return {item_id: set(line.split(" ")) for item_id, line in found.items()}
+
+    # stemmed index terms, diacritics removed: the tokens a search of the same words matches
+    assert tokens(store.index_tokens("episode", "ana", [ep.id, theirs.id, "missing"])) == {ep.id: {"ana", "kayak", "cafe"}}
+    assert tokens(store.index_tokens("fact", "ana", [fact.id])) == {fact.id: set(terms("likes tea drinks"))}
+    assert tokens(store.index_tokens("note", "ana", [note.id])) == {note.id: {"plan", "climb"}}
+    assert store.index_tokens("episode", "ana", []) == {}
 
 
 def test_rewriting_an_item_keeps_one_search_row(store):
@@ -702,3 +723,20 @@ def test_a_named_lock_holds_across_stores_and_dies_with_its_holder(pg_url):
     assert (third := a.try_lock("dream:ana")) is not None
     third()
     a.close()
+
+
+def test_a_token_line_is_the_full_text_tokens_one_space_apart():
+    # index text is mostly ASCII words between single spaces and is then taken as it is;
+    # whatever else (capitals, punctuation, runs of spaces, diacritics, CJK, a huge word)
+    # goes through the tokenizer: the two ways always agree
+    import random
+    import string
+
+    from reverie.store.base import fts_tokens, token_line
+
+    rng = random.Random(7)
+    alphabet = string.ascii_lowercase + string.digits + "   _-'.,éÉ中文" + "AB"
+    samples = ["", " ", "a  b", " lead", "trail ", "kayak trip", "x" * 3000 + " y", "Café au lait"]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    for text in samples:
+        assert token_line(text) == " ".join(fts_tokens(text)), text

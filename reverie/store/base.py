@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+import unicodedata
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -162,19 +164,40 @@ def knowledge_text(doc: KnowledgeDoc) -> str:
     return " ".join([doc.title, doc.body, " ".join(doc.tags)])
 
 
+# the longest token PostgreSQL keeps as a lexeme (longer ones are not indexed there)
+MAX_LEXEME_BYTES = 2046
+_SPLIT = re.compile(r"[\W_]+")
+
+
+def fts_tokens(text: str) -> list[str]:
+    """The tokens FTS5's ``unicode61`` tokenizer (``remove_diacritics 2``) reads from the
+    text :func:`~reverie.text.index_text` made: letters and digits, diacritics removed.
+    PostgreSQL's lexemes are these tokens, so both stores match the same words."""
+    if text.isascii():
+        lowered = text.lower()
+        if lowered.replace(" ", "").isalnum():  # index text: words of letters and digits between spaces
+            return [t for t in lowered.split() if len(t) <= MAX_LEXEME_BYTES]
+    else:
+        decomposed = unicodedata.normalize("NFD", text)
+        text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    # a token of up to a quarter of the limit in characters fits it whatever they are
+    short = MAX_LEXEME_BYTES // 4
+    return [t for t in _SPLIT.split(text.lower()) if t and (len(t) <= short or len(t.encode("utf-8")) <= MAX_LEXEME_BYTES)]
+
+
+def token_line(text: str) -> str:
+    """:func:`fts_tokens` of ``text``, one space between two. Index text mostly is that
+    already (ASCII words of letters and digits between single spaces): then as it is."""
+    if text.isascii() and len(text) <= MAX_LEXEME_BYTES:
+        lowered = text.lower()
+        if lowered.replace(" ", "").isalnum() and "  " not in lowered and lowered.strip() == lowered:
+            return lowered
+    return " ".join(fts_tokens(text))
+
+
 def note_text(note: Note) -> str:
     return note.content
 
-
-def item_text(item: Episode | Fact | Note | KnowledgeDoc) -> str:
-    """The text full text indexes for any searchable item."""
-    if isinstance(item, Episode):
-        return episode_text(item)
-    if isinstance(item, Fact):
-        return fact_text(item)
-    if isinstance(item, Note):
-        return note_text(item)
-    return knowledge_text(item)
 
 
 def episode_columns(episode: Episode, ts: Callable[[datetime | None], Any]) -> dict[str, Any]:
@@ -388,6 +411,12 @@ class Store(ABC):
         """BM25 over the items' indexed text: the best ``limit`` of each kind, best first
         within a kind (scores of different kinds do not compare). Only completed,
         unarchived episodes and unarchived facts are returned."""
+
+    @abstractmethod
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+        """The tokens full text holds for each of ``user``'s items of ``kind`` among ``ids``
+        (:func:`fts_tokens` of its indexed text), one space between two: which query words
+        an item holds, read from the index instead of splitting its text again."""
 
     @abstractmethod
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:

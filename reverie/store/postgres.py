@@ -38,7 +38,6 @@ import json
 import math
 import re
 import threading
-import unicodedata
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -75,6 +74,7 @@ from reverie.store.base import (
     episode_text,
     fact_columns,
     fact_text,
+    fts_tokens,
     knowledge_text,
     note_text,
     page_of,
@@ -95,8 +95,7 @@ SEARCH_WINDOW = 1000
 # FTS5's bm25() constants
 BM25_K1 = 1.2
 BM25_B = 0.75
-# a tsvector's limits: a lexeme's length in bytes, positions per lexeme, the whole value
-MAX_LEXEME_BYTES = 2046
+# a tsvector's limits (a lexeme's length in bytes: store.base.MAX_LEXEME_BYTES): positions per lexeme, the whole value
 MAX_POSITIONS = 256
 TSVECTOR_BUDGET = 900_000
 
@@ -172,18 +171,6 @@ def _ident(name: str) -> str:
 
 
 # ---------------------------------------------------------------- full text
-
-
-_SPLIT = re.compile(r"[\W_]+")
-
-
-def fts_tokens(text: str) -> list[str]:
-    """The tokens FTS5's ``unicode61`` tokenizer (``remove_diacritics 2``) reads from the
-    text :func:`~reverie.text.index_text` made: letters and digits, diacritics removed."""
-    if not text.isascii():
-        decomposed = unicodedata.normalize("NFD", text)
-        text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
-    return [t for t in _SPLIT.split(text.lower()) if t and len(t.encode("utf-8")) <= MAX_LEXEME_BYTES]
 
 
 def _quote_lexeme(lexeme: str) -> str:
@@ -1305,6 +1292,15 @@ class PostgresStore(Store):
             ranked = heapq.nsmallest(limit, [(-score, pk, i) for i, (score, pk) in best.items()])
             out += [Hit(kind, i, -negative) for negative, _, i in ranked]
         return out
+
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._q(
+            f"SELECT id, tsvector_to_array(tsv) FROM {_TABLE[kind]} WHERE user_id = %s AND id = ANY(%s)", (user, ids),
+        )
+        return {r[0]: " ".join(r[1]) for r in rows}
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))

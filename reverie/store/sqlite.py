@@ -48,6 +48,7 @@ from reverie.store.base import (
     fact_text,
     knowledge_text,
     note_text,
+    token_line,
     input_digest,
     nth_input,
     page_of,
@@ -920,6 +921,17 @@ class SQLiteStore(Store):
             ready.add(fts)
         row = self._x(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
         return int(row[0]) if row else 0
+
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        fts, main = _FTS_TABLE[kind], _MAIN_TABLE[kind]
+        rows = self._x(
+            f"SELECT m.id, f.text FROM {main} m JOIN {fts} f ON f.rowid = m.pk WHERE m.id IN ({_in(ids)}) AND +m.user = ?",
+            [*ids, user],
+        )
+        return {r[0]: token_line(r[1] or "") for r in rows}
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(ids)
