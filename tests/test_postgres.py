@@ -266,9 +266,40 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
         store.close()
     store = PostgresStore(pg_url)
     try:
-        assert store.schema_version() == 4
+        assert store.schema_version() == 5
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
+    finally:
+        store.close()
+
+
+def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_upgrade(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        for n in range(5):
+            store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0})
+        newest = store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2})
+        # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
+        store._do("DROP INDEX item_tags_newest")
+        store._do("CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
+        store._do("UPDATE schema_version SET version = 4")
+    finally:
+        store.close()
+    store = PostgresStore(pg_url)
+    try:
+        assert store.schema_version() == 5
+        assert [p.id for p in newest] == ["ep_3", "ep_4"]
+        assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
+        indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
+                                "AND schemaname = current_schema()"))
+        assert "item_tags_recent" not in indexes
+        assert "INCLUDE (kind, item_id, weight)" in indexes["item_tags_newest"]
+        with store.transaction(), store._connection() as conn:  # the planner reads the postings from the index
+            conn.execute("SET LOCAL enable_seqscan = off")
+            plan = " ".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user_id = 'ana' AND tag = 'tea' "
+                "AND kind = ANY(ARRAY['episode']) ORDER BY seq DESC LIMIT 2").fetchall())
+        assert "item_tags_newest" in plan
     finally:
         store.close()

@@ -9,6 +9,7 @@ from reverie import Memory
 from reverie.facts import FULL_SCAN_FACTS
 from reverie.models import Fact, Provenance
 from reverie.tags import TagWriter
+from reverie.store.sqlite import MIGRATIONS
 from reverie.text import terms
 
 WORDS = [f"{a}{b}" for a in ("kayak", "violin", "garden", "pottery", "tennis", "sushi", "chess", "opera")
@@ -68,7 +69,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 6
+        assert memory.store.schema_version() == len(MIGRATIONS) == 7
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -85,7 +86,7 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 6
+        assert memory.store.schema_version() == len(MIGRATIONS) == 7
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
@@ -106,7 +107,7 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                  f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
     as_schema(home, 5, *undo)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 6
+        assert memory.store.schema_version() == len(MIGRATIONS) == 7
         assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
         hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
         owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
@@ -115,6 +116,46 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                    group="message")
         assert len(memory.store.search("ana", terms("kayaking"), ["episode"], 10)) == 2  # new rows are owned too
         assert len(memory.store.search("bob", terms("kayaking"), ["episode"], 10)) == 1
+
+
+def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        for i in range(6):
+            memory.add([{"speaker": "Ana", "content": f"Tea number {i} in Kyoto with Mei"}], user="ana", thread="t",
+                       group="message")
+        memory.flush()
+        sizes = memory.store.tag_counts("ana")
+        tag = max(sizes, key=lambda t: sizes[t])
+        newest = memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3})
+        before = memory.recall("tea in Kyoto", user="ana", track=False).context
+    assert sizes[tag] >= 4 and len(newest) == 3
+    # as schema 6 left it: no seq column, postings ordered through (user, tag) and the rowid
+    as_schema(home, 6, "DROP TRIGGER item_tags_sequenced", "DROP INDEX item_tags_newest",
+              "ALTER TABLE item_tags DROP COLUMN seq", "CREATE INDEX item_tags_recent ON item_tags(user, tag)")
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 7
+        assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
+        assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
+        memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # written now: the newest
+        assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 1})[0].id == "ep_new"
+    conn = sqlite3.connect(home / "reverie.db")
+    assert conn.execute("SELECT count(*) FROM item_tags WHERE seq IS NULL OR seq != rowid").fetchone()[0] == 0
+    plan = " ".join(str(r) for r in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user = 'ana' AND tag = ? "
+        "AND kind IN ('episode') ORDER BY seq DESC LIMIT 3", (tag,)))
+    assert "COVERING INDEX item_tags_newest" in plan
+    conn.close()
+
+
+def test_postings_a_tag_merge_moves_are_ordered_too(mem):
+    mem.store.set_item_tags("ana", "episode", "ep_1", {"tea": 1.0})
+    mem.store.set_item_tags("ana", "episode", "ep_2", {"teas": 1.0})
+    assert mem.store.retag("ana", "teas", "tea") == 1  # a merge moves postings by INSERT ... SELECT
+    found = mem.store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 5})
+    assert {p.id for p in found} == {"ep_1", "ep_2"}
+    conn = sqlite3.connect(mem.home / "reverie.db")
+    assert conn.execute("SELECT count(*) FROM item_tags WHERE seq IS NULL OR seq != rowid").fetchone()[0] == 0
+    conn.close()
 
 
 def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, monkeypatch):

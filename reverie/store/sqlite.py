@@ -213,6 +213,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     lambda conn: _tag_sizes(conn),
     # 6: full text searched within one user's rows (see _fts_owner)
     lambda conn: _fts_owner(conn),
+    # 7: a tag's newest postings read from one index, the table untouched (see _posting_order)
+    lambda conn: _posting_order(conn),
 ]
 
 def _tag_sizes(conn: sqlite3.Connection) -> None:
@@ -252,6 +254,24 @@ def _fts_owner(conn: sqlite3.Connection) -> None:
         )
         conn.execute(f"DROP TABLE {fts}")
         conn.execute(f"ALTER TABLE {fts}_owned RENAME TO {fts}")
+
+
+def _posting_order(conn: sqlite3.Connection) -> None:
+    """7: postings carry their order of writing (``seq``, the row's rowid) inside an index
+    that holds every column recall reads, newest first per (user, tag). Before, the
+    (user, tag) index gave the order and each posting was then read from the table by
+    rowid: a tag's newest postings lie scattered over the table, one page each (at 100k
+    episodes a recall's 22 tags, ~1,600 postings, took 13 ms). ``set_item_tags`` writes
+    ``seq``; a trigger fills it for any other insert (a tag merge)."""
+    if "seq" not in {row[1] for row in conn.execute("PRAGMA table_info(item_tags)")}:
+        conn.execute("ALTER TABLE item_tags ADD COLUMN seq INTEGER")
+    conn.execute("UPDATE item_tags SET seq = rowid WHERE seq IS NOT rowid")
+    conn.execute("DROP INDEX IF EXISTS item_tags_recent")
+    conn.execute("CREATE INDEX IF NOT EXISTS item_tags_newest ON item_tags(user, tag, seq, kind, item_id, weight)")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS item_tags_sequenced AFTER INSERT ON item_tags WHEN new.seq IS NULL BEGIN "
+        "UPDATE item_tags SET seq = new.rowid WHERE rowid = new.rowid; END"
+    )
 
 
 def owner_token(user: str) -> str:
@@ -981,8 +1001,10 @@ class SQLiteStore(Store):
     def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
         with self.transaction():
             self._x("DELETE FROM item_tags WHERE kind = ? AND item_id = ?", (kind, item_id))
+            # seq: the rowid the row gets (the largest before it, plus one)
             self._conn().executemany(
-                "INSERT INTO item_tags (user, tag, kind, item_id, weight) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO item_tags (user, tag, kind, item_id, weight, seq) "
+                "SELECT ?, ?, ?, ?, ?, coalesce(max(rowid), 0) + 1 FROM item_tags",
                 [(user, name, kind, item_id, weight) for name, weight in tags.items()],
             )
 
@@ -999,15 +1021,16 @@ class SQLiteStore(Store):
                 [user, *names, *kinds],
             ).fetchall()
             return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
-        # each tag's newest postings through (user, tag, rowid): a frequent tag costs per_tag rows
+        # each tag's newest postings from the (user, tag, seq, ...) index alone: a frequent tag
+        # costs per_tag index entries
         found: list[tuple[int, Posting]] = []
         for name in names:
             cap = per_tag.get(name, 0)
             if cap <= 0:
                 continue
             newest = self._x(
-                f"SELECT rowid, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ? "
-                f"AND kind IN ({_in(kinds)}) ORDER BY rowid DESC LIMIT ?",
+                f"SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ? "
+                f"AND kind IN ({_in(kinds)}) ORDER BY seq DESC LIMIT ?",
                 [user, name, *kinds, cap],
             )
             found += [(r[0], Posting(r[1], r[2], r[3], r[4])) for r in newest]
