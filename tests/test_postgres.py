@@ -251,19 +251,28 @@ def test_memory_md_is_read_and_edited_through_the_api_of_any_replica(tmp_path, p
         second.close()
 
 
+def as_schema(pg_url: str, version: int, *undo: str) -> None:
+    """Make the store at ``pg_url`` look as schema ``version`` left it: ``undo`` what came later."""
+    store = PostgresStore(pg_url)
+    try:
+        for statement in undo:
+            store._do(statement)
+        store._do("UPDATE schema_version SET version = %s", (version,))
+    finally:
+        store.close()
+
+
 def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     store = PostgresStore(pg_url)
     try:
         for n in range(3):
             store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "kyoto": 0.5})
         store.set_item_tags("bob", "episode", "ep_b", {"tea": 1.0})
-        # as schema 3 left it: no sizes, no triggers
-        store._do("DROP TRIGGER item_tags_counted ON item_tags")
-        store._do("DROP TRIGGER item_tags_uncounted ON item_tags")
-        store._do("DROP TABLE tag_sizes")
-        store._do("UPDATE schema_version SET version = 3")
     finally:
         store.close()
+    # as schema 3 left it: no sizes, no triggers
+    as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
+              "DROP TABLE tag_sizes")
     store = PostgresStore(pg_url)
     try:
         assert store.schema_version() == 5
@@ -280,12 +289,10 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
         for n in range(5):
             store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0})
         newest = store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2})
-        # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
-        store._do("DROP INDEX item_tags_newest")
-        store._do("CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
-        store._do("UPDATE schema_version SET version = 4")
     finally:
         store.close()
+    # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
+    as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     store = PostgresStore(pg_url)
     try:
         assert store.schema_version() == 5
