@@ -297,18 +297,14 @@ class Recaller:
             "episode": episodes, "fact": self.store.get_facts,
             "note": self.store.get_notes, "knowledge": self.store.get_knowledge,
         }
-        scored: list[_Scored[_Item]] = []
-        pool: list[tuple[str, _Item, _Candidate]] = []
+        pool: list[tuple[_Item, _Candidate]] = []
         for kind, cands in by_kind.items():
             items = loaders[kind]([c.id for c in cands])
-            for cand in cands:
-                item = items.get(cand.id)
-                if item is None or item.user != user:
-                    continue
-                pool.append((kind, item, cand))
-        _cover(self.store, user, query_terms, pool)
-        for kind, item, cand in pool:
-            s = self._score_one(kind, item, cand, perception, now, thread, agent)
+            pool += [(items[c.id], c) for c in cands if c.id in items and items[c.id].user == user]
+        _cover(self.store, user, query_terms, [cand for _, cand in pool])
+        scored: list[_Scored[_Item]] = []
+        for item, cand in pool:
+            s = self._score_one(cand.kind, item, cand, perception, now, thread, agent)
             if s is not None:
                 scored.append(s)
         # ties go to the more recent item, so that equal scores order the same way every run
@@ -688,19 +684,18 @@ def _time_fit(when: datetime | None, perception: Perception, now: datetime, *, e
     return {"recency": math.exp(-DECAY * days)}
 
 
-
-def _cover(store: Store, user: str, query_terms: list[str], pool: list[tuple[str, _Item, _Candidate]]) -> None:
+def _cover(store: Store, user: str, query_terms: list[str], pool: list[_Candidate]) -> None:
     """Scale each text match by how much of the query it holds, each query word weighed by
     how few of the matched items hold it: within the pool full text found, a word most of
     them share (the name of the person a conversation is about) tells them apart little,
     however rare it is in the whole store. BM25's idf is the store's; this is the pool's,
     so a large store of other talk does not change which of the matches best fits."""
-    wanted = {t: frozenset(fts_tokens(t)) for t in dict.fromkeys(query_terms)}
-    wanted = {t: tokens for t, tokens in wanted.items() if tokens}
+    # a query term is held when each of its full-text tokens is (a term is mostly one token)
+    wanted = {t: tokens for t in dict.fromkeys(query_terms) if (tokens := fts_tokens(t))}
     matched: dict[str, list[_Candidate]] = {}
-    for kind, _, cand in pool:
+    for cand in pool:
         if cand.text_score > 0:
-            matched.setdefault(kind, []).append(cand)
+            matched.setdefault(cand.kind, []).append(cand)
     if len(wanted) < 2 or sum(len(c) for c in matched.values()) < 2:
         return
     holds: list[tuple[_Candidate, frozenset[str]]] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import closing
 from datetime import datetime, timezone
 
 import pytest
@@ -253,48 +254,35 @@ def test_memory_md_is_read_and_edited_through_the_api_of_any_replica(tmp_path, p
 
 def as_schema(pg_url: str, version: int, *undo: str) -> None:
     """Make the store at ``pg_url`` look as schema ``version`` left it: ``undo`` what came later."""
-    store = PostgresStore(pg_url)
-    try:
+    with closing(PostgresStore(pg_url)) as store:
         for statement in undo:
             store._do(statement)
         store._do("UPDATE schema_version SET version = %s", (version,))
-    finally:
-        store.close()
 
 
 def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
-    store = PostgresStore(pg_url)
-    try:
+    with closing(PostgresStore(pg_url)) as store:
         for n in range(3):
             store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "kyoto": 0.5})
         store.set_item_tags("bob", "episode", "ep_b", {"tea": 1.0})
-    finally:
-        store.close()
     # as schema 3 left it: no sizes, no triggers
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
-    store = PostgresStore(pg_url)
-    try:
+    with closing(PostgresStore(pg_url)) as store:
         assert store.schema_version() == 5
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
-    finally:
-        store.close()
 
 
 def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_upgrade(pg_url):
-    store = PostgresStore(pg_url)
-    try:
+    with closing(PostgresStore(pg_url)) as store:
         for n in range(5):
             store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0})
         newest = store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2})
-    finally:
-        store.close()
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
-    store = PostgresStore(pg_url)
-    try:
+    with closing(PostgresStore(pg_url)) as store:
         assert store.schema_version() == 5
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
@@ -308,5 +296,3 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
                 "EXPLAIN SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user_id = 'ana' AND tag = 'tea' "
                 "AND kind = ANY(ARRAY['episode']) ORDER BY seq DESC LIMIT 2").fetchall())
         assert "item_tags_newest" in plan
-    finally:
-        store.close()

@@ -321,12 +321,12 @@ def test_a_query_word_every_match_holds_weighs_little(bmem):
     pool.append(said("Gina says contemporary is her favorite style"))
     cands = [_Candidate("episode", e.id, text_score=1.0 if i < 4 else 0.8) for i, e in enumerate(pool)]
     query = terms("What is Gina's favorite style of dance?")
-    _cover(bmem.store, "u", query, [("episode", e, c) for e, c in zip(pool, cands)])
+    _cover(bmem.store, "u", query, cands)
     assert cands[4].text_score > max(c.text_score for c in cands[:4])
     assert all(c.text_score < 1.0 for c in cands[:4])
 
     # an item that holds every word of the query keeps its score
     whole = [said("Gina: my favorite style of dance is contemporary"), said("Gina: dance style, favorite")]
     full = [_Candidate("episode", e.id, text_score=0.9) for e in whole]
-    _cover(bmem.store, "u", query, [("episode", e, c) for e, c in zip(whole, full)])
+    _cover(bmem.store, "u", query, full)
     assert [c.text_score for c in full] == pytest.approx([0.9, 0.9])

@@ -186,12 +186,7 @@ def fts_tokens(text: str) -> list[str]:
 
 
 def token_line(text: str) -> str:
-    """:func:`fts_tokens` of ``text``, one space between two. Index text mostly is that
-    already (ASCII words of letters and digits between single spaces): then as it is."""
-    if text.isascii() and len(text) <= MAX_LEXEME_BYTES:
-        lowered = text.lower()
-        if lowered.replace(" ", "").isalnum() and "  " not in lowered and lowered.strip() == lowered:
-            return lowered
+    """:func:`fts_tokens` of ``text``, one space between two."""
     return " ".join(fts_tokens(text))
 
 
