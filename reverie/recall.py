@@ -241,9 +241,9 @@ class Recaller:
         best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
         loaded.update(self.store.get_episodes(best_episodes))
         neighbours = {t: loaded[i].id for i in best_episodes if i in loaded for t in loaded[i].tags}
-        for tag in self.store.get_tags(user, neighbours).values():
-            if tag.status in ("active", "unexamined"):
-                expansion.add(tag.name, NEIGHBOUR_WEIGHT, f"via {neighbours[tag.name]}")
+        for name, state in self.store.tag_states(user, neighbours).items():
+            if state.status in ("active", "unexamined"):
+                expansion.add(name, NEIGHBOUR_WEIGHT, f"via {neighbours[name]}")
         if expansion.weights:
             # the strongest tags only lead to candidates, and only theirs are counted: the
             # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
@@ -258,16 +258,17 @@ class Recaller:
                               * min(1.0, expansion.weights[t])))
                 for t in strongest
             }
-            idfs = {t: 1.0 / math.log(2 + counts.get(t, 1)) for t in strongest}
-            weights = expansion.weights
-            for p in self.store.postings(user, strongest, ("episode", "fact", "note", "knowledge"),
-                                         per_tag=caps):
-                key = (p.kind, p.id)
-                strength[key] = strength.get(key, 0.0) + weights[p.tag] * p.weight * idfs[p.tag]
+            # a posting adds its weight times its tag's: the expansion's, over the tag's idf
+            factor = {t: expansion.weights[t] / math.log(2 + counts.get(t, 1)) for t in strongest}
+            for kind, item_id, tag, weight in self.store.postings(
+                user, strongest, ("episode", "fact", "note", "knowledge"), per_tag=caps,
+            ):
+                key = (kind, item_id)
+                strength[key] = strength.get(key, 0.0) + factor[tag] * weight
                 cand = candidates.get(key)
                 if cand is None:
-                    cand = candidates[key] = _Candidate(p.kind, p.id)
-                cand.tags.append(p.tag)
+                    cand = candidates[key] = _Candidate(kind, item_id)
+                cand.tags.append(tag)
             best = max(strength.values(), default=0.0)
             for key, value in strength.items():
                 candidates[key].tag_score = value / best if best else 0.0

@@ -77,17 +77,18 @@ def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
     """Map query names to live tag names: merged tags redirect (cycle-safe, <= 3 hops),
     deprecated and unknown names drop out."""
     wanted = {normalize_tag(n): n for n in names if normalize_tag(n)}
-    found = store.get_tags(user, wanted)
+    found = store.tag_states(user, wanted)
     out: dict[str, str] = {}
     for norm in wanted:
-        tag, seen = found.get(norm), set()
+        name, tag, seen = norm, found.get(norm), set()
         for _ in range(MERGE_HOPS):
-            if tag is None or tag.status != "merged" or not tag.merged_to or tag.name in seen:
+            if tag is None or tag.status != "merged" or not tag.merged_to or name in seen:
                 break
-            seen.add(tag.name)
-            tag = store.get_tags(user, [tag.merged_to]).get(tag.merged_to)
+            seen.add(name)
+            name = tag.merged_to
+            tag = store.tag_states(user, [name]).get(name)
         if tag is not None and tag.status in ("active", "unexamined"):
-            out[norm] = tag.name
+            out[norm] = name
     return out
 
 
@@ -112,7 +113,7 @@ def expand(store: Store, user: str, names: list[str]) -> Expansion:
             elif rel.level == "related" and hop == 1 and rel.source in roots.values():
                 expansion.add(rel.target, RELATED_WEIGHT, origin)
         frontier = nxt
-    live = store.get_tags(user, expansion.weights)
+    live = store.tag_states(user, expansion.weights)
     for name in list(expansion.weights):
         tag = live.get(name)
         if tag is None or tag.status not in ("active", "unexamined"):

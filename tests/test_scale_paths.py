@@ -173,6 +173,25 @@ def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, mon
     assert len(windowed) == 5 and all(h.score > 0 for h in windowed)
 
 
+def test_search_looks_up_the_windows_best_until_enough_are_the_users_live_rows(mem):
+    # bob holds most facts, so his search reads the index without naming him: the best
+    # matches are ana's and his archived facts, and the rows are looked up a batch at a time
+    store = mem.store
+    facts = [Fact(user="ana", content="kayak kayak kayak kayak", status="consolidated") for _ in range(2)]
+    facts += [Fact(user="bob", content=f"kayak kayak kayak trip {i}", status="archived") for i in range(6)]
+    facts += [Fact(user="bob", content=f"kayak trip {i} with friends", status="consolidated") for i in range(6)]
+    for fact in facts:
+        store.put_fact(fact)
+    assert store._owner("fact", "bob") is None
+    hits = store.search("bob", ["kayak"], ["fact"], 3)
+    live = {f.id for f in facts[8:]}
+    assert len(hits) == 3 and {h.id for h in hits} <= live
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # the same three as ranking all of bob's live matches
+    every = store.search("bob", ["kayak"], ["fact"], 20)
+    assert {h.id for h in every} == live and [h.id for h in every[:3]] == [h.id for h in hits]
+
+
 def test_full_text_names_the_owner_only_for_a_user_who_holds_a_minority_of_the_rows(mem):
     mem.add([{"speaker": "Ana", "content": "ana paddled the kayak on the fjord"}], user="ana", thread="t",
             group="message")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from mcp import Client
@@ -176,3 +177,20 @@ def test_durability_setting_sets_the_synchronous_pragma(tmp_path, monkeypatch):
         assert synchronous(store) == 1  # the default stays "normal"
     finally:
         store.close()
+
+
+def test_every_time_is_read_as_utc_and_a_utc_time_is_kept_as_it_is():
+    from pydantic_core import TzInfo
+
+    from reverie.models import Message, as_utc
+
+    naive = Message(content="x", at=datetime(2023, 5, 8, 9, 30))
+    assert naive.at == datetime(2023, 5, 8, 9, 30, tzinfo=timezone.utc) and naive.at.utcoffset() == timedelta(0)
+    # another offset is converted: the day of a time is its UTC day
+    east = Message(content="x", at="2023-05-08T01:30:00+03:00")
+    assert east.at.utcoffset() == timedelta(0) and east.at.date().isoformat() == "2023-05-07"
+    # a time read back from JSON keeps pydantic's UTC tzinfo, unconverted, and compares as UTC
+    stored = Message.model_validate_json(naive.model_dump_json())
+    assert type(stored.at.tzinfo) is TzInfo and stored.at == naive.at
+    assert as_utc(stored.at) is stored.at and as_utc(naive.at) is naive.at
+    assert stored.at.isoformat() == "2023-05-08T09:30:00+00:00"

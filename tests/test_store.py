@@ -336,6 +336,10 @@ def test_tags_postings_counts_relations_and_retag(store):
     assert store.count_tags("ana") == 3 and store.count_tags("ana", status="active") == 2
     store.put_tag(Tag(user="ana", name="coffee", status="merged", merged_to="drinks"))
     assert store.get_tags("ana", ["coffee"])["coffee"].merged_to == "drinks"
+    # what recall reads of a tag: the same status and merge target, from the columns alone
+    states = store.tag_states("ana", ["tea", "coffee", "nope", "tea"])
+    assert states == {"tea": ("active", None), "coffee": ("merged", "drinks")}
+    assert states["coffee"].merged_to == "drinks" and store.tag_states("bob", ["tea"]) == {}
 
     for n in range(4):
         store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "drinks": 0.5})

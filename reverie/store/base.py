@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput
 from reverie.models import (
@@ -83,23 +83,31 @@ def page_of(rows: Sequence[_T], limit: int, key: Callable[[_T], Sequence[Any]]) 
     return Page(items, encode_cursor(key(items[-1])) if more else None)
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A full-text match: which item, and its BM25 relevance (higher is better)."""
+class Hit(NamedTuple):
+    """A full-text match: which item, and its BM25 relevance (higher is better). (A named
+    tuple: a recall builds hundreds, and a tuple is built at a fraction of a frozen
+    dataclass's cost.)"""
 
     kind: str
     id: str
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """One entry of a tag's posting list: the item, and the tag it carries."""
+class Posting(NamedTuple):
+    """One entry of a tag's posting list: the item, and the tag it carries (a named tuple,
+    as :class:`Hit`: a recall reads thousands)."""
 
     kind: str
     id: str
     tag: str
     weight: float
+
+
+class TagState(NamedTuple):
+    """What the recall line reads of a tag: whether it is live, and where a merge sent it."""
+
+    status: str
+    merged_to: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +429,11 @@ class Store(ABC):
     @abstractmethod
     def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
         """Tags by normalized name (see reverie.tags.normalize_tag)."""
+
+    def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
+        """The status and merge target of tags by normalized name: what recall reads of a tag,
+        without reading its whole record. A store overrides this to read the columns alone."""
+        return {name: TagState(tag.status, tag.merged_to) for name, tag in self.get_tags(user, names).items()}
 
     @abstractmethod
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]: ...

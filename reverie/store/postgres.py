@@ -68,6 +68,7 @@ from reverie.store.base import (
     Hit,
     Page,
     Posting,
+    TagState,
     Store,
     decode_cursor,
     episode_columns,
@@ -1336,6 +1337,18 @@ class PostgresStore(Store):
             (names, user),
         )
         return {r[4]: self._tag(r) for r in rows}
+
+    def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        self._lock([user])
+        rows = self._q(
+            "SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT t.name, t.status, t.merged_to "
+            "FROM tags t WHERE t.user_id = %s AND t.name = k.name OFFSET 0) AS r",
+            (names, user),
+        )
+        return {r[0]: TagState(r[1], r[2]) for r in rows}
 
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
         self._lock([user])

@@ -33,6 +33,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     FACT_ORDERS,
+    ITEM_KINDS,
     ApiKey,
     DreamRun,
     EpisodeRef,
@@ -40,6 +41,7 @@ from reverie.store.base import (
     Hit,
     Page,
     Posting,
+    TagState,
     Store,
     decode_cursor,
     episode_columns,
@@ -299,6 +301,9 @@ _SEARCH_FILTER = {
     "note": "",
     "knowledge": "",
 }
+# the same, for rows looked up by pk: the unary + keeps the planner on the primary key (with
+# a hundred pks bound it reached for the status index and read every completed episode: 23 ms)
+_ROW_FILTER = {kind: clause.replace("m.", "+m.") for kind, clause in _SEARCH_FILTER.items()}
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -890,35 +895,52 @@ class SQLiteStore(Store):
 
     def _search_kind(self, kind: str, user: str, query_terms: list[str], match: str, limit: int) -> list[Hit]:
         """BM25 over one kind (``match`` names the user: only their rows are read). While the
-        query matches at most SEARCH_WINDOW of the user's items,
-        every match is ranked. Past that, ranking every match of a frequent word would grow with
-        the store, so two bounded reads stand in for it: all terms ranked over the newest
-        SEARCH_WINDOW matches, and the query's rare terms (in at most SEARCH_WINDOW items each)
-        ranked over all of theirs, so an old memory named by a specific word is still found."""
-        fts, main, only = _FTS_TABLE[kind], _MAIN_TABLE[kind], _SEARCH_FILTER[kind]
+        query matches fewer than SEARCH_WINDOW of the rows searched, every match is ranked.
+        Past that, ranking every match of a frequent word would grow with the store, so two
+        bounded reads stand in for it: all terms ranked over the newest SEARCH_WINDOW matches,
+        and the query's rare terms (in at most SEARCH_WINDOW items each) ranked over all of
+        theirs, so an old memory named by a specific word is still found.
+
+        The window is read from the full-text index alone (FTS5 walks its doclists newest
+        first and ranks as it goes); only the best of it are then looked up in the kind's
+        table, for their ids and to keep the user's live rows: a thousand row lookups cost as
+        much as the ranking itself."""
+        fts, main, only, live = _FTS_TABLE[kind], _MAIN_TABLE[kind], _SEARCH_FILTER[kind], _ROW_FILTER[kind]
         owner = self._owner(kind, user)
-        match = owned(match, owner)
-        ranked = (
-            f"SELECT m.id, bm25({fts}, {BM25_WEIGHTS}) AS rank FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND m.user = ? {only}"
+        newest = self._x(
+            f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (owned(match, owner), SEARCH_WINDOW),
         )
-        floor = self._x(
-            f"SELECT {fts}.rowid FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid WHERE {fts} MATCH ? AND m.user = ? "
-            f"{only} ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
-            (match, user, SEARCH_WINDOW - 1),
-        ).fetchone()
-        if floor is None:
-            rows = self._x(ranked + " ORDER BY rank LIMIT ?", (match, user, limit)).fetchall()
-            return [Hit(kind, r[0], -r[1]) for r in rows]
-        best: dict[str, float] = {}
-        for r in self._x(ranked + f" AND {fts}.rowid >= ? ORDER BY rank LIMIT ?", (match, user, floor[0], limit)):
-            best[r[0]] = -r[1]
-        rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, owner, t)]
-        if rare:
-            for r in self._x(ranked + " ORDER BY rank LIMIT ?", (owned(fts_query(rare), owner), user, limit)):
-                best[r[0]] = max(best.get(r[0], 0.0), -r[1])
-        top = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
-        return [Hit(kind, item_id, score) for item_id, score in top]
+        newest.row_factory = None
+        ranked: dict[int, float] = {r[0]: -r[1] for r in newest.fetchall()}
+        found: dict[int, tuple[str, float]] = {}  # pk -> (id, score) of the user's live rows
+        if len(ranked) >= SEARCH_WINDOW:
+            rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, owner, t)]
+            if rare:
+                # a rare term's matches are few: ranked with the join, every one the user's
+                for r in self._x(
+                    f"SELECT m.pk, m.id, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
+                    f"WHERE {fts} MATCH ? AND m.user = ? {only} ORDER BY 3 LIMIT ?",
+                    (owned(fts_query(rare), owner), user, limit),
+                ):
+                    found[r[0]] = (r[1], max(-r[2], ranked.get(r[0], -r[2])))
+        # the window's best, looked up a batch at a time until `limit` are the user's live rows;
+        # of equal scores the older first, as SQLite's sort of the rows in their order
+        order = [pk for pk in sorted(ranked, key=lambda pk: (-ranked[pk], pk)) if pk not in found]
+        kept = 0
+        for start in range(0, len(order), 2 * limit):
+            if kept >= limit:
+                break
+            batch = order[start : start + 2 * limit]
+            rows = self._x(f"SELECT m.pk, m.id FROM {main} m WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}",
+                           [*batch, user])
+            ids = {r[0]: r[1] for r in rows}
+            for pk in batch:
+                if pk in ids and kept < limit:
+                    found[pk] = (ids[pk], ranked[pk])
+                    kept += 1
+        top = sorted(found.items(), key=lambda hit: (-hit[1][1], hit[0]))[:limit]
+        return [Hit(kind, item_id, score) for _, (item_id, score) in top]
 
     def _holds_few(self, fts: str, owner: str | None, term: str) -> bool:
         """Whether at most SEARCH_WINDOW of the rows searched hold ``term``: of ``owner``'s rows
@@ -963,6 +985,14 @@ class SQLiteStore(Store):
             return {}
         rows = self._x(f"SELECT * FROM tags WHERE user = ? AND name IN ({_in(names)})", [user, *names])
         return {r["name"]: self._tag(r) for r in rows}
+
+    def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        rows = self._x(f"SELECT name, status, merged_to FROM tags WHERE user = ? AND name IN ({_in(names)})",
+                       [user, *names])
+        return {r[0]: TagState(r[1], r[2]) for r in rows}
 
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
         sql, params = "SELECT * FROM tags WHERE user = ?", [user]
@@ -1012,19 +1042,20 @@ class SQLiteStore(Store):
             ).fetchall()
             return [Posting(r[0], r[1], r[2], r[3]) for r in rows]
         # each tag's newest postings from the (user, tag, seq, ...) index alone: a frequent tag
-        # costs per_tag index entries
-        found: list[tuple[int, Posting]] = []
-        for name in names:
-            cap = per_tag.get(name, 0)
-            if cap <= 0:
-                continue
-            newest = self._x(
-                f"SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ? "
-                f"AND kind IN ({_in(kinds)}) ORDER BY seq DESC LIMIT ?",
-                [user, name, *kinds, cap],
-            )
-            found += [(r[0], Posting(r[1], r[2], r[3], r[4])) for r in newest]
-        return [p for _, p in sorted(found, key=lambda pair: pair[0])]
+        # costs per_tag index entries; every tag in one statement, oldest first as written
+        capped = [(name, per_tag.get(name, 0)) for name in names if per_tag.get(name, 0) > 0]
+        if not capped:
+            return []
+        of_kinds = "" if set(ITEM_KINDS) <= set(kinds) else f" AND kind IN ({_in(kinds)})"
+        one = f"SELECT * FROM (SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user = ? AND tag = ?{of_kinds} " \
+              "ORDER BY seq DESC LIMIT ?)"
+        params: list[Any] = []
+        for name, cap in capped:
+            params += [user, name, *(kinds if of_kinds else ()), cap]
+        found = self._x(f"SELECT kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))}) ORDER BY seq",
+                        params)
+        found.row_factory = None  # plain tuples: a recall reads thousands
+        return [Posting(*r) for r in found.fetchall()]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         # the sizes the triggers keep: one probe a tag, however many items carry it
