@@ -69,7 +69,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 7
+        assert memory.store.schema_version() == len(MIGRATIONS) == 8
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -86,7 +86,7 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 7
+        assert memory.store.schema_version() == len(MIGRATIONS) == 8
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
@@ -107,7 +107,7 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                  f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
     as_schema(home, 5, *undo)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 7
+        assert memory.store.schema_version() == len(MIGRATIONS) == 8
         assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
         hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
         owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
@@ -133,7 +133,7 @@ def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgr
     as_schema(home, 6, "DROP TRIGGER item_tags_sequenced", "DROP INDEX item_tags_newest",
               "ALTER TABLE item_tags DROP COLUMN seq", "CREATE INDEX item_tags_recent ON item_tags(user, tag)")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 7
+        assert memory.store.schema_version() == 8
         assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
         assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # written now: the newest
@@ -145,6 +145,44 @@ def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgr
         "AND kind IN ('episode') ORDER BY seq DESC LIMIT 3", (tag,)))
     assert "COVERING INDEX item_tags_newest" in plan
     conn.close()
+
+
+def fts_text(home, fact_id: str) -> str:
+    conn = sqlite3.connect(home / "reverie.db")
+    row = conn.execute("SELECT f.text FROM facts_fts f JOIN facts m ON m.pk = f.rowid WHERE m.id = ?",
+                       (fact_id,)).fetchone()
+    conn.close()
+    return row[0]
+
+
+def test_an_archived_fact_holds_no_search_text_and_a_restored_one_is_found_again(mem):
+    fact = mem.remember("Paddles a green kayak on weekends", user="ana")
+    assert [h.id for h in mem.store.search("ana", ["kayak"], ["fact"], 5)] == [fact.id]
+    mem.forget(fact.id, user="ana")
+    assert mem.store.get_fact(fact.id).status == "archived"
+    assert fts_text(mem.home, fact.id) == "" and mem.store.search("ana", ["kayak"], ["fact"], 5) == []
+    restored = mem.store.get_fact(fact.id)
+    restored.status = "consolidated"
+    mem.store.put_fact(restored)
+    assert "kayak" in fts_text(mem.home, fact.id)
+    assert [h.id for h in mem.store.search("ana", ["kayak"], ["fact"], 5)] == [fact.id]
+
+
+def test_a_store_of_schema_7_loses_its_archived_facts_search_text_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        kept = memory.remember("Paddles a green kayak on weekends", user="ana")
+        gone = memory.remember("Paddles a red kayak on Sundays", user="ana")
+        memory.forget(gone.id, user="ana")
+    conn = sqlite3.connect(home / "reverie.db")  # as schema 7 left it: the archived fact's text indexed
+    conn.execute("UPDATE facts_fts SET text = 'paddles a red kayak on sundays' WHERE rowid = "
+                 "(SELECT pk FROM facts WHERE id = ?)", (gone.id,))
+    conn.commit()
+    conn.close()
+    as_schema(home, 7)
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 8
+        assert [h.id for h in memory.store.search("ana", ["kayak"], ["fact"], 5)] == [kept.id]
+    assert fts_text(home, gone.id) == "" and "kayak" in fts_text(home, kept.id)
 
 
 def test_postings_a_tag_merge_moves_are_ordered_too(mem):

@@ -217,6 +217,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     lambda conn: _fts_owner(conn),
     # 7: a tag's newest postings read from one index, the table untouched (see _posting_order)
     lambda conn: _posting_order(conn),
+    # 8: an archived fact's full-text row holds no text (see _archived_facts_unsearched)
+    lambda conn: _archived_facts_unsearched(conn),
 ]
 
 def _tag_sizes(conn: sqlite3.Connection) -> None:
@@ -276,6 +278,15 @@ def _posting_order(conn: sqlite3.Connection) -> None:
     )
 
 
+def _archived_facts_unsearched(conn: sqlite3.Connection) -> None:
+    """8: an archived fact keeps its full-text row with the owner token and no text, as
+    ``put_fact`` now writes it: no search returns an archived fact, and a search's window
+    (the newest matches, read from the index alone) then holds live facts only. At 100k
+    episodes 44% of the facts were archived (superseded by newer ones) and took that share
+    of the window. Restoring a fact writes its text again."""
+    conn.execute("UPDATE facts_fts SET text = '' WHERE rowid IN (SELECT pk FROM facts WHERE status = 'archived')")
+
+
 def owner_token(user: str) -> str:
     """The one full-text token that stands for ``user`` (its UTF-8 bytes in hex, behind a
     letter), in every row written and in migration 6: ``ana`` -> ``u616e61``."""
@@ -295,15 +306,15 @@ BM25_WEIGHTS = "1.0, 0.0"
 
 _FTS_TABLE = {"episode": "episodes_fts", "fact": "facts_fts", "note": "notes_fts", "knowledge": "knowledge_fts"}
 _MAIN_TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
-_SEARCH_FILTER = {
-    "episode": "AND m.status = 'completed' AND m.archived = 0",
-    "fact": "AND m.status != 'archived'",
+# which rows a search keeps, checked on the rows looked up by pk: the unary + keeps the
+# planner on the primary key (with a hundred pks bound it reached for the status index and
+# read every completed episode: 23 ms at 100k)
+_ROW_FILTER = {
+    "episode": "AND +m.status = 'completed' AND +m.archived = 0",
+    "fact": "AND +m.status != 'archived'",
     "note": "",
     "knowledge": "",
 }
-# the same, for rows looked up by pk: the unary + keeps the planner on the primary key (with
-# a hundred pks bound it reached for the status index and read every completed episode: 23 ms)
-_ROW_FILTER = {kind: clause.replace("m.", "+m.") for kind, clause in _SEARCH_FILTER.items()}
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -732,7 +743,8 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ facts
     def put_fact(self, fact: Fact) -> None:
-        self._write("fact", fact_columns(fact, _ts), fact_text(fact))
+        # no search returns an archived fact: its row holds no text (see migration 8)
+        self._write("fact", fact_columns(fact, _ts), fact_text(fact) if fact.status != "archived" else "")
 
     def _fact(self, row: sqlite3.Row) -> Fact:
         fact = Fact.model_validate_json(row["body"])
@@ -905,42 +917,39 @@ class SQLiteStore(Store):
         first and ranks as it goes); only the best of it are then looked up in the kind's
         table, for their ids and to keep the user's live rows: a thousand row lookups cost as
         much as the ranking itself."""
-        fts, main, only, live = _FTS_TABLE[kind], _MAIN_TABLE[kind], _SEARCH_FILTER[kind], _ROW_FILTER[kind]
+        fts, main, live = _FTS_TABLE[kind], _MAIN_TABLE[kind], _ROW_FILTER[kind]
         owner = self._owner(kind, user)
-        newest = self._x(
+        ranked = self._ranks(
             f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
             (owned(match, owner), SEARCH_WINDOW),
         )
-        newest.row_factory = None
-        ranked: dict[int, float] = {r[0]: -r[1] for r in newest.fetchall()}
-        found: dict[int, tuple[str, float]] = {}  # pk -> (id, score) of the user's live rows
         if len(ranked) >= SEARCH_WINDOW:
             rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, owner, t)]
             if rare:
-                # a rare term's matches are few: ranked with the join, every one the user's
-                for r in self._x(
-                    f"SELECT m.pk, m.id, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} JOIN {main} m ON m.pk = {fts}.rowid "
-                    f"WHERE {fts} MATCH ? AND m.user = ? {only} ORDER BY 3 LIMIT ?",
-                    (owned(fts_query(rare), owner), user, limit),
-                ):
-                    found[r[0]] = (r[1], max(-r[2], ranked.get(r[0], -r[2])))
-        # the window's best, looked up a batch at a time until `limit` are the user's live rows;
-        # of equal scores the older first, as SQLite's sort of the rows in their order
-        order = [pk for pk in sorted(ranked, key=lambda pk: (-ranked[pk], pk)) if pk not in found]
-        kept = 0
+                # a rare term's matches are few: every one ranked (by the rare terms alone)
+                also = self._ranks(f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?",
+                                   (owned(fts_query(rare), owner),))
+                for pk, score in also.items():
+                    ranked[pk] = max(score, ranked.get(pk, score))
+        # the best, looked up a batch at a time until `limit` are the user's live rows; of
+        # equal scores the older first, as SQLite's sort of the rows in their order
+        order = sorted(ranked, key=lambda pk: (-ranked[pk], pk))
+        hits: list[Hit] = []
         for start in range(0, len(order), 2 * limit):
-            if kept >= limit:
-                break
             batch = order[start : start + 2 * limit]
             rows = self._x(f"SELECT m.pk, m.id FROM {main} m WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}",
                            [*batch, user])
             ids = {r[0]: r[1] for r in rows}
-            for pk in batch:
-                if pk in ids and kept < limit:
-                    found[pk] = (ids[pk], ranked[pk])
-                    kept += 1
-        top = sorted(found.items(), key=lambda hit: (-hit[1][1], hit[0]))[:limit]
-        return [Hit(kind, item_id, score) for _, (item_id, score) in top]
+            hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
+            if len(hits) >= limit:
+                break
+        return hits[:limit]
+
+    def _ranks(self, sql: str, params: tuple[Any, ...]) -> dict[int, float]:
+        """rowid -> BM25 relevance (higher is better) of a full-text read, in its order."""
+        cursor = self._x(sql, params)
+        cursor.row_factory = None  # plain tuples: a search reads up to SEARCH_WINDOW
+        return {r[0]: -r[1] for r in cursor.fetchall()}
 
     def _holds_few(self, fts: str, owner: str | None, term: str) -> bool:
         """Whether at most SEARCH_WINDOW of the rows searched hold ``term``: of ``owner``'s rows
