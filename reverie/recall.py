@@ -244,6 +244,9 @@ class Recaller:
         for name, state in self.store.tag_states(user, neighbours).items():
             if state.status in ("active", "unexamined"):
                 expansion.add(name, NEIGHBOUR_WEIGHT, f"via {neighbours[name]}")
+        # the episodes of the times the query names
+        timed = {("episode", ep.id): ep for ref in perception.time_refs for ep in self.store.list_episodes(
+            user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND)}
         if expansion.weights:
             # the strongest tags only lead to candidates, and only theirs are counted: the
             # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
@@ -260,22 +263,36 @@ class Recaller:
             }
             # a posting adds its weight times its tag's: the expansion's, over the tag's idf
             factor = {t: expansion.weights[t] / math.log(2 + counts.get(t, 1)) for t in strongest}
+            tagged: dict[tuple[str, str], list[str]] = {}
             for kind, item_id, tag, weight in self.store.postings(
                 user, strongest, ("episode", "fact", "note", "knowledge"), per_tag=caps,
             ):
                 key = (kind, item_id)
                 strength[key] = strength.get(key, 0.0) + factor[tag] * weight
+                if key in tagged:
+                    tagged[key].append(tag)
+                else:
+                    tagged[key] = [tag]
+            best = max(strength.values(), default=0.0)
+            tag_score = {key: value / best if best else 0.0 for key, value in strength.items()}
+            # of the items only tags reached, _score can keep each kind's CANDIDATES_PER_KIND
+            # best (a stable sort, ties in the order found): the rest are never built
+            only: dict[str, list[tuple[str, str]]] = {}
+            for key in tag_score:
+                if key not in candidates and key not in timed:
+                    only.setdefault(key[0], []).append(key)
+            cut = {key for keys in only.values()
+                   for key in sorted(keys, key=tag_score.__getitem__, reverse=True)[CANDIDATES_PER_KIND:]}
+            for key, score in tag_score.items():
                 cand = candidates.get(key)
                 if cand is None:
-                    cand = candidates[key] = _Candidate(kind, item_id)
-                cand.tags.append(tag)
-            best = max(strength.values(), default=0.0)
-            for key, value in strength.items():
-                candidates[key].tag_score = value / best if best else 0.0
-        for ref in perception.time_refs:
-            for ep in self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND):
-                loaded[ep.id] = ep
-                candidates.setdefault(("episode", ep.id), _Candidate("episode", ep.id))
+                    if key in cut:
+                        continue
+                    cand = candidates[key] = _Candidate(key[0], key[1])
+                cand.tags, cand.tag_score = tagged[key], score
+        for key, ep in timed.items():
+            loaded[ep.id] = ep
+            candidates.setdefault(key, _Candidate("episode", ep.id))
         # the query's own tags (2-4 at most): the existing tags its words and phrases landed on
         matched = [tag for tag, weight in expansion.weights.items() if weight >= 1.0][:MAX_QUERY_TAGS]
         return candidates, matched

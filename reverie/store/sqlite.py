@@ -933,7 +933,7 @@ class SQLiteStore(Store):
                     ranked[pk] = max(score, ranked.get(pk, score))
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
-        order = sorted(ranked, key=lambda pk: (-ranked[pk], pk))
+        order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
         hits: list[Hit] = []
         for start in range(0, len(order), 2 * limit):
             batch = order[start : start + 2 * limit]
@@ -1064,7 +1064,7 @@ class SQLiteStore(Store):
         found = self._x(f"SELECT kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))}) ORDER BY seq",
                         params)
         found.row_factory = None  # plain tuples: a recall reads thousands
-        return [Posting(*r) for r in found.fetchall()]
+        return list(map(Posting._make, found.fetchall()))
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         # the sizes the triggers keep: one probe a tag, however many items carry it
