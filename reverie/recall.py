@@ -168,6 +168,7 @@ class Recaller:
         self._usage_at: datetime | None = None
         self._usage_lock = threading.Lock()
         self._flushed = time.monotonic()
+        self._gate = threading.BoundedSemaphore(ctx.settings.recall_threads or (4 if self.store.shared else 1))
 
     # ------------------------------------------------------------ perceive
     def perceive(self, query: str, now: datetime) -> Perception:
@@ -189,8 +190,9 @@ class Recaller:
     ) -> Recall:
         started = time.perf_counter()
         try:
-            return self._recall(query, user=user, budget=budget, thread=thread, agent=agent, at=at,
-                                explain=explain, track=track)
+            with self._gate:
+                return self._recall(query, user=user, budget=budget, thread=thread, agent=agent, at=at,
+                                    explain=explain, track=track)
         finally:
             RECALL_SECONDS.observe(time.perf_counter() - started)
 

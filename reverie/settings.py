@@ -57,6 +57,11 @@ class Settings(BaseModel):
     # recall's usage counts ([Nx], last used) may wait this long in memory before they are
     # written together (0: each recall writes its own at once); server workers use 2 s
     usage_flush_seconds: float = Field(0.0, ge=0.0)
+    # recalls one process runs at once; more callers wait their turn. A recall is mostly
+    # Python, which one process runs on one core at a time: eight at once in threads took
+    # 60% longer in all than one after another. None: 1 on SQLite, 4 on PostgreSQL (whose
+    # recalls also wait on the server)
+    recall_threads: int | None = Field(None, ge=1, le=64)
     # limits (README "Limits and guarantees"): every input has one
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # a REST request body; larger is a 413
     max_query_chars: int = Field(2000, ge=50)  # recall matches on this much of a message; the episode keeps it all

@@ -330,3 +330,42 @@ def test_a_query_word_every_match_holds_weighs_little(bmem):
     full = [_Candidate("episode", e.id, text_score=0.9) for e in whole]
     _cover(bmem.store, "u", query, full)
     assert [c.text_score for c in full] == pytest.approx([0.9, 0.9])
+
+
+@pytest.mark.parametrize("threads, most", [(1, 1), (3, 3)])
+def test_a_process_runs_at_most_recall_threads_recalls_at_once(home, threads, most):
+    import threading
+    import time
+
+    from reverie import Memory
+
+    with Memory(home, background=False, recall_threads=threads) as memory:
+        memory.add([{"speaker": "Ana", "content": "We went kayaking on the fjord"}], user="ana", thread="t",
+                   group="message")
+        inside, peak, lock = 0, 0, threading.Lock()
+        read_profile = memory.store.get_profile
+
+        def slow_profile(user):  # every recall reads the profile once, inside its turn
+            nonlocal inside, peak
+            with lock:
+                inside += 1
+                peak = max(peak, inside)
+            time.sleep(0.05)
+            with lock:
+                inside -= 1
+            return read_profile(user)
+
+        memory.store.get_profile = slow_profile
+        callers = [threading.Thread(target=memory.recall, args=("kayaking",), kwargs={"user": "ana", "track": False})
+                   for _ in range(6)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+    assert peak == most
+
+
+def test_recall_threads_defaults_to_one_on_sqlite_and_four_on_postgresql(mem):
+    # a PostgreSQL recall also waits on the server, so a few overlap
+    assert mem.settings.recall_threads is None
+    assert mem.recaller._gate._value == (4 if mem.store.shared else 1)
