@@ -62,6 +62,10 @@ TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
 DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
+# the categories of fact recall delivers whatever the query, and how many more than the
+# budget could hold it reads of them
+BACKGROUND_CATEGORIES = ("preference", "cognitive", "constraint", "correction")
+BACKGROUND_SLACK = 16
 # a kind's best full-text match scores against at least this share of the best match of any
 # kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
 KIND_NORM_FLOOR = 0.5
@@ -211,7 +215,7 @@ class Recaller:
         scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms)
         profile = self.store.get_profile(user)
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
-        background = self._background_facts(user, scored, agent)
+        background = self._background_facts(user, scored, agent, budget)
         perception.tags = matched
         items, context, used = self._deliver(
             profile, corrections, scored, background, perception, budget, frozenset(query_terms)
@@ -373,16 +377,18 @@ class Recaller:
         return _Scored(kind, item, min(score, 1.5), parts, sorted(set(cand.tags)))
 
     def _background_facts(
-        self, user: str, scored: list[_Scored[_Item]], agent: str | None
+        self, user: str, scored: list[_Scored[_Item]], agent: str | None, budget: int,
     ) -> list[_Scored[Fact]]:
-        """Durable preferences a user always wants honoured, even when the query does not name them."""
+        """Durable preferences a user always wants honoured, even when the query does not name
+        them: the strongest few, as many as the correction and background shares of the
+        budget could hold twice over (a line the block refuses lets the next one try), read
+        without reading every fact the user has."""
         seen = {s.item.id for s in scored if s.kind == "fact"}
-        facts = [
-            f for f in self.store.list_facts(user, status="consolidated", agent=agent)
-            if f.id not in seen and f.category in ("preference", "cognitive", "constraint", "correction")
-        ]
-        facts.sort(key=lambda f: (f.confidence + 0.1 * math.log1p(f.uses)), reverse=True)
-        return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, []) for f in facts]
+        shares = BACKGROUND_FACT_SHARE + self.ctx.settings.correction_budget_share
+        room = 2 * (int(budget * shares) // _min_line_tokens() + 1) + BACKGROUND_SLACK
+        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room)
+        return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, [])
+                for f in facts if f.id not in seen]
 
     def _track(self, items: list[RecallItem], now: datetime) -> None:
         """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted.

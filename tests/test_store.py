@@ -286,6 +286,35 @@ def test_facts_by_status_category_and_agent_and_deletion(store):
     store.delete_fact("fact_missing")
 
 
+def test_the_strongest_facts_rank_confidence_and_uses_without_reading_every_fact(store):
+    import random
+
+    from reverie.store.base import Store, fact_strength
+
+    rng = random.Random(7)
+    facts = []
+    for i in range(60):
+        fact = Fact(user="ana", content=f"rule number {i}", category=rng.choice(["preference", "constraint", "goal"]),
+                    status=rng.choice(["consolidated", "consolidated", "pending"]), agent=rng.choice([None, "coder"]),
+                    confidence=rng.choice([0.5, 0.7, 0.9]), uses=rng.choice([0, 0, 3, 12]))
+        store.put_fact(fact)
+        facts.append(fact)
+    store.put_fact(Fact(user="bob", content="bob's rule", category="preference", status="consolidated", confidence=1.0))
+    wanted = ("preference", "constraint")
+    expect = [f for f in facts if f.status == "consolidated" and f.category in wanted]
+    expect.sort(key=fact_strength, reverse=True)  # ties stay in the order written
+    assert [f.id for f in store.strongest_facts("ana", wanted, None, 10)] == [f.id for f in expect[:10]]
+    mine = [f for f in expect if f.agent in (None, "coder")]
+    assert [f.id for f in store.strongest_facts("ana", wanted, "coder", 50)] == [f.id for f in mine[:50]]
+    writer = [f.id for f in store.strongest_facts("ana", wanted, "writer", 50)]
+    assert writer == [f.id for f in expect if f.agent is None]
+    # the same as the plain reading of every fact, which a store without its own ranking uses
+    assert [f.id for f in Store.strongest_facts(store, "ana", wanted, "coder", 7)] == [f.id for f in mine[:7]]
+    got = store.strongest_facts("ana", wanted, None, 3)
+    assert got[0].uses == expect[0].uses and got[0].content == expect[0].content
+    assert store.strongest_facts("ana", ["identity"], None, 5) == [] and store.strongest_facts("cy", wanted, None, 5) == []
+
+
 def test_profile_sections(store):
     store.put_profile_section("ana", "user.workContext", "builds compilers", _day(0))
     store.put_profile_section("ana", "user.workContext", "builds databases", _day(1))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from abc import ABC, abstractmethod
@@ -162,6 +163,21 @@ def episode_text(episode: Episode) -> str:
     return " ".join(
         [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)] or [episode.user_text, episode.reply_text]
     )
+
+
+def fact_strength(fact: Fact) -> float:
+    """How strongly a fact stands on its own: its confidence, and a little for each use."""
+    return strength(fact.confidence, fact.uses)
+
+
+def strength(confidence: float, uses: int) -> float:
+    return confidence + 0.1 * math.log1p(uses)
+
+
+def strongest(rows: Iterable[tuple[Any, float | None, int]], limit: int) -> list[Any]:
+    """The keys of the ``limit`` strongest (key, confidence, uses) rows, ties in row order."""
+    ranked = sorted(((-strength(c if c is not None else 0.0, u or 0), n, key) for n, (key, c, u) in enumerate(rows)))
+    return [key for _, _, key in ranked[:limit]]
 
 
 def fact_text(fact: Fact) -> str:
@@ -375,6 +391,15 @@ class Store(ABC):
         agent: str | None = None,
     ) -> list[Fact]:
         """Facts of a user; ``status=None`` means pending and consolidated (not archived)."""
+
+    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
+        """The user's ``limit`` strongest consolidated facts of these categories (of ``agent``
+        or of every agent), strongest first: by confidence + 0.1 ln(1 + uses), ties in the
+        order written. What recall always delivers beside its matches. A store overrides this
+        to rank without reading every fact's record."""
+        facts = [f for f in self.list_facts(user, status="consolidated", agent=agent) if f.category in categories]
+        facts.sort(key=fact_strength, reverse=True)
+        return facts[:limit]
 
     @abstractmethod
     def delete_fact(self, fact_id: str) -> None: ...

@@ -69,6 +69,7 @@ from reverie.store.base import (
     Page,
     Posting,
     TagState,
+    strongest,
     Store,
     decode_cursor,
     episode_columns,
@@ -1121,6 +1122,23 @@ class PostgresStore(Store):
             params.append(agent)
         return [self._fact(r) for r in self._q(sql + " ORDER BY pk", params)]
 
+    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
+        # ranked on two values per fact (the confidence read by the server from the record),
+        # and only the strongest read whole
+        self._lock([user])
+        sql = ("SELECT pk, (body::json ->> 'confidence')::float8, uses FROM facts WHERE user_id = %s "
+               "AND status = 'consolidated' AND category = ANY(%s)")
+        params: list[Any] = [user, list(categories)]
+        if agent is not None:
+            sql += " AND (agent = %s OR agent IS NULL)"
+            params.append(agent)
+        pks = strongest(self._q(sql + " ORDER BY pk", params), limit)
+        if not pks:
+            return []
+        rows = {r[0]: r[1:] for r in self._q(f"SELECT pk, {self._FACT_COLS} FROM facts WHERE user_id = %s AND pk = ANY(%s)",
+                                             (user, pks))}
+        return [self._fact(rows[pk]) for pk in pks if pk in rows]
+
     def delete_fact(self, fact_id: str) -> None:
         with self.transaction():
             owner = self._by_id("facts", "user_id, doc_len", [fact_id])
@@ -1326,29 +1344,23 @@ class PostgresStore(Store):
         return tag
 
     def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
+        return {r[4]: self._tag(r) for r in self._tags_named(user, names, self._TAG_COLS)}
+
+    def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
+        return {r[0]: TagState(r[1], r[2]) for r in self._tags_named(user, names, "name, status, merged_to")}
+
+    def _tags_named(self, user: str, names: Iterable[str], columns: str) -> list[tuple[Any, ...]]:
+        """``columns`` of the user's tags of these names: one probe of (user_id, name) per
+        name, whatever the statistics say."""
         names = list(dict.fromkeys(names))
         if not names:
-            return {}
+            return []
         self._lock([user])
-        # one probe of (user_id, name) per name, whatever the statistics say
-        rows = self._q(
-            f"SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT {self._TAG_COLS} FROM tags t "
+        return self._q(
+            f"SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT {columns} FROM tags t "
             "WHERE t.user_id = %s AND t.name = k.name OFFSET 0) AS r",
             (names, user),
         )
-        return {r[4]: self._tag(r) for r in rows}
-
-    def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
-        names = list(dict.fromkeys(names))
-        if not names:
-            return {}
-        self._lock([user])
-        rows = self._q(
-            "SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT t.name, t.status, t.merged_to "
-            "FROM tags t WHERE t.user_id = %s AND t.name = k.name OFFSET 0) AS r",
-            (names, user),
-        )
-        return {r[0]: TagState(r[1], r[2]) for r in rows}
 
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
         self._lock([user])

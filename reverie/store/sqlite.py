@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from reverie.errors import StoreError
 from reverie.models import (
@@ -42,6 +42,7 @@ from reverie.store.base import (
     Page,
     Posting,
     TagState,
+    strongest,
     Store,
     decode_cursor,
     episode_columns,
@@ -819,6 +820,23 @@ class SQLiteStore(Store):
             sql += " AND (agent = ? OR agent IS NULL)"
             params.append(agent)
         return [self._fact(r) for r in self._x(sql + " ORDER BY pk", params)]
+
+    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
+        # ranked on two values per fact (the confidence read by SQLite from the record), and
+        # only the strongest read whole
+        sql = (f"SELECT pk, json_extract(body, '$.confidence'), uses FROM facts WHERE user = ? "
+               f"AND status = 'consolidated' AND category IN ({_in(list(categories))})")
+        params: list[Any] = [user, *categories]
+        if agent is not None:
+            sql += " AND (agent = ? OR agent IS NULL)"
+            params.append(agent)
+        cursor = self._x(sql + " ORDER BY pk", params)
+        cursor.row_factory = None
+        pks = strongest(cursor.fetchall(), limit)
+        if not pks:
+            return []
+        rows = {r["pk"]: r for r in self._x(f"SELECT * FROM facts WHERE pk IN ({_in(pks)})", pks)}
+        return [self._fact(rows[pk]) for pk in pks if pk in rows]
 
     def delete_fact(self, fact_id: str) -> None:
         with self.transaction():
