@@ -289,7 +289,7 @@ def test_facts_by_status_category_and_agent_and_deletion(store):
 def test_the_strongest_facts_rank_confidence_and_uses_without_reading_every_fact(store):
     import random
 
-    from reverie.store.base import Store, fact_strength
+    from reverie.store.base import Store, strength
 
     rng = random.Random(7)
     facts = []
@@ -302,7 +302,7 @@ def test_the_strongest_facts_rank_confidence_and_uses_without_reading_every_fact
     store.put_fact(Fact(user="bob", content="bob's rule", category="preference", status="consolidated", confidence=1.0))
     wanted = ("preference", "constraint")
     expect = [f for f in facts if f.status == "consolidated" and f.category in wanted]
-    expect.sort(key=fact_strength, reverse=True)  # ties stay in the order written
+    expect.sort(key=lambda f: strength(f.confidence, f.uses), reverse=True)  # ties stay in the order written
     assert [f.id for f in store.strongest_facts("ana", wanted, None, 10)] == [f.id for f in expect[:10]]
     mine = [f for f in expect if f.agent in (None, "coder")]
     assert [f.id for f in store.strongest_facts("ana", wanted, "coder", 50)] == [f.id for f in mine[:50]]

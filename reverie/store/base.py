@@ -165,18 +165,14 @@ def episode_text(episode: Episode) -> str:
     )
 
 
-def fact_strength(fact: Fact) -> float:
-    """How strongly a fact stands on its own: its confidence, and a little for each use."""
-    return strength(fact.confidence, fact.uses)
-
-
 def strength(confidence: float, uses: int) -> float:
+    """How strongly a fact stands on its own: its confidence, and a little for each use."""
     return confidence + 0.1 * math.log1p(uses)
 
 
-def strongest(rows: Iterable[tuple[Any, float | None, int]], limit: int) -> list[Any]:
+def strongest(rows: Iterable[tuple[_T, float, int]], limit: int) -> list[_T]:
     """The keys of the ``limit`` strongest (key, confidence, uses) rows, ties in row order."""
-    ranked = sorted(((-strength(c if c is not None else 0.0, u or 0), n, key) for n, (key, c, u) in enumerate(rows)))
+    ranked = sorted((-strength(confidence, uses), n, key) for n, (key, confidence, uses) in enumerate(rows))
     return [key for _, _, key in ranked[:limit]]
 
 
@@ -398,8 +394,7 @@ class Store(ABC):
         order written. What recall always delivers beside its matches. A store overrides this
         to rank without reading every fact's record."""
         facts = [f for f in self.list_facts(user, status="consolidated", agent=agent) if f.category in categories]
-        facts.sort(key=fact_strength, reverse=True)
-        return facts[:limit]
+        return strongest(((f, f.confidence, f.uses) for f in facts), limit)
 
     @abstractmethod
     def delete_fact(self, fact_id: str) -> None: ...

@@ -1112,27 +1112,16 @@ class PostgresStore(Store):
     ) -> list[Fact]:
         statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
         self._lock([user])
-        sql = f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %s AND status = ANY(%s)"
-        params: list[Any] = [user, statuses]
-        if category is not None:
-            sql += " AND category = %s"
-            params.append(category)
-        if agent is not None:
-            sql += " AND (agent = %s OR agent IS NULL)"
-            params.append(agent)
-        return [self._fact(r) for r in self._q(sql + " ORDER BY pk", params)]
+        where, params = _facts_where(user, statuses, None if category is None else [category], agent)
+        return [self._fact(r) for r in self._q(f"SELECT {self._FACT_COLS} FROM facts WHERE {where} ORDER BY pk", params)]
 
     def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
         # ranked on two values per fact (the confidence read by the server from the record),
         # and only the strongest read whole
         self._lock([user])
-        sql = ("SELECT pk, (body::json ->> 'confidence')::float8, uses FROM facts WHERE user_id = %s "
-               "AND status = 'consolidated' AND category = ANY(%s)")
-        params: list[Any] = [user, list(categories)]
-        if agent is not None:
-            sql += " AND (agent = %s OR agent IS NULL)"
-            params.append(agent)
-        pks = strongest(self._q(sql + " ORDER BY pk", params), limit)
+        where, params = _facts_where(user, ["consolidated"], list(categories), agent)
+        pks: list[int] = strongest(self._q(
+            f"SELECT pk, (body::json ->> 'confidence')::float8, uses FROM facts WHERE {where} ORDER BY pk", params), limit)
         if not pks:
             return []
         rows = {r[0]: r[1:] for r in self._q(f"SELECT pk, {self._FACT_COLS} FROM facts WHERE user_id = %s AND pk = ANY(%s)",
@@ -1831,6 +1820,19 @@ def _episode_columns(episode: Episode) -> dict[str, Any]:
 def _fact_columns(fact: Fact) -> dict[str, Any]:
     columns = fact_columns(fact, _ts)
     return {"user_id": columns.pop("user"), **columns}
+
+
+def _facts_where(user: str, statuses: list[str], categories: list[str] | None, agent: str | None) -> tuple[str, list[Any]]:
+    """The condition (and its parameters) on a user's facts of these statuses, of these
+    categories (any with None), of ``agent`` or of every agent."""
+    where, params = "user_id = %s AND status = ANY(%s)", [user, statuses]
+    if categories is not None:
+        where += " AND category = ANY(%s)"
+        params.append(categories)
+    if agent is not None:
+        where += " AND (agent = %s OR agent IS NULL)"
+        params.append(agent)
+    return where, params
 
 
 def _tag_body(tag: Tag) -> str:

@@ -811,32 +811,34 @@ class SQLiteStore(Store):
         agent: str | None = None,
     ) -> list[Fact]:
         statuses = ["pending", "consolidated"] if status is None else [status] if isinstance(status, str) else list(status)
-        sql = f"SELECT * FROM facts WHERE user = ? AND status IN ({_in(statuses)})"
-        params: list[Any] = [user, *statuses]
-        if category is not None:
-            sql += " AND category = ?"
-            params.append(category)
-        if agent is not None:
-            sql += " AND (agent = ? OR agent IS NULL)"
-            params.append(agent)
-        return [self._fact(r) for r in self._x(sql + " ORDER BY pk", params)]
+        where, params = self._facts_where(user, statuses, None if category is None else [category], agent)
+        return [self._fact(r) for r in self._x(f"SELECT * FROM facts WHERE {where} ORDER BY pk", params)]
 
     def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
         # ranked on two values per fact (the confidence read by SQLite from the record), and
         # only the strongest read whole
-        sql = (f"SELECT pk, json_extract(body, '$.confidence'), uses FROM facts WHERE user = ? "
-               f"AND status = 'consolidated' AND category IN ({_in(list(categories))})")
-        params: list[Any] = [user, *categories]
-        if agent is not None:
-            sql += " AND (agent = ? OR agent IS NULL)"
-            params.append(agent)
-        cursor = self._x(sql + " ORDER BY pk", params)
-        cursor.row_factory = None
-        pks = strongest(cursor.fetchall(), limit)
+        where, params = self._facts_where(user, ["consolidated"], list(categories), agent)
+        pks: list[int] = strongest(self._tuples(
+            f"SELECT pk, json_extract(body, '$.confidence'), uses FROM facts WHERE {where} ORDER BY pk", params), limit)
         if not pks:
             return []
         rows = {r["pk"]: r for r in self._x(f"SELECT * FROM facts WHERE pk IN ({_in(pks)})", pks)}
         return [self._fact(rows[pk]) for pk in pks if pk in rows]
+
+    @staticmethod
+    def _facts_where(
+        user: str, statuses: list[str], categories: list[str] | None, agent: str | None,
+    ) -> tuple[str, list[Any]]:
+        """The condition (and its parameters) on a user's facts of these statuses, of these
+        categories (any with None), of ``agent`` or of every agent."""
+        where, params = f"user = ? AND status IN ({_in(statuses)})", [user, *statuses]
+        if categories is not None:
+            where += f" AND category IN ({_in(categories)})"
+            params += categories
+        if agent is not None:
+            where += " AND (agent = ? OR agent IS NULL)"
+            params.append(agent)
+        return where, params
 
     def delete_fact(self, fact_id: str) -> None:
         with self.transaction():
@@ -965,9 +967,13 @@ class SQLiteStore(Store):
 
     def _ranks(self, sql: str, params: tuple[Any, ...]) -> dict[int, float]:
         """rowid -> BM25 relevance (higher is better) of a full-text read, in its order."""
+        return {r[0]: -r[1] for r in self._tuples(sql, params)}
+
+    def _tuples(self, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
+        """The rows as plain tuples, not sqlite3.Row: for reads of hundreds or thousands."""
         cursor = self._x(sql, params)
-        cursor.row_factory = None  # plain tuples: a search reads up to SEARCH_WINDOW
-        return {r[0]: -r[1] for r in cursor.fetchall()}
+        cursor.row_factory = None
+        return cursor.fetchall()
 
     def _holds_few(self, fts: str, owner: str | None, term: str) -> bool:
         """Whether at most SEARCH_WINDOW of the rows searched hold ``term``: of ``owner``'s rows
@@ -1079,10 +1085,9 @@ class SQLiteStore(Store):
         params: list[Any] = []
         for name, cap in capped:
             params += [user, name, *(kinds if of_kinds else ()), cap]
-        found = self._x(f"SELECT kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))}) ORDER BY seq",
-                        params)
-        found.row_factory = None  # plain tuples: a recall reads thousands
-        return list(map(Posting._make, found.fetchall()))
+        found = self._tuples(
+            f"SELECT kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))}) ORDER BY seq", params)
+        return list(map(Posting._make, found))
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         # the sizes the triggers keep: one probe a tag, however many items carry it
