@@ -269,7 +269,7 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 5
+        assert store.schema_version() == 6
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
@@ -283,7 +283,7 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 5
+        assert store.schema_version() == 6
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
@@ -296,3 +296,89 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
                 "EXPLAIN SELECT seq, kind, item_id, tag, weight FROM item_tags WHERE user_id = 'ana' AND tag = 'tea' "
                 "AND kind = ANY(ARRAY['episode']) ORDER BY seq DESC LIMIT 2").fetchall())
         assert "item_tags_newest" in plan
+
+
+# ---------------------------------------------------------------- the full-text term index
+
+
+def terms_as_written(store: PostgresStore) -> tuple[set[tuple], set[tuple], set[tuple], set[tuple]]:
+    """(terms rows, what every item's tsv says they should be, term_sizes rows above zero,
+    what counting the terms says they should be)."""
+    rows = set(store._q("SELECT user_id, kind, lexeme, pk, tf, doc_len FROM terms"))
+    expected: set[tuple] = set()
+    for code, table in ((1, "episodes"), (2, "facts"), (3, "notes"), (4, "knowledge")):
+        expected |= set(store._q(
+            f"SELECT m.user_id, {code}::smallint, u.lexeme, m.pk, array_length(u.positions, 1), m.doc_len "
+            f"FROM {table} m, unnest(m.tsv) u"))
+    sizes = set(store._q("SELECT user_id, kind, lexeme, n FROM term_sizes WHERE n > 0"))
+    counted = set(store._q("SELECT user_id, kind, lexeme, count(*) FROM terms GROUP BY 1, 2, 3"))
+    return rows, expected, sizes, counted
+
+
+def test_the_term_index_follows_every_write_path(pg_url):
+    from reverie.models import Fact
+
+    with closing(PostgresStore(pg_url)) as store:
+        fact = Fact(user="ana", content="Walks the dog in Kyoto every morning", status="consolidated")
+        store.put_fact(fact)
+        other = Fact(user="bob", content="Walks to the office", status="consolidated")
+        store.put_fact(other)
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted and len(rows) > 5
+        assert ("ana", 2, "kyoto", 1) in sizes
+        fact.content = "Walks the dog in Osaka every evening"  # the text changes: its terms with it
+        store.put_fact(fact)
+        fact.uses = 3  # a write that keeps the text keeps the terms
+        store.put_fact(fact)
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted
+        assert ("ana", 2, "osaka", 1) in sizes and not any(s[2] == "kyoto" for s in sizes)
+        fact.status = "archived"  # an archived fact is not searched: no terms
+        store.put_fact(fact)
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted and not any(r[0] == "ana" for r in rows)
+        assert store.search("bob", ["walk"], ["fact"], 5)[0].id == other.id
+        store.load_items("fact", [Fact(user="cy", content=f"Plays chess on day {i}", status="consolidated")
+                                  for i in range(3)])  # one COPY: one statement trigger
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted and ("cy", 2, "chess", 3) in sizes
+        store.delete_user("bob")
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted and not any(r[0] == "bob" for r in rows)
+        assert store._q("SELECT count(*) FROM term_sizes WHERE user_id = 'bob'")[0][0] == 0
+
+
+def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    try:
+        for day in range(1, 6):
+            say(mem, f"Day {day}: walked the dog by the Kamo river", DAY.replace(day=day))
+        say(mem, "Booked a ryokan in Kyoto for the autumn", DAY.replace(day=7))
+        before = mem.store.search("ana", ["walk", "kyoto"], ["episode"], 10)
+        old = mem.remember("Lives in Kyoto", user="ana")
+        mem.remember("Lives in Osaka", user="ana")  # Kyoto's fact archived: no text searched
+    finally:
+        mem.close()
+    # as schema 5 left it: no term index, GIN indexes on every kind's tsv, archived facts' text searched
+    as_schema(pg_url, 5, f"UPDATE facts SET tsv = $$'kyoto':1 'live':1$$::tsvector, doc_len = 2 WHERE id = '{old.id}'",
+              "UPDATE fts_stats SET tokens = tokens + 2 WHERE kind = 'fact'", *(f"DROP TRIGGER {t}_terms_{e} ON {t}" for t in ("episodes", "facts", "notes", "knowledge")
+                            for e in ("added", "removed", "changed")),
+              "DROP TABLE terms, term_sizes", "DROP INDEX notes_user_pk",
+              *(f"CREATE INDEX {t}_fts ON {t} USING gin (tsv)" for t in ("episodes", "notes", "knowledge")))
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    try:
+        store = mem.store
+        assert store.schema_version() == 6
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted and len(rows) > 20
+        assert store.search("ana", ["walk", "kyoto"], ["episode"], 10) == before
+        assert store._q(f"SELECT doc_len, tsv = ''::tsvector FROM facts WHERE id = '{old.id}'") == [(0, True)]
+        assert store._q("SELECT tokens FROM fts_stats WHERE user_id = 'ana' AND kind = 'fact'") == store._q(
+            "SELECT sum(doc_len) FROM facts WHERE user_id = 'ana'")
+        assert [h.id for h in store.search("ana", ["kyoto"], ["fact"], 5)] == []
+        say(mem, "Walked along the Kamo river at dusk", DAY.replace(day=9))  # new writes are indexed again
+        assert len(store.search("ana", ["walk"], ["episode"], 10)) == 6
+        indexes = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")}
+        assert "episodes_fts" not in indexes and "facts_fts" in indexes and "terms_newest" in indexes
+    finally:
+        mem.close()

@@ -196,19 +196,24 @@ def test_postings_a_tag_merge_moves_are_ordered_too(mem):
     conn.close()
 
 
-def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(mem, monkeypatch):
-    from reverie.store import sqlite
+def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(bmem, monkeypatch):
+    from reverie.store import postgres, sqlite
 
+    mem = bmem
     old = mem.add([{"speaker": "Ana", "content": "Our trip to the quokka island was the best trip"}], user="ana",
                   thread="t", group="message")[0]
     mem.add([{"speaker": "Ana", "content": f"Another trip story number {i} about the weather"} for i in range(30)],
             user="ana", thread="t", group="message")
     query = terms("trip to see the quokka")
     full = {h.id for h in mem.store.search("ana", query, ["episode"], 5)}
-    monkeypatch.setattr(sqlite, "SEARCH_WINDOW", 10)  # 31 episodes say "trip": past the window
+    for store in (sqlite, postgres):
+        monkeypatch.setattr(store, "SEARCH_WINDOW", 10)  # 31 episodes say "trip": past the window
     windowed = mem.store.search("ana", query, ["episode"], 5)
     assert old.id in full and old.id == windowed[0].id
     assert len(windowed) == 5 and all(h.score > 0 for h in windowed)
+    # the rest of the five are among the ten newest "trip" stories (numbers 20 to 29): the window
+    numbers = [int(mem.episode(h.id).messages[0].content.split("number ")[1].split()[0]) for h in windowed[1:]]
+    assert all(n >= 20 for n in numbers), numbers
 
 
 def test_search_looks_up_the_windows_best_until_enough_are_the_users_live_rows(mem):

@@ -13,10 +13,11 @@ blocks join the outer one), the same bodies as JSON text. What differs:
   index on the id.
 * **Full text** indexes the very terms SQLite's FTS5 indexes (:func:`reverie.text.index_text`:
   jieba-segmented, stemmed, stopwords dropped), as a ``tsvector`` written directly (no
-  parser, so the ``simple`` configuration's view of them is exactly these terms) under a
-  GIN index on (user_id, tsv). Matches are ranked by the BM25 that FTS5's ``bm25()``
-  computes (k1 1.2, b 0.75, the same idf), over the user's own rows: recall ranks the
-  same on both stores.
+  parser, so the ``simple`` configuration's view of them is exactly these terms), and as
+  rows of ``terms`` kept from it by triggers, whose index gives each term's newest matches
+  in a bounded read. Matches are ranked by the BM25 that FTS5's ``bm25()`` computes (k1
+  1.2, b 0.75, the same idf), over the user's own rows: recall ranks the same on both
+  stores.
 * **Writers of one user queue behind each other** (a transaction-scoped advisory lock on
   the user, taken before a transaction first reads or writes that user's rows), the way
   SQLite's one writer at a time orders them, while different users write in parallel.
@@ -40,7 +41,6 @@ import re
 import threading
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -209,61 +209,15 @@ def tsquery_text(lexemes: Sequence[str]) -> str:
     return " | ".join(_quote_lexeme(lex) for lex in lexemes)
 
 
-_TSV_ENTRY = re.compile(r"'((?:[^']|'')*)':([^ ]+)")
-
-
-def _tsv_counts(text: str) -> list[tuple[str, int]]:
-    """(lexeme, its count) of a tsvector's text (``'a':1A 'b':1A,2A``), in its order: the
-    count is how many positions the lexeme has (see :func:`tsvector_text`)."""
-    return [
-        (lex.replace("''", "'").replace("\\\\", "\\"), positions.count(",") + 1)
-        for lex, positions in _TSV_ENTRY.findall(text)
-    ]
-
-
-class _Ranker:
-    """FTS5's bm25() of matched rows (k1 1.2, b 0.75; a row's parts added in its tsvector's
-    lexeme order, as they always were, so the floats stay the same), once per distinct (length,
-    lexeme counts): rows that share them share their score, and most rows of a frequent term
-    do. ``only``: the lexemes that count (the others are left out)."""
-
-    def __init__(
-        self, idf: Mapping[str, float], avgdl: float, counts_of: dict[str, list[tuple[str, int]]],
-        only: set[str] | None = None,
-    ):
-        self.idf, self.avgdl, self.counts_of, self.only = idf, avgdl, counts_of, only
-        self._scores: dict[tuple[int, str], float | None] = {}
-
-    def _score(self, key: tuple[int, str]) -> float | None:
-        """The score of a row of length ``key[0]`` whose lexeme counts read ``key[1]`` (None:
-        none of the lexemes that count)."""
-        length, text = key
-        counts = self.counts_of.get(text)
-        if counts is None:
-            counts = self.counts_of[text] = _tsv_counts(text)
-        if self.only is not None:
-            counts = [c for c in counts if c[0] in self.only]
-        score = None
-        if counts:
-            avgdl = self.avgdl if self.avgdl > 0 else 1.0
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * (length + OWNER_TOKENS) / avgdl)
-            score = 0.0
-            for lexeme, tf in counts:
-                score = score + self.idf.get(lexeme, 0.0) * (tf * (BM25_K1 + 1)) / (tf + norm)
-        self._scores[key] = score
-        return score
-
-    def best(self, matched: Iterable[tuple[Any, ...]], limit: int) -> list[tuple[float, int, str]]:
-        """The best ``limit`` of (_, pk, id, length, lexeme counts' text, ...) rows as (-score,
-        pk, id), best first (equal scores: the older first)."""
-        scores, compute = self._scores, self._score
-        ranked: list[tuple[float, int, str]] = []
-        for r in matched:
-            key = (r[3], r[4])
-            score = scores[key] if key in scores else compute(key)
-            if score is not None:
-                ranked.append((-score, r[1], r[2]))
-        return heapq.nsmallest(limit, ranked)
+def bm25(parts: Iterable[tuple[int, int]], length: int, idf: Sequence[float], avgdl: float) -> float:
+    """FTS5's bm25() of one row (k1 1.2, b 0.75): ``parts`` are (the query lexeme's index,
+    its count in the row), added in the query's order as FTS5 adds its phrases; ``length``
+    the row's tokens."""
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * (length + OWNER_TOKENS) / (avgdl if avgdl > 0 else 1.0))
+    score = 0.0
+    for i, tf in sorted(parts):
+        score += idf[i] * (tf * (BM25_K1 + 1)) / (tf + norm)
+    return score
 
 
 # a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
@@ -481,7 +435,85 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     CREATE INDEX IF NOT EXISTS item_tags_newest ON item_tags (user_id, tag, seq) INCLUDE (kind, item_id, weight);
     DROP INDEX IF EXISTS item_tags_recent
     """,
+    # 6: full-text search reads each query term's newest matches from an index of its own
+    # (see _term_index), instead of every match through GIN
+    lambda conn: _term_index(conn),
 ]
+
+# a kind's number in ``terms`` and ``term_sizes``
+_KIND_CODE = {"episode": 1, "fact": 2, "note": 3, "knowledge": 4}
+
+
+def _term_index(conn: "Connection[Any]") -> None:
+    """6: ``terms``, one row per (user, kind, lexeme, item): the item's count of the lexeme
+    and its length, under an index whose order is (user, kind, lexeme, pk) and which holds
+    those columns, so a term's newest matches are one bounded, index-only range read
+    (:meth:`PostgresStore.search`); and ``term_sizes``, each (user, kind, lexeme)'s number
+    of items (BM25's document frequency) in one probe. Both are kept by triggers from the
+    items' ``tsv``, so every write path (one row, a COPY, a delete of a whole user) keeps
+    them. The GIN indexes of episodes, notes and knowledge are dropped: nothing reads them
+    now (facts keep theirs: related facts and fact texts still match through it)."""
+    # an archived fact is searched by nothing (its tsv empty, its tokens out of BM25's total), as put_fact writes it
+    conn.execute("UPDATE fts_stats s SET tokens = s.tokens - d.tokens FROM (SELECT user_id, sum(doc_len) AS tokens "
+                 "FROM facts WHERE status = 'archived' GROUP BY user_id) d WHERE s.user_id = d.user_id AND s.kind = 'fact'")
+    conn.execute("UPDATE facts SET tsv = ''::tsvector, doc_len = 0 WHERE status = 'archived' AND doc_len <> 0")
+    for kind in _KIND_CODE:  # built anew (a migration run again, as a test of an older schema does)
+        for event in ("added", "removed", "changed"):
+            conn.execute(f"DROP TRIGGER IF EXISTS {_TABLE[kind]}_terms_{event} ON {_TABLE[kind]}")
+    conn.execute("DROP TABLE IF EXISTS terms, term_sizes")
+    conn.execute(
+        "CREATE TABLE terms (user_id text NOT NULL, kind smallint NOT NULL, lexeme text NOT NULL, "
+        "pk bigint NOT NULL, tf integer NOT NULL, doc_len integer NOT NULL)"
+    )
+    for kind, code in _KIND_CODE.items():
+        conn.execute(
+            f"INSERT INTO terms (user_id, kind, lexeme, pk, tf, doc_len) SELECT m.user_id, {code}, u.lexeme, m.pk, "
+            f"coalesce(array_length(u.positions, 1), 1), m.doc_len FROM {_TABLE[kind]} m, unnest(m.tsv) u"
+        )
+    conn.execute("CREATE INDEX terms_newest ON terms (user_id, kind, lexeme, pk) INCLUDE (tf, doc_len)")
+    conn.execute(
+        "CREATE TABLE term_sizes (user_id text NOT NULL, kind smallint NOT NULL, lexeme text NOT NULL, "
+        "n bigint NOT NULL, PRIMARY KEY (user_id, kind, lexeme))"
+    )
+    conn.execute("INSERT INTO term_sizes (user_id, kind, lexeme, n) SELECT user_id, kind, lexeme, count(*) FROM terms "
+                 "GROUP BY user_id, kind, lexeme")
+    # an item's lexemes in, out, and replaced when its text changes (TG_ARGV[0]: its kind's code)
+    added = ("INSERT INTO terms (user_id, kind, lexeme, pk, tf, doc_len) SELECT a.user_id, TG_ARGV[0]::smallint, "
+             "u.lexeme, a.pk, coalesce(array_length(u.positions, 1), 1), a.doc_len FROM {rows} a, unnest(a.tsv) u")
+    removed = ("DELETE FROM terms t USING (SELECT r.user_id, r.pk, u.lexeme FROM {rows} r, unnest(r.tsv) u) d "
+               "WHERE t.user_id = d.user_id AND t.kind = TG_ARGV[0]::smallint AND t.lexeme = d.lexeme AND t.pk = d.pk")
+    functions = {
+        "reverie_terms_added": added.format(rows="added"),
+        "reverie_terms_removed": removed.format(rows="removed"),
+        "reverie_terms_changed": removed.format(rows="(SELECT OLD.user_id, OLD.pk, OLD.tsv)")
+        + "; " + added.format(rows="(SELECT NEW.user_id, NEW.pk, NEW.tsv, NEW.doc_len)"),
+        # the document frequencies: one update per lexeme a statement touched, in a fixed order
+        "reverie_terms_counted": "INSERT INTO term_sizes (user_id, kind, lexeme, n) SELECT user_id, kind, lexeme, "
+        "count(*) FROM added GROUP BY user_id, kind, lexeme ORDER BY user_id, kind, lexeme "
+        "ON CONFLICT (user_id, kind, lexeme) DO UPDATE SET n = term_sizes.n + excluded.n",
+        "reverie_terms_uncounted": "UPDATE term_sizes s SET n = s.n - d.n FROM (SELECT user_id, kind, lexeme, "
+        "count(*) AS n FROM removed GROUP BY user_id, kind, lexeme) d "
+        "WHERE s.user_id = d.user_id AND s.kind = d.kind AND s.lexeme = d.lexeme",
+    }
+    for name, body in functions.items():
+        conn.execute(f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql "
+                     f"SET search_path FROM CURRENT AS $$ BEGIN {body}; RETURN NULL; END $$")
+    conn.execute("CREATE TRIGGER terms_counted AFTER INSERT ON terms REFERENCING NEW TABLE AS added "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION reverie_terms_counted()")
+    conn.execute("CREATE TRIGGER terms_uncounted AFTER DELETE ON terms REFERENCING OLD TABLE AS removed "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION reverie_terms_uncounted()")
+    for kind, code in _KIND_CODE.items():
+        table = _TABLE[kind]
+        conn.execute(f"CREATE TRIGGER {table}_terms_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS added "
+                     f"FOR EACH STATEMENT EXECUTE FUNCTION reverie_terms_added('{code}')")
+        conn.execute(f"CREATE TRIGGER {table}_terms_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed "
+                     f"FOR EACH STATEMENT EXECUTE FUNCTION reverie_terms_removed('{code}')")
+        conn.execute(f"CREATE TRIGGER {table}_terms_changed AFTER UPDATE OF tsv, doc_len ON {table} FOR EACH ROW "
+                     "WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv OR OLD.doc_len IS DISTINCT FROM NEW.doc_len) "
+                     f"EXECUTE FUNCTION reverie_terms_changed('{code}')")
+        if kind != "fact":
+            conn.execute(f"DROP INDEX IF EXISTS {table}_fts")
+    conn.execute("CREATE INDEX IF NOT EXISTS notes_user_pk ON notes (user_id, pk)")
 
 
 def _tag_sizes(conn: "Connection[Any]") -> None:
@@ -590,7 +622,6 @@ class PostgresStore(Store):
         self._local = threading.local()
         self._held: set["Connection[Any]"] = set()  # connections holding a named lock
         self._held_lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
@@ -742,10 +773,6 @@ class PostgresStore(Store):
             held, self._held = list(self._held), set()
         for conn in held:  # named locks end with their sessions
             conn.close()
-        with self._held_lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
         self._pool.close()
 
     def users(self) -> list[str]:
@@ -1055,7 +1082,7 @@ class PostgresStore(Store):
     _FACT_COLS = "user_id, id, uses, last_used_at, status, body"
 
     def put_fact(self, fact: Fact) -> None:
-        self._write("fact", _fact_columns(fact), fact_text(fact))
+        self._write("fact", _fact_columns(fact), _searched_fact_text(fact))
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
         fact = Fact.model_validate_json(row[5])
@@ -1199,113 +1226,93 @@ class PostgresStore(Store):
         return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
 
     # ------------------------------------------------------------ search and usage
-    def _side(self) -> "ThreadPoolExecutor":
-        """Threads for the statements a call runs beside its own, as many as the pool has
-        connections (so that concurrent calls never queue behind one thread), made when first
-        needed."""
-        with self._held_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=self._pool.max_size, thread_name_prefix="reverie-pg")
-            return self._executor
-
-    @staticmethod
-    def _search_statement(user: str, lexemes: list[str], kinds: list[tuple[int, str]]) -> tuple[str, dict[str, Any]]:
-        """One statement of :meth:`search` over the numbered kinds: one pass over each kind's
-        matches (through the GIN index), reading with each match the counts of the query's
-        lexemes only (``setweight`` marks them, ``ts_filter`` keeps them). From that pass come
-        the document frequencies, the window's floor and the rows to rank, the only rows sent
-        back: per kind, a row of statistics (n, floor, NULL, NULL, NULL, each lexeme's matches,
-        N, tokens), then (n, pk, id, length, the lexeme counts as tsvector text, ...) rows."""
-        quoted = [_quote_lexeme(lex) for lex in lexemes]
-        params: dict[str, Any] = {"user": user, "lex": lexemes, "q": tsquery_text(lexemes), "quoted": quoted}
-        params.update((f"l{j}", q) for j, q in enumerate(quoted))
-        each = ", ".join(f"count(*) FILTER (WHERE t @@ %(l{j})s::tsquery)" for j in range(len(quoted)))
-        ctes: list[str] = []
-        selects: list[str] = []
-        for n, kind in kinds:
-            table, ok = _TABLE[kind], _SEARCH_OK[kind]
-            params[f"kind{n}"] = kind
-            ctes += [
-                # every match (any status: BM25's n counts them all), its length, whether recall
-                # may deliver it, and the counts of the query's lexemes it holds
-                f"m{n} AS MATERIALIZED (SELECT m.pk, m.id, m.doc_len, {ok} AS ok, "
-                "ts_filter(setweight(m.tsv, 'A', %(lex)s::text[]), '{a}') AS t "
-                f"FROM {table} m WHERE m.user_id = %(user)s AND m.tsv @@ %(q)s::tsquery)",
-                # each lexeme's matches (its n), the window's floor, and the rare lexemes as a query
-                f"c{n} AS MATERIALIZED (SELECT ARRAY[{each}]::bigint[] AS hits FROM m{n})",
-                f"f{n} AS MATERIALIZED (SELECT pk FROM m{n} WHERE ok ORDER BY pk DESC OFFSET {SEARCH_WINDOW - 1} LIMIT 1)",
-                f"r{n} AS MATERIALIZED (SELECT (SELECT string_agg(x.q, ' | ') FROM unnest(%(quoted)s::text[], c.hits) "
-                f"AS x(q, hits) WHERE x.hits <= {SEARCH_WINDOW})::tsquery AS rare FROM c{n} c)",
-            ]
-            selects += [
-                # the kind's statistics: the window's floor, each lexeme's matches, N and the tokens
-                f"SELECT {n}, (SELECT pk FROM f{n}), NULL::text, NULL::integer, NULL::text, c.hits, s.rows, s.tokens "
-                f"FROM c{n} c LEFT JOIN fts_stats s ON s.user_id = %(user)s AND s.kind = %(kind{n})s",
-                # the rows to rank: all, or the newest SEARCH_WINDOW and every match of a rare lexeme
-                f"SELECT {n}, pk, id, doc_len, t::text, NULL::bigint[], NULL::bigint, NULL::bigint "
-                f"FROM m{n} WHERE ok AND (NOT EXISTS (SELECT 1 FROM f{n}) OR pk >= (SELECT pk FROM f{n}) "
-                f"OR t @@ (SELECT rare FROM r{n}))",
-            ]
-        return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(selects), params
+    # each query lexeme's newest SEARCH_WINDOW matches in each kind: (kind code, the lexeme's
+    # index from 1, pk, its count in the row, the row's length), one index-only range read each
+    _NEWEST_MATCHES = (
+        "SELECT k.code, x.i, p.pk, p.tf, p.doc_len FROM unnest(%(codes)s::smallint[]) AS k(code) "
+        "CROSS JOIN unnest(%(lex)s::text[]) WITH ORDINALITY AS x(lexeme, i) CROSS JOIN LATERAL "
+        "(SELECT t.pk, t.tf, t.doc_len FROM terms t WHERE t.user_id = %(user)s AND t.kind = k.code "
+        "AND t.lexeme = x.lexeme ORDER BY t.pk DESC LIMIT %(window)s) AS p"
+    )
+    # BM25's statistics: each lexeme's matches (code, lexeme, n, NULL) and each kind's rows
+    # and tokens (NULL, kind, rows, tokens)
+    _SEARCH_STATS = (
+        "SELECT kind, lexeme, n, NULL::bigint FROM term_sizes WHERE user_id = %(user)s AND kind = ANY(%(codes)s) "
+        "AND lexeme = ANY(%(lex)s) UNION ALL SELECT NULL::smallint, kind, rows, tokens FROM fts_stats "
+        "WHERE user_id = %(user)s AND kind = ANY(%(kinds)s)"
+    )
 
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
-        """BM25 over each kind, bounded the way the SQLite store bounds it: every match is ranked
-        while the query matches at most SEARCH_WINDOW of the user's items of a kind; past that,
-        all terms over the newest SEARCH_WINDOW matches and the rare terms over all of theirs.
+        """BM25 over each kind, bounded the way the SQLite store bounds it: while the query
+        matches fewer than SEARCH_WINDOW of the user's items of a kind, every match is ranked;
+        past that, all terms over the newest SEARCH_WINDOW matches and the rare terms (in at
+        most SEARCH_WINDOW items) over all of theirs. Then the best are looked up a batch at a
+        time until ``limit`` are live rows recall may deliver.
 
-        One pass over each kind's matches (see :meth:`_search_statement`); the episodes' and the
-        other kinds' statements run side by side. Ranked here, with the same floats as ever."""
+        Every read is bounded whatever the store's size: each lexeme's newest SEARCH_WINDOW
+        matches come from ``terms`` (an index-only range read), which holds every row of the
+        window whole, since a row among the query's newest SEARCH_WINDOW matches is among the
+        newest SEARCH_WINDOW of each lexeme it holds; a rare lexeme's read is all of its
+        matches; the document frequencies come from ``term_sizes``."""
         lexemes = query_lexemes(query_terms)
         kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
         if not lexemes or not kinds:
             return []
         self._lock([user])
-        numbered = list(enumerate(kinds))
-        episodes = [(n, k) for n, k in numbered if k == "episode"]
-        others = [(n, k) for n, k in numbered if k != "episode"]
-        if episodes and others and not self._in_tx() and self._pool.max_size > 1:
-            # the episodes' pass (the largest) and the other kinds' run side by side, each on a
-            # pooled connection of its own
-            beside = self._side().submit(self._q, *self._search_statement(user, lexemes, others))
-            try:
-                rows = self._q(*self._search_statement(user, lexemes, episodes))
-            finally:
-                rows_beside = beside.result()
-            rows += rows_beside
-        else:
-            rows = self._q(*self._search_statement(user, lexemes, numbered))
-        heads: dict[int, tuple[Any, ...]] = {}
-        found: dict[int, list[tuple[Any, ...]]] = {}  # kind -> (n, pk, id, length, lexeme counts) rows
-        for r in rows:
-            if r[2] is None:
-                heads[r[0]] = r
+        params = {"user": user, "lex": lexemes, "codes": [_KIND_CODE[k] for k in kinds], "kinds": kinds,
+                  "window": SEARCH_WINDOW}
+        sizes: dict[tuple[int, str], int] = {}
+        stats: dict[str, tuple[int, int]] = {}
+        for code, name, n, tokens in self._q(self._SEARCH_STATS, params):
+            if code is None:
+                stats[name] = (int(n), int(tokens))
             else:
-                found.setdefault(r[0], []).append(r)
-        counts_of: dict[str, list[tuple[str, int]]] = {}  # a row's lexeme counts, by their text
+                sizes[(code, name)] = int(n)
+        matches: dict[int, dict[int, tuple[int, list[tuple[int, int]]]]] = {}  # code -> pk -> (length, parts)
+        for code, i, pk, tf, length in self._q(self._NEWEST_MATCHES, params):
+            rows = matches.get(code)
+            if rows is None:
+                rows = matches[code] = {}
+            row = rows.get(pk)
+            if row is None:
+                rows[pk] = (length, [(i - 1, tf)])
+            else:
+                row[1].append((i - 1, tf))
         out: list[Hit] = []
-        for n, kind in enumerate(kinds):
-            _, floor, _, _, _, counts, rows_total, tokens = heads[n]
-            matched = found.get(n, [])
-            if not matched:
+        for kind in kinds:
+            code = _KIND_CODE[kind]
+            rows = matches.get(code)
+            if not rows:
                 continue
-            rows_total, tokens = (int(rows_total), int(tokens)) if rows_total is not None else (0, 0)
-            hits = {lex: int(c) for lex, c in zip(lexemes, counts)}
-            idf = {lex: fts5_idf(rows_total, hits[lex]) for lex in lexemes}
-            ranker = _Ranker(idf, fts5_avgdl(rows_total, tokens), counts_of)
-            if floor is None:
-                out += [Hit(kind, i, -negative) for negative, _, i in ranker.best(matched, limit)]
-                continue
-            window = [m for m in matched if m[1] >= floor]
-            best = {i: (-negative, pk) for negative, pk, i in ranker.best(window, limit)}
-            rare = {lex for lex in lexemes if hits[lex] <= SEARCH_WINDOW}
-            if rare:
-                only_rare = _Ranker({lex: idf[lex] for lex in rare}, ranker.avgdl, counts_of, only=rare)
-                for negative, pk, item_id in only_rare.best(matched, limit):
-                    if -negative > best.get(item_id, (0.0, pk))[0]:
-                        best[item_id] = (-negative, pk)
-            ranked = heapq.nsmallest(limit, [(-score, pk, i) for i, (score, pk) in best.items()])
-            out += [Hit(kind, i, -negative) for negative, _, i in ranked]
+            total, tokens = stats.get(kind, (0, 0))
+            hits = [sizes.get((code, lex), 0) for lex in lexemes]
+            idf = [fts5_idf(total, h) for h in hits]
+            avgdl = fts5_avgdl(total, tokens)
+            window = heapq.nlargest(SEARCH_WINDOW, rows)
+            ranked = {pk: bm25(rows[pk][1], rows[pk][0], idf, avgdl) for pk in window}
+            if len(window) >= SEARCH_WINDOW:
+                rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
+                for pk, (length, parts) in rows.items() if rare else ():
+                    mine = [part for part in parts if part[0] in rare]
+                    if mine:
+                        score = bm25(mine, length, idf, avgdl)
+                        ranked[pk] = max(score, ranked.get(pk, score))
+            out += self._live_best(kind, user, ranked, limit)
         return out
+
+    def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[Hit]:
+        """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
+        recall may deliver, looked up a batch at a time."""
+        order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
+        sql = f"SELECT m.pk, m.id FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = ANY(%s) AND {_SEARCH_OK[kind]}"
+        hits: list[Hit] = []
+        for start in range(0, len(order), 2 * limit):
+            batch = order[start : start + 2 * limit]
+            ids = dict(self._q(sql, (user, batch)))
+            hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
+            if len(hits) >= limit:
+                break
+        return hits[:limit]
 
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
         ids = list(dict.fromkeys(ids))
@@ -1664,6 +1671,7 @@ class PostgresStore(Store):
             )
             self._do("DELETE FROM fts_stats WHERE user_id = %s", (user,))
             self._do("DELETE FROM tag_sizes WHERE user_id = %s", (user,))
+            self._do("DELETE FROM term_sizes WHERE user_id = %s", (user,))  # their terms went with their items
         return {k: v for k, v in counts.items() if v}
 
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
@@ -1848,9 +1856,15 @@ def _knowledge_columns(doc: KnowledgeDoc) -> dict[str, Any]:
 
 
 # a row's columns and its full text, by kind: what load_items writes
+def _searched_fact_text(fact: Fact) -> str:
+    """What a fact's row is searched by: its text, and none once it is archived (no search
+    returns an archived fact; it counts in BM25's N alone), as in the SQLite store."""
+    return fact_text(fact) if fact.status != "archived" else ""
+
+
 _LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
     "episode": lambda e: (_episode_columns(e), episode_text(e)),
-    "fact": lambda f: (_fact_columns(f), fact_text(f)),
+    "fact": lambda f: (_fact_columns(f), _searched_fact_text(f)),
     "note": lambda n: (_note_columns(n), note_text(n)),
     "knowledge": lambda d: (_knowledge_columns(d), knowledge_text(d)),
 }
