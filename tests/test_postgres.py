@@ -269,7 +269,7 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 6
+        assert store.schema_version() == 7
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
@@ -283,7 +283,7 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 6
+        assert store.schema_version() == 7
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
@@ -368,7 +368,7 @@ def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
     mem = Memory(tmp_path / "home", background=False, store=pg_url)
     try:
         store = mem.store
-        assert store.schema_version() == 6
+        assert store.schema_version() == 7
         rows, expected, sizes, counted = terms_as_written(store)
         assert rows == expected and sizes == counted and len(rows) > 20
         assert store.search("ana", ["walk", "kyoto"], ["episode"], 10) == before
@@ -382,3 +382,32 @@ def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
         assert "episodes_fts" not in indexes and "facts_fts" in indexes and "terms_newest" in indexes
     finally:
         mem.close()
+
+
+def test_a_schema_6_store_reads_its_strongest_facts_from_an_index_on_upgrade(tmp_path, pg_url):
+    from reverie.store.base import strength
+
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    try:
+        weak = mem.remember("Likes green tea", user="ana", category="preference")
+        strong = mem.remember("Never schedules calls before ten", user="ana", category="constraint")
+        mem.store.touch("fact", [strong.id], DAY, by=40)
+        before = [f.id for f in mem.store.strongest_facts("ana", ["preference", "constraint"], None, 5)]
+    finally:
+        mem.close()
+    assert before == [strong.id, weak.id]
+    # as schema 6 left it: no confidence or strength columns
+    as_schema(pg_url, 6, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
+              "ALTER TABLE facts DROP COLUMN confidence")
+    with closing(PostgresStore(pg_url)) as store:
+        assert store.schema_version() == 7
+        assert [f.id for f in store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
+        rows = dict(store._q("SELECT id, strength FROM facts"))
+        assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
+        with store.transaction(), store._connection() as conn:  # an index serves each category's strongest in order
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_sort = off")
+            plan = " ".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT strength, pk FROM facts WHERE user_id = 'ana' AND status = 'consolidated' "
+                "AND category = 'preference' ORDER BY strength DESC, pk LIMIT 5").fetchall())
+        assert "facts_strength" in plan and "Sort" not in plan

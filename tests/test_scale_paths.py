@@ -9,6 +9,7 @@ from reverie import Memory
 from reverie.facts import FULL_SCAN_FACTS
 from reverie.models import Fact, Provenance
 from reverie.tags import TagWriter
+from reverie.store.base import strength
 from reverie.store.sqlite import MIGRATIONS
 from reverie.text import terms
 
@@ -69,7 +70,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 8
+        assert memory.store.schema_version() == len(MIGRATIONS) == 9
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -86,7 +87,7 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 8
+        assert memory.store.schema_version() == len(MIGRATIONS) == 9
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
@@ -107,7 +108,7 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                  f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
     as_schema(home, 5, *undo)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 8
+        assert memory.store.schema_version() == len(MIGRATIONS) == 9
         assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
         hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
         owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
@@ -133,7 +134,7 @@ def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgr
     as_schema(home, 6, "DROP TRIGGER item_tags_sequenced", "DROP INDEX item_tags_newest",
               "ALTER TABLE item_tags DROP COLUMN seq", "CREATE INDEX item_tags_recent ON item_tags(user, tag)")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 8
+        assert memory.store.schema_version() == 9
         assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
         assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # written now: the newest
@@ -180,9 +181,32 @@ def test_a_store_of_schema_7_loses_its_archived_facts_search_text_on_upgrade(hom
     conn.close()
     as_schema(home, 7)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 8
+        assert memory.store.schema_version() == 9
         assert [h.id for h in memory.store.search("ana", ["kayak"], ["fact"], 5)] == [kept.id]
     assert fts_text(home, gone.id) == "" and "kayak" in fts_text(home, kept.id)
+
+
+def test_a_store_of_schema_8_reads_its_strongest_facts_from_an_index_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        weak = memory.remember("Likes green tea", user="ana", category="preference")
+        strong = memory.remember("Never schedules calls before ten", user="ana", category="constraint")
+        memory.store.touch("fact", [strong.id], strong.updated_at, by=40)
+        before = [f.id for f in memory.store.strongest_facts("ana", ["preference", "constraint"], None, 5)]
+    assert before == [strong.id, weak.id]
+    # as schema 8 left it: no confidence or strength columns
+    as_schema(home, 8, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
+              "ALTER TABLE facts DROP COLUMN confidence")
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 9
+        assert [f.id for f in memory.store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
+        plan = " ".join(str(r[-1]) for r in memory.store._x(
+            "EXPLAIN QUERY PLAN SELECT strength, pk FROM facts WHERE user = 'ana' AND status IN ('consolidated') "
+            "AND category IN ('preference') ORDER BY strength DESC, pk LIMIT 5").fetchall())
+        assert "facts_strength" in plan and "TEMP B-TREE" not in plan  # read in order from the index
+    conn = sqlite3.connect(home / "reverie.db")
+    rows = dict(conn.execute("SELECT id, strength FROM facts").fetchall())
+    conn.close()
+    assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
 
 
 def test_postings_a_tag_merge_moves_are_ordered_too(mem):

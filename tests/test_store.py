@@ -313,6 +313,14 @@ def test_the_strongest_facts_rank_confidence_and_uses_without_reading_every_fact
     got = store.strongest_facts("ana", wanted, None, 3)
     assert got[0].uses == expect[0].uses and got[0].content == expect[0].content
     assert store.strongest_facts("ana", ["identity"], None, 5) == [] and store.strongest_facts("cy", wanted, None, 5) == []
+    # a use moves a fact's strength where the index keeps it: the weakest, used often, leads
+    weakest = expect[-1]
+    store.touch("fact", [weakest.id], datetime(2024, 5, 2, tzinfo=timezone.utc), by=1000)
+    weakest.uses += 1000
+    expect.sort(key=lambda f: strength(f.confidence, f.uses), reverse=True)
+    assert expect[0] is weakest
+    assert [f.id for f in store.strongest_facts("ana", wanted, None, 10)] == [f.id for f in expect[:10]]
+    assert [f.id for f in Store.strongest_facts(store, "ana", wanted, None, 10)] == [f.id for f in expect[:10]]
 
 
 def test_profile_sections(store):

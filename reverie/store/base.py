@@ -166,8 +166,10 @@ def episode_text(episode: Episode) -> str:
 
 
 def strength(confidence: float, uses: int) -> float:
-    """How strongly a fact stands on its own: its confidence, and a little for each use."""
-    return confidence + 0.1 * math.log1p(uses)
+    """How strongly a fact stands on its own: its confidence, and a little for each use.
+    (``log(1 + uses)``, not ``log1p``: the stores compute the same value in SQL, with ``ln``,
+    when a use is counted, and both call the C library's ``log``.)"""
+    return confidence + 0.1 * math.log(1 + uses)
 
 
 def strongest(rows: Iterable[tuple[_T, float, int]], limit: int) -> list[_T]:
@@ -248,6 +250,9 @@ def fact_columns(fact: Fact, ts: Callable[[datetime | None], Any]) -> dict[str, 
         "uses": fact.uses,
         "last_used_at": ts(fact.last_used_at),
         "body": fact.model_dump_json(),
+        # kept beside the record so that the strongest facts are read from an index
+        "confidence": fact.confidence,
+        "strength": strength(fact.confidence, fact.uses),
     }
 
 

@@ -69,7 +69,6 @@ from reverie.store.base import (
     Page,
     Posting,
     TagState,
-    strongest,
     Store,
     decode_cursor,
     episode_columns,
@@ -438,7 +437,21 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     # 6: full-text search reads each query term's newest matches from an index of its own
     # (see _term_index), instead of every match through GIN
     lambda conn: _term_index(conn),
+    # 7: a fact's confidence and strength in columns, the strongest read from an index
+    # (strength = confidence + 0.1 ln(1 + uses), reverie.store.base.strength, moved by touch).
+    # The index comes before the values: built after updates of its columns, it could not
+    # serve a transaction older than the upgrade's until that one ended (broken HOT chains)
+    """
+    ALTER TABLE facts ADD COLUMN IF NOT EXISTS confidence double precision NOT NULL DEFAULT 0;
+    ALTER TABLE facts ADD COLUMN IF NOT EXISTS strength double precision NOT NULL DEFAULT 0;
+    CREATE INDEX IF NOT EXISTS facts_strength ON facts (user_id, status, category, strength DESC, pk);
+    UPDATE facts SET confidence = coalesce((body::json ->> 'confidence')::float8, 0),
+        strength = coalesce((body::json ->> 'confidence')::float8, 0) + 0.1 * ln((1 + uses)::float8)
+    """,
 ]
+
+# what else a use moves (the SET clause reads the row as it was: uses + %s is the new count)
+_STRONGER = {"episode": "", "fact": ", strength = confidence + 0.1 * ln((1 + uses + %s)::float8)"}
 
 # a kind's number in ``terms`` and ``term_sizes``
 _KIND_CODE = {"episode": 1, "fact": 2, "note": 3, "knowledge": 4}
@@ -1143,17 +1156,19 @@ class PostgresStore(Store):
         return [self._fact(r) for r in self._q(f"SELECT {self._FACT_COLS} FROM facts WHERE {where} ORDER BY pk", params)]
 
     def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
-        # ranked on two values per fact (the confidence read by the server from the record),
-        # and only the strongest read whole
+        # each category's strongest first from the facts_strength index (a bounded read, however
+        # many facts the user has), merged, and only the strongest read whole: one statement
         self._lock([user])
-        where, params = _facts_where(user, ["consolidated"], list(categories), agent)
-        pks: list[int] = strongest(self._q(
-            f"SELECT pk, (body::json ->> 'confidence')::float8, uses FROM facts WHERE {where} ORDER BY pk", params), limit)
-        if not pks:
-            return []
-        rows = {r[0]: r[1:] for r in self._q(f"SELECT pk, {self._FACT_COLS} FROM facts WHERE user_id = %s AND pk = ANY(%s)",
-                                             (user, pks))}
-        return [self._fact(rows[pk]) for pk in pks if pk in rows]
+        mine, params = ("", []) if agent is None else (" AND (agent = %s OR agent IS NULL)", [agent])
+        rows = self._q(
+            f"SELECT {', '.join('f.' + c for c in self._FACT_COLS.split(', '))} FROM (SELECT t.strength, t.pk "
+            "FROM unnest(%s::text[]) AS k(category) CROSS JOIN LATERAL (SELECT strength, pk FROM facts "
+            f"WHERE user_id = %s AND status = 'consolidated' AND category = k.category{mine} "
+            "ORDER BY strength DESC, pk LIMIT %s) AS t ORDER BY t.strength DESC, t.pk LIMIT %s) AS top "
+            "JOIN facts f ON f.user_id = %s AND f.pk = top.pk ORDER BY top.strength DESC, top.pk",
+            [list(dict.fromkeys(categories)), user, *params, limit, limit, user],
+        )
+        return [self._fact(r) for r in rows]
 
     def delete_fact(self, fact_id: str) -> None:
         with self.transaction():
@@ -1327,8 +1342,8 @@ class PostgresStore(Store):
         ids = list(dict.fromkeys(ids))
         if ids and kind in ("episode", "fact"):
             self._do(
-                f"UPDATE {_TABLE[kind]} SET uses = uses + %s, last_used_at = %s WHERE id = ANY(%s)",
-                (by, _ts(at), ids),
+                f"UPDATE {_TABLE[kind]} SET uses = uses + %s, last_used_at = %s{_STRONGER[kind]} WHERE id = ANY(%s)",
+                (by, _ts(at), *([by] if _STRONGER[kind] else []), ids),
             )
 
     # ------------------------------------------------------------ tags
