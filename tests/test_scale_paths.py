@@ -34,10 +34,16 @@ def test_a_new_value_is_found_among_many_facts_through_the_index(mem):
     assert again.id == new.id and again.uses == 1
 
 
-def test_related_facts_are_the_newest_sharing_a_term_oldest_first(mem):
-    fill(mem, 200)  # "kayakclub" is facts 0, 80 and 160
+def test_related_facts_are_the_newest_sharing_a_term_oldest_first(bmem):
+    mem = bmem
+    fill(mem, 200)  # "kayakclub" is facts 0, 80 and 160, "chessteam" 67 and 147
     found = mem.store.related_facts("ana", terms("kayakclub"), 2)
     assert [f.content for f in found] == ["Joined the kayakclub number 80", "Joined the kayakclub number 160"]
+    either = terms("kayakclub or chessteam")  # the newest three holding either word, oldest first
+    assert [f.content.rsplit(" ", 1)[-1] for f in mem.store.related_facts("ana", either, 3)] == ["80", "147", "160"]
+    assert [t.content.rsplit(" ", 1)[-1] for t in mem.store.fact_texts("ana", either, 3)] == ["80", "147", "160"]
+    mem.forget(found[1].id, user="ana")  # an archived fact is no longer related to anything
+    assert [f.content.rsplit(" ", 1)[-1] for f in mem.store.related_facts("ana", either, 3)] == ["67", "80", "147"]
     recent = mem.store.recent_facts("ana", 3)
     assert [f.content.rsplit(" ", 1)[-1] for f in recent] == ["197", "198", "199"]
 

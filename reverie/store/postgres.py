@@ -203,11 +203,6 @@ def query_lexemes(query_terms: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
 
 
-def tsquery_text(lexemes: Sequence[str]) -> str:
-    """An OR query of the lexemes (a tsquery literal: user text stays inert)."""
-    return " | ".join(_quote_lexeme(lex) for lex in lexemes)
-
-
 def bm25(parts: Iterable[tuple[int, int]], length: int, idf: Sequence[float], avgdl: float) -> float:
     """FTS5's bm25() of one row (k1 1.2, b 0.75): ``parts`` are (the query lexeme's index,
     its count in the row), added in the query's order as FTS5 adds its phrases; ``length``
@@ -464,8 +459,9 @@ def _term_index(conn: "Connection[Any]") -> None:
     (:meth:`PostgresStore.search`); and ``term_sizes``, each (user, kind, lexeme)'s number
     of items (BM25's document frequency) in one probe. Both are kept by triggers from the
     items' ``tsv``, so every write path (one row, a COPY, a delete of a whole user) keeps
-    them. The GIN indexes of episodes, notes and knowledge are dropped: nothing reads them
-    now (facts keep theirs: related facts and fact texts still match through it)."""
+    them. The GIN indexes are dropped: nothing reads them now (related facts, the learning
+    line's candidates for a new fact, read the newest facts sharing a term from ``terms``
+    too)."""
     # an archived fact is searched by nothing (its tsv empty, its tokens out of BM25's total), as put_fact writes it
     conn.execute("UPDATE fts_stats s SET tokens = s.tokens - d.tokens FROM (SELECT user_id, sum(doc_len) AS tokens "
                  "FROM facts WHERE status = 'archived' GROUP BY user_id) d WHERE s.user_id = d.user_id AND s.kind = 'fact'")
@@ -524,8 +520,7 @@ def _term_index(conn: "Connection[Any]") -> None:
         conn.execute(f"CREATE TRIGGER {table}_terms_changed AFTER UPDATE OF tsv, doc_len ON {table} FOR EACH ROW "
                      "WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv OR OLD.doc_len IS DISTINCT FROM NEW.doc_len) "
                      f"EXECUTE FUNCTION reverie_terms_changed('{code}')")
-        if kind != "fact":
-            conn.execute(f"DROP INDEX IF EXISTS {table}_fts")
+        conn.execute(f"DROP INDEX IF EXISTS {table}_fts")
     conn.execute("CREATE INDEX IF NOT EXISTS notes_user_pk ON notes (user_id, pk)")
 
 
@@ -1127,11 +1122,19 @@ class PostgresStore(Store):
             return []
         self._lock([user])
         rows = self._q(
-            f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %s AND tsv @@ %s::tsquery "
-            "AND status IN ('pending', 'consolidated') ORDER BY pk DESC LIMIT %s",
-            (user, tsquery_text(lexemes), limit),
+            f"SELECT {self._FACT_COLS} FROM facts WHERE user_id = %(user)s AND pk IN ({self._NEWEST_FACTS_SHARING}) "
+            "AND status IN ('pending', 'consolidated') ORDER BY pk",
+            {"user": user, "lex": lexemes, "limit": limit},
         )
-        return [self._fact(r) for r in reversed(rows)]
+        return [self._fact(r) for r in rows]
+
+    # the newest ``limit`` facts that hold any of the lexemes: within each lexeme's newest
+    # ``limit`` (a bounded read of ``terms`` each), as an archived fact holds no terms
+    _NEWEST_FACTS_SHARING = (
+        f"SELECT DISTINCT t.pk FROM unnest(%(lex)s::text[]) AS x(lexeme) CROSS JOIN LATERAL (SELECT t.pk FROM terms t "
+        f"WHERE t.user_id = %(user)s AND t.kind = {_KIND_CODE['fact']} AND t.lexeme = x.lexeme "
+        "ORDER BY t.pk DESC LIMIT %(limit)s) AS t ORDER BY t.pk DESC LIMIT %(limit)s"
+    )
 
     def recent_facts(self, user: str, limit: int) -> list[Fact]:
         self._lock([user])
@@ -1522,11 +1525,11 @@ class PostgresStore(Store):
         if not lexemes:
             return []
         rows = self._q(
-            f"SELECT id, {content}, category FROM facts WHERE user_id = %s AND tsv @@ %s::tsquery "
-            "AND status IN ('pending', 'consolidated') ORDER BY pk DESC LIMIT %s",
-            (user, tsquery_text(lexemes), limit),
+            f"SELECT id, {content}, category FROM facts WHERE user_id = %(user)s AND pk IN "
+            f"({self._NEWEST_FACTS_SHARING}) AND status IN ('pending', 'consolidated') ORDER BY pk",
+            {"user": user, "lex": lexemes, "limit": limit},
         )
-        return [FactText(*r) for r in reversed(rows)]
+        return [FactText(*r) for r in rows]
 
     def counts(self, user: str) -> dict[str, Any]:
         self._lock([user])
