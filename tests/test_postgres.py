@@ -269,7 +269,7 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 7
+        assert store.schema_version() == 8
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
@@ -283,7 +283,7 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 7
+        assert store.schema_version() == 8
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
@@ -368,7 +368,7 @@ def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
     mem = Memory(tmp_path / "home", background=False, store=pg_url)
     try:
         store = mem.store
-        assert store.schema_version() == 7
+        assert store.schema_version() == 8
         rows, expected, sizes, counted = terms_as_written(store)
         assert rows == expected and sizes == counted and len(rows) > 20
         assert store.search("ana", ["walk", "kyoto"], ["episode"], 10) == before
@@ -400,7 +400,7 @@ def test_a_schema_6_store_reads_its_strongest_facts_from_an_index_on_upgrade(tmp
     as_schema(pg_url, 6, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
               "ALTER TABLE facts DROP COLUMN confidence")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 7
+        assert store.schema_version() == 8
         assert [f.id for f in store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
         rows = dict(store._q("SELECT id, strength FROM facts"))
         assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
@@ -411,3 +411,31 @@ def test_a_schema_6_store_reads_its_strongest_facts_from_an_index_on_upgrade(tmp
                 "EXPLAIN SELECT strength, pk FROM facts WHERE user_id = 'ana' AND status = 'consolidated' "
                 "AND category = 'preference' ORDER BY strength DESC, pk LIMIT 5").fetchall())
         assert "facts_strength" in plan and "Sort" not in plan
+
+
+def test_a_schema_7_store_looks_up_a_searchs_best_from_the_index_alone_on_upgrade(tmp_path, pg_url):
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    try:
+        for day in range(1, 4):
+            say(mem, f"Day {day}: walked the dog by the Kamo river", DAY.replace(day=day))
+        before = mem.store.search("ana", ["walk", "river"], ["episode"], 10)
+    finally:
+        mem.close()
+    assert len(before) == 3
+    # as schema 7 left them: (user_id, pk) alone
+    as_schema(pg_url, 7, *(f"DROP INDEX {t}_user_pk" for t in ("episodes", "facts", "notes", "knowledge")),
+              *(f"CREATE INDEX {t}_user_pk ON {t} (user_id, pk)" for t in ("episodes", "facts", "notes", "knowledge")))
+    with closing(PostgresStore(pg_url)) as store:
+        assert store.schema_version() == 8
+        assert store.search("ana", ["walk", "river"], ["episode"], 10) == before
+        indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"))
+        assert "INCLUDE (id, status, archived)" in indexes["episodes_user_pk"]
+        assert "INCLUDE (id, status)" in indexes["facts_user_pk"] and "INCLUDE (id)" in indexes["notes_user_pk"]
+        store._do("VACUUM episodes")  # what autovacuum does: the pages all visible, the index read alone
+        with store.transaction(), store._connection() as conn:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            plan = " ".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT m.pk, m.id FROM episodes m WHERE m.user_id = 'ana' AND m.pk = ANY(ARRAY[1, 2]::bigint[]) "
+                "AND m.status = 'completed' AND NOT m.archived").fetchall())
+        assert "Index Only Scan using episodes_user_pk" in plan

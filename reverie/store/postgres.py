@@ -443,7 +443,22 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     UPDATE facts SET confidence = coalesce((body::json ->> 'confidence')::float8, 0),
         strength = coalesce((body::json ->> 'confidence')::float8, 0) + 0.1 * ln((1 + uses)::float8)
     """,
+    # 8: a search's best matches are looked up by (user_id, pk) for their ids and whether
+    # recall may deliver them: from the index alone, not from rows scattered over the table
+    # (at 100k a batch of 120 episodes read as many pages: 4.6 ms a recall)
+    lambda conn: _live_lookups(conn),
 ]
+
+
+def _live_lookups(conn: "Connection[Any]") -> None:
+    """8: each kind's (user_id, pk) index also holds the id and the columns of
+    ``_SEARCH_OK`` (built anew under its old name)."""
+    for kind, table in _TABLE.items():
+        held = {"episode": "id, status, archived", "fact": "id, status"}.get(kind, "id")
+        conn.execute(f"DROP INDEX IF EXISTS {table}_user_pk_live")
+        conn.execute(f"CREATE INDEX {table}_user_pk_live ON {table} (user_id, pk) INCLUDE ({held})")
+        conn.execute(f"DROP INDEX IF EXISTS {table}_user_pk")
+        conn.execute(f"ALTER INDEX {table}_user_pk_live RENAME TO {table}_user_pk")
 
 # what else a use moves (the SET clause reads the row as it was: uses + %s is the new count)
 _STRONGER = {"episode": "", "fact": ", strength = confidence + 0.1 * ln((1 + uses + %s)::float8)"}
