@@ -4,7 +4,9 @@ small run (a few hundred episodes, a handful of recalls, a tiny LoCoMo conversat
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -156,6 +158,49 @@ def test_cli_prints_json_and_a_table(runs):
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.output
     assert "recall p95" in table.stdout and "peak RSS" in table.stdout
+
+
+
+def test_cli_runs_the_old_memory_check_on_its_own(runs, locomo_dir):
+    cache, _, _ = runs
+    args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution",
+            "--locomo", str(locomo_dir), "--old-memories", "40"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "Old memories" in result.stdout and "40 newer episodes" in result.stdout
+    assert "dilution check skipped" in result.stdout and "tiny" in result.stdout
+
+
+
+def test_old_memory_check_asks_the_conversation_beneath_newer_episodes(runs, locomo_dir, tmp_path):
+    from reverie.bench.scale import old_memories
+
+    cache, first, _ = runs
+    cases = load_locomo(locomo_dir)
+    report = run_scale([EPISODES], cache=cache, recalls=5, cases=cases, old=120, dilute=False).as_dict()
+    assert report["dilution"] is None and "old_memories_skipped" not in report
+    old = report["old_memories"]
+    assert old["newer_episodes"] == 120 and old["budget"] == 500
+    (row,) = old["conversations"]
+    assert row["conversation"] == "tiny" and row["questions"] == first["dilution"]["conversations"][0]["questions"]
+    # alone, the conversation recalls as in the dilution check; beneath newer talk, a share of that
+    assert row["empty"] == first["dilution"]["conversations"][0]["empty"]
+    assert 0 <= row["diluted"] <= 1 and row["difference"] == pytest.approx(row["diluted"] - row["empty"], abs=1e-3)
+    assert old["all_questions"]["questions"] == row["questions"]
+    assert sorted(p.name for p in cache.iterdir()) == [f"episodes-{EPISODES}"]  # built in a temporary home
+
+    # the conversation is the oldest memory: every synthetic episode was stored after its turns
+    home = tmp_path / "old"
+    old_memories(cases, 60, home=home)
+    with closing(sqlite3.connect(home / "reverie.db")) as db:
+        rows = db.execute("SELECT thread, pk FROM episodes WHERE user = ?", (USER,)).fetchall()
+    mine = [pk for thread, pk in rows if thread == "tiny"]
+    newer = [pk for thread, pk in rows if thread != "tiny"]
+    assert mine and len(newer) == 60 and max(mine) < min(newer)
+
+    # asked for without conversations, the check says why it was not made
+    bare = run_scale([EPISODES], cache=cache, recalls=5, old=50).as_dict()
+    assert bare["old_memories"] is None and bare["old_memories_skipped"]
 
 
 def test_cli_reads_sizes_with_suffixes_and_refuses_nonsense(tmp_path):

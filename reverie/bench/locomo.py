@@ -331,9 +331,18 @@ def run_case(
 ) -> CaseRecall:
     """Ingest ``case`` into ``user`` of an open memory (which may hold anything else already),
     then ask its questions at each budget, read-only, the way :func:`run_locomo` does."""
+    turns, seconds = ingest_case(mem, user, case, group=group)
+    return ask_case(mem, user, case, budgets=budgets, turns=turns, ingest_seconds=seconds)
+
+
+def ask_case(
+    mem: Memory, user: str, case: LocomoCase, *, budgets: Sequence[int] = BUDGETS, turns: int = 0,
+    ingest_seconds: float = 0.0,
+) -> CaseRecall:
+    """Ask ``case``'s questions of a memory that already holds the conversation (ingested
+    into ``user``, whatever came before or after it), at each budget, read-only."""
     budgets = sorted(set(budgets))
     tally = _Tally(budgets)
-    turns, seconds = ingest_case(mem, user, case, group=group)
     at = case.ask_at()
     for q in case.questions:
         for budget in budgets:
@@ -344,7 +353,7 @@ def run_case(
                 [i for item in result.items for i in item.source_ids],
             )
     figures = tally.figures()
-    return CaseRecall(turns, seconds, figures.recall_at_budget, figures.held_at_budget, len(case.questions))
+    return CaseRecall(turns, ingest_seconds, figures.recall_at_budget, figures.held_at_budget, len(case.questions))
 
 
 def _ask(mem: Memory, user: str, q: Question, at: datetime, budgets: Sequence[int], tally: _Tally) -> None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.bench.child import finish_child, run_child, start_child
-from reverie.bench.locomo import LocomoCase, percentile, run_case
+from reverie.bench.locomo import LocomoCase, ask_case, ingest_case, percentile, run_case
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
@@ -1104,12 +1104,30 @@ class DilutionRow:
                 "difference": round(self.diluted - self.empty, 4)}
 
 
+def _rows_dict(rows: Sequence[DilutionRow]) -> dict[str, Any]:
+    """Each conversation's row, and every question weighed once, as `reverie bench locomo` does."""
+    n = sum(r.questions for r in rows) or 1
+    empty = sum(r.empty * r.questions for r in rows) / n
+    diluted = sum(r.diluted * r.questions for r in rows) / n
+    return {
+        "budget": BUDGET,
+        "conversations": [r.as_dict() for r in rows],
+        "all_questions": {"questions": n, "empty": round(empty, 4), "diluted": round(diluted, 4),
+                          "difference": round(diluted - empty, 4)},
+    }
+
+
 @dataclass
 class ScaleReport:
     sizes: list[SizeReport]
     dilution: list[DilutionRow] = field(default_factory=list)
     dilution_episodes: int = 0  # the store the conversations were diluted in
     dilution_skipped: str = ""  # why there is no dilution check
+    # the old-memory check: each conversation ingested first, `old_newer` episodes on top
+    # ("diluted" in its rows: beneath them)
+    old: list[DilutionRow] = field(default_factory=list)
+    old_newer: int = 0
+    old_skipped: str = ""  # why an old-memory check asked for was not made
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -1124,20 +1142,15 @@ class ScaleReport:
             "cpus": os.cpu_count(),
             "sizes": [s.as_dict() for s in self.sizes],
             "dilution": None,
+            "old_memories": None,
             "seconds": round(self.seconds, 1),
         }
+        if self.old:
+            out["old_memories"] = {"newer_episodes": self.old_newer, **_rows_dict(self.old)}
+        elif self.old_skipped:
+            out["old_memories_skipped"] = self.old_skipped
         if self.dilution:
-            # over every question, as `reverie bench locomo` reports it
-            n = sum(r.questions for r in self.dilution) or 1
-            empty = sum(r.empty * r.questions for r in self.dilution) / n
-            diluted = sum(r.diluted * r.questions for r in self.dilution) / n
-            out["dilution"] = {
-                "store_episodes": self.dilution_episodes,
-                "budget": BUDGET,
-                "conversations": [r.as_dict() for r in self.dilution],
-                "all_questions": {"questions": n, "empty": round(empty, 4), "diluted": round(diluted, 4),
-                                  "difference": round(diluted - empty, 4)},
-            }
+            out["dilution"] = {"store_episodes": self.dilution_episodes, **_rows_dict(self.dilution)}
         elif self.dilution_skipped:
             out["dilution_skipped"] = self.dilution_skipped
         return out
@@ -1196,6 +1209,36 @@ def dilution(home: Path, cases: Sequence[LocomoCase], *, on_step: Callable[[str]
     return rows
 
 
+def old_memories(
+    cases: Sequence[LocomoCase], newer: int, *, empty: dict[str, float] | None = None,
+    on_step: Callable[[str], None] | None = None, home: Path | None = None,
+) -> list[DilutionRow]:
+    """Each case's evidence recall at :data:`BUDGET` when the conversations are the oldest
+    memories of :data:`USER`, with ``newer`` synthetic episodes ingested after them, against
+    the conversation alone in an empty store (``empty``: figures already measured, by name).
+
+    The dilution check ingests a conversation last, so that its turns are the newest matches
+    of any word and always inside a search's window of newest matches; here they lie beneath
+    everything said since, as a user's old memories do. Built each run, in a temporary home
+    (or in ``home``, which must not exist, and is kept)."""
+    step = on_step or (lambda label: None)
+    known = dict(empty or {})
+    with tempfile.TemporaryDirectory(prefix="reverie-scale-") as tmp:
+        for case in cases:
+            if case.name not in known:
+                with Memory(Path(tmp) / f"empty-{len(known)}", background=False, engine=ENGINE) as mem:
+                    known[case.name] = run_case(mem, USER, case, budgets=(BUDGET,)).recall_at_budget[BUDGET]
+                step(f"{case.name}: empty store")
+        with Memory(home or Path(tmp) / "old", background=False, engine=ENGINE) as mem:
+            turns = {case.name: ingest_case(mem, USER, case)[0] for case in cases}
+            step(f"conversations ingested; {newer:,} newer episodes on top")
+            _build_user(mem, ConversationGenerator(newer), USER)
+            beneath = {case.name: ask_case(mem, USER, case, budgets=(BUDGET,)).recall_at_budget[BUDGET]
+                       for case in cases}
+            step("old memories asked")
+    return [DilutionRow(c.name, len(c.questions), turns[c.name], known[c.name], beneath[c.name]) for c in cases]
+
+
 def run_scale(
     sizes: Sequence[int] = SIZES,
     *,
@@ -1208,13 +1251,17 @@ def run_scale(
     postgres: str | None = None,
     others: int = 0,
     each: int = OTHER_EPISODES,
+    old: int = 0,
+    dilute: bool = True,
 ) -> ScaleReport:
     """Build (or reuse) a store per size under ``cache`` and measure it; then the dilution check
     of ``cases`` against the largest one-user store. ``on_build(size, episodes_done, episodes)``
     reports a build's progress, ``on_step(label)`` each measuring step. ``postgres`` (a server
     URL): every size also on PostgreSQL, side by side with SQLite (a schema per size, kept).
     ``others``: the largest size is a shared store, ``others`` users of ``each`` episodes
-    beside the measured user, who holds the rest."""
+    beside the measured user, who holds the rest. ``old``: the old-memory check of ``cases``
+    beneath that many newer episodes (:func:`old_memories`; 0 skips it); ``dilute=False``
+    skips the dilution check (the cases serve the old-memory check alone)."""
     if postgres is not None and not is_postgres_url(postgres):
         raise InvalidInput("the scale benchmark sets SQLite beside a PostgreSQL server: the store must be a "
                            "postgresql:// URL", field="store")
@@ -1222,6 +1269,8 @@ def run_scale(
         raise InvalidInput("sizes must be positive episode counts", field="episodes")
     if recalls <= 0:
         raise InvalidInput("recalls must be positive", field="recalls")
+    if old < 0:
+        raise InvalidInput("old must be a number of newer episodes, 0 or more", field="old_memories")
     _measured(max(sizes), others, each)
     step = on_step or (lambda label: None)
     root = Path(cache).expanduser()
@@ -1246,7 +1295,9 @@ def run_scale(
             step(f"{label}: {recalls} recalls on PostgreSQL")
             reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
     report = ScaleReport(reports)
-    if cases and homes:
+    if not dilute:
+        report.dilution_skipped = "not asked for (--no-dilution)"
+    elif cases and homes:
         largest = max(homes)
         report.dilution = dilution(homes[largest], cases, on_step=step)
         report.dilution_episodes = largest
@@ -1254,5 +1305,10 @@ def run_scale(
         report.dilution_skipped = "no one-user store in this run (the shared store is not copied for it)"
     else:
         report.dilution_skipped = "no LoCoMo conversations given"
+    if cases and old:
+        alone = {r.conversation: r.empty for r in report.dilution}
+        report.old, report.old_newer = old_memories(cases, old, empty=alone, on_step=step), old
+    elif old:
+        report.old_skipped = "no LoCoMo conversations given"
     report.seconds = time.perf_counter() - started
     return report

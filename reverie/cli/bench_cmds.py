@@ -118,6 +118,12 @@ def scale(
                      f"{OTHER_EPISODES:,} episodes each beside the measured user, who holds the rest "
                      "(--episodes 10k,100k,1m --others 800: a heavy user of 200k among 800 users)."),
     ] = 0,
+    old_memories: Annotated[
+        int,
+        typer.Option("--old-memories", min=0, help="Also the old-memory check: the LoCoMo conversations ingested "
+                     "first, this many newer synthetic episodes on top, then their questions (0 skips it; "
+                     "30000 takes a few minutes)."),
+    ] = 0,
     as_json: Json = False,
 ) -> None:
     """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size.
@@ -126,7 +132,7 @@ def scale(
     sizes = _sizes(episodes)
     with fail_cleanly():
         cases = []
-        if not no_dilution:
+        if not no_dilution or old_memories:
             folder = locomo if locomo is not None else (LOCOMO_DEFAULT if LOCOMO_DEFAULT.is_dir() else None)
             if folder is not None:
                 cases = load_locomo(folder)
@@ -145,7 +151,7 @@ def scale(
             report = run_scale(
                 sizes, cache=cache, recalls=recalls, cases=cases, rebuild=rebuild, on_build=on_build,
                 on_step=lambda label: progress.update(status, description=label), postgres=chosen_store(),
-                others=others,
+                others=others, old=old_memories, dilute=not no_dilution,
             )
     if as_json:
         emit_json(report.as_dict())
@@ -270,23 +276,29 @@ def _print_scale(report: ScaleReport) -> None:
     console.print(table)
     console.print(f"{sizes[0]['recalls']} recalls per size, about half about things the store holds; "
                   "ingest figures of a cached store are those recorded when it was built", style="dim")
-    dilution = data["dilution"]
+    dilution, old = data["dilution"], data["old_memories"]
     if dilution is None:
         console.print(f"dilution check skipped: {data.get('dilution_skipped') or 'no LoCoMo folder'}", style="dim")
-        console.print(f"run took {data['seconds']:.0f} s", style="dim")
-        return
-    table = Table(title=f"Dilution: LoCoMo evidence recall @ {dilution['budget']} tokens, "
-                        f"alone vs beside {dilution['store_episodes']:,} episodes (same user)")
-    for col in ("conversation", "questions", "empty store", "diluted", "difference"):
+    else:
+        _print_rows(dilution, f"Dilution: LoCoMo evidence recall @ {dilution['budget']} tokens, "
+                              f"alone vs beside {dilution['store_episodes']:,} episodes (same user)", "diluted")
+    if data.get("old_memories_skipped"):
+        console.print(f"old-memory check skipped: {data['old_memories_skipped']}", style="dim")
+    if old is not None:
+        _print_rows(old, f"Old memories: LoCoMo evidence recall @ {old['budget']} tokens, alone vs ingested first "
+                         f"with {old['newer_episodes']:,} newer episodes on top (same user)", "beneath")
+    console.print(f"run took {data['seconds']:.0f} s", style="dim")
+
+
+def _print_rows(check: dict[str, Any], title: str, label: str) -> None:
+    """One table of a quality check: each conversation alone and in the large store."""
+    table = Table(title=title)
+    for col in ("conversation", "questions", "empty store", label, "difference"):
         table.add_column(col, justify="left" if col == "conversation" else "right")
-    for row in dilution["conversations"]:
+    for row in [*check["conversations"], {"conversation": "all questions", **check["all_questions"]}]:
         table.add_row(row["conversation"], str(row["questions"]), f"{row['empty']:.3f}", f"{row['diluted']:.3f}",
                       f"{row['difference']:+.3f}")
-    every = dilution["all_questions"]
-    table.add_row("all questions", str(every["questions"]), f"{every['empty']:.3f}", f"{every['diluted']:.3f}",
-                  f"{every['difference']:+.3f}")
     console.print(table)
-    console.print(f"run took {data['seconds']:.0f} s", style="dim")
 
 
 def _budgets(values: list[str] | None) -> list[int]:
