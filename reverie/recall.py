@@ -434,11 +434,13 @@ class Recaller:
         background: list[_Scored[Fact]], perception: Perception, budget: int, query: frozenset[str],
     ) -> tuple[list[RecallItem], str, int]:
         out = _Block(budget)
-        said = " ".join(section.summary for section in profile.sections().values()).casefold()
-        scored = [s for s in scored if not (isinstance(s.item, Fact) and s.item.content.casefold() in said)]
-        for name, section in profile.sections().items():
+        sections = profile.sections()
+        said = " ".join(section.summary for section in sections.values()).casefold()
+        profile_held = _profile_holds(said)
+        scored = [s for s in scored if not (isinstance(s.item, Fact) and _said_in(s.item.content, said, profile_held))]
+        for name, section in sections.items():
             if section.summary.strip():
-                out.add_line(RecallItem("profile", name, f"{PROFILE_LABELS[name]}: {escape(section.summary)}", 1.0, depth="profile"))
+                out.add_line(RecallItem("profile", name, _profile_text(PROFILE_LABELS[name], section.summary), 1.0, depth="profile"))
         correction_budget = int(budget * self.ctx.settings.correction_budget_share)
         all_corrections = corrections + [b for b in background if b.category == "correction"]
         for c in all_corrections:
@@ -580,6 +582,32 @@ def _min_line_tokens() -> int:
     the block (one character of text): with fewer tokens left, nothing more can be added."""
     shortest = ("- [x 0x] a", "- [2000-01-01] a", "- [knowledge] a: ")
     return min(count_tokens(line) + 1 for line in shortest)
+
+
+# a profile can be long (a summary of tens of thousands of characters): recall after recall
+# its lines and whether it already says a fact are the same, so they are worked out once
+_PROFILE_HELD_FACTS = 8192
+
+
+@lru_cache(maxsize=8)
+def _profile_holds(said: str) -> dict[str, bool]:
+    """For one profile's text (lower-cased): fact content -> whether the profile says it."""
+    return {}
+
+
+def _said_in(content: str, said: str, held: dict[str, bool]) -> bool:
+    """``content.casefold() in said``, remembered in ``held`` (the map of that ``said``)."""
+    known = held.get(content)
+    if known is None:
+        if len(held) >= _PROFILE_HELD_FACTS:
+            held.clear()
+        known = held[content] = content.casefold() in said
+    return known
+
+
+@lru_cache(maxsize=64)
+def _profile_text(label: str, summary: str) -> str:
+    return f"{label}: {escape(summary)}"
 
 
 _LINE_MARK = re.compile(r"^\[[^\]]*\]\s*")  # "[2023-05-08] ", "[preference 3x] ", "[knowledge] "

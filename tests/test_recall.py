@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from reverie import recall
 from reverie.tokens import count_tokens
 
 NOW = datetime(2024, 1, 10, 12, 0, tzinfo=timezone.utc)
@@ -369,3 +370,19 @@ def test_recall_threads_defaults_to_one_on_sqlite_and_four_on_postgresql(mem):
     # a PostgreSQL recall also waits on the server, so a few overlap
     assert mem.settings.recall_threads is None
     assert mem.recaller._gate._value == (4 if mem.store.shared else 1)
+
+
+def test_profile_checks_remembered_per_profile_text():
+    """Whether a profile says a fact is remembered for that profile's text only: another
+    profile (an edit) asks again, and the remembered answer is the plain substring test."""
+    said = "ana works as a nurse in lyon"
+    held = recall._profile_holds(said)
+    assert recall._said_in("Works as a NURSE", said, held) is True
+    assert recall._said_in("Lives in Paris", said, held) is False
+    assert recall._said_in("Works as a NURSE", said, held) is True  # remembered
+    edited = "ana lives in paris"
+    other = recall._profile_holds(edited)
+    assert other is not held
+    assert recall._said_in("Works as a NURSE", edited, other) is False
+    assert recall._said_in("Lives in Paris", edited, other) is True
+    assert recall._profile_text("Work", "a  b\nc <x>") == "Work: a b c &lt;x&gt;"
