@@ -71,6 +71,9 @@ BACKGROUND_SLACK = 16
 KIND_NORM_FLOOR = 0.5
 # how much of a text match's score rests on the share of the query it holds (see _cover)
 COVERAGE_WEIGHT = 0.5
+# a text match that holds none of the names a query asks about ("Which cities has Jon
+# visited?") keeps this share of its score: another person's city is not Jon's (see _cover)
+NAME_MISS = 0.5
 MAX_QUERY_TAGS = 4
 NEIGHBOUR_EPISODES = 5
 NEIGHBOUR_WEIGHT = 0.6
@@ -212,7 +215,7 @@ class Recaller:
         query_terms = terms(query)
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
         candidates, matched = self._match(user, query_terms, perception, loaded)
-        scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms)
+        scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, names_in(query))
         profile = self.store.get_profile(user)
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent, budget)
@@ -307,6 +310,7 @@ class Recaller:
     def _score(
         self, user: str, candidates: dict[tuple[str, str], _Candidate], perception: Perception, now: datetime,
         thread: str | None, agent: str | None, loaded: dict[str, Episode], query_terms: list[str],
+        names: frozenset[str] = frozenset(),
     ) -> list[_Scored[_Item]]:
         by_kind: dict[str, list[_Candidate]] = {}
         for cand in candidates.values():
@@ -325,7 +329,7 @@ class Recaller:
         for kind, cands in by_kind.items():
             items = loaders[kind]([c.id for c in cands])
             pool += [(items[c.id], c) for c in cands if c.id in items and items[c.id].user == user]
-        _cover(self.store, user, query_terms, [cand for _, cand in pool])
+        _cover(self.store, user, query_terms, [cand for _, cand in pool], names)
         scored: list[_Scored[_Item]] = []
         for item, cand in pool:
             s = self._score_one(cand.kind, item, cand, perception, now, thread, agent)
@@ -738,12 +742,29 @@ def _time_fit(when: datetime | None, perception: Perception, now: datetime, *, e
     return {"recency": math.exp(-DECAY * days)}
 
 
-def _cover(store: Store, user: str, query_terms: list[str], pool: list[_Candidate]) -> None:
+# a capitalized word inside a sentence (not its first word): a name the query asks about
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
+
+
+def names_in(query: str) -> frozenset[str]:
+    """The terms of the names a query asks about: its capitalized words other than a
+    sentence's first ("Which cities has Jon visited?" -> jon). Stopwords ("May", "I") drop
+    out as terms; a query in a script without capitals names none."""
+    return frozenset(t for m in _NAME.finditer(query.strip()) for t in terms(m.group(0)))
+
+
+def _cover(
+    store: Store, user: str, query_terms: list[str], pool: list[_Candidate], names: frozenset[str] = frozenset(),
+) -> None:
     """Scale each text match by how much of the query it holds, each query word weighed by
     how few of the matched items hold it: within the pool full text found, a word most of
     them share (the name of the person a conversation is about) tells them apart little,
     however rare it is in the whole store. BM25's idf is the store's; this is the pool's,
-    so a large store of other talk does not change which of the matches best fits."""
+    so a large store of other talk does not change which of the matches best fits.
+
+    A match that holds none of the query's ``names`` keeps NAME_MISS of its score: in a
+    large store, other people's talk shares the query's common words ("city") but not
+    the name it asks about."""
     # a query term is held when each of its full-text tokens is (a term is mostly one token)
     wanted = {t: tokens for t in dict.fromkeys(query_terms) if (tokens := fts_tokens(t))}
     matched: dict[str, list[_Candidate]] = {}
@@ -763,6 +784,9 @@ def _cover(store: Store, user: str, query_terms: list[str], pool: list[_Candidat
     total = sum(weights.values())
     if total <= 0:
         return
+    named = names & wanted.keys()
     for cand, has in holds:
         share = sum(w for t, w in weights.items() if t in has) / total
         cand.text_score *= 1 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * share
+        if named and not named & has:
+            cand.text_score *= NAME_MISS

@@ -386,3 +386,39 @@ def test_profile_checks_remembered_per_profile_text():
     assert recall._said_in("Works as a NURSE", edited, other) is False
     assert recall._said_in("Lives in Paris", edited, other) is True
     assert recall._profile_text("Work", "a  b\nc <x>") == "Work: a b c &lt;x&gt;"
+
+
+def test_a_match_that_misses_the_name_asked_about_ranks_below_one_that_holds_it(bmem):
+    # other people's talk shares the query's common words ("city", "visited"), not the name
+    # it asks about: Jon's one line about a city gains on Maya's, which full text ranked higher
+    from reverie.recall import NAME_MISS, _Candidate, _cover, names_in
+    from reverie.text import terms
+
+    def said(text):
+        return bmem.add([{"role": "user", "content": text}], user="u", thread="t", at=NOW)[0]
+
+    maya = [said(f"Maya visited Quebec City {when}") for when in ("in May", "last spring", "with Theo")]
+    jon = said("Jon walked around the city of Rome all day")
+    query = "Which cities has Jon visited?"
+
+    def covered(names):
+        cands = [_Candidate("episode", e.id, text_score=1.0) for e in maya] + [_Candidate("episode", jon.id, text_score=0.7)]
+        _cover(bmem.store, "u", terms(query), cands, names)
+        return [c.text_score for c in cands]
+
+    *without, jon_without = covered(frozenset())
+    assert min(without) > jon_without  # the shared words alone keep Maya's lines ahead
+    *named, jon_named = covered(names_in(query))
+    assert max(named) < jon_named
+    assert jon_named == pytest.approx(jon_without)  # the line that holds the name keeps its score
+    assert named == pytest.approx([s * NAME_MISS for s in without])
+
+
+def test_the_names_a_query_asks_about_are_its_capitalized_words_inside_a_sentence():
+    from reverie.recall import names_in
+
+    assert names_in("Which cities has Jon visited?") == {"jon"}
+    assert names_in("When did Melanie paint a sunrise? And Caroline?") == {"melanie", "caroline"}
+    assert names_in("Who did Maria have dinner with on May 3, 2023?") == {"maria"}  # "may" is a stopword
+    assert names_in("what did i say about the trip?") == frozenset()
+    assert names_in("上周我们去了哪里？") == frozenset()
