@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from reverie import Memory
 from reverie.facts import FULL_SCAN_FACTS
 from reverie.models import Fact, Provenance
@@ -245,6 +247,28 @@ def test_search_past_the_window_keeps_old_memories_named_by_a_rare_word(bmem, mo
     numbers = [int(mem.episode(h.id).messages[0].content.split("number ")[1].split()[0]) for h in windowed[1:]]
     assert all(n >= 20 for n in numbers), numbers
 
+
+def test_an_old_memory_a_rare_word_finds_is_ranked_by_every_query_word_it_holds(bmem, monkeypatch):
+    # past the window the newest "trip" stories leave out the old ones; "quokka" finds them
+    # again, and the one that says "trip" too scores as it would with every match ranked
+    from reverie.store import postgres, sqlite
+
+    mem = bmem
+    both = mem.add([{"speaker": "Ana", "content": "Our trip to the quokka island was the best trip"}], user="ana",
+                   thread="t", group="message")[0]
+    rare = mem.add([{"speaker": "Ana", "content": "A quokka smiled at me on the ferry"}], user="ana",
+                   thread="t", group="message")[0]
+    mem.add([{"speaker": "Ana", "content": f"Another trip story number {i} about the weather"} for i in range(30)]
+            + [{"speaker": "Ana", "content": f"Weather report number {i}, rain again"} for i in range(60)],
+            user="ana", thread="t", group="message")
+    query = terms("trip to see the quokka")
+    full = {h.id: h.score for h in mem.store.search("ana", query, ["episode"], 40)}
+    for store in (sqlite, postgres):
+        monkeypatch.setattr(store, "SEARCH_WINDOW", 10)  # 30 newer episodes say "trip": past the window
+    windowed = {h.id: h.score for h in mem.store.search("ana", query, ["episode"], 5)}
+    assert windowed[both.id] == pytest.approx(full[both.id], rel=1e-9)
+    assert windowed[rare.id] == pytest.approx(full[rare.id], rel=1e-9)
+    assert sorted(windowed, key=windowed.__getitem__)[-2:] == sorted([both.id, rare.id], key=full.__getitem__)
 
 def test_search_looks_up_the_windows_best_until_enough_are_the_users_live_rows(mem):
     # bob holds most facts, so his search reads the index without naming him: the best

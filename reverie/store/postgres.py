@@ -1325,13 +1325,36 @@ class PostgresStore(Store):
             ranked = {pk: bm25(rows[pk][1], rows[pk][0], idf, avgdl) for pk in window}
             if len(window) >= SEARCH_WINDOW:
                 rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
-                for pk, (length, parts) in rows.items() if rare else ():
-                    mine = [part for part in parts if part[0] in rare]
-                    if mine:
-                        score = bm25(mine, length, idf, avgdl)
-                        ranked[pk] = max(score, ranked.get(pk, score))
+                held = [pk for pk, (_, parts) in rows.items() if any(part[0] in rare for part in parts)]
+                self._complete(user, code, lexemes, rare, rows, set(held) - set(window))
+                for pk in held:
+                    # ranked by every query word it holds, as the window is
+                    score = bm25(rows[pk][1], rows[pk][0], idf, avgdl)
+                    ranked[pk] = max(score, ranked.get(pk, score))
             out += self._live_best(kind, user, ranked, limit)
         return out
+
+    # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count)
+    _COUNTS = (
+        "SELECT x.i, t.pk, t.tf FROM unnest(%(lex)s::text[]) WITH ORDINALITY AS x(lexeme, i) JOIN terms t "
+        "ON t.user_id = %(user)s AND t.kind = %(code)s AND t.lexeme = x.lexeme AND t.pk = ANY(%(pks)s)"
+    )
+
+    def _complete(
+        self, user: str, code: int, lexemes: list[str], rare: set[int],
+        rows: dict[int, tuple[int, list[tuple[int, int]]]], pks: set[int],
+    ) -> None:
+        """The other query lexemes' counts in rows a rare lexeme found outside the window: a
+        common lexeme's newest matches, read for the window, stop short of an old row."""
+        others = [i for i in range(len(lexemes)) if i not in rare]
+        if not pks or not others:
+            return
+        params = {"user": user, "code": code, "lex": [lexemes[i] for i in others], "pks": sorted(pks)}
+        for i, pk, tf in self._q(self._COUNTS, params):
+            parts = rows[pk][1]
+            lexeme = others[i - 1]
+            if all(part[0] != lexeme for part in parts):
+                parts.append((lexeme, tf))
 
     def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[Hit]:
         """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
