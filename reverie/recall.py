@@ -762,9 +762,9 @@ def _cover(
     however rare it is in the whole store. BM25's idf is the store's; this is the pool's,
     so a large store of other talk does not change which of the matches best fits.
 
-    A match that holds none of the query's ``names`` keeps NAME_MISS of its score: in a
-    large store, other people's talk shares the query's common words ("city") but not
-    the name it asks about."""
+    A match that holds none of the query's ``names`` (of those some match holds) keeps
+    NAME_MISS of its score: in a large store, other people's talk shares the query's common
+    words ("city") but not the name it asks about."""
     # a query term is held when each of its full-text tokens is (a term is mostly one token)
     wanted = {t: tokens for t in dict.fromkeys(query_terms) if (tokens := fts_tokens(t))}
     matched: dict[str, list[_Candidate]] = {}
@@ -784,7 +784,7 @@ def _cover(
     total = sum(weights.values())
     if total <= 0:
         return
-    named = names & wanted.keys()
+    named = {t for t in names & wanted.keys() if held[t]}  # a name no match holds tells none apart
     for cand, has in holds:
         share = sum(w for t, w in weights.items() if t in has) / total
         cand.text_score *= 1 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * share

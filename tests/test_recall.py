@@ -401,9 +401,9 @@ def test_a_match_that_misses_the_name_asked_about_ranks_below_one_that_holds_it(
     jon = said("Jon walked around the city of Rome all day")
     query = "Which cities has Jon visited?"
 
-    def covered(names):
+    def covered(names, asked=query):
         cands = [_Candidate("episode", e.id, text_score=1.0) for e in maya] + [_Candidate("episode", jon.id, text_score=0.7)]
-        _cover(bmem.store, "u", terms(query), cands, names)
+        _cover(bmem.store, "u", terms(asked), cands, names)
         return [c.text_score for c in cands]
 
     *without, jon_without = covered(frozenset())
@@ -412,6 +412,9 @@ def test_a_match_that_misses_the_name_asked_about_ranks_below_one_that_holds_it(
     assert max(named) < jon_named
     assert jon_named == pytest.approx(jon_without)  # the line that holds the name keeps its score
     assert named == pytest.approx([s * NAME_MISS for s in without])
+    # a name that no match holds tells none of them apart: it changes nothing
+    stranger = "Which cities has Jean visited?"
+    assert covered(names_in(stranger), stranger) == pytest.approx(covered(frozenset(), stranger))
 
 
 def test_the_names_a_query_asks_about_are_its_capitalized_words_inside_a_sentence():
