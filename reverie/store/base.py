@@ -34,6 +34,11 @@ from reverie.models import (
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
+# the kinds whose rows a rare query word finds past the search window are ranked by every
+# query word they hold, as the window's are: an old memory keeps what its other words add.
+# Not daily notes: a day's note holds most words, the read cost 5 ms a recall at 1M
+# episodes, and the old-memory check (`bench scale --old-memories`) gained nothing from it
+EVERY_WORD_PAST_WINDOW = frozenset({"episode", "fact", "knowledge"})
 # how a page of facts may be ordered (each descending, newest first on ties)
 FACT_ORDERS: tuple[str, ...] = ("uses", "recent", "last_used", "confidence")
 _T = TypeVar("_T")

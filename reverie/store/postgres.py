@@ -60,6 +60,7 @@ from reverie.models import (
     as_utc,
 )
 from reverie.store.base import (
+    EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
     ApiKey,
     DreamRun,
@@ -1326,10 +1327,13 @@ class PostgresStore(Store):
             if len(window) >= SEARCH_WINDOW:
                 rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
                 held = [pk for pk, (_, parts) in rows.items() if any(part[0] in rare for part in parts)]
-                self._complete(user, code, lexemes, rare, rows, set(held) - set(window))
+                every = kind in EVERY_WORD_PAST_WINDOW
+                if every:
+                    self._complete(user, code, lexemes, rare, rows, set(held) - set(window))
                 for pk in held:
-                    # ranked by every query word it holds, as the window is
-                    score = bm25(rows[pk][1], rows[pk][0], idf, avgdl)
+                    # ranked by every query word it holds, as the window is (else by the rare ones)
+                    parts = rows[pk][1] if every else [part for part in rows[pk][1] if part[0] in rare]
+                    score = bm25(parts, rows[pk][0], idf, avgdl)
                     ranked[pk] = max(score, ranked.get(pk, score))
             out += self._live_best(kind, user, ranked, limit)
         return out

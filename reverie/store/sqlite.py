@@ -33,6 +33,7 @@ from reverie.models import (
     as_utc,
 )
 from reverie.store.base import (
+    EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
     ITEM_KINDS,
     ApiKey,
@@ -976,7 +977,7 @@ class SQLiteStore(Store):
                 also = self._ranks(f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?",
                                    (owned(fts_query(rare), owner),))
                 rest = [t for t in dict.fromkeys(query_terms) if t and t not in rare]
-                if rest:
+                if rest and kind in EVERY_WORD_PAST_WINDOW:
                     # those that hold other query words too are ranked by every word, as the
                     # window is: an old memory named by a rare word keeps what its other words add
                     also.update(self._ranks(
