@@ -48,7 +48,7 @@ from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
-from reverie.text import clip_line, normalize_space, preferred_language, token_set
+from reverie.text import normalize_space, preferred_language, token_set
 
 log = logging.getLogger("reverie.learn")
 
@@ -64,29 +64,6 @@ RETRY_MAX_SECONDS = 3600.0
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
-
-# a learned profile section keeps its newest lines within this many characters: a summary,
-# not a log (an engine that appends "Works as ..." every batch would otherwise grow it
-# without end, past any block it must fit, and every merge would read it all)
-LEARNED_SECTION_CHARS = 600
-_SECTION_PARTS = re.compile(r"(?<=[;；.!?。！？])\s*")
-
-
-def bound_section(summary: str, limit: int = LEARNED_SECTION_CHARS) -> str:
-    """``summary`` within ``limit`` characters: its newest (last) lines that fit, whole; a
-    single line longer than that is clipped at a word."""
-    if len(summary) <= limit:
-        return summary
-    kept: list[str] = []
-    size = 0
-    for part in reversed([p for p in _SECTION_PARTS.split(summary) if p.strip()]):
-        if size + len(part) + 1 > limit:
-            break
-        kept.append(part)
-        size += len(part) + 1
-    if not kept:
-        return clip_line(summary.rsplit(";", 1)[-1].strip() or summary, limit)
-    return " ".join(reversed(kept)).strip().rstrip(";；").strip()
 
 
 def attribute(text: str, messages: list[Message], *, bags: list[frozenset[str]] | None = None) -> list[int]:
@@ -411,12 +388,7 @@ class Learner:
                 name = f"{group}.{key}"
                 summary = redact(normalize_space(update.summary))
                 if name in PROFILE_SECTIONS and update.should_update and summary:
-                    bounded = bound_section(summary)
-                    if bounded != summary:
-                        log.info("%s: profile section %s keeps its newest lines (%d of %d characters); the "
-                                 "older ones stay in the facts and episodes they came from",
-                                 user, name, len(bounded), len(summary))
-                    self.store.put_profile_section(user, name, bounded, now)
+                    self.store.put_profile_section(user, name, summary, now)
         facts = self.store.get_facts(ex.facts_to_reinforce)
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":

@@ -437,33 +437,3 @@ def test_failed_learning_is_an_error_exit_and_unhealthy_not_silence(tmp_path):
 def mem(bmem):
     """Each test of this module runs on SQLite and on PostgreSQL."""
     return bmem
-
-
-def test_a_learned_profile_section_keeps_its_newest_lines_within_its_bound(mem):
-    # the heuristic engine adds a line to the work context for each day of gardening it hears
-    # of: the section stays a summary (the newest lines), short enough for the block
-    from reverie.learn import LEARNED_SECTION_CHARS
-
-    cities = ["Lisbon", "Porto", "Lyon", "Graz", "Ghent", "Turin", "Krakow", "Zagreb", "Bristol", "Naples"]
-    names = ["Theo", "Maya", "Ezra", "Noor", "Farid", "Aiko", "Diego", "Oona", "Rania", "Kaito"]
-    for i in range(40):
-        mem.add([{"role": "user", "content": f"I worked in the garden with {names[i % 10]} in {cities[i // 4]} on day {i}."}],
-                user="ana", thread=f"t{i}")
-        if i % 10 == 9:
-            mem.flush()
-    section = mem.profile(user="ana").section("user.workContext").summary
-    assert 0 < len(section) <= LEARNED_SECTION_CHARS
-    assert "Naples" in section and "Lisbon" not in section  # the oldest lines gave way
-    assert all(part.startswith("Worked in the garden") for part in section.split("; "))  # whole lines
-    assert mem.recall("what do I do for work?", user="ana", budget=500).items[0].kind == "profile"
-
-
-def test_bound_section_keeps_whole_newest_lines_and_clips_one_long_line():
-    from reverie.learn import bound_section
-
-    lines = "; ".join(f"Line number {i} of the section" for i in range(50))
-    bounded = bound_section(lines, 200)
-    assert len(bounded) <= 200 and bounded.endswith("Line number 49 of the section")
-    assert all(part.startswith("Line number ") for part in bounded.split("; "))
-    assert bound_section("short; lines", 200) == "short; lines"
-    assert len(bound_section("word " * 100, 200)) <= 200
