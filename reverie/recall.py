@@ -440,8 +440,7 @@ class Recaller:
         out = _Block(budget)
         sections = profile.sections()
         said = " ".join(section.summary for section in sections.values()).casefold()
-        profile_held = _profile_holds(said)
-        scored = [s for s in scored if not (isinstance(s.item, Fact) and _said_in(s.item.content, said, profile_held))]
+        scored = [s for s in scored if not (isinstance(s.item, Fact) and _profile_says(said, s.item.content))]
         for name, section in sections.items():
             if section.summary.strip():
                 out.add_line(RecallItem("profile", name, _profile_text(PROFILE_LABELS[name], section.summary), 1.0, depth="profile"))
@@ -590,23 +589,10 @@ def _min_line_tokens() -> int:
 
 # a profile can be long (a summary of tens of thousands of characters): recall after recall
 # its lines and whether it already says a fact are the same, so they are worked out once
-_PROFILE_HELD_FACTS = 8192
-
-
-@lru_cache(maxsize=8)
-def _profile_holds(said: str) -> dict[str, bool]:
-    """For one profile's text (lower-cased): fact content -> whether the profile says it."""
-    return {}
-
-
-def _said_in(content: str, said: str, held: dict[str, bool]) -> bool:
-    """``content.casefold() in said``, remembered in ``held`` (the map of that ``said``)."""
-    known = held.get(content)
-    if known is None:
-        if len(held) >= _PROFILE_HELD_FACTS:
-            held.clear()
-        known = held[content] = content.casefold() in said
-    return known
+@lru_cache(maxsize=8192)
+def _profile_says(said: str, content: str) -> bool:
+    """Whether a profile's text (lower-cased) already says a fact's ``content``."""
+    return content.casefold() in said
 
 
 @lru_cache(maxsize=64)

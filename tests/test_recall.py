@@ -376,15 +376,16 @@ def test_profile_checks_remembered_per_profile_text():
     """Whether a profile says a fact is remembered for that profile's text only: another
     profile (an edit) asks again, and the remembered answer is the plain substring test."""
     said = "ana works as a nurse in lyon"
-    held = recall._profile_holds(said)
-    assert recall._said_in("Works as a NURSE", said, held) is True
-    assert recall._said_in("Lives in Paris", said, held) is False
-    assert recall._said_in("Works as a NURSE", said, held) is True  # remembered
+    assert recall._profile_says(said, "Works as a NURSE") is True
+    assert recall._profile_says(said, "Lives in Paris") is False
+    hits = recall._profile_says.cache_info().hits
+    assert recall._profile_says(said, "Works as a NURSE") is True  # remembered
+    assert recall._profile_says.cache_info().hits == hits + 1
     edited = "ana lives in paris"
-    other = recall._profile_holds(edited)
-    assert other is not held
-    assert recall._said_in("Works as a NURSE", edited, other) is False
-    assert recall._said_in("Lives in Paris", edited, other) is True
+    misses = recall._profile_says.cache_info().misses
+    assert recall._profile_says(edited, "Works as a NURSE") is False
+    assert recall._profile_says.cache_info().misses == misses + 1  # another profile is asked again
+    assert recall._profile_says(edited, "Lives in Paris") is True
     assert recall._profile_text("Work", "a  b\nc <x>") == "Work: a b c &lt;x&gt;"
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.bench.child import finish_child, run_child, start_child
-from reverie.bench.locomo import LocomoCase, ask_case, ingest_case, percentile, run_case
+from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, percentile, run_case
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
@@ -1189,6 +1189,12 @@ def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int, ser
     )
 
 
+def _alone(case: LocomoCase, home: Path) -> CaseRecall:
+    """``case`` ingested into an empty store at ``home`` and asked at :data:`BUDGET`."""
+    with Memory(home, background=False, engine=ENGINE) as mem:
+        return run_case(mem, USER, case, budgets=(BUDGET,))
+
+
 def dilution(home: Path, cases: Sequence[LocomoCase], *, on_step: Callable[[str], None] | None = None) -> list[DilutionRow]:
     """Each case's evidence recall at :data:`BUDGET` in an empty store and in a copy of ``home``
     (the conversation ingested into :data:`USER`, who holds the whole synthetic store)."""
@@ -1196,8 +1202,7 @@ def dilution(home: Path, cases: Sequence[LocomoCase], *, on_step: Callable[[str]
     rows = []
     for case in cases:
         with tempfile.TemporaryDirectory(prefix="reverie-scale-") as tmp:
-            with Memory(Path(tmp) / "empty", background=False, engine=ENGINE) as mem:
-                alone = run_case(mem, USER, case, budgets=(BUDGET,))
+            alone = _alone(case, Path(tmp) / "empty")
             step(f"{case.name}: empty store")
             copy = Path(tmp) / "copy"
             shutil.copytree(home, copy)
@@ -1226,8 +1231,7 @@ def old_memories(
     with tempfile.TemporaryDirectory(prefix="reverie-scale-") as tmp:
         for case in cases:
             if case.name not in known:
-                with Memory(Path(tmp) / f"empty-{len(known)}", background=False, engine=ENGINE) as mem:
-                    known[case.name] = run_case(mem, USER, case, budgets=(BUDGET,)).recall_at_budget[BUDGET]
+                known[case.name] = _alone(case, Path(tmp) / f"empty-{len(known)}").recall_at_budget[BUDGET]
                 step(f"{case.name}: empty store")
         with Memory(home or Path(tmp) / "old", background=False, engine=ENGINE) as mem:
             turns = {case.name: ingest_case(mem, USER, case)[0] for case in cases}

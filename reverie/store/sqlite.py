@@ -973,16 +973,14 @@ class SQLiteStore(Store):
         if len(ranked) >= SEARCH_WINDOW:
             rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, owner, t)]
             if rare:
-                # a rare term's matches are few: every one ranked
-                also = self._ranks(f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?",
-                                   (owned(fts_query(rare), owner),))
+                # a rare term's matches are few: every one ranked; those that hold other query
+                # words too by every word, as the window is (an old memory named by a rare
+                # word keeps what its other words add)
+                every = f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?"
+                also = self._ranks(every, (owned(fts_query(rare), owner),))
                 rest = [t for t in dict.fromkeys(query_terms) if t and t not in rare]
                 if rest and kind in EVERY_WORD_PAST_WINDOW:
-                    # those that hold other query words too are ranked by every word, as the
-                    # window is: an old memory named by a rare word keeps what its other words add
-                    also.update(self._ranks(
-                        f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?",
-                        (owned(f"({fts_query(rare)}) AND ({fts_query(rest)})", owner),)))
+                    also.update(self._ranks(every, (owned(f"({fts_query(rare)}) AND ({fts_query(rest)})", owner),)))
                 for pk, score in also.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
