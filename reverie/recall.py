@@ -761,10 +761,10 @@ def _cover(
         return
     holds: list[tuple[_Candidate, frozenset[str]]] = []
     for kind, cands in matched.items():
-        lines = store.index_tokens(kind, user, [c.id for c in cands])
+        held_by = store.index_tokens(kind, user, [c.id for c in cands])
         for c in cands:
-            line = f" {lines.get(c.id, '')} "
-            holds.append((c, frozenset(t for t, need in wanted.items() if all(f" {n} " in line for n in need))))
+            has = held_by.get(c.id, frozenset())
+            holds.append((c, frozenset(t for t, need in wanted.items() if has.issuperset(need))))
     held = {t: sum(1 for _, has in holds if t in has) for t in wanted}
     weights = {t: math.log(1 + len(holds) / (1 + n)) for t, n in held.items() if n}
     total = sum(weights.values())

@@ -300,3 +300,98 @@ def test_full_text_names_the_owner_only_for_a_user_who_holds_a_minority_of_the_r
     for user, count in (("ana", 1), ("bob", 9)):
         hits = store.search(user, terms("paddled the kayak"), ["episode"], 20)
         assert len(hits) == count and {mem.episode(h.id).user for h in hits} == {user}
+
+
+def _traced(store):
+    """The statements ``store``'s connection in this thread runs from now on."""
+    seen: list[str] = []
+    store._conn().set_trace_callback(seen.append)
+    return seen
+
+
+def _counts(statements):
+    """The word counts among ``statements`` (see SQLiteStore._holds_few)."""
+    return [s for s in statements if s.startswith("SELECT count(*) FROM (SELECT rowid FROM episodes_fts")]
+
+
+def test_a_words_count_is_read_again_only_when_rows_added_since_could_have_made_it_common(mem, monkeypatch):
+    from reverie.store import sqlite
+
+    monkeypatch.setattr(sqlite, "SEARCH_WINDOW", 10)
+    store = mem.store
+    old = mem.add([{"speaker": "Ana", "content": "Our trip to the quokka island"}], user="ana", thread="t",
+                  group="message")[0]
+    mem.add([{"speaker": "Ana", "content": f"Another trip story number {i}"} for i in range(12)], user="ana",
+            thread="t", group="message")
+    query = terms("trip to see the quokka")
+    seen = _traced(store)
+    first = store.search("ana", query, ["episode"], 5)
+    counted = _counts(seen)
+    assert len(counted) == 2  # "trip" and "quokka", each counted once
+    seen.clear()
+    assert store.search("ana", query, ["episode"], 5) == first
+    assert not _counts(seen)  # nothing added: both known
+    # five more rows: "quokka" (1 row) cannot have passed the window of 10; "trip" stays past it
+    mem.add([{"speaker": "Ana", "content": f"Rain again, day {i}"} for i in range(5)], user="ana", thread="t",
+            group="message")
+    seen.clear()
+    store.search("ana", query, ["episode"], 5)
+    assert not _counts(seen)
+    # ten more could all say "quokka": it is counted again
+    mem.add([{"speaker": "Ana", "content": f"A quokka photo, number {i}"} for i in range(10)], user="ana",
+            thread="t", group="message")
+    seen.clear()
+    hits = store.search("ana", query, ["episode"], 30)
+    counted = _counts(seen)
+    assert len(counted) == 1 and '"quokka"' in counted[0]  # the statement as run, its word bound
+    assert old.id in {h.id for h in first}  # while "quokka" was rare, its old memory was found
+    # and what a fresh store (nothing known) finds is the same
+    fresh = sqlite.SQLiteStore(mem.home / "reverie.db")
+    try:
+        assert fresh.search("ana", query, ["episode"], 30) == hits
+    finally:
+        fresh.close()
+
+
+def test_rewriting_a_searched_row_makes_every_word_count_be_read_again(mem, monkeypatch):
+    # a rewritten row keeps its rowid, so the rows added since do not bound what it now says
+    from reverie.store import sqlite
+
+    monkeypatch.setattr(sqlite, "SEARCH_WINDOW", 3)
+    store = mem.store
+    episodes = mem.add([{"speaker": "Ana", "content": f"Another trip story number {i}"} for i in range(4)],
+                       user="ana", thread="t", group="message")
+    mem.add([{"speaker": "Ana", "content": "The quokka island"}], user="ana", thread="t", group="message")
+    query = terms("trip quokka")
+    store.search("ana", query, ["episode"], 5)
+    seen = _traced(store)
+    store.search("ana", query, ["episode"], 5)
+    assert _counts(seen) == []
+    for ep in episodes[:3]:  # three old rows now say "quokka" too: four in all, past the window of 3
+        ep.messages[0].content += " with a quokka"
+        store.put_episode(ep)
+    seen.clear()
+    hits = store.search("ana", query, ["episode"], 5)
+    assert len(_counts(seen)) == 2
+    fresh = sqlite.SQLiteStore(mem.home / "reverie.db")
+    try:
+        assert fresh.search("ana", query, ["episode"], 5) == hits
+    finally:
+        fresh.close()
+
+
+def test_a_query_of_words_known_to_be_rare_is_ranked_over_all_its_matches_at_once(mem, monkeypatch):
+    from reverie.store import sqlite
+
+    monkeypatch.setattr(sqlite, "SEARCH_WINDOW", 10)
+    store = mem.store
+    mem.add([{"speaker": "Ana", "content": f"A quokka story, number {i}"} for i in range(6)]
+            + [{"speaker": "Ana", "content": f"The ferry to the island, trip {i}"} for i in range(6)],
+            user="ana", thread="t", group="message")
+    query = terms("quokka ferry")  # 12 matches: past the window of 10, but each word is in 6
+    first = store.search("ana", query, ["episode"], 20)
+    seen = _traced(store)
+    again = store.search("ana", query, ["episode"], 20)
+    reads = [s for s in seen if "bm25(episodes_fts" in s]
+    assert len(reads) == 1 and "LIMIT" not in reads[0]  # one read of every match, no window
+    assert again == first and len(first) == 12

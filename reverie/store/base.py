@@ -212,11 +212,6 @@ def fts_tokens(text: str) -> list[str]:
     return [t for t in _SPLIT.split(text.lower()) if t and (len(t) <= short or len(t.encode("utf-8")) <= MAX_LEXEME_BYTES)]
 
 
-def token_line(text: str) -> str:
-    """:func:`fts_tokens` of ``text``, one space between two."""
-    return " ".join(fts_tokens(text))
-
-
 def note_text(note: Note) -> str:
     return note.content
 
@@ -446,10 +441,10 @@ class Store(ABC):
         unarchived episodes and unarchived facts are returned."""
 
     @abstractmethod
-    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
         """The tokens full text holds for each of ``user``'s items of ``kind`` among ``ids``
-        (:func:`fts_tokens` of its indexed text), one space between two: which query words
-        an item holds, read from the index instead of splitting its text again."""
+        (:func:`fts_tokens` of its indexed text), as a set: which query words an item
+        holds, read from the index instead of splitting its text again."""
 
     @abstractmethod
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:

@@ -1374,14 +1374,14 @@ class PostgresStore(Store):
                 break
         return hits[:limit]
 
-    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         rows = self._q(
             f"SELECT id, tsvector_to_array(tsv) FROM {_TABLE[kind]} WHERE user_id = %s AND id = ANY(%s)", (user, ids),
         )
-        return {r[0]: " ".join(r[1]) for r in rows}
+        return {r[0]: frozenset(r[1]) for r in rows}
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))

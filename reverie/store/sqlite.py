@@ -15,6 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -52,7 +53,7 @@ from reverie.store.base import (
     fact_text,
     knowledge_text,
     note_text,
-    token_line,
+    fts_tokens,
     input_digest,
     nth_input,
     page_of,
@@ -363,8 +364,11 @@ def fts_query(query_terms: Iterable[str]) -> str:
     return " OR ".join(quoted)
 
 
-# how long a user's share of a table (see SQLiteStore._owner) is taken as known
+# how long a user's share of a table (see SQLiteStore._owner), or that a word is past the
+# search window (SQLiteStore._known_few), is taken as known
 OWNER_SHARE_SECONDS = 300.0
+# word counts kept (SQLiteStore._holds_few) before they are forgotten all at once
+MAX_KEPT_COUNTS = 50_000
 
 # full-text search ranks every match while a query matches at most this many of a user's
 # items of one kind; past it, the newest this many plus all matches of the rare terms
@@ -388,6 +392,9 @@ class SQLiteStore(Store):
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._shares: dict[tuple[str, str], tuple[bool, float]] = {}  # (kind, user) -> (owned search, when)
+        # (fts table, owner, term) -> (rows counted up to SEARCH_WINDOW + 1, the table's last
+        # rowid then, when): see _holds_few
+        self._counts: dict[tuple[str, str | None, str], tuple[int, int, float]] = {}
         self._migrate()
 
     # ------------------------------------------------------------ connections
@@ -504,6 +511,7 @@ class SQLiteStore(Store):
                 sets = ", ".join(f"{n} = ?" for n in names)
                 self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
+                self._counts.clear()  # a row's words changed under an old rowid (see _known_few)
             self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text, owner) VALUES (?, ?, ?)",
                     (pk, index_text(search_text or ""), owner_token(columns["user"])))
 
@@ -718,6 +726,7 @@ class SQLiteStore(Store):
                 fts = _FTS_TABLE[kind]
                 self._x(f"DELETE FROM {fts} WHERE rowid IN (SELECT pk FROM {main} WHERE user = ?)", (user,))
                 counts[main] = self._x(f"DELETE FROM {main} WHERE user = ?", (user,)).rowcount
+            self._counts.clear()
             for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
             self._x("DELETE FROM tag_sizes WHERE user = ?", (user,))
@@ -873,6 +882,7 @@ class SQLiteStore(Store):
             if row:
                 self._x("DELETE FROM facts_fts WHERE rowid = ?", (row[0],))
                 self._x("DELETE FROM facts WHERE pk = ?", (row[0],))
+                self._counts.clear()
                 self._x("DELETE FROM item_tags WHERE kind = 'fact' AND item_id = ?", (fact_id,))
 
     # ------------------------------------------------------------ profile
@@ -966,23 +976,30 @@ class SQLiteStore(Store):
         much as the ranking itself."""
         fts, main, live = _FTS_TABLE[kind], _MAIN_TABLE[kind], _ROW_FILTER[kind]
         owner = self._owner(kind, user)
-        ranked = self._ranks(
-            f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (owned(match, owner), SEARCH_WINDOW),
-        )
-        if len(ranked) >= SEARCH_WINDOW:
-            rare = [t for t in dict.fromkeys(query_terms) if t and self._holds_few(fts, owner, t)]
-            if rare:
+        words = [t for t in dict.fromkeys(query_terms) if t]
+        every = f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?"
+        last = self._x(f"SELECT max(rowid) FROM {fts}").fetchone()[0] or 0
+        whole = bool(words) and all(self._known_few(fts, owner, t, last) for t in words)
+        if whole:
+            # every word is known to be rare: all their matches ranked at once (the window of
+            # the newest would be a part of them, ranked the same)
+            ranked = self._ranks(every, (owned(match, owner),))
+        else:
+            ranked = self._ranks(f"{every} ORDER BY rowid DESC LIMIT ?", (owned(match, owner), SEARCH_WINDOW))
+        if len(ranked) >= SEARCH_WINDOW and not whole:
+            rare = [t for t in words if self._holds_few(fts, owner, t, last)]
+            if rare and len(rare) < len(words):
                 # a rare term's matches are few: every one ranked; those that hold other query
                 # words too by every word, as the window is (an old memory named by a rare
                 # word keeps what its other words add)
-                every = f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?"
                 also = self._ranks(every, (owned(fts_query(rare), owner),))
-                rest = [t for t in dict.fromkeys(query_terms) if t and t not in rare]
-                if rest and kind in EVERY_WORD_PAST_WINDOW:
+                rest = [t for t in words if t not in rare]
+                if kind in EVERY_WORD_PAST_WINDOW:
                     also.update(self._ranks(every, (owned(f"({fts_query(rare)}) AND ({fts_query(rest)})", owner),)))
                 for pk, score in also.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
+            elif rare:  # every word rare: their matches are all the matches, ranked the same
+                ranked.update(self._ranks(every, (owned(match, owner),)))
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
         order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
@@ -1007,28 +1024,50 @@ class SQLiteStore(Store):
         cursor.row_factory = None
         return cursor.fetchall()
 
-    def _holds_few(self, fts: str, owner: str | None, term: str) -> bool:
+    def _holds_few(self, fts: str, owner: str | None, term: str, last: int) -> bool:
         """Whether at most SEARCH_WINDOW of the rows searched hold ``term``: of ``owner``'s rows
         (a user who holds a minority of the table), else of every user's (an upper bound for
         the user), counted up to one past the window: a bounded read however common the
         word. (fts5vocab's count walked the word's whole doclist: 9 ms for a word in all of
-        100k episodes.)"""
+        100k episodes.) ``last`` is the table's last rowid: a count is kept, and read again
+        only when it could be wrong (see _known_few)."""
+        known = self._known_few(fts, owner, term, last)
+        if known is not None:
+            return known
         row = self._x(
             f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
             (owned(fts_query([term]), owner), SEARCH_WINDOW + 1),
         ).fetchone()
+        if len(self._counts) >= MAX_KEPT_COUNTS:
+            self._counts.clear()
+        self._counts[(fts, owner, term)] = (int(row[0]), last, time.monotonic())
         return int(row[0]) <= SEARCH_WINDOW
 
-    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, str]:
+    def _known_few(self, fts: str, owner: str | None, term: str, last: int) -> bool | None:
+        """What an earlier count says of ``term`` now, or None when it could be wrong. Rows
+        are added with ever larger rowids, so a word that n rows held when the last rowid was
+        r is held by at most n + (last - r) now: rare while that stays within the window. A
+        word past the window stays so (only deleted or archived rows could bring it back).
+        This process forgets every count when it rewrites or deletes a searched row; a count
+        is trusted for OWNER_SHARE_SECONDS at most, for what other processes rewrite."""
+        known = self._counts.get((fts, owner, term))
+        if known is None or time.monotonic() - known[2] > OWNER_SHARE_SECONDS:
+            return None  # another process may have changed or deleted rows meanwhile
+        count, then, _ = known
+        if count > SEARCH_WINDOW:
+            return False
+        return True if count + max(0, last - then) <= SEARCH_WINDOW else None
+
+    def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         fts, main = _FTS_TABLE[kind], _MAIN_TABLE[kind]
-        rows = self._x(
+        rows = self._tuples(
             f"SELECT m.id, f.text FROM {main} m JOIN {fts} f ON f.rowid = m.pk WHERE m.id IN ({_in(ids)}) AND +m.user = ?",
             [*ids, user],
         )
-        return {r[0]: token_line(r[1] or "") for r in rows}
+        return {r[0]: frozenset(fts_tokens(r[1] or "")) for r in rows}
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(ids)
@@ -1117,9 +1156,11 @@ class SQLiteStore(Store):
         params: list[Any] = []
         for name, cap in capped:
             params += [user, name, *(kinds if of_kinds else ()), cap]
-        found = self._tuples(
-            f"SELECT kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))}) ORDER BY seq", params)
-        return list(map(Posting._make, found))
+        # oldest first: sorted here, not by SQLite (whose sorter took longer than the reads)
+        found = self._tuples(f"SELECT seq, kind, item_id, tag, weight FROM ({' UNION ALL '.join([one] * len(capped))})",
+                             params)
+        found.sort(key=itemgetter(0))
+        return [Posting(r[1], r[2], r[3], r[4]) for r in found]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         # the sizes the triggers keep: one probe a tag, however many items carry it
