@@ -132,7 +132,7 @@ class FactWriter:
         while a user has few, else the newest that share a search term with it (an index
         read: the judge finds neither a duplicate nor a conflict without a shared word).
         Only their texts are read; a fact is built whole only when the judge picks it."""
-        if self.store.count_facts(fact.user) <= FULL_SCAN_FACTS:
+        if self.store.count_facts(fact.user, up_to=FULL_SCAN_FACTS + 1) <= FULL_SCAN_FACTS:
             return self.store.fact_texts(fact.user)
         return self.store.fact_texts(fact.user, terms(fact.content), RELATED_FACTS)
 

@@ -189,6 +189,9 @@ def test_related_and_recent_facts_are_the_newest_live_ones_oldest_first(store):
     assert [f.id for f in related] == [f.id for f in facts[2:5]]
     assert [f.id for f in store.recent_facts("ana", 2)] == [f.id for f in facts[3:5]]
     assert store.count_facts("ana") == 5
+    # a bounded count stops at its bound, and says the whole count below it
+    assert [store.count_facts("ana", up_to=n) for n in (0, 3, 5, 9)] == [0, 3, 5, 5]
+    assert store.count_facts("bob", up_to=3) == 0
 
 
 # ---------------------------------------------------------------- episodes and input

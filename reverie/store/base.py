@@ -363,8 +363,9 @@ class Store(ABC):
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]: ...
 
     @abstractmethod
-    def count_facts(self, user: str) -> int:
-        """How many live (pending or consolidated) facts the user has."""
+    def count_facts(self, user: str, *, up_to: int | None = None) -> int:
+        """How many live (pending or consolidated) facts the user has; with ``up_to``, counted
+        up to that many at most (a bounded read, however many facts there are)."""
 
     @abstractmethod
     def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:

@@ -1125,10 +1125,11 @@ class PostgresStore(Store):
         rows = self._by_id("facts", self._FACT_COLS, ids)
         return {r[1]: self._fact(r) for r in rows}
 
-    def count_facts(self, user: str) -> int:
+    def count_facts(self, user: str, *, up_to: int | None = None) -> int:
         self._lock([user])
         row = self._one(
-            "SELECT count(*) FROM facts WHERE user_id = %s AND status IN ('pending', 'consolidated')", (user,)
+            "SELECT count(*) FROM (SELECT 1 FROM facts WHERE user_id = %s AND status IN ('pending', 'consolidated') "
+            "LIMIT %s) AS live", (user, None if up_to is None else max(0, up_to)),
         )
         return int(row[0]) if row else 0
 

@@ -794,8 +794,9 @@ class SQLiteStore(Store):
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
         return {row["id"]: self._fact(row) for row in self._rows("fact", ids)}
 
-    def count_facts(self, user: str) -> int:
-        row = self._x("SELECT count(*) FROM facts WHERE user = ? AND status IN ('pending', 'consolidated')", (user,))
+    def count_facts(self, user: str, *, up_to: int | None = None) -> int:
+        row = self._x("SELECT count(*) FROM (SELECT 1 FROM facts WHERE user = ? AND status IN ('pending', 'consolidated') "
+                      "LIMIT ?)", (user, -1 if up_to is None else max(0, up_to)))
         return int(row.fetchone()[0])
 
     def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
