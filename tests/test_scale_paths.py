@@ -314,6 +314,17 @@ def _counts(statements):
     return [s for s in statements if s.startswith("SELECT count(*) FROM (SELECT rowid FROM episodes_fts")]
 
 
+def _fresh_search(mem, query, limit):
+    """ana's episodes ``query`` finds through a store opened anew (no word count known)."""
+    from reverie.store.sqlite import SQLiteStore
+
+    fresh = SQLiteStore(mem.home / "reverie.db")
+    try:
+        return fresh.search("ana", query, ["episode"], limit)
+    finally:
+        fresh.close()
+
+
 def test_a_words_count_is_read_again_only_when_rows_added_since_could_have_made_it_common(mem, monkeypatch):
     from reverie.store import sqlite
 
@@ -345,12 +356,7 @@ def test_a_words_count_is_read_again_only_when_rows_added_since_could_have_made_
     counted = _counts(seen)
     assert len(counted) == 1 and '"quokka"' in counted[0]  # the statement as run, its word bound
     assert old.id in {h.id for h in first}  # while "quokka" was rare, its old memory was found
-    # and what a fresh store (nothing known) finds is the same
-    fresh = sqlite.SQLiteStore(mem.home / "reverie.db")
-    try:
-        assert fresh.search("ana", query, ["episode"], 30) == hits
-    finally:
-        fresh.close()
+    assert _fresh_search(mem, query, 30) == hits  # what a store that knows no count finds
 
 
 def test_rewriting_a_searched_row_makes_every_word_count_be_read_again(mem, monkeypatch):
@@ -373,11 +379,7 @@ def test_rewriting_a_searched_row_makes_every_word_count_be_read_again(mem, monk
     seen.clear()
     hits = store.search("ana", query, ["episode"], 5)
     assert len(_counts(seen)) == 2
-    fresh = sqlite.SQLiteStore(mem.home / "reverie.db")
-    try:
-        assert fresh.search("ana", query, ["episode"], 5) == hits
-    finally:
-        fresh.close()
+    assert _fresh_search(mem, query, 5) == hits
 
 
 def test_a_query_of_words_known_to_be_rare_is_ranked_over_all_its_matches_at_once(mem, monkeypatch):
