@@ -397,3 +397,49 @@ def test_a_query_of_words_known_to_be_rare_is_ranked_over_all_its_matches_at_onc
     reads = [s for s in seen if "bm25(episodes_fts" in s]
     assert len(reads) == 1 and "LIMIT" not in reads[0]  # one read of every match, no window
     assert again == first and len(first) == 12
+
+
+def test_the_own_bm25_of_a_large_table_gives_fts5s_very_scores_and_hits(mem, monkeypatch):
+    # a large table is ranked by reverie (FTS5's bm25() walks every query word's doclist);
+    # below the size FTS5 ranks: both must give the same doubles, so the same hits
+    from reverie.store import sqlite
+
+    store = mem.store
+    talk = ["The kayak trip to the lake with Ana", "Ana's kayak, the kayak club and the lake again",
+            "Jon paddled; a quokka watched the ferry", "Weather report: rain, rain and more rain",
+            "我们周末去爬山，看日出", "Café au lait at the e-mail café with Jon", "Nothing about boats here"]
+    mem.add([{"speaker": "Ana", "content": t} for t in talk], user="ana", thread="t", group="message")
+    mem.add([{"speaker": "Bob", "content": t} for t in talk[:4]], user="bob", thread="t", group="message")
+    queries = ["kayak lake", "rain kayak quokka ferry", "爬山 日出", "e-mail café", "ana kayak kayak", "boats"]
+    for user in ("ana", "bob"):
+        monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 10**9)
+        store._forget_counts()
+        by_fts5 = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
+        monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 0)
+        store._forget_counts()
+        seen = _traced(store)
+        own = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
+        assert not [s for s in seen if "bm25(" in s]  # ranked here, not by FTS5
+        assert own == by_fts5  # ids and scores, to the last bit
+        found = {q for q, hits in by_fts5.items() if hits}
+        assert found == (set(queries) if user == "ana" else {"kayak lake", "rain kayak quokka ferry", "ana kayak kayak"}), found
+    # rows added since are counted into the kept document counts, not counted again
+    mem.add([{"speaker": "Ana", "content": "One more kayak on the lake"}], user="ana", thread="t", group="message")
+    seen.clear()
+    hits = store.search("ana", terms("kayak lake"), ["episode"], 20)
+    assert any("rowid > " in s for s in seen)
+    monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 10**9)
+    assert store.search("ana", terms("kayak lake"), ["episode"], 20) == hits
+
+
+def test_fts5s_averages_record_holds_the_rows_and_tokens_bm25_reads(mem):
+    mem.add([{"speaker": "Ana", "content": f"kayak trip number {i}"} for i in range(5)], user="ana", thread="t",
+            group="message")
+    store = mem.store
+    rows, tokens = store._averages("episodes_fts")
+    conn = store._conn()
+    assert rows == conn.execute("SELECT count(*) FROM episodes_fts").fetchone()[0] == 5
+    texts = conn.execute("SELECT text, owner FROM episodes_fts").fetchall()
+    from reverie.store.base import fts_tokens
+
+    assert tokens == sum(len(fts_tokens(t)) + len(fts_tokens(o)) for t, o in texts)
