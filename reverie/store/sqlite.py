@@ -1084,17 +1084,22 @@ class SQLiteStore(Store):
         k1, b = BM25_K1, BM25_B
         out: dict[int, float] = {}
         norms: dict[int, float] = {}
+        owners: dict[str, int] = {}  # an owner column's tokens (one user's rows share it)
+        scoring: list[tuple[float, str | list[str]]] = [
+            (weight, tokens[0] if len(tokens) == 1 else tokens) for weight, tokens in zip(weights, wanted) if tokens
+        ]
         for rowid, text, owner in found:
             held = fts_tokens(text or "")
-            size = len(held) + len(fts_tokens(owner or ""))
+            extra = owners.get(owner)
+            if extra is None:
+                extra = owners[owner] = len(fts_tokens(owner or ""))
+            size = len(held) + extra
             norm = norms.get(size)
             if norm is None:
                 norm = norms[size] = k1 * (1 - b + b * size / avgdl)
             score = 0.0
-            for weight, phrase in zip(weights, wanted):
-                if not phrase:
-                    continue
-                freq = held.count(phrase[0]) if len(phrase) == 1 else _occurrences(held, phrase)
+            for weight, term in scoring:
+                freq = held.count(term) if isinstance(term, str) else _occurrences(held, term)
                 if freq:
                     score += weight * ((freq * (k1 + 1.0)) / (freq + norm))
             out[rowid] = score
