@@ -413,10 +413,10 @@ def test_the_own_bm25_of_a_large_table_gives_fts5s_very_scores_and_hits(mem, mon
     queries = ["kayak lake", "rain kayak quokka ferry", "爬山 日出", "e-mail café", "ana kayak kayak", "boats"]
     for user in ("ana", "bob"):
         monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 10**9)
-        store._forget_counts()
+        store._counts.clear()
         by_fts5 = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
         monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 0)
-        store._forget_counts()
+        store._counts.clear()
         seen = _traced(store)
         own = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
         assert not [s for s in seen if "bm25(" in s]  # ranked here, not by FTS5

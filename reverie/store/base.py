@@ -212,6 +212,31 @@ def fts_tokens(text: str) -> list[str]:
     return [t for t in _SPLIT.split(text.lower()) if t and (len(t) <= short or len(t.encode("utf-8")) <= MAX_LEXEME_BYTES)]
 
 
+# FTS5's bm25() (ext/fts5/fts5_aux.c): its constants, and its formula in its order of
+# operations, so that a store ranking rows itself gets the very doubles FTS5 would
+BM25_K1 = 1.2
+BM25_B = 0.75
+# a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
+# FTS5's bm25 counts it in the row's length: so does every ranking, so both stores rank alike
+OWNER_TOKENS = 1
+
+
+def fts5_idf(rows: int, hits: int) -> float:
+    """A phrase's idf among ``rows`` rows, ``hits`` of which hold it (never below 1e-6)."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def fts5_norm(length: int, avgdl: float) -> float:
+    """The length part of a row's score: ``length`` is the row's tokens in every column."""
+    return BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+
+
+def fts5_term(idf: float, tf: float, norm: float) -> float:
+    """One phrase's share of a row's score: ``tf`` its instances in the row."""
+    return idf * ((tf * (BM25_K1 + 1.0)) / (tf + norm))
+
+
 def note_text(note: Note) -> str:
     return note.content
 

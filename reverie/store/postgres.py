@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import math
 import re
 import threading
 import uuid
@@ -62,6 +61,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
+    OWNER_TOKENS,
     ApiKey,
     DreamRun,
     EpisodeRef,
@@ -76,6 +76,9 @@ from reverie.store.base import (
     episode_text,
     fact_columns,
     fact_text,
+    fts5_idf,
+    fts5_norm,
+    fts5_term,
     fts_tokens,
     knowledge_text,
     note_text,
@@ -94,9 +97,6 @@ SCHEMES = ("postgresql://", "postgres://")
 # items of one kind; past it, the newest this many plus all matches of the rare terms
 # (the same window as the SQLite store's)
 SEARCH_WINDOW = 1000
-# FTS5's bm25() constants
-BM25_K1 = 1.2
-BM25_B = 0.75
 # a tsvector's limits (a lexeme's length in bytes: store.base.MAX_LEXEME_BYTES): positions per lexeme, the whole value
 MAX_POSITIONS = 256
 TSVECTOR_BUDGET = 900_000
@@ -205,29 +205,18 @@ def query_lexemes(query_terms: Iterable[str]) -> list[str]:
 
 
 def bm25(parts: Iterable[tuple[int, int]], length: int, idf: Sequence[float], avgdl: float) -> float:
-    """FTS5's bm25() of one row (k1 1.2, b 0.75): ``parts`` are (the query lexeme's index,
-    its count in the row), added in the query's order as FTS5 adds its phrases; ``length``
-    the row's tokens."""
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * (length + OWNER_TOKENS) / (avgdl if avgdl > 0 else 1.0))
+    """FTS5's bm25() of one row: ``parts`` are (the query lexeme's index, its count in the
+    row), added in the query's order as FTS5 adds its phrases; ``length`` the row's tokens."""
+    norm = fts5_norm(length + OWNER_TOKENS, avgdl if avgdl > 0 else 1.0)
     score = 0.0
     for i, tf in sorted(parts):
-        score += idf[i] * (tf * (BM25_K1 + 1)) / (tf + norm)
+        score += fts5_term(idf[i], tf, norm)
     return score
-
-
-# a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
-# FTS5's bm25 counts it in the row's length: so does this ranking, so both stores rank alike
-OWNER_TOKENS = 1
 
 
 def fts5_avgdl(rows: int, tokens: int) -> float:
     """FTS5's average row length: every row's tokens, its owner token included, over the rows."""
     return (tokens + OWNER_TOKENS * rows) / rows if rows else 0.0
-
-
-def fts5_idf(rows: int, hits: int) -> float:
-    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0 else 1e-6
 
 
 # ---------------------------------------------------------------- schema

@@ -35,6 +35,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
     ApiKey,
@@ -53,6 +54,9 @@ from reverie.store.base import (
     fact_text,
     knowledge_text,
     note_text,
+    fts5_idf,
+    fts5_norm,
+    fts5_term,
     fts_tokens,
     input_digest,
     nth_input,
@@ -402,8 +406,6 @@ MAX_KEPT_COUNTS = 50_000
 # 100k: 7.3 ms with FTS5's, 18.6 ms with this; at 1M: 32.5 and 23.3 ms); the scores are
 # the same doubles either way
 OWN_BM25_ROWS = 500_000
-# FTS5's bm25 constants (ext/fts5/fts5_aux.c), which the own ranking computes with
-BM25_K1, BM25_B = 1.2, 0.75
 
 # full-text search ranks every match while a query matches at most this many of a user's
 # items of one kind; past it, the newest this many plus all matches of the rare terms
@@ -427,12 +429,10 @@ class SQLiteStore(Store):
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._shares: dict[tuple[str, str], tuple[bool, float]] = {}  # (kind, user) -> (owned search, when)
-        # (fts table, owner, term) -> (rows counted up to SEARCH_WINDOW + 1, the table's last
-        # rowid then, when): see _holds_few
-        self._counts: dict[tuple[str, str | None, str], tuple[int, int, float]] = {}
-        # (fts table, phrase) -> (rows of every user holding it, the table's last rowid then,
-        # when): the document counts of the own BM25 (_scored), kept as _counts are
-        self._docs: dict[tuple[str, str], tuple[int, int, float]] = {}
+        # counts of full-text rows, kept between searches -> (count, the table's last rowid
+        # then, when): ("few", fts table, owner, term), a word's rows up to SEARCH_WINDOW + 1
+        # (_holds_few); ("docs", fts table, phrase), every user's rows holding it (_doc_count)
+        self._counts: dict[tuple[str | None, ...], tuple[int, int, float]] = {}
         self._migrate()
 
     # ------------------------------------------------------------ connections
@@ -549,7 +549,7 @@ class SQLiteStore(Store):
                 sets = ", ".join(f"{n} = ?" for n in names)
                 self._x(f"UPDATE {table} SET {sets} WHERE pk = ?", [*columns.values(), pk])
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (pk,))
-                self._forget_counts()  # a row's words changed under an old rowid (see _known_few)
+                self._counts.clear()  # a row's words changed under an old rowid (see _kept)
             self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text, owner) VALUES (?, ?, ?)",
                     (pk, index_text(search_text or ""), owner_token(columns["user"])))
 
@@ -764,7 +764,7 @@ class SQLiteStore(Store):
                 fts = _FTS_TABLE[kind]
                 self._x(f"DELETE FROM {fts} WHERE rowid IN (SELECT pk FROM {main} WHERE user = ?)", (user,))
                 counts[main] = self._x(f"DELETE FROM {main} WHERE user = ?", (user,)).rowcount
-            self._forget_counts()
+            self._counts.clear()
             for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
             self._x("DELETE FROM tag_sizes WHERE user = ?", (user,))
@@ -921,7 +921,7 @@ class SQLiteStore(Store):
             if row:
                 self._x("DELETE FROM facts_fts WHERE rowid = ?", (row[0],))
                 self._x("DELETE FROM facts WHERE pk = ?", (row[0],))
-                self._forget_counts()
+                self._counts.clear()
                 self._x("DELETE FROM item_tags WHERE kind = 'fact' AND item_id = ?", (fact_id,))
 
     # ------------------------------------------------------------ profile
@@ -1037,8 +1037,8 @@ class SQLiteStore(Store):
                                              rare + rest, last))
                 for pk, score in also.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
-            elif rare:  # every word rare: their matches are all the matches, ranked the same
-                ranked.update(self._scored(fts, owned(match, owner), words, last))
+            elif rare:  # every word rare: their matches are all the matches (the window's among them)
+                ranked = self._scored(fts, owned(match, owner), words, last)
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
         order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
@@ -1069,39 +1069,28 @@ class SQLiteStore(Store):
                                (match,))
         rows, tokens = stats
         avgdl = tokens / rows
-        wanted = [fts_tokens(p) for p in phrases]
-        weights = []
-        for phrase in wanted:
-            if not phrase:  # no token to match: it adds nothing to any row, as in bm25()
-                weights.append(0.0)
-                continue
-            hits = self._doc_count(fts, phrase, last)
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            weights.append(idf if idf > 0.0 else 1e-6)
-        found = self._tuples(
-            f"SELECT f.rowid, c.c0, c.c1 FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit}) f "
-            f"JOIN {fts}_content c ON c.id = f.rowid", (match,))
-        k1, b = BM25_K1, BM25_B
-        out: dict[int, float] = {}
-        norms: dict[int, float] = {}
-        owners: dict[str, int] = {}  # an owner column's tokens (one user's rows share it)
+        # each phrase with its idf, a one-token phrase as its token (a phrase of none adds
+        # nothing to any row, as in bm25())
         scoring: list[tuple[float, str | list[str]]] = [
-            (weight, tokens[0] if len(tokens) == 1 else tokens) for weight, tokens in zip(weights, wanted) if tokens
+            (fts5_idf(rows, self._doc_count(fts, phrase, last)), phrase[0] if len(phrase) == 1 else phrase)
+            for phrase in map(fts_tokens, phrases) if phrase
         ]
-        for rowid, text, owner in found:
+        found = self._tuples(
+            f"SELECT f.rowid, c.c0 FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit}) f "
+            f"JOIN {fts}_content c ON c.id = f.rowid", (match,))
+        out: dict[int, float] = {}
+        norms: dict[int, float] = {}  # by row length: rows of one length share it
+        for rowid, text in found:
             held = fts_tokens(text or "")
-            extra = owners.get(owner)
-            if extra is None:
-                extra = owners[owner] = len(fts_tokens(owner or ""))
-            size = len(held) + extra
+            size = len(held) + OWNER_TOKENS
             norm = norms.get(size)
             if norm is None:
-                norm = norms[size] = k1 * (1 - b + b * size / avgdl)
+                norm = norms[size] = fts5_norm(size, avgdl)
             score = 0.0
-            for weight, term in scoring:
+            for idf, term in scoring:
                 freq = held.count(term) if isinstance(term, str) else _occurrences(held, term)
                 if freq:
-                    score += weight * ((freq * (k1 + 1.0)) / (freq + norm))
+                    score += fts5_term(idf, freq, norm)
             out[rowid] = score
         return out
 
@@ -1114,27 +1103,38 @@ class SQLiteStore(Store):
 
     def _doc_count(self, fts: str, phrase: list[str], last: int) -> int:
         """Rows of every user whose text holds ``phrase``: counted once, then only the rows
-        added since (rowids grow); forgotten as _counts are."""
-        key = (fts, " ".join(phrase))
+        added since (rowids grow) are counted into it (see _kept)."""
+        key = ("docs", fts, " ".join(phrase))
         query = 'text : "' + " ".join(phrase).replace('"', '""') + '"'
-        known = self._docs.get(key)
-        if known is not None and time.monotonic() - known[2] <= OWNER_SHARE_SECONDS:
-            count, then, when = known
+        kept = self._kept(key)
+        if kept is None:
+            count = self._x(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (query,)).fetchone()[0]
+            self._keep(key, count, last)
+        else:
+            count, then, when = kept
             if last > then:
                 count += self._x(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? AND rowid > ?",
                                  (query, then)).fetchone()[0]
-        else:
-            count, when = self._x(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (query,)).fetchone()[0], \
-                time.monotonic()
-        if len(self._docs) >= MAX_KEPT_COUNTS:
-            self._docs.clear()
-        self._docs[key] = (int(count), last, when)
+                self._keep(key, count, last, since=when)
         return int(count)
 
-    def _forget_counts(self) -> None:
-        """This process rewrote or deleted a searched row: no kept count can be trusted."""
-        self._counts.clear()
-        self._docs.clear()
+    def _kept(self, key: tuple[str | None, ...]) -> tuple[int, int, float] | None:
+        """A kept count, the table's last rowid when it was right, and when it was counted
+        whole; or None. Rows are added
+        with ever larger rowids, so what rows added since could change is bounded; this
+        process forgets every count when it rewrites or deletes a searched row, and a count
+        is trusted for OWNER_SHARE_SECONDS at most, for what other processes rewrite."""
+        known = self._counts.get(key)
+        if known is None or time.monotonic() - known[2] > OWNER_SHARE_SECONDS:
+            return None
+        return known
+
+    def _keep(self, key: tuple[str | None, ...], count: int, last: int, *, since: float | None = None) -> None:
+        """Keep ``count`` as right when the table's last rowid was ``last`` (counted fully at
+        ``since``, by default now)."""
+        if len(self._counts) >= MAX_KEPT_COUNTS:
+            self._counts.clear()
+        self._counts[key] = (int(count), last, time.monotonic() if since is None else since)
 
     def _ranks(self, sql: str, params: tuple[Any, ...]) -> dict[int, float]:
         """rowid -> BM25 relevance (higher is better) of a full-text read, in its order."""
@@ -1160,22 +1160,18 @@ class SQLiteStore(Store):
             f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
             (owned(fts_query([term]), owner), SEARCH_WINDOW + 1),
         ).fetchone()
-        if len(self._counts) >= MAX_KEPT_COUNTS:
-            self._counts.clear()
-        self._counts[(fts, owner, term)] = (int(row[0]), last, time.monotonic())
+        self._keep(("few", fts, owner, term), row[0], last)
         return int(row[0]) <= SEARCH_WINDOW
 
     def _known_few(self, fts: str, owner: str | None, term: str, last: int) -> bool | None:
-        """What an earlier count says of ``term`` now, or None when it could be wrong. Rows
-        are added with ever larger rowids, so a word that n rows held when the last rowid was
-        r is held by at most n + (last - r) now: rare while that stays within the window. A
-        word past the window stays so (only deleted or archived rows could bring it back).
-        This process forgets every count when it rewrites or deletes a searched row; a count
-        is trusted for OWNER_SHARE_SECONDS at most, for what other processes rewrite."""
-        known = self._counts.get((fts, owner, term))
-        if known is None or time.monotonic() - known[2] > OWNER_SHARE_SECONDS:
-            return None  # another process may have changed or deleted rows meanwhile
-        count, then, _ = known
+        """What a kept count says of ``term`` now, or None when it could be wrong: a word that
+        n rows held when the last rowid was r is held by at most n + (last - r) now, rare
+        while that stays within the window. A word past the window stays so (only deleted
+        or archived rows could bring it back)."""
+        kept = self._kept(("few", fts, owner, term))
+        if kept is None:
+            return None
+        count, then, _ = kept
         if count > SEARCH_WINDOW:
             return False
         return True if count + max(0, last - then) <= SEARCH_WINDOW else None
