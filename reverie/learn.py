@@ -44,6 +44,7 @@ from reverie.models import (
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
+from reverie.profiles import fit_profile, note_trimmed
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -383,12 +384,18 @@ class Learner:
         now = utcnow()
         episode_ids = {e.id for e in episodes}
         by_id = {e.id: e for e in episodes}
+        trimmed: dict[str, int] = {}
         for group, sections in (("user", ex.user), ("history", ex.history)):
             for key, update in sections.items():
                 name = f"{group}.{key}"
                 summary = redact(normalize_space(update.summary))
                 if name in PROFILE_SECTIONS and update.should_update and summary:
+                    # a section stays a short paragraph: its newest parts, the older give way
+                    summary, gave_way = fit_profile(summary, self.settings.max_profile_chars)
+                    if gave_way:
+                        trimmed[name] = gave_way
                     self.store.put_profile_section(user, name, summary, now)
+        note_trimmed(self.store, user, trimmed, now)
         facts = self.store.get_facts(ex.facts_to_reinforce)
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":

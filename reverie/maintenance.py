@@ -29,6 +29,7 @@ from reverie.facts import FactLine, capacity_record, clean_line, fact_line, numb
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
+from reverie.profiles import trimmed_record
 from reverie.store.base import Page
 from reverie.tags import TagWriter
 from reverie.text import exact_key, terms, token_set, words
@@ -497,6 +498,8 @@ class HealthReport(Model):
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
     evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
+    # profile parts that gave way to newer ones past max_profile_chars, so far, by section
+    profile_trimmed: dict[str, int] = Field(default_factory=dict)
 
 
 # thresholds of the verdict (the seed names the signs, not the numbers)
@@ -532,8 +535,16 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     evictions = capacity_record(ctx.store, user)
     report.evicted_over_capacity = int(evictions.get("evicted", 0))
     report.last_eviction = evictions.get("last_journal")
+    trimmed = trimmed_record(ctx.store, user)
+    report.profile_trimmed = {str(k): int(v) for k, v in dict(trimmed.get("sections", {})).items()}
     report.reasons = _verdict(report)
     report.healthy = not report.reasons
+    if report.profile_trimmed:
+        report.advice.append(
+            f"{sum(report.profile_trimmed.values())} older part(s) of the profile gave way to newer ones "
+            f"(a section keeps its newest {ctx.settings.max_profile_chars} characters, max_profile_chars; the last on "
+            f"{str(trimmed.get('last_at', ''))[:10]}): the episodes they were learned from stay in memory"
+        )
     if report.facts >= NEAR_CAPACITY * report.capacity:
         report.advice.append(
             f"{report.facts} consolidated facts against a capacity of {report.capacity} (fact_capacity): past it the "

@@ -35,6 +35,7 @@ from reverie.models import (
     Provenance,
     utcnow,
 )
+from reverie.profiles import fit_profile, note_trimmed
 from reverie.redact import redact
 from reverie.tags import TagWriter
 from reverie.text import exact_key, normalize_space, plural
@@ -246,6 +247,8 @@ class SyncReport(Model):
     added: list[FactLine] = Field(default_factory=list)
     deleted: list[FactLine] = Field(default_factory=list)
     profile: list[str] = Field(default_factory=list)
+    # sections longer than max_profile_chars: their newest parts were kept, this many gave way
+    profile_trimmed: dict[str, int] = Field(default_factory=dict)
     journal: str | None = None
 
     @property
@@ -275,8 +278,12 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
         for section in sorted(set(snapshot.profile) | set(profile)):
             new = normalize_space(redact(profile.get(section, "")))
             if new != snapshot.profile.get(section, ""):
+                new, gave_way = fit_profile(new, ctx.settings.max_profile_chars)
+                if gave_way:
+                    report.profile_trimmed[section] = gave_way
                 ctx.store.put_profile_section(user, section, new, now)
                 report.profile.append(section)
+        note_trimmed(ctx.store, user, report.profile_trimmed, now)
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     publish_memory_md(ctx, user, curated)
     return report

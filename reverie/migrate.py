@@ -29,7 +29,7 @@ from reverie.errors import InvalidInput, NotFound, StoreError
 from reverie.files import UserFiles
 from reverie.models import Tag
 from reverie.portability import export_user
-from reverie.store.base import ApiKey, Store
+from reverie.store.base import USER_META_PREFIXES, ApiKey, Store
 from reverie.store.postgres import PostgresStore, is_postgres_url, redact_url
 
 # what is counted per user, in the order reports show it
@@ -37,7 +37,6 @@ KINDS = (
     "episodes", "facts", "profile", "notes", "knowledge", "tags", "postings", "relations", "dream_runs",
     "input_keys", "journals", "user_meta", "documents",
 )
-_USER_META = ("memory_md:", "capacity:")
 COPY_CHUNK = 1000  # rows read from SQLite and written to PostgreSQL at a time
 _DOC = "doc:"
 
@@ -125,13 +124,13 @@ class _Source:
             "dream_runs": one("SELECT count(*) FROM dream_runs WHERE user = ?"),
             "input_keys": one("SELECT count(*) FROM input_keys WHERE user = ?"),
             "journals": sum(1 for k, v in meta if k.startswith("journal:") and _meta_user(k, v) == user),
-            "user_meta": sum(1 for k, v in meta if k.startswith(_USER_META) and _meta_user(k, v) == user),
+            "user_meta": sum(1 for k, v in meta if k.startswith(USER_META_PREFIXES) and _meta_user(k, v) == user),
             "documents": len(self.documents(user)),
         }
 
     def install_meta(self) -> list[tuple[str, str]]:
         return [(k, v) for k, v in self.q("SELECT key, value FROM meta ORDER BY key")
-                if not k.startswith(("journal:", _DOC, *_USER_META))]
+                if not k.startswith(("journal:", _DOC, *USER_META_PREFIXES))]
 
 
 def _meta_user(key: str, value: str) -> str | None:
@@ -140,7 +139,7 @@ def _meta_user(key: str, value: str) -> str | None:
             return str(json.loads(value)["user"])
         except (ValueError, KeyError, TypeError):
             return None
-    for prefix in _USER_META:
+    for prefix in USER_META_PREFIXES:
         if key.startswith(prefix):
             return key[len(prefix):]
     if key.startswith(_DOC):

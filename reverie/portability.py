@@ -32,6 +32,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.notes import mirror_notes
+from reverie.profiles import fit_profile, note_trimmed
 from reverie.redact import redact, redact_obj
 from reverie.tags import TagWriter
 
@@ -89,7 +90,29 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
     else:
         parsed = _parse_envelope(envelope, user, strict)
     _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
-    return _apply(ctx, user, parsed)
+    trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, strict)
+    counts = _apply(ctx, user, parsed)
+    if trimmed:
+        with ctx.store.transaction():
+            note_trimmed(ctx.store, user, trimmed, utcnow())
+    return counts
+
+
+def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str, int]:
+    """A section past max_profile_chars: refused when strict, else its newest parts kept
+    (counted for health, as the learning line does)."""
+    trimmed: dict[str, int] = {}
+    for name, section in parsed.profile.sections().items():
+        if len(section.summary.strip()) <= limit:
+            continue
+        message = (f"profile {name} is {len(section.summary.strip())} characters; a profile section is at most "
+                   f"{limit} (max_profile_chars)")
+        if strict:
+            raise InvalidInput(f"{message}; nothing was imported", field=f"profile.{name}")
+        section.summary, gave_way = fit_profile(section.summary, limit)
+        trimmed[name] = gave_way
+        log.warning("%s: kept its newest parts", message)
+    return trimmed
 
 
 def _check_fact_length(parsed: _Parsed, limit: int, strict: bool) -> None:

@@ -53,6 +53,9 @@ class Settings(BaseModel):
     # recall line
     budget: int = 2000
     correction_budget_share: float = 0.15
+    # the profile's lines take at most this share of a recall's budget (each section its
+    # newest parts that fit), so that a long profile never crowds out what the query asks about
+    profile_budget_share: float = Field(0.25, ge=0.0, le=1.0)
     promote_score: float = 0.5
     # recall's usage counts ([Nx], last used) may wait this long in memory before they are
     # written together (0: each recall writes its own at once); server workers use 2 s
@@ -66,6 +69,9 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # a REST request body; larger is a 413
     max_query_chars: int = Field(2000, ge=50)  # recall matches on this much of a message; the episode keeps it all
     max_fact_chars: int = Field(1000, ge=20)  # a longer fact is refused (facts are one line, <= 120 advised)
+    # a profile section is a short paragraph: learning keeps its newest parts within this,
+    # a longer hand edit is refused (reverie.profiles)
+    max_profile_chars: int = Field(500, ge=100)
     max_import_depth: int = Field(32, ge=4)  # nesting of an import envelope
     # storage: "normal" may lose the last commits on power loss (never corrupts); "full" fsyncs every commit
     durability: str = "normal"

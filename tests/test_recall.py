@@ -386,7 +386,7 @@ def test_profile_checks_remembered_per_profile_text():
     assert recall._profile_says(edited, "Works as a NURSE") is False
     assert recall._profile_says.cache_info().misses == misses + 1  # another profile is asked again
     assert recall._profile_says(edited, "Lives in Paris") is True
-    assert recall._profile_text("Work", "a  b\nc <x>") == "Work: a b c &lt;x&gt;"
+    assert recall._profile_text("Work", "a  b\nc <x>", 500, 100) == "Work: a b c &lt;x&gt;"
 
 
 def test_a_match_that_misses_the_name_asked_about_ranks_below_one_that_holds_it(bmem):

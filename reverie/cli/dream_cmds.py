@@ -188,6 +188,8 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
                  for label, found in (("edited", report.edited), ("added", report.added), ("deleted", report.deleted))
                  for line in found]
         lines += [f"profile {section} updated" for section in report.profile]
+        lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
+                  for section, n in report.profile_trimmed.items()]
         lines.append("synced" + _undo_hint(report.journal) if report.changed else "MEMORY.md has no edits to take in")
         say(report, as_json, lines)
 

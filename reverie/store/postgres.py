@@ -60,6 +60,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    USER_META_PREFIXES,
     FACT_ORDERS,
     OWNER_TOKENS,
     ApiKey,
@@ -111,7 +112,6 @@ _SEARCH_OK = {
     "knowledge": "TRUE",
 }
 # meta keys that belong to one user ("<prefix><user>"): kept in user_meta, led by the user id
-_USER_META = ("memory_md:", "capacity:")
 _JOURNAL = "journal:"
 
 
@@ -1921,7 +1921,7 @@ _LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
 
 
 def _meta_user(key: str) -> str | None:
-    for prefix in _USER_META:
+    for prefix in USER_META_PREFIXES:
         if key.startswith(prefix):
             return key[len(prefix):]
     return None

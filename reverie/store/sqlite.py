@@ -35,6 +35,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    USER_META_PREFIXES,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -769,9 +770,9 @@ class SQLiteStore(Store):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
             self._x("DELETE FROM tag_sizes WHERE user = ?", (user,))
             counts["meta"] = self._x(
-                "DELETE FROM meta WHERE key IN (?, ?) OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?) "
-                "OR substr(key, 1, ?) = ?",
-                (f"memory_md:{user}", f"capacity:{user}", user, len(_doc_key(user, "")), _doc_key(user, "")),
+                f"DELETE FROM meta WHERE key IN ({_in(list(USER_META_PREFIXES))}) "
+                "OR (key LIKE 'journal:%' AND json_extract(value, '$.user') = ?) OR substr(key, 1, ?) = ?",
+                (*(prefix + user for prefix in USER_META_PREFIXES), user, len(_doc_key(user, "")), _doc_key(user, "")),
             ).rowcount
         return {k: v for k, v in counts.items() if v}
 

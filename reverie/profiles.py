@@ -1,0 +1,67 @@
+"""A profile section stays a short paragraph, however much is learned.
+
+deer-flow's profile is a handful of 2-4 sentence summaries delivered first in every
+recall. The heuristic engine adds a part to a section for each new signal ("Works as a
+nurse"; "Moved to Lyon"), so without a bound a section grows with everything a user ever
+said (52k characters after 100k episodes) and no recall budget can hold it. Here a section
+keeps its newest whole parts within ``max_profile_chars`` on every write by the learning
+line (the parts that give way are counted for ``health``; the episodes they were learned
+from stay in memory), and a hand edit past the limit is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from reverie.store.base import Store
+
+# what separates the parts of a section: the heuristic merge joins them with "; "
+PROFILE_PARTS = re.compile(r"[;；。\n]|\.\s")
+TRIMMED_META = "profile-trimmed:{user}"
+
+
+def fit_profile(summary: str, limit: int) -> tuple[str, int]:
+    """``summary`` within ``limit`` characters: its newest (last) whole parts, as many as fit,
+    and how many parts gave way (0 only when it fits as it is). A last part longer than
+    ``limit`` on its own keeps its beginning, cut at a word and marked with "…" (it counts
+    as one that gave way)."""
+    summary = summary.strip()
+    if len(summary) <= limit:
+        return summary, 0
+    cuts = [m.end() for m in PROFILE_PARTS.finditer(summary) if summary[m.end():].strip()]
+    # the earliest cut whose tail fits keeps the most
+    for cut in cuts:
+        tail = summary[cut:].strip()
+        if len(tail) <= limit:
+            return tail, _parts(summary[:cut])
+    last = cuts[-1] if cuts else 0
+    part = summary[last:].strip()
+    clipped = part[: limit - 1]
+    if " " in clipped[limit // 2:]:
+        clipped = clipped[: clipped.rindex(" ")]
+    return clipped.rstrip(" ,;") + "…", _parts(summary[:last]) + 1
+
+
+def _parts(text: str) -> int:
+    return sum(1 for p in PROFILE_PARTS.split(text) if p.strip())
+
+
+def trimmed_record(store: Store, user: str) -> dict[str, Any]:
+    """What gave way in ``user``'s profile so far: {"parts": total, "last_at", "sections": {name: parts}}."""
+    raw = store.get_meta(TRIMMED_META.format(user=user))
+    return dict(json.loads(raw)) if raw else {}
+
+
+def note_trimmed(store: Store, user: str, trimmed: dict[str, int], now: datetime) -> None:
+    """Count the parts that gave way (inside the caller's transaction)."""
+    if not trimmed:
+        return
+    record = trimmed_record(store, user)
+    sections = dict(record.get("sections", {}))
+    for name, count in trimmed.items():
+        sections[name] = int(sections.get(name, 0)) + count
+    record.update(parts=int(record.get("parts", 0)) + sum(trimmed.values()), last_at=now.isoformat(), sections=sections)
+    store.set_meta(TRIMMED_META.format(user=user), json.dumps(record, sort_keys=True))
