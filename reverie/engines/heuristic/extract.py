@@ -9,6 +9,7 @@ section are merged into that section's summary, where a contradicted part gives 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from reverie.claims import Claim, contradicts, fact_relation, parse_claim
 from reverie.engines.base import (
@@ -22,8 +23,10 @@ from reverie.engines.base import (
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.phrases import keyphrases
 from reverie.engines.heuristic.signals import Signal, line_signals
+from reverie.engines.heuristic.timerefs import resolve_time_refs
 from reverie.engines.heuristic.words import overlap
 from reverie.models import AREAS, Message, Profile
+from reverie.profiles import PROFILE_PARTS
 from reverie.text import has_cjk, jaccard, stem, term_set
 
 _AREA_INDEX: dict[str, str] = {stem(w): area for area, ws in lx.AREA_WORDS.items() for w in ws}
@@ -44,7 +47,22 @@ def _area(content: str, category: str) -> str | None:
     return min(counts, key=lambda a: (-counts[a], AREAS.index(a)))
 
 
-_SUMMARY_PARTS = re.compile(r"[;；。\n]|\.\s")
+# a profile line that says one of these holds one value at a time: a new one takes the place
+# of the old ("Works as a nurse" gives way to "Works as a pilot"; the facts keep both)
+_ONE_VALUE = ("works as ", "works at ", "works for ", "lives in ", "is based in ", "name is ")
+# past tense: with a date, a line tells of an event ("Worked in the garden last week"), which is
+# an episode's, not the profile's ("only when there is durable new evidence")
+_PAST = re.compile(r"^(?:was|were|had|went|did|made|took|got|\w+ed)\b", re.IGNORECASE)
+_ANY_DAY = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+def _one_value_slot(line: str) -> str | None:
+    low = line.casefold()
+    return next((slot for slot in _ONE_VALUE if low.startswith(slot)), None)
+
+
+def _dated_event(line: str) -> bool:
+    return bool(_PAST.match(line)) and bool(resolve_time_refs(line, _ANY_DAY))
 
 
 def _same_line(a: str, b: str) -> bool:
@@ -55,11 +73,13 @@ def _same_line(a: str, b: str) -> bool:
 def _merge_summary(existing: str, additions: list[str]) -> str:
     """The existing summary with each new line added once; nothing already said is
     repeated, and a part the new line contradicts ("Lives in Berlin" after "Lives in
-    Lisbon") gives way to it."""
-    parts = [p.strip() for p in _SUMMARY_PARTS.split(existing) if p.strip()]
+    Lisbon", or another value of a one-value line such as "Works as ...") gives way to it."""
+    parts = [p.strip() for p in PROFILE_PARTS.split(existing) if p.strip()]
     changed = False
     for line in additions:
-        kept = [p for p in parts if fact_relation(line, p, 0.7) != "conflict"]
+        slot = _one_value_slot(line)
+        kept = [p for p in parts if fact_relation(line, p, 0.7) != "conflict" and (slot is None or _one_value_slot(p) != slot
+                                                                                 or _same_line(line, p))]
         if len(kept) == len(parts) and any(_same_line(line, p) for p in parts):
             continue
         parts, changed = kept + [line], True
@@ -76,7 +96,7 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
 def _section_updates(signals: list[Signal], profile: Profile) -> dict[str, SectionUpdate]:
     additions: dict[str, list[str]] = {}
     for sig in signals:
-        if sig.section and sig.confidence >= 0.85:
+        if sig.section and sig.confidence >= 0.85 and not _dated_event(sig.content):
             additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
     updates: dict[str, SectionUpdate] = {}
     for section, lines in additions.items():
