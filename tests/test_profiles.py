@@ -132,7 +132,8 @@ def test_what_gave_way_is_the_users_own_record_deleted_with_them(bmem):
 
 def test_the_heuristic_profile_takes_durable_lines_and_one_value_at_a_time(mem):
     turns = ["I work as a nurse at a clinic in Lyon.", "I worked in the garden in Hobart last week with Amara.",
-             "I work as a pilot for a small airline now.", "I live in Porto.", "I live in Graz these days."]
+             "I work as a pilot for a small airline now.", "I live in Porto.", "I live in Graz these days.",
+             "I worked in the garden with Ebba on my day off.", "I founded a chess club last week."]
     for i, text in enumerate(turns):
         mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}],
                 user="ana", thread=f"t{i}", at=AT + timedelta(days=i))
@@ -140,7 +141,7 @@ def test_the_heuristic_profile_takes_durable_lines_and_one_value_at_a_time(mem):
     profile = mem.profile(user="ana")
     work, personal = profile.user.work_context.summary, profile.user.personal_context.summary
     assert "pilot" in work and "nurse" not in work  # a new job takes the old one's place in the profile
-    assert "garden" not in work  # a dated past event is an episode's, not the profile's
+    assert "garden" not in work and "chess" not in work  # the past and dated events are episodes', not the profile's
     assert "Graz" in personal and "Porto" not in personal
     # the facts and episodes keep the rest
     assert any("nurse" in f.content for f in mem.facts(user="ana", status=None))

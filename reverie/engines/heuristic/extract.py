@@ -50,8 +50,10 @@ def _area(content: str, category: str) -> str | None:
 # a profile line that says one of these holds one value at a time: a new one takes the place
 # of the old ("Works as a nurse" gives way to "Works as a pilot"; the facts keep both)
 _ONE_VALUE = ("works as ", "works at ", "works for ", "lives in ", "is based in ", "name is ")
-# past tense: with a date, a line tells of an event ("Worked in the garden last week"), which is
-# an episode's, not the profile's ("only when there is durable new evidence")
+# the profile says what is ("only when there is durable new evidence"): "Worked in the garden
+# with Ana" or "Worked at Google" tells of the past, and a past-tense line with a date of an
+# event ("Founded a club last week"); both are an episode's and a fact's, not the profile's
+_WAS = re.compile(r"^worked\b", re.IGNORECASE)
 _PAST = re.compile(r"^(?:was|were|had|went|did|made|took|got|\w+ed)\b", re.IGNORECASE)
 _ANY_DAY = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
@@ -61,8 +63,8 @@ def _one_value_slot(line: str) -> str | None:
     return next((slot for slot in _ONE_VALUE if low.startswith(slot)), None)
 
 
-def _dated_event(line: str) -> bool:
-    return bool(_PAST.match(line)) and bool(resolve_time_refs(line, _ANY_DAY))
+def _not_now(line: str) -> bool:
+    return bool(_WAS.match(line)) or (bool(_PAST.match(line)) and bool(resolve_time_refs(line, _ANY_DAY)))
 
 
 def _same_line(a: str, b: str) -> bool:
@@ -96,7 +98,7 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
 def _section_updates(signals: list[Signal], profile: Profile) -> dict[str, SectionUpdate]:
     additions: dict[str, list[str]] = {}
     for sig in signals:
-        if sig.section and sig.confidence >= 0.85 and not _dated_event(sig.content):
+        if sig.section and sig.confidence >= 0.85 and not _not_now(sig.content):
             additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
     updates: dict[str, SectionUpdate] = {}
     for section, lines in additions.items():
