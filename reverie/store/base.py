@@ -212,10 +212,11 @@ def fts_tokens(text: str) -> list[str]:
     return [t for t in _SPLIT.split(text.lower()) if t and (len(t) <= short or len(t.encode("utf-8")) <= MAX_LEXEME_BYTES)]
 
 
+# meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
+USER_META_PREFIXES = ("memory_md:", "capacity:", "profile-trimmed:")
+
 # FTS5's bm25() (ext/fts5/fts5_aux.c): its constants, and its formula in its order of
 # operations, so that a store ranking rows itself gets the very doubles FTS5 would
-# meta keys that belong to one user, "<prefix><user>": deleted, exported and migrated with them
-USER_META_PREFIXES = ("memory_md:", "capacity:", "profile-trimmed:")
 BM25_K1 = 1.2
 BM25_B = 0.75
 # a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
