@@ -794,6 +794,9 @@ def test_full_text_tokens_of_plain_index_text_are_its_words_as_the_tokenizer_rea
     rng = random.Random(7)
     alphabet = string.ascii_lowercase + string.digits + "   _-'.,éÉ中文" + "AB"
     samples = ["", " ", "a  b", " lead", "trail ", "kayak trip", "x" * 3000 + " y", "Café au lait"]
+    # at the longest token kept: a text within the limit is split as it is, a longer one filtered
+    samples += ["x" * MAX_LEXEME_BYTES, "x" * (MAX_LEXEME_BYTES + 1), "a " + "x" * MAX_LEXEME_BYTES,
+                "a " + "x" * (MAX_LEXEME_BYTES + 1) + " b", "a b " * (MAX_LEXEME_BYTES // 3)]
     samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     for text in samples:
         assert fts_tokens(text) == tokenizer(text), text

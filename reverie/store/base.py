@@ -203,7 +203,9 @@ def fts_tokens(text: str) -> list[str]:
     if text.isascii():
         lowered = text.lower()
         if lowered.replace(" ", "").isalnum():  # index text: words of letters and digits between spaces
-            return [t for t in lowered.split() if len(t) <= MAX_LEXEME_BYTES]
+            tokens = lowered.split()
+            # no token of a text within the limit can pass it: only a longer text is filtered
+            return tokens if len(lowered) <= MAX_LEXEME_BYTES else [t for t in tokens if len(t) <= MAX_LEXEME_BYTES]
     else:
         decomposed = unicodedata.normalize("NFD", text)
         text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
