@@ -307,6 +307,19 @@ def test_profile_edit_is_journaled_and_undone_from_the_console(setup):
     assert memory.profile(user="ana").section("user.topOfMind").summary == "Moving to Lisbon"
 
 
+def test_a_profile_edit_past_the_limit_is_refused_and_the_form_says_the_limit(setup):
+    memory, app, keys = setup
+    memory.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/profile").text
+    assert f'maxlength="{memory.settings.max_profile_chars}"' in page
+    refused = ana.post("/console/profile", {"section": "user.topOfMind", "summary": "word " * 200},
+                       page="/console/profile")
+    assert refused.status_code == 303  # back to the form, which says why
+    assert "max_profile_chars" in ana.get("/console/profile").text
+    assert memory.profile(user="ana").section("user.topOfMind").summary == "Moving to Lisbon"
+
+
 def test_forget_restore_confirm_and_bulk_archive(setup):
     memory, app, keys = setup
     facts = [memory.remember(text, user="ana") for text in ("Keeps bees", "Plays the cello", "Reads Borges")]

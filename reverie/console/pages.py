@@ -111,7 +111,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
         sections = memory.profile(user=view.user).sections()
         rows = [{"name": name, "label": PROFILE_LABELS[name], "summary": sections[name].summary,
                  "updated_at": sections[name].updated_at} for name in PROFILE_SECTIONS]
-        return view.render("profile.html", title="Profile", sections=rows)
+        return view.render("profile.html", title="Profile", sections=rows, limit=memory.settings.max_profile_chars)
 
     @router.post("/profile")
     def edit_profile(view: View = Depends(posted)) -> Response:
