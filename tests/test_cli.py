@@ -113,6 +113,9 @@ def test_demo_runs_offline_and_prints_blocks(tmp_path, flag):
         assert not any("example.com" in f for f in data["facts"])
     else:
         assert "<memory>" in result.output and "why each item was chosen" in result.output
+        # piped, a block is its title line and its text: no box drawn to the console's width
+        assert "== Hi, can you help me plan my week?" in result.output
+        assert max(len(line) for line in result.output.splitlines()) < 400
 
 
 def test_knowledge_documents_from_files(home, tmp_path):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Iterable, Iterator, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.panel import Panel
 from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
@@ -106,6 +107,16 @@ def _main_options(
 _PIPED = not sys.stdout.isatty()
 console = Console(width=1_000_000 if _PIPED else None, soft_wrap=_PIPED)
 err_console = Console(stderr=True)
+
+
+def print_block(title: str, body: str) -> None:
+    """A titled block of text (markup): boxed at a terminal; piped, the title on its own
+    line and the text as it is (a box would be drawn to the piped console's full width)."""
+    if _PIPED:
+        console.print(f"== {title}")
+        console.print(body)
+    else:
+        console.print(Panel(body, title=title, title_align="left"))
 
 
 class Table(RichTable):

@@ -10,9 +10,8 @@ from typing import Annotated, Optional, TypedDict
 
 import typer
 from rich.markup import escape
-from rich.panel import Panel
 
-from reverie.cli.common import Home, Json, app, console, emit_json, open_memory
+from reverie.cli.common import Home, Json, app, console, emit_json, open_memory, print_block
 from reverie.cli.memory_cmds import print_why
 
 
@@ -63,7 +62,7 @@ def demo(
         for result in results:
             p = result.perception
             title = f"{escape(result.query)}  [dim](route {p.route}, {result.tokens}/{result.budget} tokens)[/]"
-            console.print(Panel(escape(result.context) or "[dim](nothing recalled)[/]", title=title, title_align="left"))
+            print_block(title, escape(result.context) or "[dim](nothing recalled)[/]")
             print_why(result)
         console.print(f"Try: [bold]reverie recall \"...\" --user {user} --home {folder} --why[/]")
         console.print(f"Or look at it in the browser: [bold]reverie console --home {folder}[/]")
