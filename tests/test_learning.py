@@ -193,6 +193,21 @@ def test_profile_updates_only_with_should_update(home, fake_openai):
     mem.close()
 
 
+def test_a_model_s_overlong_profile_section_keeps_its_newest_sentences_and_says_so(home, fake_openai):
+    sentences = [f"Worked on project {n} for the billing team." for n in range(40)]
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(user={
+        "workContext": {"summary": " ".join(sentences), "shouldUpdate": True},
+    })})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "I'm a backend engineer"}], user="ana")
+    mem.flush()
+    work = mem.profile(user="ana").user.work_context.summary
+    assert 0 < len(work) <= mem.settings.max_profile_chars and work.endswith(sentences[-1])
+    assert sentences[0] not in work
+    assert mem.health(user="ana").profile_trimmed["user.workContext"] == 40 - len(work.split(". "))
+    mem.close()
+
+
 def test_preferred_language_is_passed_to_the_engine(home, fake_openai):
     fake_openai.respond_by_step({"summarize": SUMMARY, "extract": _extraction(), "govern_tags": NO_TAGS})
     mem = _openai(home, fake_openai)
