@@ -52,6 +52,12 @@ def test_learning_keeps_a_section_within_max_profile_chars_and_health_counts_wha
     report = mem.health(user="ana")
     assert report.profile_trimmed == {"user.workContext": record["parts"]}
     assert any("gave way" in line and "max_profile_chars" in line for line in report.advice)
+    from typer.testing import CliRunner
+
+    from reverie.cli import app
+
+    printed = CliRunner().invoke(app, ["health", "--user", "ana", "--home", str(mem.settings.home)]).output
+    assert f"user.workContext {record['parts']}" in printed and "gave way" in printed
     # the episodes they came from are kept: what the profile let go is still recalled
     assert any("nurse" in item.text for item in mem.recall("Was I ever a nurse?", user="ana", budget=500).items)
 

@@ -165,6 +165,7 @@ def _print_health(report: Any) -> None:
         ("pending facts", str(report.pending_facts)),
         ("episodes waiting to be learned", str(report.unlearned_episodes)),
         ("tags", ", ".join(f"{k} {v}" for k, v in sorted(report.tags.items())) or "-"),
+        ("profile parts given way", ", ".join(f"{k} {v}" for k, v in sorted(report.profile_trimmed.items())) or "-"),
     )
     for name, value in rows:
         table.add_row(name, escape(value))
