@@ -37,6 +37,7 @@ from reverie.models import (
     Tag,
     utcnow,
 )
+from reverie.profiles import check_profile_length
 from reverie.redact import redact
 from reverie.store.base import FACT_ORDERS, Page
 from reverie.tags import TagWriter, normalize_tag
@@ -160,10 +161,8 @@ def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profi
     if not isinstance(summary, str):
         raise InvalidInput("summary must be text", field="summary")
     check_unicode(summary, "summary")
-    limit = ctx.settings.max_profile_chars
-    if len(summary.strip()) > limit:
-        raise InvalidInput(f"summary is {len(summary.strip())} characters; a profile section is at most {limit} "
-                           "(max_profile_chars): keep it to a few sentences, and store the rest as facts", field="summary")
+    check_profile_length(summary, ctx.settings.max_profile_chars, "summary",
+                         ": keep it to a few sentences, and store the rest as facts")
     journal = Journal(user=user, action="edit")
     with ctx.store.transaction():
         journal.watch_profile(ctx.store)

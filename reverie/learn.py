@@ -44,7 +44,7 @@ from reverie.models import (
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
-from reverie.profiles import fit_profile, note_trimmed
+from reverie.profiles import fit_section, note_trimmed
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -391,9 +391,7 @@ class Learner:
                 summary = redact(normalize_space(update.summary))
                 if name in PROFILE_SECTIONS and update.should_update and summary:
                     # a section stays a short paragraph: its newest parts, the older give way
-                    summary, gave_way = fit_profile(summary, self.settings.max_profile_chars)
-                    if gave_way:
-                        trimmed[name] = gave_way
+                    summary = fit_section(name, summary, self.settings.max_profile_chars, trimmed)
                     self.store.put_profile_section(user, name, summary, now)
         note_trimmed(self.store, user, trimmed, now)
         facts = self.store.get_facts(ex.facts_to_reinforce)

@@ -35,7 +35,7 @@ from reverie.models import (
     Provenance,
     utcnow,
 )
-from reverie.profiles import fit_profile, note_trimmed
+from reverie.profiles import fit_section, note_trimmed
 from reverie.redact import redact
 from reverie.tags import TagWriter
 from reverie.text import exact_key, normalize_space, plural
@@ -278,9 +278,7 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
         for section in sorted(set(snapshot.profile) | set(profile)):
             new = normalize_space(redact(profile.get(section, "")))
             if new != snapshot.profile.get(section, ""):
-                new, gave_way = fit_profile(new, ctx.settings.max_profile_chars)
-                if gave_way:
-                    report.profile_trimmed[section] = gave_way
+                new = fit_section(section, new, ctx.settings.max_profile_chars, report.profile_trimmed)
                 ctx.store.put_profile_section(user, section, new, now)
                 report.profile.append(section)
         note_trimmed(ctx.store, user, report.profile_trimmed, now)

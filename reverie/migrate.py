@@ -29,7 +29,7 @@ from reverie.errors import InvalidInput, NotFound, StoreError
 from reverie.files import UserFiles
 from reverie.models import Tag
 from reverie.portability import export_user
-from reverie.store.base import USER_META_PREFIXES, ApiKey, Store
+from reverie.store.base import USER_META_PREFIXES, ApiKey, Store, meta_user
 from reverie.store.postgres import PostgresStore, is_postgres_url, redact_url
 
 # what is counted per user, in the order reports show it
@@ -139,9 +139,9 @@ def _meta_user(key: str, value: str) -> str | None:
             return str(json.loads(value)["user"])
         except (ValueError, KeyError, TypeError):
             return None
-    for prefix in USER_META_PREFIXES:
-        if key.startswith(prefix):
-            return key[len(prefix):]
+    owner = meta_user(key)
+    if owner is not None:
+        return owner
     if key.startswith(_DOC):
         return key[len(_DOC):].split(":", 1)[0]
     return None

@@ -32,7 +32,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.notes import mirror_notes
-from reverie.profiles import fit_profile, note_trimmed
+from reverie.profiles import check_profile_length, fit_section, note_trimmed
 from reverie.redact import redact, redact_obj
 from reverie.tags import TagWriter
 
@@ -103,15 +103,11 @@ def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str
     (counted for health, as the learning line does)."""
     trimmed: dict[str, int] = {}
     for name, section in parsed.profile.sections().items():
-        if len(section.summary.strip()) <= limit:
-            continue
-        message = (f"profile {name} is {len(section.summary.strip())} characters; a profile section is at most "
-                   f"{limit} (max_profile_chars)")
         if strict:
-            raise InvalidInput(f"{message}; nothing was imported", field=f"profile.{name}")
-        section.summary, gave_way = fit_profile(section.summary, limit)
-        trimmed[name] = gave_way
-        log.warning("%s: kept its newest parts", message)
+            check_profile_length(section.summary, limit, f"profile.{name}", "; nothing was imported")
+        section.summary = fit_section(name, section.summary, limit, trimmed)
+        if name in trimmed:
+            log.warning("profile.%s is past max_profile_chars (%d): kept its newest parts", name, limit)
     return trimmed
 
 

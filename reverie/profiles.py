@@ -16,6 +16,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from reverie.errors import InvalidInput
 from reverie.store.base import Store
 
 # what separates the parts of a section: the heuristic merge joins them with "; "
@@ -43,6 +44,23 @@ def fit_profile(summary: str, limit: int) -> tuple[str, int]:
     if " " in clipped[limit // 2:]:
         clipped = clipped[: clipped.rindex(" ")]
     return clipped.rstrip(" ,;") + "…", _parts(summary[:last]) + 1
+
+
+def fit_section(name: str, summary: str, limit: int, trimmed: dict[str, int]) -> str:
+    """``summary`` fitted by :func:`fit_profile`; what gave way is added to ``trimmed[name]``
+    (for :func:`note_trimmed`)."""
+    fitted, gave_way = fit_profile(summary, limit)
+    if gave_way:
+        trimmed[name] = trimmed.get(name, 0) + gave_way
+    return fitted
+
+
+def check_profile_length(summary: str, limit: int, field: str, advice: str) -> None:
+    """InvalidInput naming ``field`` when ``summary`` is past ``limit`` (max_profile_chars)."""
+    size = len(summary.strip())
+    if size > limit:
+        raise InvalidInput(f"{field} is {size} characters; a profile section is at most {limit} (max_profile_chars)"
+                           f"{advice}", field=field)
 
 
 def _parts(text: str) -> int:

@@ -217,6 +217,12 @@ def fts_tokens(text: str) -> list[str]:
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
 USER_META_PREFIXES = ("memory_md:", "capacity:", "profile-trimmed:")
 
+
+def meta_user(key: str) -> str | None:
+    """The user a per-user meta key (:data:`USER_META_PREFIXES`) belongs to, else None."""
+    prefix = next((p for p in USER_META_PREFIXES if key.startswith(p)), None)
+    return key[len(prefix):] if prefix else None
+
 # FTS5's bm25() (ext/fts5/fts5_aux.c): its constants, and its formula in its order of
 # operations, so that a store ranking rows itself gets the very doubles FTS5 would
 BM25_K1 = 1.2

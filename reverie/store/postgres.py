@@ -60,7 +60,6 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
-    USER_META_PREFIXES,
     FACT_ORDERS,
     OWNER_TOKENS,
     ApiKey,
@@ -82,6 +81,7 @@ from reverie.store.base import (
     fts5_term,
     fts_tokens,
     knowledge_text,
+    meta_user,
     note_text,
     page_of,
 )
@@ -1812,7 +1812,7 @@ class PostgresStore(Store):
         if key.startswith(_JOURNAL):
             row = self._one("SELECT body FROM journals WHERE id = %s", (key[len(_JOURNAL):],))
             return str(row[0]) if row else None
-        user = _meta_user(key)
+        user = meta_user(key)
         if user is not None:
             self._lock([user])
             row = self._one("SELECT value FROM user_meta WHERE user_id = %s AND key = %s", (user, key))
@@ -1832,7 +1832,7 @@ class PostgresStore(Store):
                 (owner, key[len(_JOURNAL):], as_utc(at), value),
             )
             return
-        user = _meta_user(key)
+        user = meta_user(key)
         if user is not None:
             self._lock([user])
             self._do(
@@ -1920,8 +1920,3 @@ _LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
 }
 
 
-def _meta_user(key: str) -> str | None:
-    for prefix in USER_META_PREFIXES:
-        if key.startswith(prefix):
-            return key[len(prefix):]
-    return None

@@ -35,7 +35,6 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
-    USER_META_PREFIXES,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -48,6 +47,7 @@ from reverie.store.base import (
     Posting,
     TagState,
     Store,
+    USER_META_PREFIXES,
     decode_cursor,
     episode_columns,
     episode_text,
