@@ -394,6 +394,21 @@ def _unrelated(a: _Reading, b: _Reading) -> bool:
     )
 
 
+@lru_cache(maxsize=16384)
+def judge_keys(text: str) -> frozenset[str]:
+    """What two lines must share for :func:`fact_relation` to judge them at all: a term, a
+    value, the exclusive verb, or both being bare. Lines with no key in common are
+    unrelated (:func:`_unrelated`), so an index over these keys finds every line a new one
+    could duplicate or contradict without judging each pair."""
+    r = _reading(text)
+    keys = {f"t:{t}" for t in r.tokens} | {f"a:{a}" for a in r.atoms}
+    if r.verb:
+        keys.add(f"v:{r.verb}")
+    if r.bare:
+        keys.add("bare")
+    return frozenset(keys)
+
+
 def _exclusive_conflict(new: str, old: str) -> bool:
     """Both fill the same exclusive slot ("prefers", "lives in") with another value."""
     a, b = _reading(new), _reading(old)

@@ -13,10 +13,12 @@ import json
 import logging
 import math
 import re
+import threading
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from reverie.claims import fact_relation
+from reverie.claims import fact_relation, judge_keys
 from reverie.journal import Journal
 from reverie.models import DECAY, Fact, KnowledgeDoc, Model, Note, as_utc
 from reverie.redact import redact
@@ -96,12 +98,91 @@ def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -
     )
 
 
+LIVE = ("pending", "consolidated")
+
+
+class LiveTexts:
+    """A user's live facts as the judge reads them, in the order they were stored, indexed by
+    :func:`~reverie.claims.judge_keys`: a new fact meets only those it could duplicate or
+    contradict, the same ones in the same order as a scan of all of them would judge."""
+
+    def __init__(self, texts: Iterable[FactText] = ()):
+        self._texts: dict[str, FactText] = {}
+        self._order: dict[str, int] = {}  # a fact keeps its place when it is written again
+        self._index: dict[str, set[str]] = {}
+        for text in texts:
+            self.put(text)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def put(self, text: FactText) -> None:
+        self.drop(text.id)
+        self._texts[text.id] = text
+        self._order.setdefault(text.id, len(self._order))
+        for key in judge_keys(text.content):
+            self._index.setdefault(key, set()).add(text.id)
+
+    def drop(self, fact_id: str) -> None:
+        old = self._texts.pop(fact_id, None)
+        if old is not None:
+            for key in judge_keys(old.content):
+                self._index[key].discard(fact_id)
+
+    def related(self, content: str) -> list[FactText]:
+        """The live facts that share a judge key with ``content``, oldest first."""
+        found: set[str] = set()
+        for key in judge_keys(content):
+            found |= self._index.get(key, set())
+        return [self._texts[i] for i in sorted(found, key=self._order.__getitem__)]
+
+
 class FactWriter:
     """Writes facts and knowledge for every line (call inside the caller's transaction)."""
 
     def __init__(self, store: Store, settings: Settings):
         self.store = store
         self.settings = settings
+        # per thread, while a batch is judged (:meth:`judging`): user -> their live facts,
+        # or None for a user with more than FULL_SCAN_FACTS (the judge reads the store)
+        self._batch = threading.local()
+
+    @contextmanager
+    def judging(self) -> Iterator[None]:
+        """Within this block (one transaction that writes many facts through this writer, as
+        a learning batch does) the judge keeps a user's few live facts in memory instead of
+        reading all of them again for every new fact. Every fact write inside must go
+        through this writer."""
+        outer = getattr(self._batch, "live", None)
+        self._batch.live = {}
+        try:
+            yield
+        finally:
+            self._batch.live = outer
+
+    def _live(self, user: str) -> LiveTexts | None:
+        """The user's live facts kept for this batch, or None (no batch, or too many facts)."""
+        batch: dict[str, LiveTexts | None] | None = getattr(self._batch, "live", None)
+        if batch is None:
+            return None
+        if user not in batch:
+            few = self.store.count_facts(user, up_to=FULL_SCAN_FACTS + 1) <= FULL_SCAN_FACTS
+            batch[user] = LiveTexts(self.store.fact_texts(user)) if few else None
+        return batch[user]
+
+    def _put(self, fact: Fact) -> None:
+        """Store ``fact``, and keep the batch's live facts in step."""
+        self.store.put_fact(fact)
+        batch: dict[str, LiveTexts | None] | None = getattr(self._batch, "live", None)
+        live = batch.get(fact.user) if batch else None
+        if live is None:
+            return
+        if fact.status in LIVE:
+            live.put(FactText(fact.id, fact.content, fact.category))
+            if len(live) > FULL_SCAN_FACTS:
+                batch[fact.user] = None  # from now on the judge reads related facts from the store
+        else:
+            live.drop(fact.id)
 
     def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
         """Add a fact, unless it repeats one (then that one is reinforced and returned);
@@ -129,9 +210,13 @@ class FactWriter:
 
     def comparable(self, fact: Fact) -> list[FactText]:
         """The stored facts the judge reads a new fact against, oldest first: every live fact
-        while a user has few, else the newest that share a search term with it (an index
-        read: the judge finds neither a duplicate nor a conflict without a shared word).
-        Only their texts are read; a fact is built whole only when the judge picks it."""
+        while a user has few (within :meth:`judging`, only those that share a judge key with
+        it, from memory), else the newest that share a search term with it (an index read:
+        the judge finds neither a duplicate nor a conflict without a shared word). Only their
+        texts are read; a fact is built whole only when the judge picks it."""
+        live = self._live(fact.user)
+        if live is not None:
+            return live.related(fact.content)
         if self.store.count_facts(fact.user, up_to=FULL_SCAN_FACTS + 1) <= FULL_SCAN_FACTS:
             return self.store.fact_texts(fact.user)
         return self.store.fact_texts(fact.user, terms(fact.content), RELATED_FACTS)
@@ -141,7 +226,7 @@ class FactWriter:
         fact.uses += 1
         fact.last_used_at = fact.updated_at = now
         fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
-        self.store.put_fact(fact)
+        self._put(fact)
         return fact
 
     def archive_fact(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
@@ -150,8 +235,8 @@ class FactWriter:
         if successor is not None:
             fact.superseded_by = successor.id
             successor.supersedes = fact.id
-            self.store.put_fact(successor)
-        self.store.put_fact(fact)
+            self._put(successor)
+        self._put(fact)
 
     def fold(self, drop: Fact, keep: Fact, reason: str, journal: Journal, now: datetime) -> None:
         """``drop`` says what ``keep`` says: archive it with a link; ``keep`` takes its provenance,
@@ -167,7 +252,7 @@ class FactWriter:
         """Store a fact with its tags."""
         writer = writer or TagWriter(self.store, fact.user)
         fact.tags = writer.ensure(tags) if tags else fact.tags
-        self.store.put_fact(fact)
+        self._put(fact)
         self.store.set_item_tags(fact.user, "fact", fact.id, {t: 1.0 for t in fact.tags})
 
     def index_knowledge(self, doc: KnowledgeDoc) -> None:

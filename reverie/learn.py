@@ -262,7 +262,7 @@ class Learner:
     def learn(self, episodes: list[Episode]) -> None:
         plan = self._plan(episodes)
         user = episodes[0].user
-        with self.store.transaction():
+        with self.store.transaction(), self.facts.judging():
             # the engines took their time: apply to the episodes as they are now, so that
             # feedback, archiving or usage written meanwhile is kept
             current = self.store.get_episodes(e.id for e in episodes)

@@ -188,3 +188,19 @@ def test_related_pairs_finds_every_pair_the_judge_relates_without_trying_them_al
     candidates = related_pairs(lines)
     assert every and every <= set(candidates)
     assert len(candidates) < len(lines) * (len(lines) - 1) // 4  # an index read, not all pairs
+
+
+def test_the_judges_keys_find_every_line_it_relates_and_leave_most_lines_unjudged():
+    from reverie.facts import LiveTexts
+    from reverie.store.base import FactText
+
+    lines = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
+    lines += [f"Melanie: went to the {place} on day {n}" for n, place in enumerate(["lake", "museum", "market"] * 20)]
+    live = LiveTexts(FactText(f"f{i}", line, "fact") for i, line in enumerate(lines))
+    judged = 0
+    for new in lines:
+        related = [t.content for t in live.related(new)]
+        assert related == [old for old in lines if old in related]  # oldest first, as stored
+        assert {old for old in lines if fact_relation(new, old, 0.7)} <= set(related)
+        judged += len(related)
+    assert judged < len(lines) ** 2 // 2  # most pairs are never judged

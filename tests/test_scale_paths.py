@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from reverie import Memory
-from reverie.facts import FULL_SCAN_FACTS
+from reverie.facts import FULL_SCAN_FACTS, RELATED_FACTS
 from reverie.models import Fact, Provenance
 from reverie.tags import TagWriter
 from reverie.store.base import strength
@@ -443,3 +443,28 @@ def test_fts5s_averages_record_holds_the_rows_and_tokens_bm25_reads(mem):
     from reverie.store.base import fts_tokens
 
     assert tokens == sum(len(fts_tokens(t)) + len(fts_tokens(o)) for t, o in texts)
+
+
+def test_a_batch_judges_new_facts_against_what_it_wrote_before_them(mem):
+    """Within ``judging`` the judge reads a user's live facts from memory: a fact the batch
+    wrote is met by the next, one it archived is not, and past FULL_SCAN_FACTS the store's
+    related facts take over."""
+    facts, writer = mem.ctx.facts, TagWriter(mem.store, "ana")
+
+    def learned(text: str) -> Fact:
+        return Fact(user="ana", content=text, status="pending", provenance=Provenance(origin="learned"))
+
+    with mem.store.transaction(), facts.judging():
+        first = facts.add_fact(writer, learned("Lives in Lisbon"), [])
+        moved = facts.add_fact(writer, learned("Lives in Berlin"), [])  # contradicts the fact just written
+        assert mem.store.get_fact(first.id).status == "archived" and moved.supersedes == first.id
+        again = facts.add_fact(writer, learned("lives in Berlin!"), [])
+        assert again.id == moved.id and again.uses == 1
+        assert [t.id for t in facts.comparable(learned("Lives in Porto"))] == [moved.id]
+    fill(mem, FULL_SCAN_FACTS)
+    with mem.store.transaction(), facts.judging():
+        assert facts.comparable(learned("Lives in Porto")) == [t for t in mem.store.fact_texts("ana") if "Lives" in t.content]
+        facts.add_fact(writer, learned("Plays the oboe on Sundays"), [])  # past FULL_SCAN_FACTS now
+        newest = mem.store.fact_texts("ana", terms("Joined the chessclub"), RELATED_FACTS)
+        assert facts.comparable(learned("Joined the chessclub")) == newest
+    assert mem.store.count_facts("ana") == FULL_SCAN_FACTS + 2
