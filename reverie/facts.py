@@ -175,7 +175,7 @@ class FactWriter:
         self.store.put_fact(fact)
         batch: dict[str, LiveTexts | None] | None = getattr(self._batch, "live", None)
         live = batch.get(fact.user) if batch else None
-        if live is None:
+        if batch is None or live is None:
             return
         if fact.status in LIVE:
             live.put(FactText(fact.id, fact.content, fact.category))
