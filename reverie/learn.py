@@ -377,8 +377,7 @@ class Learner:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status in ("unexamined", "active"):
                 writer.set_status(tag, "deprecated")
-        for rel in decisions.relations:
-            writer.relate(rel.source, rel.target, rel.level)
+        writer.relate_all((rel.source, rel.target, rel.level) for rel in decisions.relations)
 
     def _apply_extraction(self, writer: TagWriter, user: str, episodes: list[Episode], ex: Extraction) -> None:
         now = utcnow()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Iterable
 
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow
@@ -24,6 +25,7 @@ from reverie.text import STOPWORDS, has_cjk
 
 SYNONYM_HOPS = 3
 MERGE_HOPS = 3
+READ_CHUNK = 500  # tag names per statement (SQLite caps the parameters)
 LEVEL_ORDER: dict[str, int] = {"loose": 0, "related": 1, "synonym": 2}
 # how strongly an expanded tag still points at the query's meaning
 SYNONYM_DECAY = 0.85
@@ -168,17 +170,31 @@ class TagWriter:
     def relate(self, source: str, target: str, level: RelationLevel) -> bool:
         """Write a relation both ways; only upgrades; never creates a tag; no self-loops.
         Returns whether anything changed."""
-        a, b = normalize_tag(source), normalize_tag(target)
-        if a == b or level not in LEVEL_ORDER:
-            return False
-        tags = self.store.get_tags(self.user, [a, b])
-        if a not in tags or b not in tags:
-            return False
-        current = {r.target: r.level for r in self.store.relations(self.user, [a])}.get(b)
-        if current is not None and LEVEL_ORDER[current] >= LEVEL_ORDER[level]:
-            return False
-        self.store.put_relation(TagRelation(user=self.user, source=a, target=b, level=level))
-        return True
+        return self.relate_all([(source, target, level)]) > 0
+
+    def relate_all(self, relations: Iterable[tuple[str, str, RelationLevel]]) -> int:
+        """:meth:`relate` for many relations in order, reading the tags and their relations
+        once; returns how many changed something."""
+        wanted = [(normalize_tag(a), normalize_tag(b), level) for a, b, level in relations]
+        wanted = [(a, b, level) for a, b, level in wanted if a != b and level in LEVEL_ORDER]
+        names = list(dict.fromkeys(n for a, b, _ in wanted for n in (a, b)))
+        known: set[str] = set()
+        current: dict[tuple[str, str], str] = {}
+        for start in range(0, len(names), READ_CHUNK):
+            chunk = names[start : start + READ_CHUNK]
+            known |= set(self.store.tag_states(self.user, chunk))
+            current.update(((r.source, r.target), r.level) for r in self.store.relations(self.user, chunk))
+        changed = 0
+        for a, b, level in wanted:
+            if a not in known or b not in known:
+                continue
+            now = current.get((a, b))
+            if now is not None and LEVEL_ORDER[now] >= LEVEL_ORDER[level]:
+                continue
+            self.store.put_relation(TagRelation(user=self.user, source=a, target=b, level=level))
+            current[(a, b)] = current[(b, a)] = level  # written both ways
+            changed += 1
+        return changed
 
     def merge(self, old: str, new: str) -> int:
         """A person's explicit merge: postings move to ``new``; ``old`` stays as a redirect."""

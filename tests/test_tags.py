@@ -63,6 +63,19 @@ def test_relations_only_upgrade(writer, mem):
     assert {r.target: r.level for r in mem.store.relations("ana", ["vim"])}["editor"] == "related"
 
 
+def test_many_relations_written_at_once_are_judged_in_order_as_one_at_a_time(writer, mem):
+    names = [f"tag{i}" for i in range(600)]  # more names than one read takes
+    _tags(writer, *names)
+    batch = [(names[i], names[i + 1], "loose") for i in range(599)]
+    batch += [("tag0", "tag1", "synonym"), ("tag1", "tag0", "related"), ("tag5", "tag5", "synonym"),
+              ("tag7", "no such tag", "related"), ("tag598", "tag599", "related")]
+    assert writer.relate_all(batch) == 599 + 2  # no downgrade from synonym, no self-loop, no new tag
+    levels = {(r.source, r.target): r.level for r in mem.store.relations("ana", names)}
+    assert len(levels) == 2 * 599
+    assert levels[("tag1", "tag0")] == "synonym" and levels[("tag599", "tag598")] == "related"
+    assert levels[("tag300", "tag301")] == "loose"
+
+
 def test_a_relation_never_creates_a_tag(writer, mem):
     _tags(writer, "postgres")
     assert not writer.relate("postgres", "brand new tag", "synonym")
