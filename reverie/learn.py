@@ -316,13 +316,13 @@ class Learner:
         names |= {normalize_tag(t) for f in extraction.new_facts for t in f.tags}
         names.discard("")
         decisions = TagDecisions()
-        known = self.store.get_tags(user, names)
+        known = self.store.tag_states(user, names)
         fresh = [n for n in names if n not in known or known[n].status == "unexamined"]
         if fresh:
             # only the live tags that could relate to a candidate (a shared relation key),
             # from an index kept between batches: not every tag the user ever had
             live = self._live_tags(user)
-            near = sorted({other for n in fresh for other in live.neighbours(n, per_key=NEIGHBOURS_PER_KEY)})
+            near = sorted(live.near(fresh, per_key=NEIGHBOURS_PER_KEY))
             decisions = engines.govern_tags.govern_tags(
                 GovernRequest(
                     candidates=[TagInfo(name=n) for n in sorted(fresh)],

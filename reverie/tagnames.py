@@ -91,3 +91,17 @@ class TagNeighbours:
                 if other != name:
                     seen.setdefault(other)
         return list(seen)
+
+    def near(self, names: Iterable[str], *, per_key: int | None = None) -> set[str]:
+        """Every live tag that is a neighbour of one of ``names`` (as :meth:`neighbours`
+        finds them, in no order)."""
+        found: set[str] = set()
+        for name in names:
+            mine: set[str] = set()
+            for k in relation_keys(name):
+                listed = self._index.get(k)
+                if listed:
+                    mine.update(listed if per_key is None else listed[:per_key])
+            mine.discard(name)
+            found |= mine
+        return found

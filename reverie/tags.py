@@ -20,7 +20,7 @@ from typing import Iterable
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow
 from reverie.redact import redact_label
-from reverie.store.base import Store
+from reverie.store.base import Store, TagState
 from reverie.text import STOPWORDS, has_cjk
 
 SYNONYM_HOPS = 3
@@ -141,24 +141,29 @@ class TagWriter:
         (itself, or the tag it was merged into)."""
         # a name that holds a secret is no feature worth keeping
         wanted = [normalize_tag(n) for n in names if redact_label(n) == n]
-        existing = self.store.get_tags(self.user, wanted)
+        states = self.store.tag_states(self.user, wanted)  # a tag's whole record only where it changes
         out: dict[str, str] = {}
         for norm in dict.fromkeys(wanted):
             if not norm:
                 continue
-            tag = existing.get(norm)
+            state = states.get(norm)
             if is_generic(norm):
-                if tag is not None and tag.status != "deprecated":
-                    self.set_status(tag, "deprecated")
+                if state is not None and state.status != "deprecated":
+                    self.set_status(norm, "deprecated")
                 continue
-            if tag is None:
+            if state is None:
                 tag = self.store.put_tag(Tag(user=self.user, name=norm, dimension=dimension))
+                state = TagState(tag.status, tag.merged_to)
+            name = norm
             for _ in range(MERGE_HOPS):
-                if tag.status != "merged" or not tag.merged_to:
+                if state.status != "merged" or not state.merged_to:
                     break
-                tag = self.store.get_tags(self.user, [tag.merged_to]).get(tag.merged_to) or tag
-            if tag.status in ("active", "unexamined"):
-                out[norm] = tag.name
+                target = self.store.tag_states(self.user, [state.merged_to]).get(state.merged_to)
+                if target is None:
+                    break
+                name, state = state.merged_to, target
+            if state.status in ("active", "unexamined"):
+                out[norm] = name
         return out
 
     def set_status(self, name: str | Tag, status: str) -> Tag:

@@ -163,3 +163,16 @@ def test_learning_activates_new_tags_and_relates_similar_ones(mem):
     mem.flush()
     statuses = {t.name: t.status for t in mem.store.list_tags("ana")}
     assert statuses and "active" in statuses.values()
+
+
+def test_the_live_tags_near_several_names_are_each_names_neighbours_together():
+    from reverie.tagnames import TagNeighbours
+
+    live = TagNeighbours(["code style", "code review", "coffee", "hiking trips", "kayak", "编程语言"])
+    names = ["Code-Styles", "trip", "coding", "编程"]
+    near = live.near(names)
+    assert near == {other for n in names for other in live.neighbours(n)}
+    assert {"code style", "code review", "hiking trips"} <= near and "kayak" not in near
+    assert live.near(["code style"]) == {"code review"}  # a name is not its own neighbour
+    assert "编程语言" in near
+    assert live.near(names, per_key=1) <= near
