@@ -348,6 +348,7 @@ class Learner:
 
     def _apply_summaries(self, writer: TagWriter, episodes: list[Episode], plan: _Plan) -> None:
         live = writer.ensure_map([t for s in plan.summaries.values() for t in s.tags])
+        tagged: dict[str, dict[str, float]] = {}
         for ep in episodes:
             s = plan.summaries[ep.id]
             ep.summary = redact(normalize_space(s.summary))
@@ -362,7 +363,8 @@ class Learner:
             ep.tags = list(dict.fromkeys(live[n] for n in map(normalize_tag, s.tags) if n in live))
             ep.learned = True
             self.store.put_episode(ep, reindex=False)
-            self.store.set_item_tags(ep.user, "episode", ep.id, {t: 1.0 for t in ep.tags})
+            tagged[ep.id] = {t: 1.0 for t in ep.tags}
+        self.store.set_items_tags(writer.user, "episode", tagged)
 
     def _apply_tag_decisions(self, writer: TagWriter, decisions: TagDecisions) -> None:
         tags = self.store.get_tags(writer.user, [normalize_tag(n) for n in decisions.activate + decisions.deprecate])

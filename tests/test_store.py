@@ -429,6 +429,23 @@ def test_tag_sizes_follow_every_write_of_the_postings(store):
     assert store.tag_counts("bob") == {} and store.tag_counts("ana") == counted("ana")
 
 
+def test_many_items_tagged_at_once_are_posted_as_one_call_each_would(store):
+    for name in ("tea", "drinks", "kyoto"):
+        store.put_tag(Tag(user="ana", name=name, status="active"))
+    store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})
+    items = {f"ep_{n}": {"tea": 1.0, "drinks": 0.5} for n in range(700)}  # more ids than one statement takes
+    items["ep_1"] = {}
+    store.set_items_tags("ana", "episode", items)  # ep_0's kyoto is replaced, ep_1 carries nothing
+    posts = store.postings("ana", ["tea", "drinks", "kyoto"], ["episode"])
+    assert [(p.id, p.tag, p.weight) for p in posts[:4]] == [
+        ("ep_0", "tea", 1.0), ("ep_0", "drinks", 0.5), ("ep_2", "tea", 1.0), ("ep_2", "drinks", 0.5)]
+    assert len(posts) == 2 * 699 and posts[-1].id == "ep_699"
+    newest = store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2})
+    assert [p.id for p in newest] == ["ep_698", "ep_699"]
+    assert store.tag_counts("ana") == {"tea": 699, "drinks": 699}
+    store.set_items_tags("ana", "episode", {})  # nothing to do
+
+
 # ---------------------------------------------------------------- runs, keys, meta, journals, documents
 
 

@@ -618,9 +618,14 @@ class Store(ABC):
     @abstractmethod
     def put_tag(self, tag: Tag) -> Tag: ...
 
-    @abstractmethod
     def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
         """Replace the tags an item carries (name -> weight); the names must exist."""
+        self.set_items_tags(user, kind, {item_id: tags})
+
+    @abstractmethod
+    def set_items_tags(self, user: str, kind: str, items: Mapping[str, Mapping[str, float]]) -> None:
+        """:meth:`set_item_tags` for many items of one kind (item id -> name -> weight), in
+        one go: their postings are written in this order, as one call each would."""
 
     @abstractmethod
     def postings(

@@ -1436,16 +1436,17 @@ class PostgresStore(Store):
         )
         return tag
 
-    def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
+    def set_items_tags(self, user: str, kind: str, items: Mapping[str, Mapping[str, float]]) -> None:
+        rows = [(item_id, name, weight) for item_id, tags in items.items() for name, weight in tags.items()]
         with self.transaction():
             self._lock([user])
-            self._do("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = %s", (user, kind, item_id))
-            if tags:  # one statement (the tag sizes' trigger runs once for it, not once a tag)
+            self._do("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = ANY(%s)", (user, kind, list(items)))
+            if rows:  # one statement (the tag sizes' trigger runs once for it, not once a tag)
                 self._do(
                     "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) "
-                    "SELECT %s, t.tag, %s, %s, t.weight FROM unnest(%s::text[], %s::float8[]) "
-                    "WITH ORDINALITY AS t(tag, weight, n) ORDER BY t.n",
-                    (user, kind, item_id, list(tags), list(tags.values())),
+                    "SELECT %s, t.tag, %s, t.item_id, t.weight FROM unnest(%s::text[], %s::text[], %s::float8[]) "
+                    "WITH ORDINALITY AS t(item_id, tag, weight, n) ORDER BY t.n",
+                    (user, kind, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
                 )
 
     def postings(

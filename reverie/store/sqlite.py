@@ -1241,14 +1241,17 @@ class SQLiteStore(Store):
         )
         return tag
 
-    def set_item_tags(self, user: str, kind: str, item_id: str, tags: dict[str, float]) -> None:
+    def set_items_tags(self, user: str, kind: str, items: Mapping[str, Mapping[str, float]]) -> None:
+        ids = list(items)
         with self.transaction():
-            self._x("DELETE FROM item_tags WHERE kind = ? AND item_id = ?", (kind, item_id))
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                self._x(f"DELETE FROM item_tags WHERE kind = ? AND item_id IN ({_in(chunk)})", [kind, *chunk])
             # seq: the rowid the row gets (the largest before it, plus one)
             self._conn().executemany(
                 "INSERT INTO item_tags (user, tag, kind, item_id, weight, seq) "
                 "SELECT ?, ?, ?, ?, ?, coalesce(max(rowid), 0) + 1 FROM item_tags",
-                [(user, name, kind, item_id, weight) for name, weight in tags.items()],
+                [(user, name, kind, item_id, weight) for item_id, tags in items.items() for name, weight in tags.items()],
             )
 
     def postings(
