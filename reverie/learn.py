@@ -275,6 +275,13 @@ class Learner:
             self._apply_extraction(writer, user, episodes, plan.extraction)
             put_episode_notes(self.store, user, episodes)
             self.store.mark_learned([e.id for e in episodes])
+        live = self._tag_index.get(user)
+        if live is not None:  # the index of live tags follows what this batch activated or retired
+            for name, status in writer.restated.items():
+                if status == "active":
+                    live.add(name)
+                else:
+                    live.discard(name)
         mirror_notes(self.store, self.ctx.files, user, {e.occurred_at.date().isoformat() for e in episodes})
 
     def _plan(self, episodes: list[Episode]) -> _Plan:
@@ -325,8 +332,9 @@ class Learner:
             near = sorted(live.near(fresh, per_key=NEIGHBOURS_PER_KEY))
             decisions = engines.govern_tags.govern_tags(
                 GovernRequest(
-                    candidates=[TagInfo(name=n) for n in sorted(fresh)],
-                    existing=[TagInfo(name=name, status="active") for name in near],
+                    # names from the store: no validation needed for a thousand of them a batch
+                    candidates=[TagInfo.model_construct(name=n) for n in sorted(fresh)],
+                    existing=[TagInfo.model_construct(name=name, status="active") for name in near],
                 )
             )
         return _Plan(summaries, extraction, decisions, language)
@@ -368,13 +376,10 @@ class Learner:
 
     def _apply_tag_decisions(self, writer: TagWriter, decisions: TagDecisions) -> None:
         tags = self.store.get_tags(writer.user, [normalize_tag(n) for n in decisions.activate + decisions.deprecate])
-        live = self._tag_index.get(writer.user)
         for name in decisions.activate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status == "unexamined":
                 writer.set_status(tag, "active")
-                if live is not None:
-                    live.add(tag.name)
         for name in decisions.deprecate:
             tag = tags.get(normalize_tag(name))
             if tag is not None and tag.status in ("unexamined", "active"):

@@ -81,6 +81,14 @@ class TagNeighbours:
         for k in relation_keys(name):
             self._index.setdefault(k, []).append(name)
 
+    def discard(self, name: str) -> None:
+        """``name`` is no longer live (deprecated, merged)."""
+        if name not in self.names:
+            return
+        del self.names[name]
+        for k in relation_keys(name):
+            self._index[k].remove(name)
+
     def neighbours(self, name: str, *, per_key: int | None = None) -> list[str]:
         """Live tags that share a relation key with ``name`` (at most ``per_key`` of each key's,
         the first added), in a stable order."""

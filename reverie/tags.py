@@ -130,6 +130,7 @@ class TagWriter:
     def __init__(self, store: Store, user: str):
         self.store = store
         self.user = user
+        self.restated: dict[str, str] = {}  # name -> the status this writer gave it
 
     def ensure(self, names: list[str], *, dimension: TagDimension = "content") -> list[str]:
         """Tags for ``names``, creating new ones as ``unexamined``; generic words are refused
@@ -170,6 +171,7 @@ class TagWriter:
         tag = name if isinstance(name, Tag) else self._get(name)
         tag.status = status  # type: ignore[assignment]
         tag.updated_at = utcnow()
+        self.restated[tag.name] = status
         return self.store.put_tag(tag)
 
     def relate(self, source: str, target: str, level: RelationLevel) -> bool:

@@ -468,3 +468,28 @@ def test_a_batch_judges_new_facts_against_what_it_wrote_before_them(mem):
         newest = mem.store.fact_texts("ana", terms("Joined the chessclub"), RELATED_FACTS)
         assert facts.comparable(learned("Joined the chessclub")) == newest
     assert mem.store.count_facts("ana") == FULL_SCAN_FACTS + 2
+
+
+def test_the_learning_lines_index_of_live_tags_follows_what_a_batch_retired(mem, monkeypatch):
+    """A batch that deprecates an active tag takes it out of the index of live tags kept
+    between batches: the next batch finds the index in step with the store and does not
+    read every tag again."""
+    import reverie.tags
+
+    said = ["I went kayaking on the river with Ana today", "We paddled the kayak down the river again",
+            "The kayak club meets by the river on Sundays"]
+    mem.add([{"role": "user", "content": said[0]}], user="ana")
+    mem.flush(user="ana")
+    index = mem.learner._tag_index["ana"]
+    assert len(index) == mem.store.count_tags("ana", status="active") > 0
+    name = next(n for n in index.names if "river" in n)
+    monkeypatch.setattr(reverie.tags, "GENERIC_TAGS", reverie.tags.GENERIC_TAGS | {name})  # now a word to retire
+    reads: list[object] = []
+    whole = mem.store.list_tags
+    monkeypatch.setattr(mem.store, "list_tags", lambda *a, **k: reads.append(a) or whole(*a, **k))
+    for text in said[1:]:
+        mem.add([{"role": "user", "content": text}], user="ana")
+        mem.flush(user="ana")
+    assert mem.store.get_tags("ana", [name])[name].status == "deprecated"
+    assert name not in mem.learner._tag_index["ana"] and reads == []
+    assert len(mem.learner._tag_index["ana"]) == mem.store.count_tags("ana", status="active")

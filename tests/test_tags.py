@@ -176,3 +176,14 @@ def test_the_live_tags_near_several_names_are_each_names_neighbours_together():
     assert live.near(["code style"]) == {"code review"}  # a name is not its own neighbour
     assert "编程语言" in near
     assert live.near(names, per_key=1) <= near
+
+
+def test_a_tag_that_leaves_the_live_index_is_no_ones_neighbour():
+    from reverie.tagnames import TagNeighbours
+
+    live = TagNeighbours(["code style", "code review", "coding"])
+    live.discard("code review")
+    live.discard("never added")
+    assert len(live) == 2 and "code review" not in live
+    assert "code review" not in live.neighbours("code") and "code style" in live.neighbours("code")
+    assert "code review" not in live.near(["code", "review"])
