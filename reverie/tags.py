@@ -186,11 +186,9 @@ class TagWriter:
         wanted = [(a, b, level) for a, b, level in wanted if a != b and level in LEVEL_ORDER]
         names = list(dict.fromkeys(n for a, b, _ in wanted for n in (a, b)))
         known: set[str] = set()
-        current: dict[tuple[str, str], str] = {}
         for start in range(0, len(names), READ_CHUNK):
-            chunk = names[start : start + READ_CHUNK]
-            known |= set(self.store.tag_states(self.user, chunk))
-            current.update(((r.source, r.target), r.level) for r in self.store.relations(self.user, chunk))
+            known |= set(self.store.tag_states(self.user, names[start : start + READ_CHUNK]))
+        current = self.store.relation_levels(self.user, [(a, b) for a, b, _ in wanted])
         changed = 0
         for a, b, level in wanted:
             if a not in known or b not in known:

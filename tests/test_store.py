@@ -397,6 +397,10 @@ def test_tags_postings_counts_relations_and_retag(store):
     assert [(r.source, r.target) for r in store.relations("ana", ["drinks"])] == [("drinks", "tea")]
     store.put_relation(TagRelation(user="ana", source="drinks", target="tea", level="synonym"))
     assert store.relations("ana", ["tea"])[0].level == "synonym"
+    pairs = [("tea", "drinks"), ("drinks", "tea"), ("tea", "coffee"), ("tea", "drinks")]
+    pairs += [(f"x{n}", "tea") for n in range(500)]  # more pairs than one statement takes
+    assert store.relation_levels("ana", pairs) == {("tea", "drinks"): "synonym", ("drinks", "tea"): "synonym"}
+    assert store.relation_levels("bob", pairs) == {} and store.relation_levels("ana", []) == {}
 
     assert store.retag("ana", "coffee", "drinks") == 1
     assert store.tag_counts("ana", ["coffee", "drinks"]) == {"drinks": 5}

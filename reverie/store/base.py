@@ -647,6 +647,11 @@ class Store(ABC):
         """Relations whose source is one of ``names``."""
 
     @abstractmethod
+    def relation_levels(self, user: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The level of each (source, target) relation that exists among ``pairs``: a read of
+        those pairs only, however many relations their tags have."""
+
+    @abstractmethod
     def retag(self, user: str, old: str, new: str) -> int:
         """Move every posting of ``old`` to ``new`` (tag merge); returns how many moved."""
 

@@ -1506,6 +1506,18 @@ class PostgresStore(Store):
         )
         return [TagRelation(user=user, source=r[0], target=r[1], level=r[2]) for r in rows]
 
+    def relation_levels(self, user: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        wanted = list(dict.fromkeys(pairs))
+        if not wanted:
+            return {}
+        self._lock([user])
+        rows = self._q(
+            "SELECT r.source, r.target, r.level FROM unnest(%s::text[], %s::text[]) AS w(source, target) "
+            "JOIN tag_relations r ON r.user_id = %s AND r.source = w.source AND r.target = w.target",
+            ([p[0] for p in wanted], [p[1] for p in wanted], user),
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
     def retag(self, user: str, old: str, new: str) -> int:
         with self.transaction():
             self._lock([user])

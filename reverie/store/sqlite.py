@@ -1316,6 +1316,19 @@ class SQLiteStore(Store):
         )
         return [TagRelation(user=user, source=r[0], target=r[1], level=r[2]) for r in rows]
 
+    def relation_levels(self, user: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        wanted = list(dict.fromkeys(pairs))
+        found: dict[tuple[str, str], str] = {}
+        for start in range(0, len(wanted), 400):
+            chunk = wanted[start : start + 400]
+            rows = self._x(  # a join on the key: a row-value IN would scan every relation of the user
+                f"SELECT r.source, r.target, r.level FROM (VALUES {', '.join(['(?, ?)'] * len(chunk))}) AS w "
+                "JOIN tag_relations r ON r.user = ? AND r.source = w.column1 AND r.target = w.column2",
+                [*(name for pair in chunk for name in pair), user],
+            )
+            found.update(((r[0], r[1]), r[2]) for r in rows)
+        return found
+
     def retag(self, user: str, old: str, new: str) -> int:
         with self.transaction():
             moved = self._x(
