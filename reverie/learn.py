@@ -332,9 +332,8 @@ class Learner:
             near = sorted(live.near(fresh, per_key=NEIGHBOURS_PER_KEY))
             decisions = engines.govern_tags.govern_tags(
                 GovernRequest(
-                    # names from the store: no validation needed for a thousand of them a batch
-                    candidates=[TagInfo.model_construct(name=n) for n in sorted(fresh)],
-                    existing=[TagInfo.model_construct(name=name, status="active") for name in near],
+                    candidates=[TagInfo(name=n) for n in sorted(fresh)],
+                    existing=[TagInfo(name=name, status="active") for name in near],
                 )
             )
         return _Plan(summaries, extraction, decisions, language)
