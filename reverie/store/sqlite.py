@@ -1247,11 +1247,13 @@ class SQLiteStore(Store):
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 self._x(f"DELETE FROM item_tags WHERE kind = ? AND item_id IN ({_in(chunk)})", [kind, *chunk])
-            # seq: the rowid the row gets (the largest before it, plus one)
+            # seq is the row's rowid, given here: the largest before the rows, plus one each
+            # (inside the write transaction no other writer can take one)
+            last = self._x("SELECT coalesce(max(rowid), 0) FROM item_tags").fetchone()[0]
+            rows = [(user, name, kind, item_id, weight) for item_id, tags in items.items() for name, weight in tags.items()]
             self._conn().executemany(
-                "INSERT INTO item_tags (user, tag, kind, item_id, weight, seq) "
-                "SELECT ?, ?, ?, ?, ?, coalesce(max(rowid), 0) + 1 FROM item_tags",
-                [(user, name, kind, item_id, weight) for item_id, tags in items.items() for name, weight in tags.items()],
+                "INSERT INTO item_tags (rowid, seq, user, tag, kind, item_id, weight) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(last + n, last + n, *row) for n, row in enumerate(rows, start=1)],
             )
 
     def postings(
