@@ -51,7 +51,7 @@ STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
 
 
 def has_cjk(text: str) -> bool:
-    return CJK_RE.search(text) is not None
+    return not text.isascii() and CJK_RE.search(text) is not None  # isascii: a flag, no scan
 
 
 @lru_cache(maxsize=1)

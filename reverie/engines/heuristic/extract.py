@@ -9,9 +9,10 @@ section are merged into that section's summary, where a contradicted part gives 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 
-from reverie.claims import Claim, contradicts, fact_relation, parse_claim
+from reverie.claims import Claim, contradicts, fact_relation, judge_keys, parse_claim
 from reverie.engines.base import (
     Extraction,
     ExtractRequest,
@@ -21,10 +22,10 @@ from reverie.engines.base import (
     SectionUpdate,
 )
 from reverie.engines.heuristic import lexicon as lx
-from reverie.engines.heuristic.phrases import keyphrases
-from reverie.engines.heuristic.signals import Signal, line_signals
+from reverie.engines.heuristic.phrases import analyze, keyphrases, rank
+from reverie.engines.heuristic.signals import Signal, sentence_signals
 from reverie.engines.heuristic.timerefs import resolve_time_refs
-from reverie.engines.heuristic.words import overlap
+from reverie.engines.heuristic.words import overlap, sentences
 from reverie.models import AREAS, Message, Profile
 from reverie.profiles import PROFILE_PARTS
 from reverie.text import has_cjk, jaccard, stem, term_set
@@ -119,42 +120,107 @@ def _fact_tags(content: str, category: str) -> list[str]:
     return keyphrases(content, 3) or [category]
 
 
+# The indexes below map a key to the items that hold it as the bits of an int (bit i: the
+# i-th item): a union is one "|", the positions come out in order, and an int is nothing
+# for the garbage collector to track, unlike a list for each key.
+
+def _union(index: dict[str, int], keys: Iterable[str]) -> int:
+    mask = 0
+    for k in keys:
+        mask |= index.get(k, 0)
+    return mask
+
+
+def _positions(mask: int) -> Iterator[int]:
+    """The positions of the bits set in ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
 def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], list[str]]:
+    """The signals of the user's messages, twins merged, and the sentences of those messages."""
     speakers = {s.casefold() for s in request.user_speakers}
     signals: list[Signal] = []
-    texts: list[str] = []
+    by_term: dict[str, int] = {}  # term -> the signals that hold it (bits of their positions): a twin shares one
+    said: list[str] = []
     for i, message in enumerate(request.messages):
         if not _is_user(message, speakers):
             continue
-        texts.append(message.content)
+        message_said = sentences(message.content)
+        said += message_said
         source = request.episode_ids[i] if i < len(request.episode_ids) else message.source_id
-        for sig in line_signals(message.content):
-            twin = next((s for s in signals if overlap(term_set(s.content), term_set(sig.content)) >= 0.6), None)
+        for sig in sentence_signals(message_said):
+            terms = term_set(sig.content)
+            near = _positions(_union(by_term, terms))
+            twin = next((signals[j] for j in near if overlap(term_set(signals[j].content), terms) >= 0.6), None)
             target = twin or sig
             if twin is None:
+                bit = 1 << len(signals)
+                for t in terms:
+                    by_term[t] = by_term.get(t, 0) | bit
                 signals.append(sig)
             else:
                 twin.confidence = max(twin.confidence, sig.confidence)
             if source and source not in target.sources:
                 target.sources.append(source)
-    return signals, texts
+    return signals, said
 
 
 _TWIN = 0.6  # a stored fact this close says the same: reinforce it
 
 
-def _reconcile(sig: Signal, stored: list[tuple[FactRef, Claim]], removed: set[str], result: Extraction) -> bool:
+class _StoredFacts:
+    """The request's stored facts, read as claims and indexed, so that a signal is judged
+    only against the facts it could relate to, in their order.
+
+    A fact can be a twin (overlap >= 0.6) only if it shares a term; :func:`fact_relation`
+    judges only lines that share a :func:`judge_keys` key; :func:`contradicts` holds only
+    for a fact that holds all the terms a correction takes back, or one of the same claim
+    group with an object.
+    """
+
+    def __init__(self, facts: list[FactRef]):
+        self.facts = [(f, parse_claim(f.content)) for f in facts]
+        self._by_term: dict[str, int] = {}
+        self._by_key: dict[str, int] = {}
+        self._by_group: dict[str, int] = {}
+        for i, (fact, claim) in enumerate(self.facts):
+            bit = 1 << i
+            for t in claim.tokens:
+                self._by_term[t] = self._by_term.get(t, 0) | bit
+            for k in judge_keys(fact.content):
+                self._by_key[k] = self._by_key.get(k, 0) | bit
+            if claim.group and claim.obj:
+                self._by_group[claim.group] = self._by_group.get(claim.group, 0) | bit
+
+    def _at(self, mask: int) -> list[tuple[FactRef, Claim]]:
+        return [self.facts[i] for i in _positions(mask)]
+
+    def sharing_terms(self, terms: frozenset[str]) -> list[tuple[FactRef, Claim]]:
+        return self._at(_union(self._by_term, terms))
+
+    def may_conflict(self, content: str, claim: Claim) -> list[tuple[FactRef, Claim]]:
+        mask = _union(self._by_key, judge_keys(content)) | _union(self._by_term, claim.negated)
+        if claim.group and claim.obj:
+            mask |= self._by_group.get(claim.group, 0)
+        return self._at(mask)
+
+
+def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Extraction) -> bool:
     """Marks the stored facts ``sig`` takes back; True when a stored fact already says it (reinforce it)."""
-    if not stored:
+    if not stored.facts:
         return False
     claim = parse_claim(sig.content, sig.negated)
-    for fact, old in stored:
+    for fact, old in stored.may_conflict(sig.content, claim):
         if fact.id not in removed and (
             contradicts(claim, old) or fact_relation(sig.content, fact.content, _TWIN) == "conflict"
         ):
             removed.add(fact.id)
             result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
-    twin = next((f for f, old in stored if f.id not in removed and overlap(claim.tokens, old.tokens) >= _TWIN), None)
+    twin = next((f for f, old in stored.sharing_terms(claim.tokens)
+                 if f.id not in removed and overlap(claim.tokens, old.tokens) >= _TWIN), None)
     if twin is None:
         return False
     if twin.id not in result.facts_to_reinforce:
@@ -163,11 +229,12 @@ def _reconcile(sig: Signal, stored: list[tuple[FactRef, Claim]], removed: set[st
 
 
 def extract(request: ExtractRequest) -> Extraction:
-    signals, texts = _collect_signals(request)
-    result = Extraction(tags=keyphrases("\n".join(texts), 4) if texts else [])
+    signals, said = _collect_signals(request)
+    # the keyphrases of the user's messages as one text, whose sentences are theirs (none spans a line)
+    result = Extraction(tags=rank([analyze(sentence) for sentence in said], 4))
     if not signals:
         return result
-    stored = [(f, parse_claim(f.content)) for f in request.facts]
+    stored = _StoredFacts(request.facts)
     removed: set[str] = set()
     for sig in signals:
         if _reconcile(sig, stored, removed, result):

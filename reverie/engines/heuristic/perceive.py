@@ -21,23 +21,22 @@ for _scene_name, _subs in lx.SCENES.items():
     for _sub_name, _keywords in _subs.items():
         for _kw in _keywords:
             _SCENE_INDEX.setdefault(stem(_kw), (_scene_name, _sub_name))
+_SCENE_ORDER = {scene: i for i, scene in enumerate(lx.SCENES)}
+_SUB_SCENE_ORDER = {(scene, sub): i for scene, subs in lx.SCENES.items() for i, sub in enumerate(subs)}
 
 
 def scene_of(stems: list[str]) -> tuple[str, str]:
     counts: dict[tuple[str, str], int] = {}
-    for s in stems:
-        hit = _SCENE_INDEX.get(s)
+    for hit in map(_SCENE_INDEX.get, stems):
         if hit:
             counts[hit] = counts.get(hit, 0) + 1
     if not counts:
         return "general", ""
-    order = list(lx.SCENES)
     totals: dict[str, int] = {}
     for (scene, _), n in counts.items():
         totals[scene] = totals.get(scene, 0) + n
-    scene = min(totals, key=lambda s: (-totals[s], order.index(s)))
-    subs = list(lx.SCENES[scene])
-    sub = min((k for k in counts if k[0] == scene), key=lambda k: (-counts[k], subs.index(k[1])))[1]
+    scene = min(totals, key=lambda s: (-totals[s], _SCENE_ORDER[s]))
+    sub = min((k for k in counts if k[0] == scene), key=lambda k: (-counts[k], _SUB_SCENE_ORDER[k]))[1]
     return scene, sub
 
 

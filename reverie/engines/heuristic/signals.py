@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from reverie.claims import clip_object
 from reverie.claims import is_temporary as temporary_text
@@ -154,12 +155,15 @@ def _signal(text: str) -> Signal | None:
     if not s or s.endswith(("?", "？")):
         return None
     clause = Clause.of(s)
+    rules = _candidate_rules(clause)
+    if not rules and not clause.has_cue(_COGNITIVE_CUES):
+        return None  # no cue of any rule: nothing to say, whatever the gates below would find
     if lx.HEDGE.search(clause.low) or is_noise(clause) or is_temporary(clause):
         return None
     cognitive = _cognitive(clause)
     if cognitive:
         return cognitive
-    for rule in _candidate_rules(clause):
+    for rule in rules:
         m = rule.pattern.search(s)
         if not m:
             continue
@@ -186,15 +190,21 @@ def _clauses(sentence: str) -> list[str]:
             pieces.append(sentence[start:m.start()])
             start = m.end()
     pieces.append(sentence[start:])
-    return [p.strip() for p in pieces if p.strip()]
+    return [clause for p in pieces if (clause := p.strip())]
+
+
+@lru_cache(maxsize=8192)
+def _signals_in(sentence: str) -> tuple[Signal, ...]:
+    """The signals of one sentence (cached: talk repeats its short sentences). Never handed
+    out as they are: a caller may change a signal's confidence and sources."""
+    return tuple(sig for clause in _clauses(sentence) if (sig := _signal(clause)))
+
+
+def sentence_signals(said: list[str]) -> list[Signal]:
+    """Signals of a text split into sentences (:func:`sentences`), clause by clause."""
+    return [replace(sig, sources=[]) for sentence in said for sig in _signals_in(sentence)]
 
 
 def line_signals(text: str) -> list[Signal]:
     """Signals of a message or a note line, clause by clause."""
-    found = []
-    for sentence in sentences(text):
-        for clause in _clauses(sentence):
-            sig = _signal(clause)
-            if sig:
-                found.append(sig)
-    return found
+    return sentence_signals(sentences(text))

@@ -8,7 +8,8 @@ speaker label: "I moved to Lisbon last May" said by Ana -> "Ana: moved to Lisbon
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from reverie.engines.base import EpisodeSummary, SummarizeRequest
 from reverie.engines.heuristic import lexicon as lx
@@ -24,12 +25,13 @@ _INTERJECTION = re.compile(r"^(?:(?:hey|hi|hello|wow|oh|well|so|yeah|yes|haha|lo
 _ROLE_LABELS = {"user": ("User", "用户"), "assistant": ("Assistant", "助手")}
 
 
-@dataclass(slots=True)
-class _Unit:
-    label: str
-    text: str
-    score: float
+class _Unit(NamedTuple):
+    """A sentence of the episode; sorting units puts the most informative first, then the earliest."""
+
+    neg_score: float  # minus its informativeness
     order: int
+    label: str  # who said it
+    text: str
 
 
 def _label(message: Message, cjk: bool) -> str:
@@ -43,7 +45,10 @@ def _said(label: str, text: str) -> str:
     return f"{label}：{text}" if has_cjk(text) else f"{label}: {text}"
 
 
-def _informativeness(sentence: str, analysis: Analysis) -> float:
+@lru_cache(maxsize=8192)
+def _informativeness(sentence: str) -> float:
+    """Cached like the analysis it weighs (a float: nothing more for the garbage collector to scan)."""
+    analysis = analyze(sentence)
     base = sum(p.weight for p in analysis.phrases) + 0.5 * analysis.n_dates
     score: float = base / max(analysis.n_words, 6) ** 0.3
     if lx.GREETING.match(sentence):
@@ -69,9 +74,15 @@ def _clipwords(text: str, limit: float) -> str:
     return " ".join(text.split()[: int(limit)]).rstrip(",;: ") + "…"
 
 
+@lru_cache(maxsize=8192)
+def _bare(sentence: str) -> str:
+    """The sentence without its greeting words (cached: the best sentence is both summary and overview)."""
+    return _INTERJECTION.sub("", sentence).strip() or sentence
+
+
 def _compress(sentence: str) -> str:
     """The sentence without greeting words, its first-person subject folded into the speaker label."""
-    text = _INTERJECTION.sub("", sentence).strip() or sentence
+    text = _bare(sentence)
     if not has_cjk(text) and CLAUSE_SUBJECT.match(text):
         clause = third_clause(text)
         text = clause[:1].lower() + clause[1:]
@@ -85,25 +96,26 @@ def _units(messages: list[Message]) -> tuple[list[_Unit], list[Analysis]]:
         for sentence in sentences(message.content):
             analysis = analyze(sentence)
             analyses.append(analysis)
-            units.append(_Unit(_label(message, has_cjk(sentence)), sentence,
-                               _informativeness(sentence, analysis), len(units)))
+            units.append(_Unit(-_informativeness(sentence), len(units),
+                               _label(message, has_cjk(sentence)), sentence))
     return units, analyses
 
 
-def _overview(units: list[_Unit], budget: float = 60) -> str:
-    chosen: list[_Unit] = []
+def _overview(ranked: list[_Unit], budget: float = 60) -> str:
+    """The best units (``ranked`` best first), in the order they were said, within ``budget`` words."""
+    chosen: list[tuple[int, str, str]] = []
     used = 0.0
-    for unit in sorted(units, key=lambda u: (-u.score, u.order)):
+    for unit in ranked:
         if len(chosen) == 3 or used >= budget - 3:
             break
-        text = _clipwords(_INTERJECTION.sub("", unit.text).strip() or unit.text, budget - used)
+        text = _clipwords(_bare(unit.text), budget - used)
         used += _length(text)
-        chosen.append(_Unit(unit.label, text, unit.score, unit.order))
+        chosen.append((unit.order, unit.label, text))
     pieces: list[str] = []
     last_label = None
-    for unit in sorted(chosen, key=lambda u: u.order):
-        pieces.append(unit.text if unit.label == last_label else _said(unit.label, unit.text))
-        last_label = unit.label
+    for _, label, text in sorted(chosen):
+        pieces.append(text if label == last_label else _said(label, text))
+        last_label = label
     return " ".join(pieces)
 
 
@@ -111,11 +123,11 @@ def summarize(request: SummarizeRequest) -> EpisodeSummary:
     units, analyses = _units(request.messages)
     if not units:
         return EpisodeSummary()
-    best = min(units, key=lambda u: (-u.score, u.order))
-    compressed = _compress(best.text)
-    summary = _said(best.label, _clipwords(compressed, 24))
+    ranked = sorted(units)
+    best = ranked[0]
+    summary = _said(best.label, _clipwords(_compress(best.text), 24))
     scene, sub = scene_of([s for a in analyses for s in a.stems])
     return EpisodeSummary(
-        summary=summary, overview=_overview(units),
+        summary=summary, overview=_overview(ranked),
         tags=rank(analyses, 4), scene=scene, sub_scene=sub,
     )

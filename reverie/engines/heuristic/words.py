@@ -20,7 +20,7 @@ _ZH_PRONOUN_LED = re.compile(r"[我你他她它][\u4e00-\u9fff]$")  # jieba's "�
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text.replace("’", "'")) if s.strip()]
+    return [s for raw in _SENTENCE.findall(text.replace("’", "'")) if (s := raw.strip())]
 
 
 def cap(text: str) -> str:
