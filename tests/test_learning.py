@@ -452,3 +452,59 @@ def test_failed_learning_is_an_error_exit_and_unhealthy_not_silence(tmp_path):
 def mem(bmem):
     """Each test of this module runs on SQLite and on PostgreSQL."""
     return bmem
+
+
+# ---------------------------------------------------------------- the collector during a batch
+
+def test_the_collector_waits_while_an_offline_batch_is_learned_and_runs_again_after(mem, monkeypatch):
+    import gc
+
+    seen = []
+    engine = mem.ctx.engines.for_step("summarize")
+    summarize, put = engine.summarize, mem.store.put_episode
+    monkeypatch.setattr(engine, "summarize", lambda request: seen.append(("engine", gc.isenabled())) or summarize(request))
+    monkeypatch.setattr(mem.store, "put_episode",
+                        lambda ep, **kw: seen.append(("write", gc.isenabled())) or put(ep, **kw))
+    mem.add([{"role": "user", "content": "I prefer Go for backend services"}], user="ana")
+    assert gc.isenabled() and mem.flush() == 1
+    assert gc.isenabled()
+    assert ("engine", False) in seen and ("write", False) in seen and ("engine", True) not in seen
+
+
+def test_the_collector_keeps_running_while_a_batch_waits_on_an_endpoint(home, fake_openai, monkeypatch):
+    import gc
+
+    seen: list[object] = []
+
+    def summary(body):  # the endpoint is asked while the collector runs
+        seen.append(("asked", gc.isenabled()))
+        return SUMMARY
+    fake_openai.respond_by_step({"summarize": summary, "govern_tags": NO_TAGS, "extract": _extraction()})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "I prefer Go for backend services"}], user="ana")
+    put = mem.store.put_episode
+    monkeypatch.setattr(mem.store, "put_episode", lambda ep, **kw: seen.append(("write", gc.isenabled())) or put(ep, **kw))
+    assert mem.flush() == 1 and gc.isenabled()
+    assert ("asked", True) in seen and ("write", False) in seen  # the writes themselves ran with it paused
+    mem.close()
+
+
+def test_pauses_of_the_collector_nest_and_end_even_on_an_error():
+    import gc
+
+    from reverie.learn import paused_gc
+
+    with pytest.raises(RuntimeError):
+        with paused_gc():
+            with paused_gc():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the outer pause still holds
+            raise RuntimeError("the batch failed")
+    assert gc.isenabled()
+    gc.disable()  # a host that runs without the collector keeps it off
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

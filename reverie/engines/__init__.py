@@ -50,6 +50,11 @@ class Engines:
             self._built[name] = build_engine(name, self._settings)
         return self._built[name]
 
+    def offline(self, *steps: str) -> bool:
+        """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
+        waiting on an endpoint)."""
+        return all(self._settings.engine_for(step) == "heuristic" for step in steps)
+
     def __getattr__(self, step: str) -> Engine:
         if step in STEPS:
             return cast(Engine, _Observed(self.for_step(step), step, self._settings.llm.model))
