@@ -394,12 +394,12 @@ def _unrelated(a: _Reading, b: _Reading) -> bool:
     )
 
 
-@lru_cache(maxsize=16384)
 def judge_keys(text: str) -> frozenset[str]:
     """What two lines must share for :func:`fact_relation` to judge them at all: a term, a
     value, the exclusive verb, or both being bare. Lines with no key in common are
     unrelated (:func:`_unrelated`), so an index over these keys finds every line a new one
-    could duplicate or contradict without judging each pair."""
+    could duplicate or contradict without judging each pair. (Built from the cached reading
+    each time: a cache of the keys too cost 11 MB of a 100k-turn ingest and saved nothing.)"""
     r = _reading(text)
     keys = {f"t:{t}" for t in r.tokens} | {f"a:{a}" for a in r.atoms}
     if r.verb:
