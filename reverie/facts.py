@@ -98,9 +98,6 @@ def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -
     )
 
 
-LIVE = ("pending", "consolidated")
-
-
 class LiveTexts:
     """A user's live facts as the judge reads them, in the order they were stored, indexed by
     :func:`~reverie.claims.judge_keys`: a new fact meets only those it could duplicate or
@@ -160,9 +157,13 @@ class FactWriter:
         finally:
             self._batch.live = outer
 
+    def _kept(self) -> dict[str, LiveTexts | None] | None:
+        """This thread's batch (:meth:`judging`), or None outside one."""
+        return getattr(self._batch, "live", None)
+
     def _live(self, user: str) -> LiveTexts | None:
         """The user's live facts kept for this batch, or None (no batch, or too many facts)."""
-        batch: dict[str, LiveTexts | None] | None = getattr(self._batch, "live", None)
+        batch = self._kept()
         if batch is None:
             return None
         if user not in batch:
@@ -173,16 +174,15 @@ class FactWriter:
     def _put(self, fact: Fact) -> None:
         """Store ``fact``, and keep the batch's live facts in step."""
         self.store.put_fact(fact)
-        batch: dict[str, LiveTexts | None] | None = getattr(self._batch, "live", None)
-        live = batch.get(fact.user) if batch else None
-        if batch is None or live is None:
+        batch = self._kept()
+        if batch is None or (live := batch.get(fact.user)) is None:
             return
-        if fact.status in LIVE:
+        if fact.status == "archived":
+            live.drop(fact.id)
+        else:
             live.put(FactText(fact.id, fact.content, fact.category))
             if len(live) > FULL_SCAN_FACTS:
                 batch[fact.user] = None  # from now on the judge reads related facts from the store
-        else:
-            live.drop(fact.id)
 
     def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
         """Add a fact, unless it repeats one (then that one is reinforced and returned);

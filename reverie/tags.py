@@ -25,7 +25,6 @@ from reverie.text import STOPWORDS, has_cjk
 
 SYNONYM_HOPS = 3
 MERGE_HOPS = 3
-READ_CHUNK = 500  # tag names per statement (SQLite caps the parameters)
 LEVEL_ORDER: dict[str, int] = {"loose": 0, "related": 1, "synonym": 2}
 # how strongly an expanded tag still points at the query's meaning
 SYNONYM_DECAY = 0.85
@@ -184,10 +183,7 @@ class TagWriter:
         once; returns how many changed something."""
         wanted = [(normalize_tag(a), normalize_tag(b), level) for a, b, level in relations]
         wanted = [(a, b, level) for a, b, level in wanted if a != b and level in LEVEL_ORDER]
-        names = list(dict.fromkeys(n for a, b, _ in wanted for n in (a, b)))
-        known: set[str] = set()
-        for start in range(0, len(names), READ_CHUNK):
-            known |= set(self.store.tag_states(self.user, names[start : start + READ_CHUNK]))
+        known = self.store.tag_states(self.user, [n for a, b, _ in wanted for n in (a, b)])
         current = self.store.relation_levels(self.user, [(a, b) for a, b, _ in wanted])
         changed = 0
         for a, b, level in wanted:

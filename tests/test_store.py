@@ -448,6 +448,8 @@ def test_many_items_tagged_at_once_are_posted_as_one_call_each_would(store):
     assert [p.id for p in newest] == ["ep_698", "ep_699"]
     assert store.tag_counts("ana") == {"tea": 699, "drinks": 699}
     store.set_items_tags("ana", "episode", {})  # nothing to do
+    many = [f"x{n}" for n in range(600)] + ["tea", "kyoto"]  # more names than one statement takes
+    assert set(store.tag_states("ana", many)) == set(store.get_tags("ana", many)) == {"tea", "kyoto"}
 
 
 # ---------------------------------------------------------------- runs, keys, meta, journals, documents

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from reverie.errors import StoreError
 from reverie.models import (
@@ -363,6 +363,18 @@ def _in(values: list[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+# values bound in one statement, at most (SQLite caps a statement's parameters)
+PARAMS_PER_STATEMENT = 500
+T = TypeVar("T", bound=Hashable)
+
+
+def _chunked(values: Iterable[T], size: int = PARAMS_PER_STATEMENT) -> Iterator[list[T]]:
+    """``values`` without repeats, ``size`` at a time: one statement's worth of parameters."""
+    unique = list(dict.fromkeys(values))
+    for start in range(0, len(unique), size):
+        yield unique[start : start + size]
+
+
 def _varints(blob: bytes) -> list[int]:
     """SQLite's varints (big-endian, seven bits a byte, the ninth byte whole), as FTS5 writes
     its records."""
@@ -556,10 +568,8 @@ class SQLiteStore(Store):
 
     def _rows(self, kind: str, ids: Iterable[str]) -> list[sqlite3.Row]:
         """Rows by id, a few hundred ids per statement (SQLite caps the parameters)."""
-        ids = list(dict.fromkeys(ids))
         out: list[sqlite3.Row] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        for chunk in _chunked(ids):
             out += self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE id IN ({_in(chunk)})", chunk).fetchall()
         return out
 
@@ -796,10 +806,8 @@ class SQLiteStore(Store):
             )
 
     def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
-        keys = list(dict.fromkeys(keys))
         found: set[str] = set()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
+        for chunk in _chunked(keys):
             found.update(
                 r[0] for r in self._x(
                     f"SELECT key FROM input_keys WHERE user = ? AND thread = ? AND key IN ({_in(chunk)})",
@@ -1203,19 +1211,19 @@ class SQLiteStore(Store):
         return tag
 
     def get_tags(self, user: str, names: Iterable[str]) -> dict[str, Tag]:
-        names = list(dict.fromkeys(names))
-        if not names:
-            return {}
-        rows = self._x(f"SELECT * FROM tags WHERE user = ? AND name IN ({_in(names)})", [user, *names])
-        return {r["name"]: self._tag(r) for r in rows}
+        found: dict[str, Tag] = {}
+        for chunk in _chunked(names):
+            rows = self._x(f"SELECT * FROM tags WHERE user = ? AND name IN ({_in(chunk)})", [user, *chunk])
+            found.update((r["name"], self._tag(r)) for r in rows)
+        return found
 
     def tag_states(self, user: str, names: Iterable[str]) -> dict[str, TagState]:
-        names = list(dict.fromkeys(names))
-        if not names:
-            return {}
-        rows = self._x(f"SELECT name, status, merged_to FROM tags WHERE user = ? AND name IN ({_in(names)})",
-                       [user, *names])
-        return {r[0]: TagState(r[1], r[2]) for r in rows}
+        found: dict[str, TagState] = {}
+        for chunk in _chunked(names):
+            rows = self._x(f"SELECT name, status, merged_to FROM tags WHERE user = ? AND name IN ({_in(chunk)})",
+                           [user, *chunk])
+            found.update((r[0], TagState(r[1], r[2])) for r in rows)
+        return found
 
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
         sql, params = "SELECT * FROM tags WHERE user = ?", [user]
@@ -1242,10 +1250,8 @@ class SQLiteStore(Store):
         return tag
 
     def set_items_tags(self, user: str, kind: str, items: Mapping[str, Mapping[str, float]]) -> None:
-        ids = list(items)
         with self.transaction():
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
+            for chunk in _chunked(items):
                 self._x(f"DELETE FROM item_tags WHERE kind = ? AND item_id IN ({_in(chunk)})", [kind, *chunk])
             # seq is the row's rowid, given here: the largest before the rows, plus one each
             # (inside the write transaction no other writer can take one)
@@ -1319,10 +1325,8 @@ class SQLiteStore(Store):
         return [TagRelation(user=user, source=r[0], target=r[1], level=r[2]) for r in rows]
 
     def relation_levels(self, user: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        wanted = list(dict.fromkeys(pairs))
         found: dict[tuple[str, str], str] = {}
-        for start in range(0, len(wanted), 400):
-            chunk = wanted[start : start + 400]
+        for chunk in _chunked(pairs, PARAMS_PER_STATEMENT // 2):  # two parameters a pair
             rows = self._x(  # a join on the key: a row-value IN would scan every relation of the user
                 f"SELECT r.source, r.target, r.level FROM (VALUES {', '.join(['(?, ?)'] * len(chunk))}) AS w "
                 "JOIN tag_relations r ON r.user = ? AND r.source = w.column1 AND r.target = w.column2",
