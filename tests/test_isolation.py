@@ -8,6 +8,7 @@ anywhere: the home and its parent are scanned before and after.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import json
 import os
 from pathlib import Path
@@ -42,12 +43,22 @@ def envelope(date: str) -> dict:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Every file under root with a hash of its content (sqlite's shared-memory index left out:
-    readers touch it)."""
+    """Every file under root with a hash of its content; a database by what it holds (its
+    rows, read through SQLite), since a checkpoint moves pages between the log and the file
+    at any time without changing a row (the log and the shared-memory index left out)."""
     out = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.endswith("-shm"):
-            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        if not path.is_file() or path.name.endswith(("-shm", "-wal")):
+            continue
+        if path.suffix == ".db":
+            conn = sqlite3.connect(path)
+            try:
+                content = "\n".join(conn.iterdump()).encode()
+            finally:
+                conn.close()
+        else:
+            content = path.read_bytes()
+        out[str(path.relative_to(root))] = hashlib.sha256(content).hexdigest()
     return out
 
 

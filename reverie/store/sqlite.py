@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from reverie.errors import StoreError
+from reverie.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 from reverie.models import (
     PROFILE_SECTIONS,
     Episode,
@@ -446,6 +447,7 @@ class SQLiteStore(Store):
         # then, when): ("few", fts table, owner, term), a word's rows up to SEARCH_WINDOW + 1
         # (_holds_few); ("docs", fts table, phrase), every user's rows holding it (_doc_count)
         self._counts: dict[tuple[str | None, ...], tuple[int, int, float]] = {}
+        self._checkpointer = Checkpointer(self.path, busy_timeout_ms)
         self._migrate()
 
     # ------------------------------------------------------------ connections
@@ -465,6 +467,9 @@ class SQLiteStore(Store):
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                # checkpoints come from a thread (reverie.store.checkpoint); SQLite's own, inside
+                # a COMMIT, only past a larger log
+                conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
                 conn.execute("PRAGMA foreign_keys = ON")
             except sqlite3.Error as exc:
                 conn.close()
@@ -487,6 +492,7 @@ class SQLiteStore(Store):
             return
         conn.execute("BEGIN IMMEDIATE")
         self._local.depth = 1
+        changes = conn.total_changes
         try:
             yield
         except BaseException:
@@ -495,6 +501,8 @@ class SQLiteStore(Store):
             raise
         self._local.depth = 0
         conn.execute("COMMIT")
+        if conn.total_changes != changes:  # something to checkpoint
+            self._checkpointer.soon()
 
     def _x(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
         return self._conn().execute(sql, tuple(params))
@@ -520,13 +528,15 @@ class SQLiteStore(Store):
                         conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
-            else:
+            elif version != len(MIGRATIONS):
                 conn.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
 
     def schema_version(self) -> int:
         return int(self._x("SELECT version FROM schema_version").fetchone()[0])
 
     def close(self) -> None:
+        self._checkpointer.stop()
+        self._checkpointer = Checkpointer(self.path, self._busy_ms)  # for a store used again after close
         with self._lock:
             for conn in self._connections:
                 try:
