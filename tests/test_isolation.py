@@ -8,9 +8,9 @@ anywhere: the home and its parent are scanned before and after.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import httpx

@@ -83,10 +83,12 @@ def test_a_store_used_again_after_close_still_checkpoints(tmp_path):
     store = SQLiteStore(tmp_path / "reverie.db")
     store.put_episode(_episode(1))
     store.close()
+    before = store._checkpointer.checkpoints
     store.put_episode(_episode(2))
     deadline = time.monotonic() + 10
-    while store._checkpointer.checkpoints == 0 and time.monotonic() < deadline:
+    while store._checkpointer.checkpoints == before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert store._checkpointer.checkpoints >= 1
+    assert store._checkpointer.checkpoints > before  # a thread of its own again, after close
     assert len(store.list_episodes("ana")) == 2
     store.close()

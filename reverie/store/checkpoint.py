@@ -31,28 +31,33 @@ SETTLE_SECONDS = 0.05
 
 
 class Checkpointer:
-    """Checkpoints ``path``'s log from a thread, soon after each :meth:`soon`."""
+    """Checkpoints ``path``'s log from a thread, soon after each :meth:`soon`. After
+    :meth:`stop` the next :meth:`soon` starts a thread again (a store used after close)."""
 
     def __init__(self, path: Path, busy_timeout_ms: int):
         self.path = path
         self._busy_ms = busy_timeout_ms
         self._wanted = threading.Event()
-        self._halt = threading.Event()
         self._lock = threading.Lock()
+        # the running thread, the event that halts it, and the process it runs in (a
+        # forked child, which has no such thread, starts its own)
         self._thread: threading.Thread | None = None
-        self._pid = 0  # the process the thread runs in (a forked child starts its own)
-        self.checkpoints = 0  # completed, for tests and health
+        self._halt = threading.Event()
+        self._pid = 0
+        self.checkpoints = 0  # completed
+
+    def _running_here(self) -> bool:
+        return self._thread is not None and self._pid == os.getpid()
 
     def soon(self) -> None:
         """A commit happened: checkpoint shortly (the thread starts at the first commit, so a
         process that only reads never has one)."""
-        if self._thread is None or self._pid != os.getpid():
+        if not self._running_here():
             with self._lock:
-                if self._halt.is_set():
-                    return
-                if self._thread is None or self._pid != os.getpid():
-                    self._pid = os.getpid()
-                    self._thread = threading.Thread(target=self._run, name="reverie-checkpoint", daemon=True)
+                if not self._running_here():
+                    self._halt, self._pid = threading.Event(), os.getpid()
+                    self._thread = threading.Thread(target=self._run, args=(self._halt,),
+                                                    name="reverie-checkpoint", daemon=True)
                     self._thread.start()
         self._wanted.set()
 
@@ -60,13 +65,13 @@ class Checkpointer:
         """Stop the thread, after the checkpoint it may be running (the store's last
         connection to close checkpoints what is left)."""
         with self._lock:
+            thread, self._thread = self._thread, None
             self._halt.set()
-            thread = self._thread
         self._wanted.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
 
-    def _run(self) -> None:
+    def _run(self, halt: threading.Event) -> None:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self._busy_ms / 1000)
@@ -78,7 +83,7 @@ class Checkpointer:
                 self._wanted.wait()
                 # the commits of a burst are checkpointed together
                 self._wanted.clear()
-                if self._halt.wait(SETTLE_SECONDS):
+                if halt.wait(SETTLE_SECONDS):
                     return
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from reverie.errors import StoreError
-from reverie.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 from reverie.models import (
     PROFILE_SECTIONS,
     Episode,
@@ -65,6 +64,7 @@ from reverie.store.base import (
     page_of,
     source_key,
 )
+from reverie.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 from reverie.text import index_text
 
 
@@ -536,7 +536,6 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._checkpointer.stop()
-        self._checkpointer = Checkpointer(self.path, self._busy_ms)  # for a store used again after close
         with self._lock:
             for conn in self._connections:
                 try:
