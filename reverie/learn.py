@@ -17,7 +17,7 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Hashable, Iterable, Iterator
 
 from reverie.claims import is_temporary
 from reverie.context import Context
@@ -227,6 +227,7 @@ class Learner:
             # a page of episodes at a time: a long queue (a large ingest left to the
             # debounce) is never read into memory whole
             for page_start in range(0, len(ids), LOAD_PAGE):
+                read_at = self.store.write_mark()
                 episodes = [
                     ep
                     for ep in self.store.get_episodes(ids[page_start : page_start + LOAD_PAGE]).values()
@@ -235,7 +236,7 @@ class Learner:
                 episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
                 for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
                     try:
-                        self.learn(chunk)
+                        self.learn(chunk, read_at=read_at)
                     except EngineError as exc:
                         failed = [e.id for e in episodes[start:]]
                         self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
@@ -261,21 +262,25 @@ class Learner:
             self._cond.notify()
 
     # ------------------------------------------------------------ learning one batch
-    def learn(self, episodes: list[Episode]) -> None:
+    def learn(self, episodes: list[Episode], *, read_at: Hashable | None = None) -> None:
+        """Learn one batch. ``read_at``: the store's :meth:`~reverie.store.base.Store.write_mark`
+        taken before ``episodes`` were read, if the caller has it."""
         # the engines' answers, while the collector waits if they run here (not on an endpoint)
         offline = self.ctx.engines.offline("summarize", "extract", "govern_tags")
         with paused_gc() if offline else nullcontext():
             plan = self._plan(episodes)
         with paused_gc():
-            self._apply(episodes, plan)
+            self._apply(episodes, plan, read_at)
 
-    def _apply(self, episodes: list[Episode], plan: _Plan) -> None:
+    def _apply(self, episodes: list[Episode], plan: _Plan, read_at: Hashable | None = None) -> None:
         user = episodes[0].user
         with self.store.transaction(), self.facts.judging():
             # the engines took their time: apply to the episodes as they are now, so that
-            # feedback, archiving or usage written meanwhile is kept
-            current = self.store.get_episodes(e.id for e in episodes)
-            episodes = [current[e.id] for e in episodes if e.id in current and not current[e.id].learned]
+            # feedback, archiving or usage written meanwhile is kept (read again unless the
+            # store says nothing was written since they were read)
+            if read_at is None or self.store.write_mark() != read_at:
+                current = self.store.get_episodes(e.id for e in episodes)
+                episodes = [current[e.id] for e in episodes if e.id in current and not current[e.id].learned]
             if not episodes:
                 return
             writer = TagWriter(self.store, user)

@@ -113,15 +113,18 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
 @lru_cache(maxsize=32768)
 def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     # the same message is split by the index, the summarizer and the extractor: once is enough
-    result = []
-    for w in words(text):
-        if not keep_stopwords and (w in STOPWORDS or (len(w) == 1 and not has_cjk(w))):
-            continue
-        term = stem(w.replace("'", ""))
-        if not keep_stopwords and term in STOPWORDS:
-            continue  # "wants" is as empty as "want"
-        result.append(term)
-    return tuple(result)
+    if keep_stopwords:
+        return tuple(stem(w.replace("'", "")) for w in words(text))
+    return tuple(t for t in map(_content_term, words(text)) if t is not None)
+
+
+@lru_cache(maxsize=131072)
+def _content_term(word: str) -> str | None:
+    """A word's search term, or None for a stopword (a word is looked at once, not per text)."""
+    if word in STOPWORDS or (len(word) == 1 and not has_cjk(word)):
+        return None
+    term = stem(word.replace("'", ""))
+    return None if term in STOPWORDS else term  # "wants" is as empty as "want"
 
 
 def index_text(text: str) -> str:

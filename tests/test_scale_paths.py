@@ -78,7 +78,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 9
+        assert memory.store.schema_version() == len(MIGRATIONS) == 10
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -95,7 +95,7 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 9
+        assert memory.store.schema_version() == len(MIGRATIONS) == 10
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
@@ -116,7 +116,7 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                  f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
     as_schema(home, 5, *undo)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 9
+        assert memory.store.schema_version() == len(MIGRATIONS) == 10
         assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
         hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
         owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
@@ -142,7 +142,7 @@ def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgr
     as_schema(home, 6, "DROP TRIGGER item_tags_sequenced", "DROP INDEX item_tags_newest",
               "ALTER TABLE item_tags DROP COLUMN seq", "CREATE INDEX item_tags_recent ON item_tags(user, tag)")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 9
+        assert memory.store.schema_version() == 10
         assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
         assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # written now: the newest
@@ -189,7 +189,7 @@ def test_a_store_of_schema_7_loses_its_archived_facts_search_text_on_upgrade(hom
     conn.close()
     as_schema(home, 7)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 9
+        assert memory.store.schema_version() == 10
         assert [h.id for h in memory.store.search("ana", ["kayak"], ["fact"], 5)] == [kept.id]
     assert fts_text(home, gone.id) == "" and "kayak" in fts_text(home, kept.id)
 
@@ -205,7 +205,7 @@ def test_a_store_of_schema_8_reads_its_strongest_facts_from_an_index_on_upgrade(
     as_schema(home, 8, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
               "ALTER TABLE facts DROP COLUMN confidence")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == 9
+        assert memory.store.schema_version() == 10
         assert [f.id for f in memory.store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
         plan = " ".join(str(r[-1]) for r in memory.store._x(
             "EXPLAIN QUERY PLAN SELECT strength, pk FROM facts WHERE user = 'ana' AND status IN ('consolidated') "
@@ -215,6 +215,78 @@ def test_a_store_of_schema_8_reads_its_strongest_facts_from_an_index_on_upgrade(
     rows = dict(conn.execute("SELECT id, strength FROM facts").fetchall())
     conn.close()
     assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
+
+
+_SCHEMA_9_POSTINGS = (  # item_tags as schema 9 left it: keyed by tag first, with a (kind, item_id) index
+    "CREATE TABLE item_tags_old (user TEXT NOT NULL, tag TEXT NOT NULL, kind TEXT NOT NULL, item_id TEXT NOT NULL, "
+    "weight REAL NOT NULL DEFAULT 1.0, seq INTEGER, PRIMARY KEY (user, tag, kind, item_id))",
+    "INSERT INTO item_tags_old (rowid, user, tag, kind, item_id, weight, seq) "
+    "SELECT rowid, user, tag, kind, item_id, weight, seq FROM item_tags",
+    "DROP TABLE item_tags",
+    "ALTER TABLE item_tags_old RENAME TO item_tags",
+    "CREATE INDEX item_tags_item ON item_tags(kind, item_id)",
+    "CREATE INDEX item_tags_newest ON item_tags(user, tag, seq, kind, item_id, weight)",
+    "CREATE TRIGGER item_tags_counted AFTER INSERT ON item_tags BEGIN INSERT INTO tag_sizes (user, tag, n) "
+    "VALUES (new.user, new.tag, 1) ON CONFLICT (user, tag) DO UPDATE SET n = n + 1; END",
+    "CREATE TRIGGER item_tags_uncounted AFTER DELETE ON item_tags BEGIN "
+    "UPDATE tag_sizes SET n = n - 1 WHERE user = old.user AND tag = old.tag; END",
+    "CREATE TRIGGER item_tags_sequenced AFTER INSERT ON item_tags WHEN new.seq IS NULL BEGIN "
+    "UPDATE item_tags SET seq = new.rowid WHERE rowid = new.rowid; END",
+)
+
+
+def _postings_key(home) -> str:  # type: ignore[no-untyped-def]
+    conn = sqlite3.connect(home / "reverie.db")
+    try:
+        index = conn.execute("SELECT name FROM pragma_index_list('item_tags') WHERE origin = 'pk'").fetchone()[0]
+        return ", ".join(r[0] for r in conn.execute(f"SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"))
+    finally:
+        conn.close()
+
+
+def test_a_store_of_schema_9_keys_its_postings_by_item_on_upgrade(home):
+    with Memory(home, background=False) as memory:
+        for i in range(6):
+            memory.add([{"speaker": "Ana", "content": f"Tea number {i} in Kyoto with Mei"}], user="ana", thread="t",
+                       group="message")
+        memory.add([{"speaker": "Bob", "content": "Tea in Osaka with Mei"}], user="bob", thread="t", group="message")
+        memory.flush()
+        sizes = {u: memory.store.tag_counts(u) for u in ("ana", "bob")}
+        tag = max(sizes["ana"], key=lambda t: sizes["ana"][t])
+        newest = memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3})
+        before = memory.recall("tea in Kyoto", user="ana", track=False).context
+        rows = memory.store._x("SELECT rowid, user, tag, kind, item_id, weight, seq FROM item_tags ORDER BY rowid").fetchall()
+    assert sizes["ana"][tag] >= 4 and len(newest) == 3
+    as_schema(home, 9, *_SCHEMA_9_POSTINGS)
+    assert _postings_key(home) == "user, tag, kind, item_id"
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == len(MIGRATIONS) == 10
+        after = memory.store._x("SELECT rowid, user, tag, kind, item_id, weight, seq FROM item_tags ORDER BY rowid")
+        assert [tuple(r) for r in after.fetchall()] == [tuple(r) for r in rows]  # every posting, rowid and seq kept
+        assert {u: memory.store.tag_counts(u) for u in ("ana", "bob")} == sizes
+        assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
+        assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
+        # the triggers were made again on the new table: sizes counted, seq given
+        memory.store.set_item_tags("ana", "episode", newest[0].id, {"matcha": 1.0})  # replaces that item's tags
+        memory.store._x("INSERT INTO item_tags (user, tag, kind, item_id, weight) VALUES ('ana', 'matcha', 'fact', 'f1', 1)")
+        assert memory.store.tag_counts("ana", [tag, "matcha"]) == {tag: sizes["ana"][tag] - 1, "matcha": 2}
+        assert memory.store.postings("ana", ["matcha"], ["episode", "fact"], per_tag={"matcha": 1})[0].id == "f1"
+        plan = " ".join(str(r[-1]) for r in memory.store._x(
+            "EXPLAIN QUERY PLAN DELETE FROM item_tags WHERE user = 'ana' AND kind = 'episode' AND item_id IN ('a', 'b')"))
+        assert "sqlite_autoindex_item_tags" in plan  # an item's postings found by the key, not by a scan
+    assert _postings_key(home) == "user, kind, item_id, tag"
+    conn = sqlite3.connect(home / "reverie.db")
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'item_tags'")}
+    assert {"item_tags_newest", "item_tags_counted", "item_tags_uncounted", "item_tags_sequenced"} <= names
+    assert "item_tags_item" not in names and "item_tags_by_item" not in names
+    assert conn.execute("SELECT count(*) FROM item_tags WHERE seq IS NULL OR seq != rowid").fetchone()[0] == 0
+    conn.close()
+
+
+def test_a_new_store_keys_its_postings_by_item(home):
+    with Memory(home, background=False) as memory:
+        memory.store.set_item_tags("ana", "episode", "ep_1", {"tea": 1.0, "kyoto": 0.5})
+    assert _postings_key(home) == "user, kind, item_id, tag"
 
 
 def test_postings_a_tag_merge_moves_are_ordered_too(mem):

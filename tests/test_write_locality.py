@@ -92,3 +92,69 @@ def test_a_store_used_again_after_close_still_checkpoints(tmp_path):
     assert store._checkpointer.checkpoints > before  # a thread of its own again, after close
     assert len(store.list_episodes("ana")) == 2
     store.close()
+
+
+def test_the_write_mark_moves_with_any_write_and_only_then(tmp_path):
+    store, other = SQLiteStore(tmp_path / "reverie.db"), SQLiteStore(tmp_path / "reverie.db")
+    try:
+        store.put_episode(_episode(1))
+        mark = store.write_mark()
+        store.get_episodes([new_id("ep")])
+        assert store.write_mark() == mark  # reads move nothing
+        other.put_episode(_episode(2))  # another connection (another process would be the same)
+        assert store.write_mark() != mark
+        mark = store.write_mark()
+        store.put_episode(_episode(3))  # this connection's own write
+        assert store.write_mark() != mark
+        mark = store.write_mark()
+        with store.transaction():
+            store.get_episodes([new_id("ep")])
+            assert store.write_mark() == mark  # a transaction that writes nothing moves nothing
+    finally:
+        store.close()
+        other.close()
+
+
+def _counting_reads(mem, monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    reads: list[int] = []
+    real = mem.store.get_episodes
+
+    def get_episodes(ids):  # type: ignore[no-untyped-def]
+        found = real(ids)
+        reads.append(len(found))
+        return found
+
+    monkeypatch.setattr(mem.store, "get_episodes", get_episodes)
+    return reads
+
+
+def test_learning_reads_a_batch_once_when_nothing_was_written_meanwhile(mem, monkeypatch):
+    mem.add([{"role": "user", "content": f"I planted {n} tulips in the garden"} for n in range(3)], user="ana",
+            group="message")
+    reads = _counting_reads(mem, monkeypatch)
+    assert mem.flush() == 3
+    assert reads == [3]  # read to learn; applied without reading again
+    assert all(e.learned and e.summary for e in mem.store.list_episodes("ana"))
+
+
+def test_learning_reads_again_what_another_connection_wrote_while_the_engine_worked(mem, monkeypatch):
+    ep = mem.add([{"role": "user", "content": "I prefer green tea in the afternoon"}], user="ana")[0]
+    engine, original = mem.engines.summarize, mem.engines.summarize.summarize
+
+    def slow_summarize(request):  # type: ignore[no-untyped-def]
+        # another thread has its own connection: only the database can tell this one of its write
+        writer = threading.Thread(target=mem.feedback, args=(ep.id, "rejected"), kwargs={"reason": "wrong"})
+        writer.start()
+        writer.join()
+        return original(request)
+
+    reads = _counting_reads(mem, monkeypatch)
+    engine.summarize = slow_summarize
+    try:
+        assert mem.flush() == 1
+    finally:
+        engine.summarize = original
+    assert reads == [1, 1]
+    stored = mem.episode(ep.id)
+    assert stored.learned and stored.summary
+    assert stored.feedback is not None and stored.feedback.status == "rejected"

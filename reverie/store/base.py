@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, Iterable, Literal, Mapping, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput
 from reverie.models import (
@@ -333,6 +333,12 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def write_mark(self) -> Hashable | None:
+        """A value that stays the same for this thread as long as nothing is written to the
+        store, by any process, this thread included; None where a store cannot tell. A reader
+        that took a mark before it read can skip reading again when the mark has not moved."""
+        return None
 
     @abstractmethod
     def schema_version(self) -> int: ...

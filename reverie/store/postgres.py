@@ -437,6 +437,17 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     # recall may deliver them: from the index alone, not from rows scattered over the table
     # (at 100k a batch of 120 episodes read as many pages: 4.6 ms a recall)
     lambda conn: _live_lookups(conn),
+    # 9: postings keyed by the item they tag, (user_id, kind, item_id, tag), where the key led
+    # with the tag: a learning batch's new items (ids ordered by time, reverie.models.new_id)
+    # then add their postings at the end of the user's items instead of one page of the key
+    # per distinct tag, and the key serves what item_tags_item did (an item's postings are
+    # replaced by user, kind and item), so that index goes. Recall reads postings from
+    # item_tags_newest, which stays.
+    """
+    ALTER TABLE item_tags DROP CONSTRAINT item_tags_pkey;
+    ALTER TABLE item_tags ADD CONSTRAINT item_tags_pkey PRIMARY KEY (user_id, kind, item_id, tag);
+    DROP INDEX IF EXISTS item_tags_item
+    """,
 ]
 
 
@@ -785,6 +796,10 @@ class PostgresStore(Store):
         with self._held_lock:
             held, self._held = list(self._held), set()
         for conn in held:  # named locks end with their sessions
+            try:  # let go now: the server ends a closed session's locks only when its backend has exited
+                conn.execute("SELECT pg_advisory_unlock_all()")
+            except Exception:
+                pass  # a broken session: closing it is all there is to do
             conn.close()
         self._pool.close()
 

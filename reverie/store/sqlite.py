@@ -230,10 +230,28 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     lambda conn: _archived_facts_unsearched(conn),
     # 9: a fact's confidence and strength in columns, the strongest read from an index (see _fact_strength)
     lambda conn: _fact_strength(conn),
+    # 10: postings keyed by the item they tag, so a batch's new ones land together (see _postings_by_item)
+    lambda conn: _postings_by_item(conn),
 ]
 
 # what else a use moves (the SET clause reads the row as it was: uses + ? is the new count)
 _STRONGER = {"episode": "", "fact": ", strength = confidence + 0.1 * reverie_ln(1 + uses + ?)"}
+
+
+# what keeps tag_sizes (migration 5) and seq (migration 7) right, and the index recall reads
+# postings from (7), made again when migration 10 rebuilds the table
+_COUNTING_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS item_tags_counted AFTER INSERT ON item_tags BEGIN "
+    "INSERT INTO tag_sizes (user, tag, n) VALUES (new.user, new.tag, 1) "
+    "ON CONFLICT (user, tag) DO UPDATE SET n = n + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS item_tags_uncounted AFTER DELETE ON item_tags BEGIN "
+    "UPDATE tag_sizes SET n = n - 1 WHERE user = old.user AND tag = old.tag; END",
+)
+_SEQUENCING_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS item_tags_sequenced AFTER INSERT ON item_tags WHEN new.seq IS NULL BEGIN "
+    "UPDATE item_tags SET seq = new.rowid WHERE rowid = new.rowid; END"
+)
+_NEWEST_INDEX = "CREATE INDEX IF NOT EXISTS item_tags_newest ON item_tags(user, tag, seq, kind, item_id, weight)"
 
 
 def _tag_sizes(conn: sqlite3.Connection) -> None:
@@ -246,15 +264,8 @@ def _tag_sizes(conn: sqlite3.Connection) -> None:
     )
     conn.execute("DELETE FROM tag_sizes")
     conn.execute("INSERT INTO tag_sizes (user, tag, n) SELECT user, tag, count(*) FROM item_tags GROUP BY user, tag")
-    conn.execute(
-        "CREATE TRIGGER IF NOT EXISTS item_tags_counted AFTER INSERT ON item_tags BEGIN "
-        "INSERT INTO tag_sizes (user, tag, n) VALUES (new.user, new.tag, 1) "
-        "ON CONFLICT (user, tag) DO UPDATE SET n = n + 1; END"
-    )
-    conn.execute(
-        "CREATE TRIGGER IF NOT EXISTS item_tags_uncounted AFTER DELETE ON item_tags BEGIN "
-        "UPDATE tag_sizes SET n = n - 1 WHERE user = old.user AND tag = old.tag; END"
-    )
+    for trigger in _COUNTING_TRIGGERS:
+        conn.execute(trigger)
 
 
 def _fts_owner(conn: sqlite3.Connection) -> None:
@@ -286,11 +297,8 @@ def _posting_order(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE item_tags ADD COLUMN seq INTEGER")
     conn.execute("UPDATE item_tags SET seq = rowid WHERE seq IS NOT rowid")
     conn.execute("DROP INDEX IF EXISTS item_tags_recent")
-    conn.execute("CREATE INDEX IF NOT EXISTS item_tags_newest ON item_tags(user, tag, seq, kind, item_id, weight)")
-    conn.execute(
-        "CREATE TRIGGER IF NOT EXISTS item_tags_sequenced AFTER INSERT ON item_tags WHEN new.seq IS NULL BEGIN "
-        "UPDATE item_tags SET seq = new.rowid WHERE rowid = new.rowid; END"
-    )
+    conn.execute(_NEWEST_INDEX)
+    conn.execute(_SEQUENCING_TRIGGER)
 
 
 def _archived_facts_unsearched(conn: sqlite3.Connection) -> None:
@@ -315,6 +323,32 @@ def _fact_strength(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE facts SET confidence = coalesce(json_extract(body, '$.confidence'), 0)")
     conn.execute("UPDATE facts SET strength = confidence + 0.1 * reverie_ln(1 + uses)")
     conn.execute("CREATE INDEX IF NOT EXISTS facts_strength ON facts(user, status, category, strength DESC, pk)")
+
+
+def _postings_by_item(conn: sqlite3.Connection) -> None:
+    """10: ``item_tags`` keyed by (user, kind, item_id, tag), where it was (user, tag, kind,
+    item_id). The old key put each new posting beside the other postings of its tag: a
+    learning batch, whose new items carry a few thousand distinct tags, wrote one page of
+    that index per tag (at 100k episodes 1,466 of the batch's 3,727 pages). Item ids sort by
+    the time they were made (:func:`reverie.models.new_id`), so under the new key a batch's
+    postings are appended together at the end of the user's items, and the key also serves
+    what the (kind, item_id) index did (an item's postings are replaced by user, kind and
+    item), so that index goes. Rows keep their rowid and seq; the triggers and recall's
+    newest-first index are made again on the new table."""
+    conn.execute(
+        "CREATE TABLE item_tags_by_item (user TEXT NOT NULL, tag TEXT NOT NULL, kind TEXT NOT NULL, "
+        "item_id TEXT NOT NULL, weight REAL NOT NULL DEFAULT 1.0, seq INTEGER, "
+        "PRIMARY KEY (user, kind, item_id, tag))"
+    )
+    conn.execute(
+        "INSERT INTO item_tags_by_item (rowid, user, tag, kind, item_id, weight, seq) "
+        "SELECT rowid, user, tag, kind, item_id, weight, seq FROM item_tags ORDER BY user, kind, item_id, tag"
+    )
+    conn.execute("DROP TABLE item_tags")  # its indexes and triggers go with it
+    conn.execute("ALTER TABLE item_tags_by_item RENAME TO item_tags")
+    conn.execute(_NEWEST_INDEX)
+    for trigger in (*_COUNTING_TRIGGERS, _SEQUENCING_TRIGGER):
+        conn.execute(trigger)
 
 
 def owner_token(user: str) -> str:
@@ -503,6 +537,11 @@ class SQLiteStore(Store):
         conn.execute("COMMIT")
         if conn.total_changes != changes:  # something to checkpoint
             self._checkpointer.soon()
+
+    def write_mark(self) -> tuple[int, int]:
+        # data_version moves when another connection commits; total_changes when this one writes
+        conn = self._conn()
+        return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
     def _x(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
         return self._conn().execute(sql, tuple(params))
@@ -935,12 +974,12 @@ class SQLiteStore(Store):
 
     def delete_fact(self, fact_id: str) -> None:
         with self.transaction():
-            row = self._x("SELECT pk FROM facts WHERE id = ?", (fact_id,)).fetchone()
+            row = self._x("SELECT pk, user FROM facts WHERE id = ?", (fact_id,)).fetchone()
             if row:
                 self._x("DELETE FROM facts_fts WHERE rowid = ?", (row[0],))
                 self._x("DELETE FROM facts WHERE pk = ?", (row[0],))
                 self._counts.clear()
-                self._x("DELETE FROM item_tags WHERE kind = 'fact' AND item_id = ?", (fact_id,))
+                self._x("DELETE FROM item_tags WHERE user = ? AND kind = 'fact' AND item_id = ?", (row[1], fact_id))
 
     # ------------------------------------------------------------ profile
     def get_profile(self, user: str) -> Profile:
@@ -1261,7 +1300,8 @@ class SQLiteStore(Store):
     def set_items_tags(self, user: str, kind: str, items: Mapping[str, Mapping[str, float]]) -> None:
         with self.transaction():
             for chunk in _chunked(items):
-                self._x(f"DELETE FROM item_tags WHERE kind = ? AND item_id IN ({_in(chunk)})", [kind, *chunk])
+                self._x(f"DELETE FROM item_tags WHERE user = ? AND kind = ? AND item_id IN ({_in(chunk)})",
+                        [user, kind, *chunk])
             # seq is the row's rowid, given here: the largest before the rows, plus one each
             # (inside the write transaction no other writer can take one)
             last = self._x("SELECT coalesce(max(rowid), 0) FROM item_tags").fetchone()[0]
