@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -178,3 +180,12 @@ def test_piped_output_is_plain_and_never_cuts_an_id(home):
     assert made["id"] in table  # whole, on one line
     assert not any(ch in table for ch in "┏┃━│└╭")  # no box drawing when piped
     assert "\x1b[" not in table  # no colour codes
+
+
+def test_a_command_that_does_not_serve_starts_without_the_server_stack():
+    # FastAPI, uvicorn and the MCP SDK are imported by `serve` and `mcp` only
+    probe = ("import sys, reverie.cli; "
+             "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'mcp', 'httpx', 'reverie.server') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

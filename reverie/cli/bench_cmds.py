@@ -19,7 +19,6 @@ from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.inputs import SIZES, run_input_sizes
 from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, ScaleReport, run_scale
 from reverie.bench.scale import SIZES as SCALE_SIZES
-from reverie.bench.serve import run_serve_bench
 from reverie.bench.stream import DEFAULT_CACHE as STREAM_CACHE
 from reverie.bench.stream import run_ingest_bench
 from reverie.cli.common import (
@@ -174,6 +173,8 @@ def serve_bench(
 ) -> None:
     """Recall throughput and latency of `reverie serve --workers N` (or of N replicas over one store,
     e.g. with --store postgresql://...) with one client and with several."""
+    from reverie.bench.serve import run_serve_bench  # its HTTP client only when it runs
+
     with fail_cleanly():
         reports = [
             run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests,

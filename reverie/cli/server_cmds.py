@@ -27,9 +27,9 @@ from reverie.cli.common import (
 )
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.scheduler import Scheduler
-from reverie.server.mcp_server import run_stdio
-from reverie.server.rest import LOCAL_HOSTS, create_app
-from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, settle_heap, worker_config
+
+# reverie.server (FastAPI, uvicorn, the MCP SDK) is imported by the commands that serve, not
+# here: every other command would wait for it (2-3 s on a slow machine, most of the CLI's start)
 
 keys_app = typer.Typer(help="API keys for `reverie serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -54,6 +54,8 @@ def serve(
     """
     import uvicorn
 
+    from reverie.server.rest import LOCAL_HOSTS, create_app
+    from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, settle_heap, worker_config
 
     if no_auth and host not in LOCAL_HOSTS:
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
@@ -101,6 +103,8 @@ def mcp_cmd(
     api_key: ApiKey = None,
 ) -> None:
     """Serve one user's memory to an MCP client over stdio."""
+    from reverie.server.mcp_server import run_stdio
+    from reverie.server.workers import settle_heap
 
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True) as mem:
         with fail_cleanly():
