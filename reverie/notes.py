@@ -33,10 +33,10 @@ def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]
     if not files.keeps_views:
         return
     for date in sorted(set(dates)):
-        notes = store.list_notes(user, since=date, until=date)
-        if notes:
+        lines = store.note_lines(user, date)
+        if lines:
             # the store holds the notes; a lost file is written again on the next flush
-            files.write(user, files.notes_file(user, date), render_day(date, (n.content for n in notes)), durable=False)
+            files.write(user, files.notes_file(user, date), render_day(date, lines), durable=False)
 
 
 def put_episode_notes(store: Store, user: str, episodes: Iterable[Episode]) -> None:

@@ -342,6 +342,13 @@ def test_notes_by_date_range_and_knowledge(store):
     assert [n.date for n in store.list_notes("ana")] == ["2024-05-01", "2024-05-02", "2024-05-03"]
     assert [n.id for n in store.list_notes("ana", since="2024-05-02", until="2024-05-02")] == [notes[0].id]
     assert set(store.get_notes([notes[1].id])) == {notes[1].id}
+    later = Note(user="ana", date="2024-05-02", content="a second line, with \"quotes\" and 中文")
+    store.put_note(later)
+    store.put_note(Note(user="bob", date="2024-05-02", content="bob's line"))
+    assert store.note_lines("ana", "2024-05-02") == ["note of 2024-05-02", later.content]  # as list_notes orders them
+    assert store.note_lines("ana", "2024-05-02") == [n.content for n in store.list_notes("ana", since="2024-05-02",
+                                                                                         until="2024-05-02")]
+    assert store.note_lines("ana", "2024-05-09") == []
     doc = KnowledgeDoc(user="ana", title="Deploy", body="- run the tests", tags=["ops"])
     store.put_knowledge(doc)
     doc.body = "- run the tests\n- tag the release"

@@ -464,6 +464,12 @@ class Store(ABC):
     ) -> list[Note]:
         """Daily-note lines with since <= date <= until (YYYY-MM-DD), oldest first."""
 
+    def note_lines(self, user: str, date: str) -> list[str]:
+        """The text of each of ``user``'s note lines of one day (YYYY-MM-DD), oldest first, as
+        :meth:`list_notes` orders them: what the day's markdown file shows, without building
+        every note (a store may read the one field)."""
+        return [n.content for n in self.list_notes(user, since=date, until=date)]
+
     @abstractmethod
     def get_notes(self, ids: Iterable[str]) -> dict[str, Note]: ...
 

@@ -1242,6 +1242,12 @@ class PostgresStore(Store):
         )
         return [Note.model_validate_json(r[0]) for r in rows]
 
+    def note_lines(self, user: str, date: str) -> list[str]:
+        self._lock([user])
+        rows = self._q("SELECT body::json ->> 'content' FROM notes WHERE user_id = %s AND date = %s "
+                       "ORDER BY date, pk", (user, date))
+        return [str(r[0]) for r in rows]
+
     def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
         ids = list(dict.fromkeys(ids))
         if not ids:

@@ -1014,6 +1014,11 @@ class SQLiteStore(Store):
         )
         return [Note.model_validate_json(r[0]) for r in rows]
 
+    def note_lines(self, user: str, date: str) -> list[str]:
+        rows = self._tuples("SELECT json_extract(body, '$.content') FROM notes WHERE user = ? AND date = ? "
+                            "ORDER BY date, pk", (user, date))
+        return [r[0] for r in rows]
+
     def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
         return {row["id"]: Note.model_validate_json(row["body"]) for row in self._rows("note", ids)}
 
