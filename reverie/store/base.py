@@ -335,9 +335,10 @@ class Store(ABC):
     def close(self) -> None: ...
 
     def write_mark(self) -> Hashable | None:
-        """A value that stays the same for this thread as long as nothing is written to the
-        store, by any process, this thread included; None where a store cannot tell. A reader
-        that took a mark before it read can skip reading again when the mark has not moved."""
+        """A value that moves whenever something is written to the store, by any process, this
+        thread included (it may also move when nothing was: SQLite's moves when a checkpoint
+        truncates the log); None where a store cannot tell. A reader that took a mark before
+        it read can skip reading again when the mark has not moved."""
         return None
 
     @abstractmethod
