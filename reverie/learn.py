@@ -15,9 +15,10 @@ import logging
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Iterator
+from typing import Callable, Hashable, Iterable, Iterator
 
 from reverie.claims import is_temporary
 from reverie.context import Context
@@ -303,7 +304,8 @@ class Learner:
         engines = self.ctx.engines
         text = " ".join(m.content for e in episodes for m in e.messages)
         language = preferred_language(text)
-        summaries: dict[str, EpisodeSummary] = {}
+        trivial: dict[str, EpisodeSummary] = {}
+        requests: dict[str, SummarizeRequest] = {}
         messages: list[Message] = []
         owners: list[str] = []
         for ep in episodes:
@@ -312,25 +314,28 @@ class Learner:
                 for m in ep.messages
             ]
             if all(is_trivial(m.content) for m in clipped):
-                summaries[ep.id] = EpisodeSummary(summary=normalize_space(ep.user_text)[:200])
+                trivial[ep.id] = EpisodeSummary(summary=normalize_space(ep.user_text)[:200])
                 continue
-            summaries[ep.id] = engines.summarize.summarize(SummarizeRequest(messages=clipped, language=language))
+            requests[ep.id] = SummarizeRequest(messages=clipped, language=language)
             messages += clipped
             owners += [ep.id] * len(clipped)
         user = episodes[0].user
         extraction = Extraction()
-        if messages:
-            facts = self.store.recent_facts(user, ENGINE_FACTS)
-            extraction = engines.extract.extract(
-                ExtractRequest(
-                    messages=messages,
-                    episode_ids=owners,
-                    profile=self.store.get_profile(user),
-                    facts=[_ref(f) for f in facts],
-                    language=language,
-                    user_speakers=self._user_speakers(episodes),
+        with self._summarizing(requests) as summarized:
+            if messages:
+                facts = self.store.recent_facts(user, ENGINE_FACTS)
+                extraction = engines.extract.extract(
+                    ExtractRequest(
+                        messages=messages,
+                        episode_ids=owners,
+                        profile=self.store.get_profile(user),
+                        facts=[_ref(f) for f in facts],
+                        language=language,
+                        user_speakers=self._user_speakers(episodes),
+                    )
                 )
-            )
+            done = summarized()
+        summaries = {ep.id: trivial[ep.id] if ep.id in trivial else done[ep.id] for ep in episodes}
         # the tags that will be written: the episodes' and the new facts' (a conversation-level
         # tag an engine may add lands on no item, so it is not governed either)
         names = {normalize_tag(t) for s in summaries.values() for t in s.tags}
@@ -351,6 +356,28 @@ class Learner:
                 )
             )
         return _Plan(summaries, extraction, decisions, language)
+
+    @contextmanager
+    def _summarizing(self, requests: dict[str, SummarizeRequest]) -> Iterator[Callable[[], dict[str, EpisodeSummary]]]:
+        """The summaries of a batch's episodes (one engine call each), made while the caller
+        extracts: yields the function that waits for them all, in the order of ``requests``.
+
+        An endpoint answers each call in its own time, so up to ``llm.concurrency`` calls are
+        in flight at once. The in-process engine is asked one episode after another when the
+        caller waits: the interpreter runs one thread at a time, so threads would only add
+        switching. The first failure is raised (the batch stays unlearned); on the way out
+        the calls not started yet are dropped and the running ones waited for."""
+        summarize = self.ctx.engines.summarize.summarize
+        workers = min(self.settings.llm.concurrency, len(requests))
+        if self.ctx.engines.offline("summarize") or workers <= 1:
+            yield lambda: {key: summarize(request) for key, request in requests.items()}
+            return
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reverie-summarize")
+        try:
+            futures = {key: pool.submit(summarize, request) for key, request in requests.items()}
+            yield lambda: {key: future.result() for key, future in futures.items()}
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _live_tags(self, user: str) -> TagNeighbours:
         """The user's active tags, indexed by relation key; read again only when the store

@@ -17,9 +17,9 @@ from tests.fake_openai import Reply
 AT = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 
-def _openai(home, fake, **extra):
-    return Memory(home, background=False, engine="openai",
-                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0, "breaker_seconds": 0}, **extra)
+def _openai(home, fake, llm=None, **extra):
+    return Memory(home, background=False, engine="openai", llm={
+        "base_url": fake.base_url, "model": "fake-model", "max_retries": 0, "breaker_seconds": 0, **(llm or {})}, **extra)
 
 
 def _extraction(**overrides):
@@ -508,3 +508,118 @@ def test_pauses_of_the_collector_nest_and_end_even_on_an_error():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---------------------------------------------------------------- an endpoint's calls in flight at once
+
+class _InFlight:
+    """A responder's view of how many calls the server holds at once. Until ``expect`` calls
+    have been in flight together, each call waits for that (up to ``hold`` seconds), so that
+    the figure does not hang on how quickly threads happen to start."""
+
+    def __init__(self, expect: int, hold: float = 5.0):
+        import threading
+
+        self.expect, self.hold = expect, hold
+        self.now = self.most = 0
+        self.steps_seen_together: set[frozenset[str]] = set()
+        self._running: list[str] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, step: str, answer):
+        with self._cond:
+            self.now += 1
+            self._running.append(step)
+            self.most = max(self.most, self.now)
+            self.steps_seen_together.add(frozenset(self._running))
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self.most >= self.expect, timeout=self.hold)
+            self.now -= 1
+            self._running.remove(step)
+        return answer
+
+
+def _said(body) -> str:
+    """The text of the one message a summarize request carries."""
+    request = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+    return request["messages"][0]["content"]
+
+
+def _own_summary(body) -> dict:
+    return {**SUMMARY, "summary": f"Summary of: {_said(body)}"}
+
+
+TOPICS = ["sourdough starters", "sea kayaking", "the Lisbon move", "a vintage camera", "chess openings",
+          "the garden shed"]
+
+
+def _one_batch(mem) -> list:
+    """Six episodes of one thread, learned as one batch on the next flush."""
+    return [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user="ana",
+                    thread="t1", at=AT)[0] for topic in TOPICS]
+
+
+def test_an_endpoint_summarizes_a_batch_s_episodes_up_to_llm_concurrency_at_once(home, fake_openai):
+    flight = _InFlight(expect=3)
+    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
+                                 "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, llm={"concurrency": 3}, debounce_seconds=3600)
+    episodes = _one_batch(mem)
+    assert mem.flush() == 6
+    assert flight.most == 3
+    for ep, topic in zip(episodes, TOPICS):  # each answer landed on the episode it was asked for
+        assert mem.episode(ep.id).summary == f"Summary of: Let me tell you about {topic} today"
+    assert len([r for r in fake_openai.chat_requests if r.step == "summarize"]) == 6
+    mem.close()
+
+
+def test_the_extraction_is_asked_while_the_summaries_are_in_flight(home, fake_openai):
+    flight = _InFlight(expect=3)
+    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
+                                 "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, llm={"concurrency": 2}, debounce_seconds=3600)
+    _one_batch(mem)
+    assert mem.flush() == 6
+    assert any({"summarize", "extract"} <= steps for steps in flight.steps_seen_together)
+    mem.close()
+
+
+def test_llm_concurrency_1_asks_one_call_at_a_time(home, fake_openai):
+    flight = _InFlight(expect=2, hold=0.2)
+    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
+                                 "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, llm={"concurrency": 1}, debounce_seconds=3600)
+    _one_batch(mem)
+    assert mem.flush() == 6
+    assert flight.most == 1
+    mem.close()
+
+
+def test_one_failed_summary_among_concurrent_ones_leaves_the_whole_batch_for_later(home, fake_openai):
+    def summary(body):
+        return Reply.error(400, "scripted refusal") if "sea kayaking" in _said(body) else _own_summary(body)
+
+    fake_openai.respond_by_step({"summarize": summary, "extract": _extraction(), "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, debounce_seconds=3600)
+    episodes = _one_batch(mem)
+    assert mem.flush() == 0
+    for ep in episodes:  # nothing of the batch was written, the answers that came back included
+        stored = mem.episode(ep.id)
+        assert not stored.learned and stored.summary == ""
+    assert mem.store.learning_backlog("ana")[0] == 6
+    assert "scripted refusal" in mem.store.learning_backlog("ana")[1]
+    assert mem.store.list_tags("ana") == [] and mem.learner.pending() == 6
+    fake_openai.respond_by_step({"summarize": _own_summary, "extract": _extraction(), "govern_tags": NO_TAGS})
+    assert mem.flush() == 6
+    assert mem.episode(episodes[1].id).summary == "Summary of: Let me tell you about sea kayaking today"
+    mem.close()
+
+
+def test_llm_concurrency_is_a_bounded_setting(home):
+    from reverie.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="llm.concurrency"):
+        Memory(home, background=False, llm={"concurrency": 0})
+    assert Memory(home, background=False).settings.llm.concurrency == 4
