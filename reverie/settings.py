@@ -35,8 +35,8 @@ class LLMSettings(BaseModel):
     timeout: float = 30.0
     max_retries: int = 2
     breaker_seconds: float = 30.0  # after an unreachable endpoint, fail at once for this long
-    # calls in flight at once while a batch is learned: its episodes' summaries, one call
-    # each, beside its extraction (an endpoint answers each call in its own time)
+    # summary calls in flight at once while a batch is learned (one call an episode), beside
+    # the batch's one extraction call: an endpoint answers each call in its own time
     concurrency: int = Field(default=4, ge=1, le=32)
 
 

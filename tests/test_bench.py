@@ -214,3 +214,42 @@ def test_serve_bench_spreads_clients_over_replicas_of_one_postgresql_store(tmp_p
     assert report["replicas"] == 2 and report["store"] == "postgresql"
     for row in report["rows"]:
         assert row["recalls"] == 12 and row["errors"] == 0 and row["recalls_per_s"] > 0
+
+
+# ---------------------------------------------------------------- learning through a slow endpoint
+
+def test_the_stand_in_endpoint_reads_back_the_conversation_the_engine_sent():
+    from datetime import datetime, timezone
+
+    from reverie.bench.endpoint import _extract_request
+    from reverie.engines.base import ExtractRequest
+    from reverie.engines.openai_engine import _extract_input
+    from reverie.models import Message
+
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    sent = ExtractRequest(messages=[Message(speaker="Ana", content="I moved to Porto: it is lovely", at=at),
+                                    Message(speaker="Ben", content="Nice! When?")], episode_ids=["e1", "e1"])
+    back = _extract_request(_extract_input(sent))
+    assert [(m.speaker, m.content, m.at) for m in back.messages] == [
+        ("Ana", "I moved to Porto: it is lovely", at), ("Ben", "Nice! When?", None)]
+    assert back.episode_ids == ["e1", "e1"] and back.user_speakers == ["Ana", "Ben"]
+
+
+def test_endpoint_bench_learns_the_same_conversation_at_every_concurrency():
+    from reverie.bench.endpoint import run_endpoint_bench
+
+    report = run_endpoint_bench(episodes=24, latency=0.02, concurrency=(1, 3))
+    one, three = report["rows"]
+    assert one["learned"] == three["learned"] == one["episodes"] == 24
+    assert one["facts"] == three["facts"] and one["calls"] == three["calls"] > 24  # a summary each, and more
+    assert one["most_in_flight"] == 1
+    assert 1 < three["most_in_flight"] <= 3 + 1  # summaries, beside the one extraction
+
+
+def test_cli_endpoint_bench_prints_json_with_a_row_per_concurrency():
+    result = CliRunner().invoke(app, ["bench", "endpoint", "--episodes", "6", "--latency", "0",
+                                      "--concurrency", "1,2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [r["concurrency"] for r in data["rows"]] == [1, 2] and data["latency_s"] == 0.0
+    assert all(r["learned"] == 6 for r in data["rows"])

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
+from reverie.bench.endpoint import run_endpoint_bench
 from reverie.bench.inputs import SIZES, run_input_sizes
 from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, ScaleReport, run_scale
 from reverie.bench.scale import SIZES as SCALE_SIZES
@@ -192,6 +193,32 @@ def serve_bench(
         for row in report["rows"]:
             table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
                           f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]))
+    console.print(table)
+
+
+@bench_app.command("endpoint")
+def endpoint_bench(
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes of generated conversation to learn.")] = 300,
+    latency: Annotated[float, typer.Option(min=0.0, help="Seconds the stand-in endpoint takes to answer a call.")] = 0.2,
+    concurrency: Annotated[str, typer.Option(help="llm.concurrency values to compare, comma-separated.")] = "1,4",
+    as_json: Json = False,
+) -> None:
+    """Learning through a slow model: an OpenAI-compatible stand-in on 127.0.0.1 answers each step
+    as the heuristic engine would, after --latency seconds; the same conversation is learned once
+    per llm.concurrency value."""
+    with fail_cleanly(), err_console.status(f"learning {episodes:,} episodes through the stand-in"):
+        report = run_endpoint_bench(episodes=episodes, latency=latency,
+                                    concurrency=_counts(concurrency, "--concurrency"))
+    if as_json:
+        emit_json(report)
+        return
+    table = Table(title=f"Learning {episodes:,} episodes through an endpoint that answers in {latency:g} s")
+    for col in ("llm.concurrency", "learn s", "episodes/s", "turns/s", "calls", "most in flight", "learned", "facts"):
+        table.add_column(col, justify="right")
+    for row in report["rows"]:
+        table.add_row(str(row["concurrency"]), f"{row['learn_seconds']:.1f}", f"{row['episodes_per_s']:.1f}",
+                      f"{row['turns_per_s']:.1f}", str(row["calls"]), str(row["most_in_flight"]),
+                      f"{row['learned']:,}", f"{row['facts']:,}")
     console.print(table)
 
 
