@@ -15,10 +15,9 @@ import logging
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator
+from typing import Hashable, Iterable, Iterator
 
 from reverie.claims import is_temporary
 from reverie.context import Context
@@ -321,7 +320,7 @@ class Learner:
             owners += [ep.id] * len(clipped)
         user = episodes[0].user
         extraction = Extraction()
-        with self._summarizing(requests) as summarized:
+        with engines.summarizing(requests) as summarized:
             if messages:
                 facts = self.store.recent_facts(user, ENGINE_FACTS)
                 extraction = engines.extract.extract(
@@ -356,28 +355,6 @@ class Learner:
                 )
             )
         return _Plan(summaries, extraction, decisions, language)
-
-    @contextmanager
-    def _summarizing(self, requests: dict[str, SummarizeRequest]) -> Iterator[Callable[[], dict[str, EpisodeSummary]]]:
-        """The summaries of a batch's episodes (one engine call each), made while the caller
-        extracts: yields the function that waits for them all, in the order of ``requests``.
-
-        An endpoint answers each call in its own time, so up to ``llm.concurrency`` calls are
-        in flight at once. The in-process engine is asked one episode after another when the
-        caller waits: the interpreter runs one thread at a time, so threads would only add
-        switching. The first failure is raised (the batch stays unlearned); on the way out
-        the calls not started yet are dropped and the running ones waited for."""
-        summarize = self.ctx.engines.summarize.summarize
-        workers = min(self.settings.llm.concurrency, len(requests))
-        if self.ctx.engines.offline("summarize") or workers <= 1:
-            yield lambda: {key: summarize(request) for key, request in requests.items()}
-            return
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reverie-summarize")
-        try:
-            futures = {key: pool.submit(summarize, request) for key, request in requests.items()}
-            yield lambda: {key: future.result() for key, future in futures.items()}
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
 
     def _live_tags(self, user: str) -> TagNeighbours:
         """The user's active tags, indexed by relation key; read again only when the store

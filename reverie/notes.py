@@ -16,7 +16,7 @@ from reverie.engines.base import SummarizeRequest
 from reverie.errors import InvalidInput
 from reverie.files import UserFiles
 from reverie.messages import AGENT_ROLES, clip, group, is_trivial, parse_message
-from reverie.models import Episode, Note, as_utc, digest, utcnow
+from reverie.models import Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
 from reverie.store.base import Store
 from reverie.text import exact_key, normalize_space, preferred_language
@@ -77,23 +77,35 @@ def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default
     language = preferred_language(" ".join(m.content for m in msgs))
     limit = ctx.settings.max_message_chars
     now = utcnow()
-    notes: list[Note] = []
+    existing: dict[str, list[Note]] = {}
+    todo: dict[str, tuple[str, datetime, list[Message]]] = {}  # marker -> (day, when, exchange)
     for exchange in group(msgs, "exchange"):
         if all(is_trivial(m.content) for m in exchange):
             continue
         when = max((as_utc(m.at) for m in exchange if m.at), default=now)
         day = when.date().isoformat()
         marker = f"trim:{thread}:{digest([m.content for m in exchange])[:16]}"
-        existing = ctx.store.list_notes(user, since=day, until=day) + [n for n in notes if n.date == day]
-        if any(marker in n.source_ids for n in existing):
+        if day not in existing:
+            existing[day] = ctx.store.list_notes(user, since=day, until=day)
+        if marker in todo or any(marker in n.source_ids for n in existing[day]):
             continue
-        clipped = [m.model_copy(update={"content": clip(m.content, limit)}) for m in exchange]
-        answer = ctx.engines.summarize.summarize(SummarizeRequest(messages=clipped, language=language))
-        line = normalize_space(redact(answer.summary))
-        if not line or any(exact_key(n.content) == exact_key(line) for n in existing):
+        todo[marker] = (day, when, exchange)
+    requests = {
+        marker: SummarizeRequest(messages=[m.model_copy(update={"content": clip(m.content, limit)}) for m in exchange],
+                                 language=language)
+        for marker, (_, _, exchange) in todo.items()
+    }
+    with ctx.engines.summarizing(requests) as summarized:
+        answers = summarized()
+    notes: list[Note] = []
+    for marker, (day, when, exchange) in todo.items():
+        line = normalize_space(redact(answers[marker].summary))
+        if not line or any(exact_key(n.content) == exact_key(line) for n in existing[day]):
             continue
         ids = [m.source_id for m in exchange if m.source_id]
-        notes.append(Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker]))
+        note = Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker])
+        notes.append(note)
+        existing[day].append(note)
     if notes:
         with ctx.store.transaction():
             for note in notes:

@@ -623,3 +623,18 @@ def test_llm_concurrency_is_a_bounded_setting(home):
     with pytest.raises(InvalidInput, match="llm.concurrency"):
         Memory(home, background=False, llm={"concurrency": 0})
     assert Memory(home, background=False).settings.llm.concurrency == 4
+
+
+def test_trim_asks_an_endpoint_for_its_exchanges_summaries_at_once_and_keeps_their_order(home, fake_openai):
+    flight = _InFlight(expect=3)
+    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body))})
+    mem = _openai(home, fake_openai, llm={"concurrency": 3})
+    dropped = [message for topic in TOPICS for message in (
+        {"role": "user", "content": f"Let me tell you about {topic} today", "at": AT.isoformat()},
+        {"role": "assistant", "content": "Go on."})]
+    notes = mem.trim(dropped, user="ana", thread="t1")
+    assert flight.most == 3
+    assert [n.content for n in notes] == [f"Summary of: Let me tell you about {t} today" for t in TOPICS]
+    assert mem.trim(dropped, user="ana", thread="t1") == []  # reported twice: nothing new, nothing asked
+    assert len([r for r in fake_openai.chat_requests if r.step == "summarize"]) == 6
+    mem.close()

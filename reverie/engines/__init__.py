@@ -6,9 +6,11 @@ Configuration picks an engine per step (``engine = "heuristic"`` for all,
 
 from __future__ import annotations
 
-from typing import Any, cast
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Callable, Hashable, Iterator, Mapping, TypeVar, cast
 
-from reverie.engines.base import STEPS, Engine
+from reverie.engines.base import STEPS, Engine, EpisodeSummary, SummarizeRequest
 from reverie.engines.heuristic import HeuristicEngine
 from reverie.engines.openai_engine import OpenAIEngine
 from reverie.errors import InvalidInput
@@ -16,6 +18,8 @@ from reverie.observe import observed
 from reverie.settings import Settings
 
 __all__ = ["Engine", "Engines", "STEPS", "build_engine"]
+
+K = TypeVar("K", bound=Hashable)
 
 
 def build_engine(name: str, settings: Settings) -> Engine:
@@ -54,6 +58,33 @@ class Engines:
         """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
         waiting on an endpoint)."""
         return all(self._settings.engine_for(step) == "heuristic" for step in steps)
+
+    @contextmanager
+    def summarizing(self, requests: Mapping[K, SummarizeRequest]) -> Iterator[Callable[[], dict[K, EpisodeSummary]]]:
+        """Summaries of many episodes (one call each), made while the caller does other work:
+        yields the function that waits for them all, keyed and ordered as ``requests``.
+
+        An endpoint answers each call in its own time, so up to ``llm.concurrency`` calls are
+        in flight at once. The in-process engine is asked one request after another when the
+        caller waits: the interpreter runs one thread at a time, so threads would only add
+        switching. The first failure is raised; on the way out the calls not started yet are
+        dropped and the running ones waited for.
+
+        >>> with engines.summarizing({"e1": request}) as summaries:
+        ...     extraction = engines.extract.extract(other)   # meanwhile
+        ...     answers = summaries()                          # {"e1": EpisodeSummary(...)}
+        """
+        summarize = self.summarize.summarize
+        workers = min(self._settings.llm.concurrency, len(requests))
+        if self.offline("summarize") or workers <= 1:
+            yield lambda: {key: summarize(request) for key, request in requests.items()}
+            return
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reverie-summarize")
+        try:
+            futures = {key: pool.submit(summarize, request) for key, request in requests.items()}
+            yield lambda: {key: future.result() for key, future in futures.items()}
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def __getattr__(self, step: str) -> Engine:
         if step in STEPS:
