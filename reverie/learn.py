@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Iterator
@@ -119,7 +120,13 @@ class Learner:
         watch_queue(self)
         self._queue: dict[Key, _Pending] = {}
         self._cond = threading.Condition()
-        self._busy = threading.Lock()
+        # one batch of a user at a time (each plans on what the one before it wrote); one
+        # batch applied at a time, whoever's
+        self._user_locks: dict[str, threading.Lock] = {}
+        self._apply_lock = threading.Lock()
+        # users whose batch the pool has (see _dispatch)
+        self._pool: ThreadPoolExecutor | None = None
+        self._in_flight: set[str] = set()
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.background = background
@@ -148,6 +155,7 @@ class Learner:
             for key in [k for k in self._queue if k[0] == user]:
                 del self._queue[key]
         self._tag_index.pop(user, None)
+        self._user_locks.pop(user, None)
 
     def requeue_unlearned(self, user: str | None = None) -> None:
         self.enqueue(self.store.unlearned_episodes(limit=100000, user=user), delay=0.0)
@@ -183,6 +191,8 @@ class Learner:
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         if drain:
             self._drain()
 
@@ -202,21 +212,58 @@ class Learner:
             with self._cond:
                 if self._stopped:
                     return
-                due = [k for k, p in self._queue.items() if p.due <= now]
+                # a user whose batch is in the pool waits for it (their next batch plans on it)
+                due = [k for k, p in self._queue.items() if p.due <= now and k[0] not in self._in_flight]
                 if not due:
                     wait = min((p.due for p in self._queue.values()), default=now + 60) - now
                     if self.poll is not None:
                         wait = min(wait, self.poll)
                     self._cond.wait(timeout=max(0.05, min(wait, 60)))
                     continue
+            if self._parallel():
+                self._dispatch(due)
+                continue
             for key in due:
-                try:
-                    self._process(key)
-                except Exception:  # the worker must survive anything; the batch stays queued
-                    log.exception("learning failed for %s", key)
+                self._process_logged(key)
+
+    def _process_logged(self, key: Key) -> None:
+        try:
+            self._process(key)
+        except Exception:  # the worker must survive anything; the batch stays queued
+            log.exception("learning failed for %s", key)
+
+    def _parallel(self) -> bool:
+        """Whether several users' batches may be learned at once: when a learning step waits
+        on an endpoint. The in-process engine keeps the interpreter busy, which runs one
+        thread at a time: there batches go one after another."""
+        return self.settings.learn_threads > 1 and not self.ctx.engines.offline("summarize", "extract", "govern_tags")
+
+    def _dispatch(self, due: list[Key]) -> None:
+        """Hand each due user's first key to the pool (up to ``learn_threads`` learn at once);
+        the user's other keys wait until that batch is done."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.settings.learn_threads, thread_name_prefix="reverie-learn")
+        for key in due:
+            with self._cond:
+                if key[0] in self._in_flight:
+                    continue
+                self._in_flight.add(key[0])
+            self._pool.submit(self._pooled, key)
+
+    def _pooled(self, key: Key) -> None:
+        try:
+            self._process_logged(key)
+        finally:
+            with self._cond:
+                self._in_flight.discard(key[0])
+                self._cond.notify()  # the loop may hand this user's next key out now
+
+    def _user_lock(self, user: str) -> threading.Lock:
+        with self._cond:
+            return self._user_locks.setdefault(user, threading.Lock())
 
     def _process(self, key: Key, *, force: bool = False) -> int:
-        with self._busy:
+        with self._user_lock(key[0]):
             with self._cond:
                 pending = self._queue.get(key)
                 if pending is None or (not force and pending.due > time.monotonic()):
@@ -269,7 +316,7 @@ class Learner:
         offline = self.ctx.engines.offline("summarize", "extract", "govern_tags")
         with paused_gc() if offline else nullcontext():
             plan = self._plan(episodes)
-        with paused_gc():
+        with self._apply_lock, paused_gc():
             self._apply(episodes, plan, read_at)
 
     def _apply(self, episodes: list[Episode], plan: _Plan, read_at: Hashable | None = None) -> None:

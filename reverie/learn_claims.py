@@ -45,6 +45,7 @@ class ClaimingLearner(Learner):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = ctx.settings.learn_lease_seconds
         self.every = min(CLAIM_POLL_SECONDS, max(0.05, ctx.settings.debounce_seconds / 2))
+        self._busy = threading.Lock()  # one claim learned at a time
         super().__init__(ctx, background=background and queue, queue=queue, poll=None)
 
     # ------------------------------------------------------------ the queue is the store's

@@ -53,6 +53,9 @@ class Settings(BaseModel):
     duplicate_jaccard: float = 0.7
     max_message_chars: int = 4000
     learn_batch_chars: int = 16000  # text per LLM extract call when learning from a long talk
+    # users whose batches are learned at once when a learning step waits on an endpoint (one
+    # batch of a user at a time, one applied at a time); the in-process engine: one at a time
+    learn_threads: int = Field(default=4, ge=1, le=32)
     # recall line
     budget: int = 2000
     correction_budget_share: float = 0.15

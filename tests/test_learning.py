@@ -17,8 +17,8 @@ from tests.fake_openai import Reply
 AT = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 
-def _openai(home, fake, llm=None, **extra):
-    return Memory(home, background=False, engine="openai", llm={
+def _openai(home, fake, llm=None, background=False, **extra):
+    return Memory(home, background=background, engine="openai", llm={
         "base_url": fake.base_url, "model": "fake-model", "max_retries": 0, "breaker_seconds": 0, **(llm or {})}, **extra)
 
 
@@ -637,4 +637,49 @@ def test_trim_asks_an_endpoint_for_its_exchanges_summaries_at_once_and_keeps_the
     assert [n.content for n in notes] == [f"Summary of: Let me tell you about {t} today" for t in TOPICS]
     assert mem.trim(dropped, user="ana", thread="t1") == []  # reported twice: nothing new, nothing asked
     assert len([r for r in fake_openai.chat_requests if r.step == "summarize"]) == 6
+    mem.close()
+
+
+def _learned(mem, episodes, seconds: float = 20.0) -> bool:
+    """Wait (a bounded time) until the background learner has learned every one of ``episodes``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all(mem.episode(ep.id).learned for ep in episodes):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_several_users_batches_are_learned_at_once_when_the_engines_wait_on_an_endpoint(home, fake_openai):
+    flight = _InFlight(expect=3)
+    fake_openai.respond_by_step({"summarize": _own_summary, "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=3)
+    episodes = [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user=user,
+                        thread="t1")[0] for user, topic in zip(("ana", "bo", "cy"), TOPICS)]
+    assert _learned(mem, episodes)
+    assert flight.most == 3  # three users' extractions were in flight together
+    for ep, topic in zip(episodes, TOPICS):
+        assert mem.episode(ep.id).summary == f"Summary of: Let me tell you about {topic} today"
+    mem.close()
+
+
+def test_one_user_s_batches_are_learned_one_after_another_even_with_threads_to_spare(home, fake_openai):
+    flight = _InFlight(expect=2, hold=0.3)
+    fake_openai.respond_by_step({"summarize": _own_summary, "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=4)
+    episodes = [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user="ana",
+                        thread=f"t{i}")[0] for i, topic in enumerate(TOPICS[:3])]
+    assert _learned(mem, episodes)
+    assert flight.most == 1  # each batch planned on what the one before it wrote
+    mem.close()
+
+
+def test_the_offline_engine_learns_one_batch_at_a_time(home):
+    mem = Memory(home, background=True, debounce_seconds=0.05, learn_threads=4)
+    episodes = [mem.add([{"role": "user", "content": f"I prefer {topic} over everything else"}], user=user)[0]
+                for user, topic in zip(("ana", "bo", "cy"), TOPICS)]
+    assert _learned(mem, episodes)
+    assert mem.learner._pool is None  # no pool: the interpreter would run the batches in turn anyway
     mem.close()
