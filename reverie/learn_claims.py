@@ -45,8 +45,15 @@ class ClaimingLearner(Learner):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = ctx.settings.learn_lease_seconds
         self.every = min(CLAIM_POLL_SECONDS, max(0.05, ctx.settings.debounce_seconds / 2))
-        self._busy = threading.Lock()  # one claim learned at a time
         super().__init__(ctx, background=background and queue, queue=queue, poll=None)
+        # while the engines wait on an endpoint, more loops claim and learn other users' groups
+        # (as more replicas would); a user's claims here still go one after another
+        self._loops = [
+            threading.Thread(target=self._run, name=f"reverie-learner-{n}", daemon=True)
+            for n in range(1, self.settings.learn_threads if self._thread is not None and self._parallel() else 1)
+        ]
+        for loop in self._loops:
+            loop.start()
 
     # ------------------------------------------------------------ the queue is the store's
     def enqueue(self, episodes: Iterable[Episode | EpisodeRef], *, delay: float | None = None) -> None:
@@ -69,6 +76,14 @@ class ClaimingLearner(Learner):
 
     def flush(self, *, user: str | None = None) -> int:
         return self._drain(user)
+
+    def stop(self, *, drain: bool = True) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        for loop in self._loops:
+            loop.join(timeout=10)
+        super().stop(drain=drain)
 
     def _drain(self, user: str | None = None) -> int:
         """Claim and learn everything completed now (of ``user``), debounce or not, failed
@@ -110,7 +125,7 @@ class ClaimingLearner(Learner):
     def _learn_claimed(self, refs: list[EpisodeRef]) -> tuple[int, bool]:
         """Learn the claimed episodes in batches, renewing the lease while at it; (how many
         were learned, whether an engine failed)."""
-        with self._busy:
+        with self._user_lock(refs[0].user):
             ids = [r.id for r in refs]
             found = self.store.get_episodes(ids)
             episodes = [e for e in found.values() if e.status == "completed" and not e.learned]

@@ -650,11 +650,11 @@ def _learned(mem, episodes, seconds: float = 20.0) -> bool:
     return False
 
 
-def test_several_users_batches_are_learned_at_once_when_the_engines_wait_on_an_endpoint(home, fake_openai):
+def test_several_users_batches_are_learned_at_once_when_the_engines_wait_on_an_endpoint(home, fake_openai, backend):
     flight = _InFlight(expect=3)
     fake_openai.respond_by_step({"summarize": _own_summary, "extract": lambda body: flight("extract", _extraction()),
                                  "govern_tags": NO_TAGS})
-    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=3)
+    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=3, store=backend)
     episodes = [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user=user,
                         thread="t1")[0] for user, topic in zip(("ana", "bo", "cy"), TOPICS)]
     assert _learned(mem, episodes)
@@ -664,11 +664,11 @@ def test_several_users_batches_are_learned_at_once_when_the_engines_wait_on_an_e
     mem.close()
 
 
-def test_one_user_s_batches_are_learned_one_after_another_even_with_threads_to_spare(home, fake_openai):
+def test_one_user_s_batches_are_learned_one_after_another_even_with_threads_to_spare(home, fake_openai, backend):
     flight = _InFlight(expect=2, hold=0.3)
     fake_openai.respond_by_step({"summarize": _own_summary, "extract": lambda body: flight("extract", _extraction()),
                                  "govern_tags": NO_TAGS})
-    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=4)
+    mem = _openai(home, fake_openai, background=True, debounce_seconds=0.05, learn_threads=4, store=backend)
     episodes = [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user="ana",
                         thread=f"t{i}")[0] for i, topic in enumerate(TOPICS[:3])]
     assert _learned(mem, episodes)
