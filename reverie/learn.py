@@ -183,7 +183,17 @@ class Learner:
                     merged, pending = self._queue[lead], self._queue.pop(key)
                     merged.ids.update(pending.ids)
                     merged.attempts = max(merged.attempts, pending.attempts)
-        return sum(self._process(k, force=True) for k in first.values())
+        by_user: dict[str, list[Key]] = {}
+        for key in first.values():
+            by_user.setdefault(key[0], []).append(key)
+        if len(by_user) > 1 and self._parallel():  # users at once, each user's keys in turn
+            with ThreadPoolExecutor(max_workers=min(self.settings.learn_threads, len(by_user)),
+                                    thread_name_prefix="reverie-flush") as pool:
+                return sum(pool.map(self._process_all, by_user.values()))
+        return self._process_all(list(first.values()))
+
+    def _process_all(self, keys: list[Key]) -> int:
+        return sum(self._process(k, force=True) for k in keys)
 
     def stop(self, *, drain: bool = True) -> None:
         with self._cond:

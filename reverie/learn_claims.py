@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
 from reverie.context import Context
@@ -87,7 +88,15 @@ class ClaimingLearner(Learner):
 
     def _drain(self, user: str | None = None) -> int:
         """Claim and learn everything completed now (of ``user``), debounce or not, failed
-        ones too; what another replica holds is left to it."""
+        ones too; what another replica holds is left to it. While the engines wait on an
+        endpoint, ``learn_threads`` loops claim at once (each stops at its first failure)."""
+        loops = self.settings.learn_threads if user is None and self._parallel() else 1
+        if loops > 1:
+            with ThreadPoolExecutor(max_workers=loops, thread_name_prefix="reverie-flush") as pool:
+                return sum(pool.map(self._claim_all, [None] * loops))
+        return self._claim_all(user)
+
+    def _claim_all(self, user: str | None) -> int:
         learned = 0
         while True:
             refs = self.store.claim_learning(

@@ -238,7 +238,7 @@ def test_the_stand_in_endpoint_reads_back_the_conversation_the_engine_sent():
 def test_endpoint_bench_learns_the_same_conversation_at_every_concurrency():
     from reverie.bench.endpoint import run_endpoint_bench
 
-    report = run_endpoint_bench(episodes=24, latency=0.02, concurrency=(1, 3))
+    report = run_endpoint_bench(episodes=24, latency=0.02, concurrency=(1, 3), learn_threads=(1,))
     one, three = report["rows"]
     assert one["learned"] == three["learned"] == one["episodes"] == 24
     assert one["facts"] == three["facts"] and one["calls"] == three["calls"] > 24  # a summary each, and more
@@ -246,10 +246,21 @@ def test_endpoint_bench_learns_the_same_conversation_at_every_concurrency():
     assert 1 < three["most_in_flight"] <= 3 + 1  # summaries, beside the one extraction
 
 
+def test_endpoint_bench_learns_several_users_at_once_with_learn_threads():
+    from reverie.bench.endpoint import run_endpoint_bench
+
+    report = run_endpoint_bench(episodes=24, latency=0.02, concurrency=(1,), users=3, learn_threads=(1, 3))
+    alone, together = report["rows"]
+    assert alone["learned"] == together["learned"] == 24 and alone["facts"] == together["facts"]
+    assert alone["most_in_flight"] == 1
+    assert 1 < together["most_in_flight"] <= 3  # one call of each user's batch at a time
+
+
 def test_cli_endpoint_bench_prints_json_with_a_row_per_concurrency():
     result = CliRunner().invoke(app, ["bench", "endpoint", "--episodes", "6", "--latency", "0",
-                                      "--concurrency", "1,2", "--json"])
+                                      "--concurrency", "1,2", "--users", "2", "--learn-threads", "1,2", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert [r["concurrency"] for r in data["rows"]] == [1, 2] and data["latency_s"] == 0.0
+    assert [(r["concurrency"], r["learn_threads"]) for r in data["rows"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert data["latency_s"] == 0.0 and data["users"] == 2
     assert all(r["learned"] == 6 for r in data["rows"])

@@ -683,3 +683,16 @@ def test_the_offline_engine_learns_one_batch_at_a_time(home):
     assert _learned(mem, episodes)
     assert mem.learner._pool is None  # no pool: the interpreter would run the batches in turn anyway
     mem.close()
+
+
+def test_a_flush_learns_several_users_at_once_when_the_engines_wait_on_an_endpoint(home, fake_openai, backend):
+    flight = _InFlight(expect=3)
+    fake_openai.respond_by_step({"summarize": _own_summary, "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": NO_TAGS})
+    mem = _openai(home, fake_openai, debounce_seconds=3600, learn_threads=3, store=backend)
+    episodes = [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user=user,
+                        thread="t1")[0] for user, topic in zip(("ana", "bo", "cy"), TOPICS)]
+    assert mem.flush() == 3
+    assert flight.most == 3
+    assert all(mem.episode(ep.id).learned for ep in episodes)
+    mem.close()

@@ -1,13 +1,14 @@
 """Learning with a slow model: how long a conversation takes to learn through an endpoint.
 
-    report = run_endpoint_bench(episodes=300, latency=0.2, concurrency=(1, 4))
+    report = run_endpoint_bench(episodes=300, latency=0.2, concurrency=(1, 4), users=4, learn_threads=(1, 4))
 
 A stand-in for an OpenAI-compatible endpoint runs on 127.0.0.1: it answers each step
 (summarize, extract, govern_tags) as the heuristic engine would, after ``latency`` seconds,
-the way a local model keeps a caller waiting. The same generated conversation (the scale
-benchmark's generator) is added and learned once per ``llm.concurrency`` value, each in a
-fresh home, with every learning step on the ``openai`` engine. What differs between the
-rows is only how many calls the learning line keeps in flight at once.
+the way a local model keeps a caller waiting. The same generated conversations (the scale
+benchmark's generator; ``users`` of them) are added, then learned by one ``flush``, once
+per ``llm.concurrency`` and ``learn_threads`` pair, each in a fresh home, with every
+learning step on the ``openai`` engine. What differs between the rows is only how many
+calls the learning line keeps in flight at once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
-from reverie.bench.scale import ConversationGenerator, _build_user
+from reverie.bench.scale import ConversationGenerator
 from reverie.engines.base import ExtractRequest, GovernRequest, SummarizeRequest
 from reverie.engines.heuristic import HeuristicEngine
 from reverie.errors import InvalidInput
@@ -156,6 +157,8 @@ def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
 @dataclass
 class EndpointRow:
     concurrency: int
+    learn_threads: int
+    users: int
     episodes: int
     messages: int
     learn_seconds: float
@@ -168,27 +171,40 @@ class EndpointRow:
 
 
 def run_endpoint_bench(
-    *, episodes: int = 300, latency: float = 0.2, concurrency: Sequence[int] = (1, 4), seed: int = SEED,
+    *, episodes: int = 300, latency: float = 0.2, concurrency: Sequence[int] = (1, 4), users: int = 1,
+    learn_threads: Sequence[int] = (4,), seed: int = SEED,
 ) -> dict[str, Any]:
-    """One row per ``concurrency`` value: the same conversation learned through the stand-in."""
-    if episodes < 1 or latency < 0 or not concurrency or min(concurrency) < 1:
-        raise InvalidInput("episodes and every concurrency must be at least 1, latency 0 or more", field="concurrency")
+    """One row per (``concurrency``, ``learn_threads``) pair: the same conversations (``episodes``
+    in all, shared among ``users``) added, then learned by one flush, through the stand-in."""
+    if episodes < users or users < 1 or latency < 0 or not concurrency or not learn_threads \
+            or min(*concurrency, *learn_threads) < 1:
+        raise InvalidInput("users, every concurrency and every learn_threads must be at least 1, episodes at "
+                           "least users, latency 0 or more", field="concurrency")
+    names = [f"{USER}-{n}" for n in range(users)]
     rows = []
     for level in concurrency:
-        with StandIn(latency) as stand_in, tempfile.TemporaryDirectory(prefix="reverie-endpoint-") as tmp:
-            llm = {"base_url": stand_in.base_url, "model": "stand-in", "max_retries": 0, "concurrency": level,
-                   "timeout": max(30.0, latency * 10)}
-            with Memory(Path(tmp), background=False, engine="openai", llm=llm, debounce_seconds=3600) as mem:
-                gen = ConversationGenerator(episodes, seed=seed, sample=0)
-                batches, _, _ = _build_user(mem, gen, USER)
-                learned = sum(1 for e in mem.store.list_episodes(USER, archived=None) if e.learned)
-                facts = len(mem.store.list_facts(USER))
-            seconds = sum(b["learn_s"] for b in batches)
-            stored = int(sum(b["episodes"] for b in batches))
+        for threads in learn_threads:
+            with StandIn(latency) as stand_in, tempfile.TemporaryDirectory(prefix="reverie-endpoint-") as tmp:
+                llm = {"base_url": stand_in.base_url, "model": "stand-in", "max_retries": 0, "concurrency": level,
+                       "timeout": max(30.0, latency * 10)}
+                with Memory(Path(tmp), background=False, engine="openai", llm=llm, debounce_seconds=3600,
+                            learn_threads=threads) as mem:
+                    messages = 0
+                    for n, user in enumerate(names):
+                        gen = ConversationGenerator(episodes // users, seed=seed + n, sample=0)
+                        for session in gen.sessions():
+                            mem.add(session.messages, user=user, thread=session.thread, group="exchange")
+                        messages += gen.messages
+                    started = time.perf_counter()
+                    mem.flush()
+                    seconds = time.perf_counter() - started
+                    stored = [e for user in names for e in mem.store.list_episodes(user, archived=None)]
+                    facts = sum(len(mem.store.list_facts(user)) for user in names)
+            learned = sum(1 for e in stored if e.learned)
             rows.append(EndpointRow(
-                concurrency=level, episodes=stored, messages=gen.messages, learn_seconds=round(seconds, 3),
-                episodes_per_s=round(stored / seconds, 2) if seconds else 0.0,
-                turns_per_s=round(gen.messages / seconds, 1) if seconds else 0.0,
+                concurrency=level, learn_threads=threads, users=users, episodes=len(stored), messages=messages,
+                learn_seconds=round(seconds, 3), episodes_per_s=round(len(stored) / seconds, 2) if seconds else 0.0,
+                turns_per_s=round(messages / seconds, 1) if seconds else 0.0,
                 calls=stand_in.calls, most_in_flight=stand_in.most_in_flight, learned=learned, facts=facts,
             ))
-    return {"latency_s": latency, "episodes": episodes, "rows": [asdict(r) for r in rows]}
+    return {"latency_s": latency, "episodes": episodes, "users": users, "rows": [asdict(r) for r in rows]}

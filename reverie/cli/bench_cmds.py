@@ -201,22 +201,27 @@ def endpoint_bench(
     episodes: Annotated[int, typer.Option(min=1, help="Episodes of generated conversation to learn.")] = 300,
     latency: Annotated[float, typer.Option(min=0.0, help="Seconds the stand-in endpoint takes to answer a call.")] = 0.2,
     concurrency: Annotated[str, typer.Option(help="llm.concurrency values to compare, comma-separated.")] = "1,4",
+    users: Annotated[int, typer.Option(min=1, help="Users the episodes are shared among.")] = 1,
+    learn_threads: Annotated[str, typer.Option(help="learn_threads values to compare, comma-separated.")] = "4",
     as_json: Json = False,
 ) -> None:
     """Learning through a slow model: an OpenAI-compatible stand-in on 127.0.0.1 answers each step
-    as the heuristic engine would, after --latency seconds; the same conversation is learned once
-    per llm.concurrency value."""
+    as the heuristic engine would, after --latency seconds; the same conversations are learned
+    by one flush once per llm.concurrency and learn_threads pair."""
     with fail_cleanly(), err_console.status(f"learning {episodes:,} episodes through the stand-in"):
-        report = run_endpoint_bench(episodes=episodes, latency=latency,
-                                    concurrency=_counts(concurrency, "--concurrency"))
+        report = run_endpoint_bench(episodes=episodes, latency=latency, users=users,
+                                    concurrency=_counts(concurrency, "--concurrency"),
+                                    learn_threads=_counts(learn_threads, "--learn-threads"))
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"Learning {episodes:,} episodes through an endpoint that answers in {latency:g} s")
-    for col in ("llm.concurrency", "learn s", "episodes/s", "turns/s", "calls", "most in flight", "learned", "facts"):
+    table = Table(title=f"Learning {episodes:,} episodes of {users} user(s) through an endpoint that answers in {latency:g} s")
+    for col in ("llm.concurrency", "learn_threads", "learn s", "episodes/s", "turns/s", "calls", "most in flight",
+                "learned", "facts"):
         table.add_column(col, justify="right")
     for row in report["rows"]:
-        table.add_row(str(row["concurrency"]), f"{row['learn_seconds']:.1f}", f"{row['episodes_per_s']:.1f}",
+        table.add_row(str(row["concurrency"]), str(row["learn_threads"]), f"{row['learn_seconds']:.1f}",
+                      f"{row['episodes_per_s']:.1f}",
                       f"{row['turns_per_s']:.1f}", str(row["calls"]), str(row["most_in_flight"]),
                       f"{row['learned']:,}", f"{row['facts']:,}")
     console.print(table)
