@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from typing import Any, Protocol
+from typing import Protocol
 
 from reverie.errors import Conflict, InvalidInput
 from reverie.settings import Settings
@@ -37,7 +38,7 @@ class Nightly(Protocol):
 
     def users(self) -> list[str]: ...
 
-    def dream(self, *, user: str, now: datetime | None = None) -> Any: ...
+    def dream(self, *, user: str, now: datetime | None = None) -> DreamRun: ...
 
 
 class Scheduler:
@@ -73,15 +74,26 @@ class Scheduler:
             release()
 
     def run_once(self, now: datetime | None = None) -> list[DreamRun]:
-        """One nightly run now: flush the learning line, then dream for every user."""
+        """One nightly run now: flush the learning line, then dream for every user (while the
+        distill step waits on an endpoint, ``learn_threads`` users at once), in user order."""
         self.memory.flush()
-        runs = []
-        for user in self.memory.users():
+        users = self.memory.users()
+        settings = self.memory.settings
+        at_once = 1 if settings.engine_for("distill") == "heuristic" else min(settings.learn_threads, len(users))
+
+        def dream(user: str) -> DreamRun | None:
             try:
-                runs.append(self.memory.dream(user=user, now=now))
+                return self.memory.dream(user=user, now=now)
             except Conflict as exc:
                 log.info("nightly dream for %s skipped: %s", user, exc)
-        return runs
+                return None
+
+        if at_once > 1:
+            with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="reverie-nightly") as pool:
+                runs = list(pool.map(dream, users))
+        else:
+            runs = [dream(user) for user in users]
+        return [run for run in runs if run is not None]
 
     def start(self) -> "Scheduler":
         if self._thread is None or not self._thread.is_alive():

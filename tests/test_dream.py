@@ -175,6 +175,34 @@ def test_scheduler_flushes_the_learning_line_before_it_dreams(mem):
     assert Scheduler(mem).run_once(now=day(0, 23))[0].status == "skipped"  # nothing new since
 
 
+def test_the_nightly_run_dreams_for_several_users_at_once_when_distill_waits_on_an_endpoint(home, fake_openai):
+    import threading
+
+    users = ["ana", "bo", "cy"]
+    lock, state = threading.Condition(), {"now": 0, "most": 0}
+
+    def distill(body: dict) -> dict:
+        with lock:  # each call waits (a bounded time) until all three are in flight together
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+            lock.notify_all()
+            lock.wait_for(lambda: state["most"] >= len(users), timeout=5)
+            state["now"] -= 1
+        return keep_all_and_add({})(body)
+
+    fake_openai.respond_by_step({"distill": distill})
+    mem = Memory(home, background=False, engines={"distill": "openai"}, learn_threads=3,
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    try:
+        for user in users:
+            mem.remember(f"{user} prefers tea over coffee in the morning", user=user, category="preference")
+        runs = Scheduler(mem).run_once(now=day(0, 23))
+        assert [r.user for r in runs] == users and all(r.status == "done" for r in runs)
+        assert state["most"] == 3
+    finally:
+        mem.close()
+
+
 def test_scheduler_runs_at_2355_local_by_default(mem):
     scheduler = Scheduler(mem)
     evening = datetime(2024, 5, 1, 20, 0).astimezone()
