@@ -155,7 +155,6 @@ class Learner:
             for key in [k for k in self._queue if k[0] == user]:
                 del self._queue[key]
         self._tag_index.pop(user, None)
-        self._user_locks.pop(user, None)
 
     def requeue_unlearned(self, user: str | None = None) -> None:
         self.enqueue(self.store.unlearned_episodes(limit=100000, user=user), delay=0.0)
