@@ -573,28 +573,27 @@ def test_an_endpoint_summarizes_a_batch_s_episodes_up_to_llm_concurrency_at_once
     mem.close()
 
 
-def test_the_extraction_is_asked_while_the_summaries_are_in_flight(home, fake_openai):
-    flight = _InFlight(expect=3)
+def _one_batch_watched(home, fake_openai, flight: _InFlight, concurrency: int) -> None:
+    """``_one_batch`` learned by a flush, its summary and extraction calls counted by ``flight``."""
     fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
                                  "extract": lambda body: flight("extract", _extraction()),
                                  "govern_tags": NO_TAGS})
-    mem = _openai(home, fake_openai, llm={"concurrency": 2}, debounce_seconds=3600)
+    mem = _openai(home, fake_openai, llm={"concurrency": concurrency}, debounce_seconds=3600)
     _one_batch(mem)
     assert mem.flush() == 6
-    assert any({"summarize", "extract"} <= steps for steps in flight.steps_seen_together)
     mem.close()
+
+
+def test_the_extraction_is_asked_while_the_summaries_are_in_flight(home, fake_openai):
+    flight = _InFlight(expect=3)
+    _one_batch_watched(home, fake_openai, flight, concurrency=2)
+    assert any({"summarize", "extract"} <= steps for steps in flight.steps_seen_together)
 
 
 def test_llm_concurrency_1_asks_one_call_at_a_time(home, fake_openai):
     flight = _InFlight(expect=2, hold=0.2)
-    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
-                                 "extract": lambda body: flight("extract", _extraction()),
-                                 "govern_tags": NO_TAGS})
-    mem = _openai(home, fake_openai, llm={"concurrency": 1}, debounce_seconds=3600)
-    _one_batch(mem)
-    assert mem.flush() == 6
+    _one_batch_watched(home, fake_openai, flight, concurrency=1)
     assert flight.most == 1
-    mem.close()
 
 
 def test_one_failed_summary_among_concurrent_ones_leaves_the_whole_batch_for_later(home, fake_openai):
