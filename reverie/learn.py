@@ -224,7 +224,9 @@ class Learner:
                 # a user whose batch is in the pool waits for it (their next batch plans on it)
                 due = [k for k, p in self._queue.items() if p.due <= now and k[0] not in self._in_flight]
                 if not due:
-                    wait = min((p.due for p in self._queue.values()), default=now + 60) - now
+                    # (a finished batch of the pool's wakes this loop for its user's next key)
+                    wait = min((p.due for k, p in self._queue.items() if k[0] not in self._in_flight),
+                               default=now + 60) - now
                     if self.poll is not None:
                         wait = min(wait, self.poll)
                     self._cond.wait(timeout=max(0.05, min(wait, 60)))
