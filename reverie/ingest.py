@@ -54,7 +54,7 @@ def store_messages(
         raise InvalidInput("messages is empty: nothing to add", field="messages")
     groups = group_messages(msgs, grouping)
     now = datetime.now(timezone.utc)
-    with store.transaction():
+    with store.transaction(batch=True):
         fresh = skip_known(store, user, thread, groups, counts)
         episodes = Added(skipped=fresh.skipped, skipped_messages=fresh.skipped_messages)
         for group_msgs, keys in zip(fresh.groups, fresh.keys):

@@ -332,7 +332,7 @@ class Learner:
 
     def _apply(self, episodes: list[Episode], plan: _Plan, read_at: Hashable | None = None) -> None:
         user = episodes[0].user
-        with self.store.transaction(), self.facts.judging():
+        with self.store.transaction(batch=True), self.facts.judging():
             # the engines took their time: apply to the episodes as they are now, so that
             # feedback, archiving or usage written meanwhile is kept (read again unless the
             # store says nothing was written since they were read)

@@ -66,6 +66,51 @@ def test_a_transaction_sees_its_own_writes_and_commits_them_together(store):
     assert len(store.search("ana", ["tea"], ["fact"], 10)) == 1
 
 
+def test_a_batch_transaction_commits_every_write_reads_its_own_and_counts_right(store):
+    episodes = [Episode(user="ana", thread="t", status="completed", user_text=f"kayak trip number {n}",
+                        messages=[Message(content=f"kayak trip number {n}")]) for n in range(5)]
+    with store.transaction(batch=True):
+        for ep in episodes:
+            store.put_episode(ep)
+        store.set_items_tags("ana", "episode", {ep.id: {"kayak": 1.0} for ep in episodes})
+        learned = episodes[0].model_copy(update={"summary": "a kayak trip", "learned": True})
+        store.put_episode(learned, reindex=False)  # an existing row keeps its text
+        assert set(store.get_episodes(ep.id for ep in episodes)) == {ep.id for ep in episodes}
+        assert store.retag("ana", "kayak", "kayaking") == 5  # a count waits for what was sent
+    assert store.get_episode(episodes[0].id).summary == "a kayak trip"
+    assert len(store.search("ana", ["kayak"], ["episode"], 10)) == 5
+
+
+def test_a_failed_batch_transaction_leaves_nothing(store):
+    with pytest.raises(RuntimeError):
+        with store.transaction(batch=True):
+            store.put_fact(Fact(user="ana", content="first"))
+            store.put_episode(Episode(user="ana", status="completed", user_text="a walk by the river",
+                                      messages=[Message(content="a walk by the river")]))
+            raise RuntimeError("boom")
+    assert store.list_facts("ana") == [] and store.list_episodes("ana") == []
+    assert store.search("ana", ["river"], ["episode"], 10) == []
+
+
+def test_a_server_error_inside_a_postgresql_batch_rolls_the_whole_batch_back(pg_url):
+    """Pipeline mode sends statements without waiting for each answer: an error the server
+    found halfway still undoes the block, and surfaces by its end."""
+    import psycopg
+
+    store = PostgresStore(pg_url)
+    try:
+        with pytest.raises(psycopg.Error):
+            with store.transaction(batch=True):
+                store.put_fact(Fact(user="ana", content="first"))
+                store._do("INSERT INTO no_such_table VALUES (1)")
+                store.put_fact(Fact(user="ana", content="second"))
+        assert store.list_facts("ana") == []
+        store.put_fact(Fact(user="ana", content="after"))  # the connection went back to the pool usable
+        assert [f.content for f in store.list_facts("ana")] == ["after"]
+    finally:
+        store.close()
+
+
 def test_one_users_read_then_write_transactions_do_not_lose_updates(store):
     """Two threads add to the same counter in read-then-write transactions: none is lost."""
     fact = Fact(user="ana", content="counted")

@@ -328,8 +328,13 @@ class Store(ABC):
 
     # ------------------------------------------------------------ lifecycle
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[None]:
-        """One logical write: all or nothing. Nested blocks join the outer one."""
+    def transaction(self, *, batch: bool = False) -> AbstractContextManager[None]:
+        """One logical write: all or nothing. Nested blocks join the outer one.
+
+        ``batch=True``: many writes, few of whose results the caller reads (a learning batch,
+        an ingest): a store with a server may send them without waiting for each answer
+        (PostgreSQL's pipeline mode); a read still waits for everything sent before it.
+        Errors then surface by the end of the block at the latest, and roll it all back."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -40,7 +40,7 @@ import re
 import threading
 import uuid
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -690,7 +690,7 @@ class PostgresStore(Store):
             raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, batch: bool = False) -> Iterator[None]:
         local = self._local
         if getattr(local, "depth", 0):
             local.depth += 1
@@ -701,12 +701,16 @@ class PostgresStore(Store):
             return
         try:
             with self._pool.connection() as conn:
-                local.conn, local.depth, local.locked = conn, 1, set()
+                local.conn, local.depth, local.locked, local.pipe = conn, 1, set(), None
                 try:
-                    with conn.transaction():
+                    # batch: pipeline mode, statements sent without waiting for each answer, so
+                    # that this process and the server work at once (an ingest or learning batch:
+                    # hundreds of small writes); a read syncs, and so does the commit
+                    with conn.pipeline() if batch else nullcontext() as pipe, conn.transaction():
+                        local.pipe = pipe
                         yield
                 finally:
-                    local.conn, local.depth, local.locked = None, 0, set()
+                    local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
             raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
 
@@ -719,10 +723,19 @@ class PostgresStore(Store):
         rows = self._q(sql, params)
         return rows[0] if rows else None
 
-    def _do(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; how many rows it changed."""
+    def _do(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement (in a batch transaction, without waiting for its answer)."""
         with self._connection() as conn:
-            return conn.execute(sql, params).rowcount
+            conn.execute(sql, params)
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; how many rows it changed (a batch transaction waits for it)."""
+        with self._connection() as conn:
+            cursor = conn.execute(sql, params)
+            pipe = getattr(self._local, "pipe", None) if self._in_tx() else None
+            if pipe is not None:
+                pipe.sync()
+            return cursor.rowcount
 
     def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -816,33 +829,27 @@ class PostgresStore(Store):
         ``search_text`` is None (then an existing row keeps them; a new one has none)."""
         table, user, item = _TABLE[kind], columns["user_id"], columns["id"]
         names = [n for n in columns if n not in ("user_id", "id")]
+        keep_text = search_text is None  # an existing row keeps its full-text columns
+        tsv, length = tsvector_text(search_text or "")
+        cols = ["user_id", "id", *names, "tsv", "doc_len"]
+        marks = ", ".join(["%s"] * (len(cols) - 2) + ["%s::tsvector", "%s"])
+        sets = ", ".join(f"{n} = excluded.{n}" for n in (names if keep_text else [*names, "tsv", "doc_len"]))
+        if kind == "episode" and not keep_text:  # a turn completed now enters the learning queue now
+            sets += (", queued_at = CASE WHEN excluded.status = 'completed' AND episodes.status <> 'completed' "
+                     "THEN now() ELSE episodes.queued_at END")
+        # one statement, whose answer nobody waits for: the row, and BM25's row and token counts
+        # moved by what it replaced (the CTE "old" reads the row as it was before the insert);
+        # a row that keeps its text moves no count
+        moved = "WHERE NOT EXISTS (SELECT 1 FROM old)" if keep_text else ""
         with self.transaction():
             self._lock([user])
-            conn = self._local.conn
-            if search_text is None:
-                sets = ", ".join(f"{n} = %s" for n in names)
-                updated = conn.execute(
-                    f"UPDATE {table} SET {sets} WHERE user_id = %s AND id = %s",
-                    [*(columns[n] for n in names), user, item],
-                ).rowcount
-                if updated:
-                    return
-            tsv, length = tsvector_text(search_text or "")
-            cols = ["user_id", "id", *names, "tsv", "doc_len"]
-            marks = ", ".join(["%s"] * (len(cols) - 2) + ["%s::tsvector", "%s"])
-            sets = ", ".join(f"{n} = excluded.{n}" for n in [*names, "tsv", "doc_len"])
-            if kind == "episode":  # a turn completed now enters the learning queue now
-                sets += (", queued_at = CASE WHEN excluded.status = 'completed' AND episodes.status <> 'completed' "
-                         "THEN now() ELSE episodes.queued_at END")
-            # one round trip: the row, and BM25's row and token counts moved by what it replaced
-            # (the CTE "old" reads the row as it was before the insert)
-            conn.execute(
+            self._local.conn.execute(
                 f"WITH old AS (SELECT doc_len FROM {table} WHERE user_id = %s AND id = %s), "
                 f"up AS (INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}) "
                 f"ON CONFLICT (user_id, id) DO UPDATE SET {sets} RETURNING 1) "
                 "INSERT INTO fts_stats (user_id, kind, rows, tokens) "
                 "SELECT %s, %s, CASE WHEN EXISTS (SELECT 1 FROM old) THEN 0 ELSE 1 END, "
-                "%s - coalesce((SELECT doc_len FROM old), 0) FROM (SELECT count(*) FROM up) AS written "
+                f"%s - coalesce((SELECT doc_len FROM old), 0) FROM (SELECT count(*) FROM up) AS written {moved} "
                 "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
                 "tokens = fts_stats.tokens + excluded.tokens",
                 [user, item, user, item, *(columns[n] for n in names), tsv, length, user, kind, length],
@@ -890,6 +897,8 @@ class PostgresStore(Store):
         if not rows:
             return
         with self.transaction():
+            if self._local.pipe is not None:
+                raise StoreError("COPY cannot run inside a batch transaction (pipeline mode)")
             self._lock(users)
             with self._local.conn.cursor() as cur:
                 with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
@@ -1542,7 +1551,7 @@ class PostgresStore(Store):
     def retag(self, user: str, old: str, new: str) -> int:
         with self.transaction():
             self._lock([user])
-            moved = self._do(
+            moved = self._count(
                 "INSERT INTO item_tags (user_id, tag, kind, item_id, weight) "
                 "SELECT user_id, %s, kind, item_id, weight FROM item_tags WHERE user_id = %s AND tag = %s ORDER BY seq "
                 "ON CONFLICT DO NOTHING",
@@ -1749,8 +1758,8 @@ class PostgresStore(Store):
                 "episodes", "facts", "notes", "knowledge", "profile", "tags", "item_tags", "tag_relations",
                 "dream_runs", "api_keys", "input_keys", "documents",
             ):
-                counts[table] = self._do(f"DELETE FROM {table} WHERE user_id = %s", (user,))
-            counts["meta"] = self._do("DELETE FROM journals WHERE user_id = %s", (user,)) + self._do(
+                counts[table] = self._count(f"DELETE FROM {table} WHERE user_id = %s", (user,))
+            counts["meta"] = self._count("DELETE FROM journals WHERE user_id = %s", (user,)) + self._count(
                 "DELETE FROM user_meta WHERE user_id = %s", (user,)
             )
             self._do("DELETE FROM fts_stats WHERE user_id = %s", (user,))
@@ -1838,7 +1847,7 @@ class PostgresStore(Store):
         return [self._key(r) for r in self._q(f"SELECT {self._KEY_COLS} FROM api_keys ORDER BY created_at, id")]
 
     def revoke_api_key(self, key_id: str, at: datetime) -> bool:
-        return self._do(
+        return self._count(
             "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL", (_ts(at), key_id)
         ) > 0
 

@@ -515,7 +515,8 @@ class SQLiteStore(Store):
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, batch: bool = False) -> Iterator[None]:
+        # batch: an embedded database has no round trips to save
         conn = self._conn()
         if self._local.depth:
             self._local.depth += 1
