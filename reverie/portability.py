@@ -282,7 +282,7 @@ def _apply(ctx: Context, user: str, parsed: _Parsed) -> dict[str, int]:
     store = ctx.store
     writer = TagWriter(store, user)
     counts = {name: 0 for name in SECTIONS}
-    with store.transaction():
+    with store.transaction(batch=True):  # an import is many writes, all or nothing
         for name, section in parsed.profile.sections().items():
             if section.summary:
                 store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())

@@ -32,12 +32,13 @@ def _strip_times(data: dict) -> dict:
     return data
 
 
-def test_export_import_export_is_identical_apart_from_timestamps(tmp_path):
+def test_export_import_export_is_identical_apart_from_timestamps(tmp_path, backend):
     first = Memory(tmp_path / "a", background=False)
     _fill(first)
     exported = first.export(user="ana")
     first.close()
-    second = Memory(tmp_path / "b", background=False)
+    # imported into SQLite, and into PostgreSQL (where an import's writes go out as one batch)
+    second = Memory(tmp_path / "b", background=False, store=backend)
     counts = second.import_(json.dumps(exported), user="ana")
     assert counts["facts"] == 2 and counts["episodes"] == 1 and counts["knowledge"] == 1
     again = second.export(user="ana")
