@@ -84,7 +84,7 @@ def consolidate(ctx: Context, *, user: str, dry_run: bool = False) -> Consolidat
         return report
     journal = Journal(user=user, action="consolidate")
     now = utcnow()
-    with ctx.store.transaction():
+    with ctx.store.transaction(batch=True):
         for keep, dups in groups:
             journal.watch([keep, *dups])
             if any(d.status == "consolidated" for d in dups):
@@ -350,7 +350,7 @@ def clean(ctx: Context, *, user: str, dry_run: bool = False, now: datetime | Non
     if dry_run or not (faded or lonely):
         return report
     journal = Journal(user=user, action="clean")
-    with ctx.store.transaction():
+    with ctx.store.transaction(batch=True):  # archiving may be thousands of episodes
         journal.watch(ep for ep, _ in faded)
         journal.watch_tags(lonely)
         for ep, _ in faded:
@@ -439,7 +439,7 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
     sync(ctx, user=user)
     report = UndoReport(journal=journal.id, action=journal.action)
     now = utcnow()
-    with ctx.store.transaction():
+    with ctx.store.transaction(batch=True):
         for change in reversed(journal.changes):
             if change.kind == "episode":
                 ctx.store.put_episode(Episode.model_validate(change.before))

@@ -38,7 +38,8 @@ def status(mem: Memory, fact: Fact) -> str:
 
 # ---------------------------------------------------------------- consolidate
 
-def test_consolidate_folds_duplicates_into_the_most_used_and_keeps_every_unique_entry(mem):
+def test_consolidate_folds_duplicates_into_the_most_used_and_keeps_every_unique_entry(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
     low = put(mem, "Prefers tabs over spaces", uses=1)
     high = put(mem, "prefers tabs over spaces.", uses=4)
     pending = put(mem, "Prefers tabs over spaces!", status="pending")
@@ -159,7 +160,8 @@ def stored_back_then(mem, episode, when):
     return episode
 
 
-def test_clean_archives_faded_episodes_and_restore_brings_them_back(mem):
+def test_clean_archives_faded_episodes_and_restore_brings_them_back(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
     old, used, recent = (
         stored_back_then(mem, mem.add([f"I mentioned {topic} once"], user="ana", at=when)[0], when)
         for topic, when in (("the harbour trip", NOW - timedelta(days=100)),
@@ -308,7 +310,8 @@ def test_undoing_a_sync_also_takes_back_its_profile_edit(mem, home):
     assert mem.profile(user="ana").user.cognitive_style.summary == "Conclusion first, then details"
 
 
-def test_clean_retires_tags_that_never_recurred_and_undo_brings_them_back(mem):
+def test_clean_retires_tags_that_never_recurred_and_undo_brings_them_back(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
     from datetime import timedelta
 
     from reverie.models import utcnow
