@@ -264,3 +264,16 @@ def test_cli_endpoint_bench_prints_json_with_a_row_per_concurrency():
     assert [(r["concurrency"], r["learn_threads"]) for r in data["rows"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert data["latency_s"] == 0.0 and data["users"] == 2
     assert all(r["learned"] == 6 for r in data["rows"])
+
+
+def test_endpoint_bench_learns_into_postgresql_when_given_a_store_and_drops_its_schemas(pg_url):
+    import psycopg
+
+    from reverie.bench.endpoint import run_endpoint_bench
+    from reverie.store.postgres import split_schema
+
+    report = run_endpoint_bench(episodes=8, latency=0.0, concurrency=(2,), users=2, learn_threads=(2,), store=pg_url)
+    assert report["store"] == "postgresql" and report["rows"][0]["learned"] == 8
+    with psycopg.connect(split_schema(pg_url)[0], autocommit=True) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_endpoint_%'").fetchone()
+    assert left[0] == 0

@@ -19,20 +19,23 @@ import socket
 import tempfile
 import threading
 import time
+import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from pydantic import BaseModel
 
-from reverie.bench.scale import ConversationGenerator
+from reverie.bench.scale import ConversationGenerator, _drop_schema
 from reverie.engines.base import ExtractRequest, GovernRequest, SummarizeRequest
 from reverie.engines.heuristic import HeuristicEngine
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.models import Message
+from reverie.store.postgres import split_schema, with_schema
 
 USER = "endpoint"
 SEED = 29
@@ -172,10 +175,12 @@ class EndpointRow:
 
 def run_endpoint_bench(
     *, episodes: int = 300, latency: float = 0.2, concurrency: Sequence[int] = (1, 4), users: int = 1,
-    learn_threads: Sequence[int] = (4,), seed: int = SEED,
+    learn_threads: Sequence[int] = (4,), seed: int = SEED, store: str | None = None,
 ) -> dict[str, Any]:
     """One row per (``concurrency``, ``learn_threads``) pair: the same conversations (``episodes``
-    in all, shared among ``users``) added, then learned by one flush, through the stand-in."""
+    in all, shared among ``users``) added, then learned by one flush, through the stand-in.
+    ``store``: a PostgreSQL server to learn into (a fresh schema each row, dropped after)
+    instead of SQLite in a fresh home."""
     if episodes < users or users < 1 or latency < 0 or not concurrency or not learn_threads \
             or min(*concurrency, *learn_threads) < 1:
         raise InvalidInput("users, every concurrency and every learn_threads must be at least 1, episodes at "
@@ -184,11 +189,14 @@ def run_endpoint_bench(
     rows = []
     for level in concurrency:
         for threads in learn_threads:
-            with StandIn(latency) as stand_in, tempfile.TemporaryDirectory(prefix="reverie-endpoint-") as tmp:
+            schema = f"reverie_endpoint_{uuid.uuid4().hex[:12]}"
+            where = with_schema(split_schema(store)[0], schema) if store else None
+            with StandIn(latency) as stand_in, tempfile.TemporaryDirectory(prefix="reverie-endpoint-") as tmp, \
+                    _dropped(store, schema):
                 llm = {"base_url": stand_in.base_url, "model": "stand-in", "max_retries": 0, "concurrency": level,
                        "timeout": max(30.0, latency * 10)}
                 with Memory(Path(tmp), background=False, engine="openai", llm=llm, debounce_seconds=3600,
-                            learn_threads=threads) as mem:
+                            learn_threads=threads, store=where) as mem:
                     messages = 0
                     for n, user in enumerate(names):
                         gen = ConversationGenerator(episodes // users, seed=seed + n, sample=0)
@@ -207,4 +215,15 @@ def run_endpoint_bench(
                 turns_per_s=round(messages / seconds, 1) if seconds else 0.0,
                 calls=stand_in.calls, most_in_flight=stand_in.most_in_flight, learned=learned, facts=facts,
             ))
-    return {"latency_s": latency, "episodes": episodes, "users": users, "rows": [asdict(r) for r in rows]}
+    return {"latency_s": latency, "episodes": episodes, "users": users, "store": "postgresql" if store else "sqlite",
+            "rows": [asdict(r) for r in rows]}
+
+
+@contextmanager
+def _dropped(server: str | None, schema: str) -> Iterator[None]:
+    """On a PostgreSQL server, the row's schema is dropped when the row is done."""
+    try:
+        yield
+    finally:
+        if server:
+            _drop_schema(server, schema)

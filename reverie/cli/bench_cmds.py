@@ -211,11 +211,13 @@ def endpoint_bench(
     with fail_cleanly(), err_console.status(f"learning {episodes:,} episodes through the stand-in"):
         report = run_endpoint_bench(episodes=episodes, latency=latency, users=users,
                                     concurrency=_counts(concurrency, "--concurrency"),
-                                    learn_threads=_counts(learn_threads, "--learn-threads"))
+                                    learn_threads=_counts(learn_threads, "--learn-threads"), store=chosen_store())
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"Learning {episodes:,} episodes of {users} user(s) through an endpoint that answers in {latency:g} s")
+    where = " into PostgreSQL" if report["store"] == "postgresql" else ""
+    table = Table(title=f"Learning {episodes:,} episodes of {users} user(s){where} through an endpoint "
+                        f"that answers in {latency:g} s")
     for col in ("llm.concurrency", "learn_threads", "learn s", "episodes/s", "turns/s", "calls", "most in flight",
                 "learned", "facts"):
         table.add_column(col, justify="right")
