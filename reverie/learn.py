@@ -256,8 +256,8 @@ class Learner:
             self._pool = ThreadPoolExecutor(max_workers=self.settings.learn_threads, thread_name_prefix="reverie-learn")
         for key in due:
             with self._cond:
-                if key[0] in self._in_flight:
-                    continue
+                if self._stopped or key[0] in self._in_flight:
+                    continue  # (once stopped, what is queued waits for the final drain)
                 self._in_flight.add(key[0])
             self._pool.submit(self._pooled, key)
 
