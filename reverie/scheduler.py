@@ -1,5 +1,6 @@
 """The nightly run (default 23:55 local, ``settings.dream_time``): the daily flush of the
-learning line first, then a dream for each user, one user after another.
+learning line first, then a dream for each user: one after another, or ``learn_threads``
+users at once while the distill step waits on an endpoint.
 
     >>> Scheduler(mem).start()      # a daemon thread; .stop() ends it
 
