@@ -35,9 +35,10 @@ class LLMSettings(BaseModel):
     timeout: float = 30.0
     max_retries: int = 2
     breaker_seconds: float = 30.0  # after an unreachable endpoint, fail at once for this long
-    # summary calls in flight at once while a batch is learned (one call an episode), beside
-    # the batch's one extraction call: an endpoint answers each call in its own time
-    concurrency: int = Field(default=4, ge=1, le=32)
+    # calls in flight at once to the endpoint from this process, whoever makes them: a
+    # batch's summaries (one an episode) beside its extraction, other users' batches
+    # (learn_threads), dreams; perception at recall time is never held back by it
+    concurrency: int = Field(default=4, ge=1, le=64)
 
 
 class Settings(BaseModel):

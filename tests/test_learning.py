@@ -553,9 +553,9 @@ TOPICS = ["sourdough starters", "sea kayaking", "the Lisbon move", "a vintage ca
           "the garden shed"]
 
 
-def _one_batch(mem) -> list:
+def _one_batch(mem, user: str = "ana") -> list:
     """Six episodes of one thread, learned as one batch on the next flush."""
-    return [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user="ana",
+    return [mem.add([{"role": "user", "content": f"Let me tell you about {topic} today"}], user=user,
                     thread="t1", at=AT)[0] for topic in TOPICS]
 
 
@@ -585,9 +585,22 @@ def _one_batch_watched(home, fake_openai, flight: _InFlight, concurrency: int) -
 
 
 def test_the_extraction_is_asked_while_the_summaries_are_in_flight(home, fake_openai):
-    flight = _InFlight(expect=3)
-    _one_batch_watched(home, fake_openai, flight, concurrency=2)
+    flight = _InFlight(expect=7)  # six summaries and the extraction, within llm.concurrency
+    _one_batch_watched(home, fake_openai, flight, concurrency=8)
     assert any({"summarize", "extract"} <= steps for steps in flight.steps_seen_together)
+
+
+def test_the_endpoint_never_gets_more_than_llm_concurrency_calls_from_this_process(home, fake_openai):
+    flight = _InFlight(expect=2)
+    fake_openai.respond_by_step({"summarize": lambda body: flight("summarize", _own_summary(body)),
+                                 "extract": lambda body: flight("extract", _extraction()),
+                                 "govern_tags": lambda body: flight("govern_tags", NO_TAGS)})
+    mem = _openai(home, fake_openai, llm={"concurrency": 2}, debounce_seconds=3600, learn_threads=3)
+    for user in ("ana", "bo", "cy"):  # three users' batches at once, each wanting more calls than that
+        _one_batch(mem, user=user)
+    assert mem.flush() == 18
+    assert flight.most == 2
+    mem.close()
 
 
 def test_llm_concurrency_1_asks_one_call_at_a_time(home, fake_openai):

@@ -28,7 +28,7 @@ from reverie.engines.base import (
     TidyPlan,
 )
 from reverie.engines.openai_engine import OpenAIEngine
-from reverie.errors import EngineError
+from reverie.errors import EngineError, InvalidInput
 from reverie.models import AREAS, CATEGORIES, Message, Perception, Profile
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
 
@@ -371,6 +371,36 @@ def test_a_confused_model_does_not_open_the_breaker(fake_openai):
     with pytest.raises(EngineError):
         summarize(engine)
     assert summarize(engine).summary == SUMMARY["summary"]  # the endpoint answers: no breaker
+
+
+def test_an_engine_never_has_more_than_its_concurrency_in_flight_but_perception_is_never_held(fake_openai):
+    import threading
+
+    release, asked = threading.Event(), threading.Event()
+
+    def held(body):  # the one slot stays taken until the test lets it go
+        asked.set()
+        release.wait(timeout=10)
+        return SUMMARY
+
+    fake_openai.respond_by_step({"summarize": held, "perceive": {"route": "deep"}})
+    engine = make_engine(fake_openai, concurrency=1, timeout=20.0)
+    first = threading.Thread(target=summarize, args=(engine,))
+    second = threading.Thread(target=summarize, args=(engine,))
+    first.start()
+    assert asked.wait(timeout=10)
+    second.start()  # waits for the slot: the server sees one summary request
+    assert engine.perceive(PerceiveRequest(message="hm", now=NOW)).route == "deep"  # not held back
+    assert [r.step for r in fake_openai.chat_requests] == ["summarize", "perceive"]
+    release.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert [r.step for r in fake_openai.chat_requests] == ["summarize", "perceive", "summarize"]
+
+
+def test_concurrency_must_be_at_least_one(fake_openai):
+    with pytest.raises(InvalidInput, match="concurrency"):
+        make_engine(fake_openai, concurrency=0)
 
 
 def test_perception_stays_offline_unless_configured():

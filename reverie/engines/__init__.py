@@ -6,6 +6,7 @@ Configuration picks an engine per step (``engine = "heuristic"`` for all,
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable, Hashable, Iterator, Mapping, TypeVar, cast
@@ -36,7 +37,7 @@ def build_engine(name: str, settings: Settings) -> Engine:
         return OpenAIEngine(
             base_url=llm.base_url, model=llm.model, api_key=llm.api_key,
             timeout=llm.timeout, max_retries=llm.max_retries, batch_chars=settings.learn_batch_chars,
-            breaker_seconds=llm.breaker_seconds,
+            breaker_seconds=llm.breaker_seconds, concurrency=llm.concurrency,
         )
     raise InvalidInput(f"unknown engine {name!r}", field="engine")
 
@@ -47,12 +48,19 @@ class Engines:
     def __init__(self, settings: Settings):
         self._settings = settings
         self._built: dict[str, Engine] = {}
+        self._building = threading.Lock()
 
     def for_step(self, step: str) -> Engine:
+        """The one engine of ``step``'s kind (built once, whichever thread asks first: an
+        endpoint's engine holds the process's calls to ``llm.concurrency``)."""
         name = self._settings.engine_for(step)
-        if name not in self._built:
-            self._built[name] = build_engine(name, self._settings)
-        return self._built[name]
+        engine = self._built.get(name)
+        if engine is None:
+            with self._building:
+                engine = self._built.get(name)
+                if engine is None:
+                    engine = self._built[name] = build_engine(name, self._settings)
+        return engine
 
     def offline(self, *steps: str) -> bool:
         """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
@@ -65,7 +73,8 @@ class Engines:
         yields the function that waits for them all, keyed and ordered as ``requests``.
 
         An endpoint answers each call in its own time, so up to ``llm.concurrency`` calls are
-        in flight at once. The in-process engine is asked one request after another when the
+        in flight at once (the engine holds every caller of this process to that many in
+        all). The in-process engine is asked one request after another when the
         caller waits: the interpreter runs one thread at a time, so threads would only add
         switching. The first failure is raised; on the way out the calls not started yet are
         dropped and the running ones waited for.

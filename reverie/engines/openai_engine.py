@@ -24,8 +24,10 @@ import math
 import os
 import re
 import string
+import threading
 import time
 import typing
+from contextlib import nullcontext
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -92,14 +94,20 @@ class OpenAIEngine:
         temperature: float = 0.0,
         batch_chars: int | None = 16000,
         breaker_seconds: float = 30.0,
+        concurrency: int = 4,
     ):
         """``breaker_seconds``: after a call found the endpoint unreachable or failing (every
         retry spent), calls fail at once for that long instead of waiting on it again (a
-        circuit breaker); the first call after it tries the endpoint again."""
-        if max_retries < 0 or backoff < 0 or timeout <= 0:
+        circuit breaker); the first call after it tries the endpoint again. ``concurrency``:
+        calls this engine has in flight at once, whichever thread makes them (learning's,
+        dreams'); a server that answers one request at a time then never holds a queue of
+        them long enough to time them out. Perception, which a reply waits for, is not held
+        back by it."""
+        if max_retries < 0 or backoff < 0 or timeout <= 0 or concurrency < 1:
             raise InvalidInput(
-                "timeout must be > 0, and max_retries and backoff >= 0",
-                field="max_retries" if max_retries < 0 else "backoff" if backoff < 0 else "timeout",
+                "timeout must be > 0, concurrency >= 1, and max_retries and backoff >= 0",
+                field="max_retries" if max_retries < 0 else "backoff" if backoff < 0
+                else "concurrency" if concurrency < 1 else "timeout",
             )
         self.base_url = base_url
         self.model = model
@@ -110,6 +118,7 @@ class OpenAIEngine:
         self.batch_chars = batch_chars
         self.breaker_seconds = breaker_seconds
         self._open_until = 0.0  # monotonic time until which the breaker is open
+        self._slots = threading.BoundedSemaphore(concurrency)
         self._open_reason = ""
         import openai  # the SDK takes ~0.4 s to import: only an openai engine pays for it
 
@@ -171,7 +180,8 @@ class OpenAIEngine:
         for attempt in range(attempts):
             raw = ""
             try:
-                raw = self._complete(step, messages)
+                with self._slots if step != "perceive" else nullcontext():
+                    raw = self._complete(step, messages)
                 return parse_answer(raw, answer_model)
             except _Transient as exc:
                 problem = str(exc)
