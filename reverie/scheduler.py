@@ -80,7 +80,7 @@ class Scheduler:
         self.memory.flush()
         users = self.memory.users()
         settings = self.memory.settings
-        at_once = 1 if settings.engine_for("distill") == "heuristic" else min(settings.learn_threads, len(users))
+        at_once = 1 if settings.offline("distill") else min(settings.learn_threads, len(users))
 
         def dream(user: str) -> DreamRun | None:
             try:

@@ -142,6 +142,11 @@ class Settings(BaseModel):
             return self.engines.get(step, "heuristic")
         return self.engines.get(step, self.engine)
 
+    def offline(self, *steps: str) -> bool:
+        """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
+        waiting on an endpoint)."""
+        return all(self.engine_for(step) == "heuristic" for step in steps)
+
     @classmethod
     def load(cls, home: str | Path | None = None, **overrides: Any) -> "Settings":
         """Settings for ``home`` (default ``$REVERIE_HOME``, else ``~/.reverie``)."""

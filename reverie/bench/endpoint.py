@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from reverie.bench.scale import ConversationGenerator, _drop_schema
 from reverie.engines.base import ExtractRequest, GovernRequest, SummarizeRequest
 from reverie.engines.heuristic import HeuristicEngine
+from reverie.engines.openai_engine import STEP_MARKER
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.models import Message
@@ -39,7 +40,7 @@ from reverie.store.postgres import split_schema, with_schema
 
 USER = "endpoint"
 SEED = 29
-_STEP = re.compile(r"reverie-step:\s*([a-z_]+)")
+_STEP = re.compile(rf"{STEP_MARKER}:\s*([a-z_]+)")
 # a line of the extract request's conversation: "[id] (2024-05-01) Speaker: text"
 _LINE = re.compile(r"^\[(?P<id>[^\]]+)\](?: \((?P<date>\d{4}-\d{2}-\d{2})\))? (?P<who>[^:]+): (?P<text>.*)$")
 

@@ -63,9 +63,8 @@ class Engines:
         return engine
 
     def offline(self, *steps: str) -> bool:
-        """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
-        waiting on an endpoint)."""
-        return all(self._settings.engine_for(step) == "heuristic" for step in steps)
+        """Whether every one of ``steps`` runs on the heuristic engine (see Settings.offline)."""
+        return self._settings.offline(*steps)
 
     @contextmanager
     def summarizing(self, requests: Mapping[K, SummarizeRequest]) -> Iterator[Callable[[], dict[K, EpisodeSummary]]]:

@@ -732,7 +732,7 @@ class PostgresStore(Store):
         """Run one statement; how many rows it changed (a batch transaction waits for it)."""
         with self._connection() as conn:
             cursor = conn.execute(sql, params)
-            pipe = getattr(self._local, "pipe", None) if self._in_tx() else None
+            pipe = getattr(self._local, "pipe", None)  # set only inside a batch transaction
             if pipe is not None:
                 pipe.sync()
             return cursor.rowcount
