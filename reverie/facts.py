@@ -96,6 +96,9 @@ def absorb(fact: Fact, facts: Iterable[Fact] = (), notes: Iterable[Note] = ()) -
     p.source_ids = unique(
         [*p.source_ids, *(s for f in facts for s in f.provenance.source_ids), *(s for n in notes for s in n.source_ids)]
     )
+    p.episodes_left_out += sum(f.provenance.episodes_left_out for f in facts)
+    p.sources_left_out += sum(f.provenance.sources_left_out for f in facts)
+    p.bound()
 
 
 class LiveTexts:
@@ -226,6 +229,7 @@ class FactWriter:
         fact.uses += 1
         fact.last_used_at = fact.updated_at = now
         fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
+        fact.provenance.bound()
         self._put(fact)
         return fact
 

@@ -210,6 +210,20 @@ class Episode(Model):
         return [source_id for source_id in picked if source_id]
 
 
+# a fact keeps at most this many episode ids (and as many source ids) in its provenance: the
+# first it was learned from and the newest that said it again. A fact said in every other
+# conversation otherwise carried thousands (69 KB of JSON at 100k episodes), read, parsed
+# and sent with every recall that delivered it and rewritten at every reinforcement
+MAX_PROVENANCE = 64
+PROVENANCE_FIRST = 8
+
+
+def _bounded(ids: list[str]) -> tuple[list[str], int]:
+    if len(ids) <= MAX_PROVENANCE:
+        return ids, 0
+    return ids[:PROVENANCE_FIRST] + ids[len(ids) - MAX_PROVENANCE + PROVENANCE_FIRST:], len(ids) - MAX_PROVENANCE
+
+
 class Provenance(Model):
     """Where a fact came from, so that every delivered line can say why it exists."""
 
@@ -218,6 +232,17 @@ class Provenance(Model):
     notes: list[str] = Field(default_factory=list)
     source_ids: list[str] = Field(default_factory=list)
     facts: list[str] = Field(default_factory=list)
+    # episode ids (and source ids) left out between the first and the newest MAX_PROVENANCE
+    episodes_left_out: int = 0
+    sources_left_out: int = 0
+
+    def bound(self) -> None:
+        """Keep the first PROVENANCE_FIRST and the newest of the episode and source ids, at
+        most MAX_PROVENANCE each, counting those left out."""
+        self.episodes, dropped = _bounded(self.episodes)
+        self.episodes_left_out += dropped
+        self.source_ids, dropped = _bounded(self.source_ids)
+        self.sources_left_out += dropped
 
 
 class Fact(Model):

@@ -33,3 +33,34 @@ def test_fold_moves_provenance_tags_and_uses_to_the_kept_fact_and_journals_both(
     assert drop.id in kept.provenance.facts
     assert dropped.status == "archived" and dropped.superseded_by == keep.id
     assert {c.id for c in journal.changes} == {keep.id, drop.id}
+
+
+def test_a_fact_said_again_and_again_keeps_its_first_and_newest_episodes_and_counts_the_rest(mem):
+    from reverie.facts import absorb
+    from reverie.models import MAX_PROVENANCE, PROVENANCE_FIRST
+
+    facts = mem.ctx.facts
+    fact = Fact(user="ana", content="Prefers green tea", provenance=Provenance(origin="learned", episodes=["ep_0"]))
+    with mem.store.transaction():
+        facts.index_fact(fact, [])
+    for n in range(1, 200):
+        stored = mem.fact(fact.id)
+        with mem.store.transaction():
+            facts.reinforce_fact(stored, [f"ep_{n}"], utcnow())
+    kept = mem.fact(fact.id)
+    said = [f"ep_{n}" for n in range(200)]
+    assert kept.uses == 199
+    assert kept.provenance.episodes == said[:PROVENANCE_FIRST] + said[200 - MAX_PROVENANCE + PROVENANCE_FIRST:]
+    assert kept.provenance.episodes_left_out == 200 - MAX_PROVENANCE
+    # a recall that delivers it carries the kept ids, not every episode that ever said it
+    item = next(i for i in mem.recall("green tea?", user="ana", budget=300, explain=True).items if i.id == fact.id)
+    assert item.provenance == kept.provenance.episodes
+
+    # folding facts together bounds the merged lists the same way and adds up what was left out
+    other = Fact(user="ana", content="Likes tea", provenance=Provenance(
+        episodes=[f"ep_x{n}" for n in range(100)], source_ids=[f"turn-{n}" for n in range(100)]))
+    absorb(kept, [other])
+    assert len(kept.provenance.episodes) == MAX_PROVENANCE and kept.provenance.episodes[0] == "ep_0"
+    assert kept.provenance.episodes[-1] == "ep_x99"
+    assert kept.provenance.episodes_left_out == (200 - MAX_PROVENANCE) + (MAX_PROVENANCE + 100 - MAX_PROVENANCE)
+    assert len(kept.provenance.source_ids) == MAX_PROVENANCE and kept.provenance.sources_left_out == 100 - MAX_PROVENANCE
