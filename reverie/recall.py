@@ -401,7 +401,7 @@ class Recaller:
         seen = {s.item.id for s in scored if s.kind == "fact"}
         shares = BACKGROUND_FACT_SHARE + self.ctx.settings.correction_budget_share
         room = 2 * (int(budget * shares) // _min_line_tokens() + 1) + BACKGROUND_SLACK
-        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room, shared=True)
+        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room)
         return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, [])
                 for f in facts if f.id not in seen]
 

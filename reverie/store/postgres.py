@@ -1206,9 +1206,7 @@ class PostgresStore(Store):
         where, params = _facts_where(user, statuses, None if category is None else [category], agent)
         return [self._fact(r) for r in self._q(f"SELECT {self._FACT_COLS} FROM facts WHERE {where} ORDER BY pk", params)]
 
-    def strongest_facts(
-        self, user: str, categories: Sequence[str], agent: str | None, limit: int, *, shared: bool = False,
-    ) -> list[Fact]:
+    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
         # each category's strongest first from the facts_strength index (a bounded read, however
         # many facts the user has), merged, and only the strongest read whole: one statement
         self._lock([user])
@@ -1221,9 +1219,6 @@ class PostgresStore(Store):
             "JOIN facts f ON f.user_id = %s AND f.pk = top.pk ORDER BY top.strength DESC, top.pk",
             [list(dict.fromkeys(categories)), user, *params, limit, limit, user],
         )
-        if shared:
-            facts = self._parsed.parse("fact", rows, key=_second, size=_last_size, parse=self._fact)
-            return [facts[r[1]] for r in rows]
         return [self._fact(r) for r in rows]
 
     def delete_fact(self, fact_id: str) -> None:

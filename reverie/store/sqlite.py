@@ -976,9 +976,7 @@ class SQLiteStore(Store):
         where, params = self._facts_where(user, statuses, None if category is None else [category], agent)
         return [self._fact(r) for r in self._x(f"SELECT * FROM facts WHERE {where} ORDER BY pk", params)]
 
-    def strongest_facts(
-        self, user: str, categories: Sequence[str], agent: str | None, limit: int, *, shared: bool = False,
-    ) -> list[Fact]:
+    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
         # each category's strongest first from the facts_strength index (a bounded read, however
         # many facts the user has), merged; only the strongest read whole
         heads: list[tuple[Any, ...]] = []
@@ -990,9 +988,6 @@ class SQLiteStore(Store):
         if not pks:
             return []
         rows = {r["pk"]: r for r in self._x(f"SELECT * FROM facts WHERE pk IN ({_in(pks)})", pks)}
-        if shared:
-            facts = self._parsed.parse("fact", rows.values(), key=_row_id, size=_body_size, parse=self._fact)
-            return [facts[rows[pk]["id"]] for pk in pks if pk in rows]
         return [self._fact(rows[pk]) for pk in pks if pk in rows]
 
     @staticmethod
