@@ -394,18 +394,6 @@ def _body_size(row: sqlite3.Row) -> int:
     return len(row["body"])
 
 
-def _first(row: tuple[Any, ...]) -> str:
-    return str(row[0])
-
-
-def _text_size(row: tuple[Any, ...]) -> int:
-    return len(row[1] or "")
-
-
-def _index_words(row: tuple[Any, ...]) -> frozenset[str]:
-    return frozenset(fts_tokens(row[1] or ""))
-
-
 def _note(row: sqlite3.Row) -> Note:
     return Note.model_validate_json(row["body"])
 
@@ -1283,8 +1271,7 @@ class SQLiteStore(Store):
             f"SELECT m.id, f.text FROM {main} m JOIN {fts} f ON f.rowid = m.pk WHERE m.id IN ({_in(ids)}) AND +m.user = ?",
             [*ids, user],
         )
-        # recall asks again and again for the words of the same items: kept beside their text
-        return self._parsed.parse(f"words of {kind}", rows, key=_first, size=_text_size, parse=_index_words)
+        return {r[0]: frozenset(fts_tokens(r[1] or "")) for r in rows}
 
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(ids)
