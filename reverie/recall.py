@@ -252,7 +252,7 @@ class Recaller:
         # features of the best text matches lead to the memories that share them
         # (pseudo-relevance feedback over tags), weaker than the query's own tags
         best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
-        loaded.update(self.store.get_episodes(best_episodes, shared=True))
+        loaded.update(self.store.get_episodes(best_episodes))
         neighbours = {t: loaded[i].id for i in best_episodes if i in loaded for t in loaded[i].tags}
         for name, state in self.store.tag_states(user, neighbours).items():
             if state.status in ("active", "unexamined"):
@@ -322,19 +322,12 @@ class Recaller:
         for kind, cands in by_kind.items():
             cands.sort(key=lambda c: TEXT_WEIGHT * c.text_score + TAG_WEIGHT * c.tag_score, reverse=True)
             by_kind[kind] = cands[: CANDIDATES_PER_KIND]
-        # recall changes none of the items it reads: the store may hand out the models it
-        # parsed for an earlier recall of the same rows (shared=True)
         def episodes(ids: list[str]) -> dict[str, Episode]:
-            return {**loaded, **self.store.get_episodes((i for i in ids if i not in loaded), shared=True)}
-
-        def facts(ids: list[str]) -> dict[str, Fact]:
-            return self.store.get_facts(ids, shared=True)
-
-        def notes(ids: list[str]) -> dict[str, Note]:
-            return self.store.get_notes(ids, shared=True)
+            return {**loaded, **self.store.get_episodes(i for i in ids if i not in loaded)}
 
         loaders: dict[str, Callable[[list[str]], Mapping[str, _Item]]] = {
-            "episode": episodes, "fact": facts, "note": notes, "knowledge": self.store.get_knowledge,
+            "episode": episodes, "fact": self.store.get_facts,
+            "note": self.store.get_notes, "knowledge": self.store.get_knowledge,
         }
         pool: list[tuple[_Item, _Candidate]] = []
         for kind, cands in by_kind.items():

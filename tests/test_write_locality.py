@@ -122,8 +122,8 @@ def _counting_reads(mem, monkeypatch) -> list[int]:  # type: ignore[no-untyped-d
     reads: list[int] = []
     real = mem.store.get_episodes
 
-    def get_episodes(ids, **shared):  # type: ignore[no-untyped-def]
-        found = real(ids, **shared)
+    def get_episodes(ids):  # type: ignore[no-untyped-def]
+        found = real(ids)
         reads.append(len(found))
         return found
 

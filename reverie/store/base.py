@@ -363,10 +363,7 @@ class Store(ABC):
     def get_episode(self, episode_id: str) -> Episode | None: ...
 
     @abstractmethod
-    def get_episodes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Episode]:
-        """Episodes by id (missing ids left out). ``shared=True``: the caller will not change
-        them, so a store may hand out models it parsed for an earlier read of the same rows
-        (see :mod:`reverie.store.parsed`); recall reads so."""
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]: ...
 
     @abstractmethod
     def list_episodes(
@@ -411,8 +408,7 @@ class Store(ABC):
     def get_fact(self, fact_id: str) -> Fact | None: ...
 
     @abstractmethod
-    def get_facts(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Fact]:
-        """Facts by id; ``shared`` as for :meth:`get_episodes`."""
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]: ...
 
     @abstractmethod
     def count_facts(self, user: str, *, up_to: int | None = None) -> int:
@@ -481,8 +477,7 @@ class Store(ABC):
         return [n.content for n in self.list_notes(user, since=date, until=date)]
 
     @abstractmethod
-    def get_notes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Note]:
-        """Notes by id; ``shared`` as for :meth:`get_episodes`."""
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]: ...
 
     @abstractmethod
     def put_knowledge(self, doc: KnowledgeDoc) -> None: ...

@@ -85,7 +85,6 @@ from reverie.store.base import (
     note_text,
     page_of,
 )
-from reverie.store.parsed import ParsedRows
 from reverie.text import index_text
 
 if TYPE_CHECKING:
@@ -607,18 +606,6 @@ def _gin_write_through(conn: "Connection[Any]") -> None:
             pass  # the next vacuum merges it
 
 
-def _second(row: tuple[Any, ...]) -> str:
-    return str(row[1])
-
-
-def _last_size(row: tuple[Any, ...]) -> int:
-    return len(row[-1])
-
-
-def _note(row: tuple[Any, ...]) -> Note:
-    return Note.model_validate_json(row[2])
-
-
 def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(timezone.utc) if value is not None else None
 
@@ -659,7 +646,6 @@ class PostgresStore(Store):
         self._local = threading.local()
         self._held: set["Connection[Any]"] = set()  # connections holding a named lock
         self._held_lock = threading.Lock()
-        self._parsed = ParsedRows()  # models recall parsed, beside their rows (shared=True reads)
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
@@ -938,13 +924,11 @@ class PostgresStore(Store):
     def get_episode(self, episode_id: str) -> Episode | None:
         return self.get_episodes([episode_id]).get(episode_id)
 
-    def get_episodes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Episode]:
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         rows = self._by_id("episodes", self._EP_COLS, ids)
-        if shared:
-            return self._parsed.parse("episode", rows, key=_second, size=_last_size, parse=self._episode)
         return {r[1]: self._episode(r) for r in rows}
 
     def list_episodes(
@@ -1147,13 +1131,11 @@ class PostgresStore(Store):
     def get_fact(self, fact_id: str) -> Fact | None:
         return self.get_facts([fact_id]).get(fact_id)
 
-    def get_facts(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Fact]:
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         rows = self._by_id("facts", self._FACT_COLS, ids)
-        if shared:
-            return self._parsed.parse("fact", rows, key=_second, size=_last_size, parse=self._fact)
         return {r[1]: self._fact(r) for r in rows}
 
     def count_facts(self, user: str, *, up_to: int | None = None) -> int:
@@ -1275,14 +1257,12 @@ class PostgresStore(Store):
                        "ORDER BY date, pk", (user, date))
         return [str(r[0]) for r in rows]
 
-    def get_notes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Note]:
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         rows = self._by_id("notes", "user_id, id, body", ids)
-        if shared:
-            return self._parsed.parse("note", rows, key=_second, size=_last_size, parse=_note)
-        return {r[1]: _note(r) for r in rows}
+        return {r[1]: Note.model_validate_json(r[2]) for r in rows}
 
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write("knowledge", _knowledge_columns(doc), knowledge_text(doc))

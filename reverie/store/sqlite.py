@@ -65,7 +65,6 @@ from reverie.store.base import (
     source_key,
 )
 from reverie.store.checkpoint import BACKSTOP_PAGES, Checkpointer
-from reverie.store.parsed import ParsedRows
 from reverie.text import index_text
 
 
@@ -386,18 +385,6 @@ def _ts(value: datetime | None) -> str | None:
     return as_utc(value).isoformat() if value is not None else None
 
 
-def _row_id(row: sqlite3.Row) -> str:
-    return str(row["id"])
-
-
-def _body_size(row: sqlite3.Row) -> int:
-    return len(row["body"])
-
-
-def _note(row: sqlite3.Row) -> Note:
-    return Note.model_validate_json(row["body"])
-
-
 def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
@@ -495,7 +482,6 @@ class SQLiteStore(Store):
         # (_holds_few); ("docs", fts table, phrase), every user's rows holding it (_doc_count)
         self._counts: dict[tuple[str | None, ...], tuple[int, int, float]] = {}
         self._checkpointer = Checkpointer(self.path, busy_timeout_ms)
-        self._parsed = ParsedRows()  # models recall parsed, beside their rows (shared=True reads)
         self._migrate()
 
     # ------------------------------------------------------------ connections
@@ -656,11 +642,8 @@ class SQLiteStore(Store):
         row = self._x("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         return self._episode(row) if row else None
 
-    def get_episodes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Episode]:
-        rows = self._rows("episode", ids)
-        if shared:
-            return self._parsed.parse("episode", rows, key=_row_id, size=_body_size, parse=self._episode)
-        return {row["id"]: self._episode(row) for row in rows}
+    def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
+        return {row["id"]: self._episode(row) for row in self._rows("episode", ids)}
 
     def list_episodes(
         self,
@@ -904,11 +887,8 @@ class SQLiteStore(Store):
         row = self._x("SELECT * FROM facts WHERE id = ?", (fact_id,)).fetchone()
         return self._fact(row) if row else None
 
-    def get_facts(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Fact]:
-        rows = self._rows("fact", ids)
-        if shared:
-            return self._parsed.parse("fact", rows, key=_row_id, size=_body_size, parse=self._fact)
-        return {row["id"]: self._fact(row) for row in rows}
+    def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
+        return {row["id"]: self._fact(row) for row in self._rows("fact", ids)}
 
     def count_facts(self, user: str, *, up_to: int | None = None) -> int:
         row = self._x("SELECT count(*) FROM (SELECT 1 FROM facts WHERE user = ? AND status IN ('pending', 'consolidated') "
@@ -1040,11 +1020,8 @@ class SQLiteStore(Store):
                             "ORDER BY date, pk", (user, date))
         return [r[0] for r in rows]
 
-    def get_notes(self, ids: Iterable[str], *, shared: bool = False) -> dict[str, Note]:
-        rows = self._rows("note", ids)
-        if shared:
-            return self._parsed.parse("note", rows, key=_row_id, size=_body_size, parse=_note)
-        return {row["id"]: _note(row) for row in rows}
+    def get_notes(self, ids: Iterable[str]) -> dict[str, Note]:
+        return {row["id"]: Note.model_validate_json(row["body"]) for row in self._rows("note", ids)}
 
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write(
