@@ -11,17 +11,17 @@ import asyncio
 import socket
 
 from uvicorn.config import Config
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from reverie.server.workers import NoDelayH11Protocol
+from reverie.server.workers import NoDelayHttpProtocol
 
 
 async def _app(scope, receive, send):  # a minimal ASGI app: the protocol needs one to load
     pass
 
 
-def _nodelay_after_connection_made(protocol_class: type[H11Protocol]) -> int:
+def _nodelay_after_connection_made(protocol_class: type[HttpToolsProtocol]) -> int:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # proto 0, as uvicorn binds it
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -48,12 +48,11 @@ def _nodelay_after_connection_made(protocol_class: type[H11Protocol]) -> int:
 
 
 def test_uvicorns_protocol_leaves_nagle_on_for_a_socket_bound_without_a_protocol():
-    assert _nodelay_after_connection_made(H11Protocol) == 0
+    assert _nodelay_after_connection_made(HttpToolsProtocol) == 0
 
 
 def test_the_workers_protocol_turns_nagle_off_on_every_connection():
-    assert _nodelay_after_connection_made(NoDelayH11Protocol) != 0
-
+    assert _nodelay_after_connection_made(NoDelayHttpProtocol) != 0
 
 
 def test_settle_heap_takes_what_startup_built_out_of_the_collectors_reach():

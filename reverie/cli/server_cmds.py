@@ -55,7 +55,7 @@ def serve(
     import uvicorn
 
     from reverie.server.rest import LOCAL_HOSTS, create_app
-    from reverie.server.workers import CONFIG_ENV, NoDelayH11Protocol, settle_heap, worker_config
+    from reverie.server.workers import CONFIG_ENV, NoDelayHttpProtocol, settle_heap, worker_config
 
     if no_auth and host not in LOCAL_HOSTS:
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
@@ -73,7 +73,7 @@ def serve(
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
                                                    overrides=overrides)
             app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
-                                                                  "http": NoDelayH11Protocol}
+                                                                  "http": NoDelayHttpProtocol}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
         scheduler = Scheduler(mem).start()

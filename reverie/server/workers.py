@@ -17,7 +17,7 @@ import socket
 from typing import Any
 
 from fastapi import FastAPI
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from reverie.memory import Memory
 from reverie.server.rest import create_app
@@ -27,8 +27,9 @@ CONFIG_ENV = "REVERIE_SERVE_WORKER"
 WORKER_USAGE_FLUSH = 2.0
 
 
-class NoDelayH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with TCP_NODELAY on every connection.
+class NoDelayHttpProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools' C parser, as uvicorn picks it by itself for
+    one process) with TCP_NODELAY on every connection.
 
     With several workers uvicorn binds the listening socket itself, without a protocol
     number, and asyncio then leaves Nagle's algorithm on for the connections it accepts
