@@ -150,7 +150,8 @@ def run_cli(*args: str):
 def test_cli_json_has_exactly_the_documented_shape_with_rates_in_0_to_1(locomo_dir):
     report = json.loads(run_cli(str(locomo_dir), "--json").stdout)
     # the keys, plus held_at_budget (the stricter reading, extra for readers who want it)
-    figure_keys = {"recall_at_budget", "recall_at_k", "held_at_budget", "latency_ms", "ingest_turns_per_s", "questions"}
+    figure_keys = {"recall_at_budget", "recall_at_k", "held_at_budget", "latency_ms", "latency_ms_at_budget",
+                   "ingest_turns_per_s", "questions"}
     assert set(report) == {"reverie", "bm25"}
     for figures in report.values():
         assert set(figures) == figure_keys
@@ -162,6 +163,9 @@ def test_cli_json_has_exactly_the_documented_shape_with_rates_in_0_to_1(locomo_d
         held = figures["held_at_budget"]
         assert all(0.0 <= held[b] <= figures["recall_at_budget"][b] for b in held)
         assert 0 < figures["latency_ms"]["p50"] <= figures["latency_ms"]["p95"]
+        # the latency target is at budget 500: every budget's recalls are timed
+        assert set(figures["latency_ms_at_budget"]) == {"200", "500", "1000", "2000"}
+        assert all(0 < t["p50"] <= t["p95"] for t in figures["latency_ms_at_budget"].values())
         assert figures["ingest_turns_per_s"] > 0
         assert figures["questions"] == 4
     # every turn fits in 2000 tokens and each question shares a word with its evidence
@@ -179,6 +183,7 @@ def test_cli_table_sets_reverie_beside_bm25_and_says_recalls_are_read_only(locom
     out = run_cli(str(locomo_dir), "--limit-questions", "1", "--group", "message").stdout
     assert "reverie" in out and "BM25" in out and "ratio" in out
     assert "recall@10" in out and "ingest turns/s" in out
+    assert "latency p95 @ 500 tokens (ms)" in out
     assert "track=False" in out
 
 

@@ -359,8 +359,11 @@ def _print_report(report: LocomoReport) -> None:
     rows += [
         ("latency p50 (ms)", ours.latency_p50_ms, base.latency_p50_ms, "{:.2f}"),
         ("latency p95 (ms)", ours.latency_p95_ms, base.latency_p95_ms, "{:.2f}"),
-        ("ingest turns/s", ours.ingest_turns_per_s, base.ingest_turns_per_s, "{:,.0f}"),
     ]
+    for budget, (p50, p95) in ours.latency_at_budget.items():
+        rows.append((f"latency p50 @ {budget} tokens (ms)", p50, base.latency_at_budget[budget][0], "{:.2f}"))
+        rows.append((f"latency p95 @ {budget} tokens (ms)", p95, base.latency_at_budget[budget][1], "{:.2f}"))
+    rows.append(("ingest turns/s", ours.ingest_turns_per_s, base.ingest_turns_per_s, "{:,.0f}"))
     for name, a, b, fmt in rows:
         table.add_row(name, fmt.format(a), fmt.format(b), f"{a / b:.2f}x" if b else "-")
     console.print(table)
@@ -369,6 +372,7 @@ def _print_report(report: LocomoReport) -> None:
         "  (a turn counts when a delivered item's provenance includes it: the issue's rule)",
         "held: the stricter reading - only turns whose words the delivered lines show",
         "recall@k: the first k episodes, facts and notes delivered at 2000 tokens",
+        "latency: of the recall at 2000 tokens (p50, p95), and of the recall at each budget",
         "recalls are read-only (track=False): the store does not change between questions",
         "ingest: reverie = add + learn (flush); BM25 = building its index",
         f"{report.without_evidence} questions without evidence ids skipped; run took {report.seconds:.1f} s",
