@@ -10,13 +10,12 @@ nothing: the batch stays unlearned and is retried later (and at start-up).
 
 from __future__ import annotations
 
-import gc
 import logging
 import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Iterator
 
@@ -34,6 +33,7 @@ from reverie.engines.base import (
 )
 from reverie.errors import EngineError
 from reverie.facts import MAX_FACT_CHARS
+from reverie.heap import paused_gc
 from reverie.inputs import normalize_category
 from reverie.messages import clip, is_trivial
 from reverie.models import (
@@ -519,32 +519,6 @@ class Learner:
             successor = next((f for f in added if f.category == fact.category), added[0] if added else None)
             self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
         self.facts.enforce_capacity(user, now)
-
-
-_pauses = 0
-_pauses_lock = threading.Lock()
-_collecting = True  # whether the collector ran before the first pause
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector waits while a batch is learned. A batch makes hundreds of
-    thousands of short-lived objects, which reference counting frees; each of the collector's
-    full passes would walk the whole long-lived heap (the tag index, the caches) meanwhile: a
-    tenth of the learning time. It runs again, as configured, when the last pause ends."""
-    global _pauses, _collecting
-    with _pauses_lock:
-        if _pauses == 0:
-            _collecting = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pauses_lock:
-            _pauses -= 1
-            if _pauses == 0 and _collecting:
-                gc.enable()
 
 
 def _name_the_speaker(content: str, episodes: list[Episode]) -> str:

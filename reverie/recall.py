@@ -21,6 +21,7 @@ from reverie.context import Context
 from reverie.engines import build_engine
 from reverie.engines.base import PerceiveRequest
 from reverie.errors import EngineError
+from reverie.heap import paused_gc
 from reverie.messages import clip
 from reverie.models import (
     DECAY,
@@ -201,7 +202,9 @@ class Recaller:
     ) -> Recall:
         started = time.perf_counter()
         try:
-            with self._gate:
+            # the collector waits while a recall runs: its short-lived objects are freed by
+            # reference counting, and a full pass meanwhile walked the whole heap (reverie.heap)
+            with self._gate, paused_gc():
                 return self._recall(query, user=user, budget=budget, thread=thread, agent=agent, at=at,
                                     explain=explain, track=track)
         finally:

@@ -489,27 +489,6 @@ def test_the_collector_keeps_running_while_a_batch_waits_on_an_endpoint(home, fa
     mem.close()
 
 
-def test_pauses_of_the_collector_nest_and_end_even_on_an_error():
-    import gc
-
-    from reverie.learn import paused_gc
-
-    with pytest.raises(RuntimeError):
-        with paused_gc():
-            with paused_gc():
-                assert not gc.isenabled()
-            assert not gc.isenabled()  # the outer pause still holds
-            raise RuntimeError("the batch failed")
-    assert gc.isenabled()
-    gc.disable()  # a host that runs without the collector keeps it off
-    try:
-        with paused_gc():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
 # ---------------------------------------------------------------- an endpoint's calls in flight at once
 
 class _InFlight:
