@@ -1358,10 +1358,14 @@ class PostgresStore(Store):
             out += self._live_best(kind, user, ranked, limit)
         return out
 
-    # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count)
+    # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count),
+    # one index probe a (lexeme, row): a join on ``pk = ANY(...)`` was planned as a read of the
+    # lexeme's every match filtered by the rows (2.1 ms for a name in 2,100 of 10k episodes, and
+    # growing with the store), the probes take 0.7 ms whatever the lexeme's size
     _COUNTS = (
-        "SELECT x.i, t.pk, t.tf FROM unnest(%(lex)s::text[]) WITH ORDINALITY AS x(lexeme, i) JOIN terms t "
-        "ON t.user_id = %(user)s AND t.kind = %(code)s AND t.lexeme = x.lexeme AND t.pk = ANY(%(pks)s)"
+        "SELECT x.i, p.pk, t.tf FROM unnest(%(lex)s::text[]) WITH ORDINALITY AS x(lexeme, i) "
+        "CROSS JOIN unnest(%(pks)s::bigint[]) AS p(pk) CROSS JOIN LATERAL (SELECT t.tf FROM terms t "
+        "WHERE t.user_id = %(user)s AND t.kind = %(code)s AND t.lexeme = x.lexeme AND t.pk = p.pk LIMIT 1) AS t"
     )
 
     def _complete(
