@@ -426,3 +426,27 @@ def test_the_names_a_query_asks_about_are_its_capitalized_words_inside_a_sentenc
     assert names_in("Who did Maria have dinner with on May 3, 2023?") == {"maria"}  # "may" is a stopword
     assert names_in("what did i say about the trip?") == frozenset()
     assert names_in("上周我们去了哪里？") == frozenset()
+
+
+def test_no_episode_line_is_built_once_none_could_fit_and_the_block_is_the_same(mem, monkeypatch):
+    for i in range(30):
+        _say(mem, f"We hiked ridge trail {i} by the lake, herons everywhere", at=NOW - timedelta(days=i + 1))
+    mem.flush()
+    built: list[str] = []
+    line = recall._episode_line
+    monkeypatch.setattr(recall, "_episode_line", lambda ep, *a: built.append(ep.id) or line(ep, *a))
+    least = recall._min_episode_line_tokens()
+    saved = 0
+    for budget in range(80, 200, 3):
+        built.clear()
+        found = mem.recall("which trail did we hike by the lake?", user="ana", budget=budget, at=NOW)
+        skipping = len(built)
+        with monkeypatch.context() as every_line:
+            every_line.setattr(recall, "_min_episode_line_tokens", lambda: 0)  # every candidate's line built
+            built.clear()
+            every = mem.recall("which trail did we hike by the lake?", user="ana", budget=budget, at=NOW)
+        assert every.context == found.context and found.tokens <= budget
+        assert [i.id for i in every.items] == [i.id for i in found.items]
+        if budget - found.tokens < least:
+            saved += len(built) - skipping
+    assert saved > 0  # lines that could only have been refused were not built
