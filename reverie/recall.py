@@ -289,15 +289,18 @@ class Recaller:
             # best (ties in the order found, as a stable sort keeps them): the rest are never
             # built, nor their tags gathered (most of a recall's ~1,600 postings at 100k)
             only: dict[str, list[tuple[str, str]]] = {}
+            kept: set[tuple[str, str]] = set()  # text or time already made these candidates
             for key in strength:
-                if key not in candidates and key not in timed:
+                if key in candidates or key in timed:
+                    kept.add(key)
+                else:
                     only.setdefault(key[0], []).append(key)
-            kept = {key for keys in only.values()
-                    for key in heapq.nlargest(CANDIDATES_PER_KIND, keys, key=strength.__getitem__)}
+            for keys in only.values():
+                kept.update(heapq.nlargest(CANDIDATES_PER_KIND, keys, key=strength.__getitem__))
             tagged: dict[tuple[str, str], list[str]] = {}
             for kind, item_id, tag, _ in postings:
                 key = (kind, item_id)
-                if key in kept or key in candidates or key in timed:
+                if key in kept:
                     if key in tagged:
                         tagged[key].append(tag)
                     else:
@@ -479,7 +482,7 @@ class Recaller:
             if isinstance(item, Fact):
                 out.add(s, "fact", _fact_line(item))
             elif isinstance(item, Episode) and item.id not in covered:
-                if out.budget - out.tokens < _min_episode_line_tokens():
+                if out.room < _min_episode_line_tokens():
                     continue  # no line of an episode could fit: it is not built to be refused
                 depth = "summary" if route == "shallow" else "overview"
                 if full_text_left:
@@ -533,9 +536,14 @@ class _Block:
         return self._by_depth.get(depth, 0)
 
     @property
+    def room(self) -> int:
+        """Tokens left in the budget."""
+        return self.budget - self.tokens
+
+    @property
     def full(self) -> bool:
         """No line of any item could fit any more (the shortest costs MIN_LINE_TOKENS)."""
-        return self.budget - self.tokens < _min_line_tokens()
+        return self.room < _min_line_tokens()
 
     def add_line(self, item: RecallItem) -> bool:
         """Add the item's line if it fits and says something no delivered line says."""
@@ -546,14 +554,14 @@ class _Block:
         if item.id in self._seen:
             return False
         fits = self.tokens + cost <= self.budget
-        if not fits and (item.depth != "full" or self.budget - self.tokens < 40):
+        if not fits and (item.depth != "full" or self.room < 40):
             return False
         key, bag = _visible(item.text)
         if key in self._said or self._near(bag):
             self.repeats += 1
             return False
         if not fits:
-            line = truncate_to_tokens(line, self.budget - self.tokens - 1)
+            line = truncate_to_tokens(line, self.room - 1)
             cost = count_tokens(line) + 1
         self._said.add(key)
         self._bags.setdefault(len(bag), []).append(bag)
