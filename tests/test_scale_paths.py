@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie import Memory
 from reverie.facts import FULL_SCAN_FACTS, RELATED_FACTS
@@ -502,6 +504,38 @@ def test_the_own_bm25_of_a_large_table_gives_fts5s_very_scores_and_hits(mem, mon
     assert any("rowid > " in s for s in seen)
     monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 10**9)
     assert store.search("ana", terms("kayak lake"), ["episode"], 20) == hits
+
+
+_WORDS = ["rain", "kayak", "lake", "ana", "rainy", "ra", "in", "7", "lake7"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12), min_size=1, max_size=30),
+    query=st.lists(st.sampled_from(_WORDS + ["absent"]), min_size=1, max_size=4, unique=True),
+    long_row=st.booleans(),
+)
+def test_plain_rows_are_scored_without_splitting_to_the_same_doubles(rows, query, long_row):
+    # a window of plain index text is scored from counts of " term " in the padded row;
+    # repeated words side by side ("rain rain"), words inside others ("rainy", "ra"), a row
+    # past MAX_LEXEME_BYTES: the same doubles as splitting every row into tokens
+    from reverie.store.sqlite import MAX_LEXEME_BYTES, _plain_rows, _plain_scores, _token_scores
+
+    found = [(i, " ".join(words)) for i, words in enumerate(rows, start=1)]
+    if long_row:
+        found.append((len(found) + 1, " ".join(["rain", "x" * (MAX_LEXEME_BYTES + 5), "rain", "lake"])))
+    words = [(1.0 + 0.37 * n, term) for n, term in enumerate(query)]
+    assert _plain_rows(found)
+    assert _plain_scores(found, words, 6.5) == _token_scores(found, list(words), 6.5)
+
+
+def test_a_window_with_any_other_text_is_not_plain():
+    from reverie.store.sqlite import _plain_rows
+
+    assert _plain_rows([(1, "kayak lake"), (2, "rain rain")])
+    for other in ["Kayak lake", "kayak  lake", " kayak", "kayak ", "café", "e-mail", "", None, "爬山"]:
+        assert not _plain_rows([(1, "kayak lake"), (2, other)]), other
+    assert not _plain_rows([])
 
 
 def test_fts5s_averages_record_holds_the_rows_and_tokens_bm25_reads(mem):

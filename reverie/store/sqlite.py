@@ -35,6 +35,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    MAX_LEXEME_BYTES,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -434,6 +435,79 @@ def _occurrences(tokens: list[str], phrase: list[str]) -> int:
     phrase's instances."""
     n = len(phrase)
     return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
+
+
+def _token_scores(
+    found: list[tuple[Any, ...]], scoring: list[tuple[float, str | list[str]]], avgdl: float,
+) -> dict[int, float]:
+    """rowid -> FTS5's BM25 of each row of ``found`` (rowid, text): each phrase (a token, or
+    a list of tokens) with its idf, the row's frequencies read from its tokens."""
+    out: dict[int, float] = {}
+    norms: dict[int, float] = {}  # by row length: rows of one length share it
+    for rowid, text in found:
+        held = fts_tokens(text or "")
+        size = len(held) + OWNER_TOKENS
+        norm = norms.get(size)
+        if norm is None:
+            norm = norms[size] = fts5_norm(size, avgdl)
+        score = 0.0
+        for idf, term in scoring:
+            freq = held.count(term) if isinstance(term, str) else _occurrences(held, term)
+            if freq:
+                score += fts5_term(idf, freq, norm)
+        out[rowid] = score
+    return out
+
+
+_PLAIN_CHARS = b"abcdefghijklmnopqrstuvwxyz0123456789 "
+
+
+def _plain_rows(found: list[tuple[Any, ...]]) -> bool:
+    """Whether every text of ``found`` (rowid, text) is plain index text: lower-case ASCII
+    letters and digits in words between single spaces, as :func:`~reverie.text.index_text`
+    writes English. Checked on all of them joined, a few passes of C over the window."""
+    texts = [row[1] for row in found]
+    if not texts or not all(texts):  # (no rows, or an empty or NULL text)
+        return False
+    blob = " ".join(texts)
+    return (blob.isascii() and not blob.encode("ascii").translate(None, _PLAIN_CHARS)
+            and "  " not in blob and blob[0] != " " and blob[-1] != " ")
+
+
+def _plain_scores(found: list[tuple[Any, ...]], words: list[tuple[float, str]], avgdl: float) -> dict[int, float]:
+    """:meth:`SQLiteStore._scored`'s ranking of rows of plain text (:func:`_plain_rows`) by
+    one-token terms, without splitting each row into tokens: a row's tokens are its spaces
+    plus one, and with the row padded by a space, " term " stands once for each instance
+    of the term, unless two instances stand side by side (" term term "), which share a
+    space: only such a row is split and counted. The same counts, lengths and operations in
+    the same order as the general loop, so the very same doubles; a row past
+    MAX_LEXEME_BYTES (whose longest tokens the general reading drops) is read as it is."""
+    patterns = [(idf, term, f" {term} ", f" {term} {term} ") for idf, term in words]
+    out: dict[int, float] = {}
+    norms: dict[int, float] = {}
+    for rowid, text in found:
+        if len(text) > MAX_LEXEME_BYTES:
+            held = fts_tokens(text)
+            size = len(held) + OWNER_TOKENS
+        else:
+            held = None
+            size = text.count(" ") + 1 + OWNER_TOKENS
+        norm = norms.get(size)
+        if norm is None:
+            norm = norms[size] = fts5_norm(size, avgdl)
+        padded = f" {text} "
+        score = 0.0
+        for idf, term, alone, twice in patterns:
+            if held is not None:
+                freq = held.count(term)
+            else:
+                freq = padded.count(alone)
+                if freq and twice in padded:
+                    freq = text.split(" ").count(term)
+            if freq:
+                score += fts5_term(idf, freq, norm)
+        out[rowid] = score
+    return out
 
 
 def fts_query(query_terms: Iterable[str]) -> str:
@@ -1141,21 +1215,10 @@ class SQLiteStore(Store):
         found = self._tuples(
             f"SELECT f.rowid, c.c0 FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit}) f "
             f"JOIN {fts}_content c ON c.id = f.rowid", (match,))
-        out: dict[int, float] = {}
-        norms: dict[int, float] = {}  # by row length: rows of one length share it
-        for rowid, text in found:
-            held = fts_tokens(text or "")
-            size = len(held) + OWNER_TOKENS
-            norm = norms.get(size)
-            if norm is None:
-                norm = norms[size] = fts5_norm(size, avgdl)
-            score = 0.0
-            for idf, term in scoring:
-                freq = held.count(term) if isinstance(term, str) else _occurrences(held, term)
-                if freq:
-                    score += fts5_term(idf, freq, norm)
-            out[rowid] = score
-        return out
+        words = [(idf, term) for idf, term in scoring if isinstance(term, str)]
+        if len(words) == len(scoring) and _plain_rows(found):
+            return _plain_scores(found, words, avgdl)
+        return _token_scores(found, scoring, avgdl)
 
     def _averages(self, fts: str) -> tuple[int, int] | None:
         """FTS5's own totals of ``fts``: (rows, tokens in all columns), read from its averages
