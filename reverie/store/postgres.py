@@ -34,7 +34,6 @@ imported when a store is opened, so ``import reverie`` works without them.
 
 from __future__ import annotations
 
-import heapq
 import json
 import re
 import threading
@@ -212,6 +211,30 @@ def bm25(parts: Iterable[tuple[int, int]], length: int, idf: Sequence[float], av
     for i, tf in sorted(parts):
         score += fts5_term(idf[i], tf, norm)
     return score
+
+
+def bm25_rows(
+    rows: Mapping[int, tuple[int, list[tuple[int, int]]]], pks: Iterable[int], idf: Sequence[float], avgdl: float,
+) -> dict[int, float]:
+    """pk -> :func:`bm25` of each of ``pks`` in ``rows`` (pk -> (length, parts)): the same
+    doubles, a row's norm computed once for each length and a single part not sorted."""
+    avgdl = avgdl if avgdl > 0 else 1.0
+    norms: dict[int, float] = {}
+    out: dict[int, float] = {}
+    for pk in pks:
+        length, parts = rows[pk]
+        norm = norms.get(length)
+        if norm is None:
+            norm = norms[length] = fts5_norm(length + OWNER_TOKENS, avgdl)
+        if len(parts) == 1:
+            i, tf = parts[0]
+            out[pk] = 0.0 + fts5_term(idf[i], tf, norm)
+        else:
+            score = 0.0
+            for i, tf in sorted(parts):
+                score += fts5_term(idf[i], tf, norm)
+            out[pk] = score
+    return out
 
 
 def fts5_avgdl(rows: int, tokens: int) -> float:
@@ -1313,7 +1336,8 @@ class PostgresStore(Store):
         if not lexemes or not kinds:
             return []
         self._lock([user])
-        params = {"user": user, "lex": lexemes, "codes": [_KIND_CODE[k] for k in kinds], "kinds": kinds,
+        codes = [_KIND_CODE[k] for k in kinds]
+        params = {"user": user, "lex": lexemes, "codes": codes, "kinds": kinds,
                   "window": SEARCH_WINDOW}
         sizes: dict[tuple[int, str], int] = {}
         stats: dict[str, tuple[int, int]] = {}
@@ -1322,7 +1346,12 @@ class PostgresStore(Store):
                 stats[name] = (int(n), int(tokens))
             else:
                 sizes[(code, name)] = int(n)
+        # a lexeme is rare in a kind when at most SEARCH_WINDOW of the user's items hold it:
+        # (code, the lexeme's index from 1) of each
+        rare_at = {(code, i) for code in codes for i, lex in enumerate(lexemes, start=1)
+                   if sizes.get((code, lex), 0) <= SEARCH_WINDOW}
         matches: dict[int, dict[int, tuple[int, list[tuple[int, int]]]]] = {}  # code -> pk -> (length, parts)
+        holding: dict[int, set[int]] = {}  # code -> the rows that hold a rare lexeme
         for code, i, pk, tf, length in self._q(self._NEWEST_MATCHES, params):
             rows = matches.get(code)
             if rows is None:
@@ -1332,6 +1361,8 @@ class PostgresStore(Store):
                 rows[pk] = (length, [(i - 1, tf)])
             else:
                 row[1].append((i - 1, tf))
+            if (code, i) in rare_at:
+                holding.setdefault(code, set()).add(pk)
         out: list[Hit] = []
         for kind in kinds:
             code = _KIND_CODE[kind]
@@ -1342,14 +1373,14 @@ class PostgresStore(Store):
             hits = [sizes.get((code, lex), 0) for lex in lexemes]
             idf = [fts5_idf(total, h) for h in hits]
             avgdl = fts5_avgdl(total, tokens)
-            window = heapq.nlargest(SEARCH_WINDOW, rows)
-            ranked = {pk: bm25(rows[pk][1], rows[pk][0], idf, avgdl) for pk in window}
+            window = sorted(rows, reverse=True)[:SEARCH_WINDOW]
+            ranked = bm25_rows(rows, window, idf, avgdl)
             if len(window) >= SEARCH_WINDOW:
                 rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
-                held = [pk for pk, (_, parts) in rows.items() if any(part[0] in rare for part in parts)]
+                held = holding.get(code, set())
                 every = kind in EVERY_WORD_PAST_WINDOW
                 if every:
-                    self._complete(user, code, lexemes, rare, rows, set(held) - set(window))
+                    self._complete(user, code, lexemes, rare, rows, held.difference(window))
                 for pk in held:
                     # ranked by every query word it holds, as the window is (else by the rare ones)
                     parts = rows[pk][1] if every else [part for part in rows[pk][1] if part[0] in rare]
@@ -1390,12 +1421,13 @@ class PostgresStore(Store):
         order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
         sql = f"SELECT m.pk, m.id FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = ANY(%s) AND {_SEARCH_OK[kind]}"
         hits: list[Hit] = []
-        for start in range(0, len(order), 2 * limit):
-            batch = order[start : start + 2 * limit]
+        # nearly every row found is live (as on SQLite): first the limit and a quarter
+        start, size = 0, limit + limit // 4 + 1
+        while start < len(order) and len(hits) < limit:
+            batch = order[start : start + size]
             ids = dict(self._q(sql, (user, batch)))
             hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
-            if len(hits) >= limit:
-                break
+            start, size = start + size, 2 * limit
         return hits[:limit]
 
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
