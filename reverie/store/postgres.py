@@ -1419,13 +1419,16 @@ class PostgresStore(Store):
         """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
         recall may deliver, looked up a batch at a time."""
         order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
-        sql = f"SELECT m.pk, m.id FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = ANY(%s) AND {_SEARCH_OK[kind]}"
+        # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
+        # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
+        sql = (f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
+               f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m")
         hits: list[Hit] = []
         # nearly every row found is live (as on SQLite): first the limit and a quarter
         start, size = 0, limit + limit // 4 + 1
         while start < len(order) and len(hits) < limit:
             batch = order[start : start + size]
-            ids = dict(self._q(sql, (user, batch)))
+            ids = dict(self._q(sql, (batch, user)))
             hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
             start, size = start + size, 2 * limit
         return hits[:limit]
