@@ -114,8 +114,11 @@ def expand(store: Store, user: str, names: list[str]) -> Expansion:
             elif rel.level == "related" and hop == 1 and rel.source in roots.values():
                 expansion.add(rel.target, RELATED_WEIGHT, origin)
         frontier = nxt
-    live = store.tag_states(user, expansion.weights)
-    for name in list(expansion.weights):
+    # the roots were read live by resolve(): only the tags relations led to are read here
+    known = set(roots.values())
+    reached = [name for name in expansion.weights if name not in known]
+    live = store.tag_states(user, reached) if reached else {}
+    for name in reached:
         tag = live.get(name)
         if tag is None or tag.status not in ("active", "unexamined"):
             del expansion.weights[name]
