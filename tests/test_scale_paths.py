@@ -599,3 +599,15 @@ def test_the_learning_lines_index_of_live_tags_follows_what_a_batch_retired(mem,
     assert mem.store.get_tags("ana", [name])[name].status == "deprecated"
     assert name not in mem.learner._tag_index["ana"] and reads == []
     assert len(mem.learner._tag_index["ana"]) == mem.store.count_tags("ana", status="active")
+
+
+def test_a_search_looks_up_its_best_rows_best_first_in_growing_batches():
+    # ties go to the older row; the first batch is the limit and a quarter, then twice the limit
+    from reverie.store.base import best_first
+
+    ranked = {pk: float(pk % 7) for pk in range(1, 301)}
+    batches = list(best_first(ranked, 40))
+    assert [len(b) for b in batches] == [51, 80, 80, 80, 9]
+    flat = [pk for batch in batches for pk in batch]
+    assert flat == sorted(ranked, key=lambda pk: (-ranked[pk], pk))
+    assert list(best_first({}, 40)) == []

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, Hashable, Iterable, Literal, Mapping, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput
 from reverie.models import (
@@ -230,6 +230,18 @@ BM25_B = 0.75
 # a SQLite full-text row holds its owner's token beside the text (sqlite migration 6), and
 # FTS5's bm25 counts it in the row's length: so does every ranking, so both stores rank alike
 OWNER_TOKENS = 1
+
+
+def best_first(ranked: Mapping[int, float], limit: int) -> Iterator[list[int]]:
+    """The rows of a search (pk -> score) best first, of equal scores the older (lower pk)
+    first, a batch at a time for the caller to look up until ``limit`` are rows it may
+    deliver: first the limit and a quarter (nearly every row found is live and the user's),
+    then twice the limit at a time."""
+    order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
+    start, size = 0, limit + limit // 4 + 1
+    while start < len(order):
+        yield order[start : start + size]
+        start, size = start + size, 2 * limit
 
 
 def fts5_idf(rows: int, hits: int) -> float:

@@ -60,6 +60,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
+    best_first,
     OWNER_TOKENS,
     ApiKey,
     DreamRun,
@@ -203,37 +204,23 @@ def query_lexemes(query_terms: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
 
 
-def bm25(parts: Iterable[tuple[int, int]], length: int, idf: Sequence[float], avgdl: float) -> float:
-    """FTS5's bm25() of one row: ``parts`` are (the query lexeme's index, its count in the
-    row), added in the query's order as FTS5 adds its phrases; ``length`` the row's tokens."""
-    norm = fts5_norm(length + OWNER_TOKENS, avgdl if avgdl > 0 else 1.0)
-    score = 0.0
-    for i, tf in sorted(parts):
-        score += fts5_term(idf[i], tf, norm)
-    return score
-
-
-def bm25_rows(
-    rows: Mapping[int, tuple[int, list[tuple[int, int]]]], pks: Iterable[int], idf: Sequence[float], avgdl: float,
+def bm25(
+    rows: Iterable[tuple[int, int, list[tuple[int, int]]]], idf: Sequence[float], avgdl: float,
 ) -> dict[int, float]:
-    """pk -> :func:`bm25` of each of ``pks`` in ``rows`` (pk -> (length, parts)): the same
-    doubles, a row's norm computed once for each length and a single part not sorted."""
+    """pk -> FTS5's bm25() of each row (pk, length, parts): ``parts`` are (the query lexeme's
+    index, its count in the row), added in the query's order as FTS5 adds its phrases;
+    ``length`` the row's tokens. Rows of one length share their norm."""
     avgdl = avgdl if avgdl > 0 else 1.0
     norms: dict[int, float] = {}
     out: dict[int, float] = {}
-    for pk in pks:
-        length, parts = rows[pk]
+    for pk, length, parts in rows:
         norm = norms.get(length)
         if norm is None:
             norm = norms[length] = fts5_norm(length + OWNER_TOKENS, avgdl)
-        if len(parts) == 1:
-            i, tf = parts[0]
-            out[pk] = 0.0 + fts5_term(idf[i], tf, norm)
-        else:
-            score = 0.0
-            for i, tf in sorted(parts):
-                score += fts5_term(idf[i], tf, norm)
-            out[pk] = score
+        score = 0.0
+        for i, tf in (parts if len(parts) == 1 else sorted(parts)):
+            score += fts5_term(idf[i], tf, norm)
+        out[pk] = score
     return out
 
 
@@ -1374,17 +1361,17 @@ class PostgresStore(Store):
             idf = [fts5_idf(total, h) for h in hits]
             avgdl = fts5_avgdl(total, tokens)
             window = sorted(rows, reverse=True)[:SEARCH_WINDOW]
-            ranked = bm25_rows(rows, window, idf, avgdl)
+            ranked = bm25(((pk, *rows[pk]) for pk in window), idf, avgdl)
             if len(window) >= SEARCH_WINDOW:
                 rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
                 held = holding.get(code, set())
                 every = kind in EVERY_WORD_PAST_WINDOW
                 if every:
                     self._complete(user, code, lexemes, rare, rows, held.difference(window))
-                for pk in held:
-                    # ranked by every query word it holds, as the window is (else by the rare ones)
-                    parts = rows[pk][1] if every else [part for part in rows[pk][1] if part[0] in rare]
-                    score = bm25(parts, rows[pk][0], idf, avgdl)
+                # ranked by every query word it holds, as the window is (else by the rare ones)
+                scores = bm25(((pk, rows[pk][0], rows[pk][1] if every else [p for p in rows[pk][1] if p[0] in rare])
+                               for pk in held), idf, avgdl)
+                for pk, score in scores.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
             out += self._live_best(kind, user, ranked, limit)
         return out
@@ -1418,19 +1405,16 @@ class PostgresStore(Store):
     def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[Hit]:
         """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
         recall may deliver, looked up a batch at a time."""
-        order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
         # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
         # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
         sql = (f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
                f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m")
         hits: list[Hit] = []
-        # nearly every row found is live (as on SQLite): first the limit and a quarter
-        start, size = 0, limit + limit // 4 + 1
-        while start < len(order) and len(hits) < limit:
-            batch = order[start : start + size]
+        for batch in best_first(ranked, limit):
             ids = dict(self._q(sql, (batch, user)))
             hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
-            start, size = start + size, 2 * limit
+            if len(hits) >= limit:
+                break
         return hits[:limit]
 
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:

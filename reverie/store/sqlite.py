@@ -36,6 +36,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     MAX_LEXEME_BYTES,
+    best_first,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -1177,19 +1178,15 @@ class SQLiteStore(Store):
             elif rare:  # every word rare: their matches are all the matches (the window's among them)
                 ranked = self._scored(fts, owned(match, owner), words, last)
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
-        # equal scores the older first, as SQLite's sort of the rows in their order. Nearly
-        # every row found is live and the user's (the owner is in the query, archived facts
-        # hold no text): the first batch is the limit and a quarter, later ones twice the limit
-        order = [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
+        # equal scores the older first, as SQLite's sort of the rows in their order
         hits: list[Hit] = []
-        start, size = 0, limit + limit // 4 + 1
-        while start < len(order) and len(hits) < limit:
-            batch = order[start : start + size]
+        for batch in best_first(ranked, limit):
             rows = self._x(f"SELECT m.pk, m.id FROM {main} m WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}",
                            [*batch, user])
             ids = {r[0]: r[1] for r in rows}
             hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
-            start, size = start + size, 2 * limit
+            if len(hits) >= limit:
+                break
         return hits[:limit]
 
     def _scored(self, fts: str, match: str, phrases: list[str], last: int, *, newest: int | None = None) -> dict[int, float]:
