@@ -482,29 +482,24 @@ def _plain_scores(found: list[tuple[Any, ...]], words: list[tuple[float, str]], 
     of the term, unless two instances stand side by side (" term term "), which share a
     space: only such a row is split and counted. The same counts, lengths and operations in
     the same order as the general loop, so the very same doubles; a row past
-    MAX_LEXEME_BYTES (whose longest tokens the general reading drops) is read as it is."""
+    MAX_LEXEME_BYTES (whose longest tokens the general reading drops) goes to that loop."""
     patterns = [(idf, term, f" {term} ", f" {term} {term} ") for idf, term in words]
     out: dict[int, float] = {}
     norms: dict[int, float] = {}
     for rowid, text in found:
         if len(text) > MAX_LEXEME_BYTES:
-            held = fts_tokens(text)
-            size = len(held) + OWNER_TOKENS
-        else:
-            held = None
-            size = text.count(" ") + 1 + OWNER_TOKENS
+            out.update(_token_scores([(rowid, text)], list(words), avgdl))
+            continue
+        size = text.count(" ") + 1 + OWNER_TOKENS
         norm = norms.get(size)
         if norm is None:
             norm = norms[size] = fts5_norm(size, avgdl)
         padded = f" {text} "
         score = 0.0
         for idf, term, alone, twice in patterns:
-            if held is not None:
-                freq = held.count(term)
-            else:
-                freq = padded.count(alone)
-                if freq and twice in padded:
-                    freq = text.split(" ").count(term)
+            freq = padded.count(alone)
+            if freq and twice in padded:
+                freq = text.split(" ").count(term)
             if freq:
                 score += fts5_term(idf, freq, norm)
         out[rowid] = score
