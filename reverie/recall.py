@@ -171,6 +171,7 @@ class _Candidate:
     text_score: float = 0.0
     tag_score: float = 0.0
     tags: list[str] = field(default_factory=list)
+    held: frozenset[str] | None = None  # the query tokens its text holds, if the search said (Hit.held)
 
 
 class Recaller:
@@ -249,7 +250,8 @@ class Recaller:
         top = {kind: max(score, floor) for kind, score in top.items()}
         for h in hits:
             if top[h.kind] > 0:
-                candidates.setdefault((h.kind, h.id), _Candidate(h.kind, h.id)).text_score = h.score / top[h.kind]
+                hit = candidates.setdefault((h.kind, h.id), _Candidate(h.kind, h.id))
+                hit.text_score, hit.held = h.score / top[h.kind], h.held
         names = list(perception.keyphrases) + query_terms
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         expansion = expand(self.store, user, names)
@@ -808,9 +810,11 @@ def _cover(
         return
     holds: list[tuple[_Candidate, frozenset[str]]] = []
     for kind, cands in matched.items():
-        held_by = store.index_tokens(kind, user, [c.id for c in cands])
+        # the tokens the search saw in each match; the text of the rest read from the index
+        unknown = [c.id for c in cands if c.held is None]
+        held_by = store.index_tokens(kind, user, unknown) if unknown else {}
         for c in cands:
-            has = held_by.get(c.id, frozenset())
+            has = c.held if c.held is not None else held_by.get(c.id, frozenset())
             holds.append((c, frozenset(t for t, need in wanted.items() if has.issuperset(need))))
     held = {t: sum(1 for _, has in holds if t in has) for t in wanted}
     weights = {t: math.log(1 + len(holds) / (1 + n)) for t, n in held.items() if n}

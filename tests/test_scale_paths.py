@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from reverie import Memory
 from reverie.facts import FULL_SCAN_FACTS, RELATED_FACTS
-from reverie.models import Fact, Provenance
+from reverie.models import Fact, Note, Provenance
 from reverie.tags import TagWriter
-from reverie.store.base import strength
+from reverie.store.base import query_tokens, strength
 from reverie.store.sqlite import MIGRATIONS
 from reverie.text import terms
 
@@ -343,6 +343,66 @@ def test_an_old_memory_a_rare_word_finds_is_ranked_by_every_query_word_it_holds(
     assert windowed[both.id] == pytest.approx(full[both.id], rel=1e-9)
     assert windowed[rare.id] == pytest.approx(full[rare.id], rel=1e-9)
     assert sorted(windowed, key=windowed.__getitem__)[-2:] == sorted([both.id, rare.id], key=full.__getitem__)
+
+def _says_what_it_holds(store, user, query, hits):
+    """Every hit whose ``held`` is given holds just those of the query's tokens (as the
+    index reads its text); the hits that leave it to the index."""
+    wanted = set(query_tokens(query))
+    unknown = []
+    for hit in hits:
+        text = store.index_tokens(hit.kind, user, [hit.id])[hit.id]
+        if hit.held is None:
+            unknown.append(hit)
+        else:
+            assert set(hit.held) == wanted & text, (hit, wanted & text)
+    return unknown
+
+
+def test_a_hit_says_which_query_tokens_its_text_holds(bmem, monkeypatch):
+    from reverie.store import postgres, sqlite
+
+    mem = bmem
+    mem.add([{"speaker": "Ana", "content": "Our trip to the quokka island was the best trip"}], user="ana",
+            thread="t", group="message")
+    mem.add([{"speaker": "Ana", "content": f"Another trip story number {i} about the weather"} for i in range(30)],
+            user="ana", thread="t", group="message")
+    mem.store.put_note(Note(user="ana", date="2024-05-01", content="a quokka trip, and rain"))
+    mem.store.put_note(Note(user="ana", date="2024-05-02", content="quokka photos"))
+    for i in range(12):
+        mem.store.put_note(Note(user="ana", date=f"2024-06-{i + 1:02d}", content=f"trip planning {i}"))
+    query = terms("trip to see the quokka island")
+    hits = mem.store.search("ana", query, ["episode", "note"], 40)
+    assert {h.kind for h in hits} == {"episode", "note"}
+    assert _says_what_it_holds(mem.store, "ana", query, hits) == []  # every match ranked: each says
+    for store in (sqlite, postgres):
+        monkeypatch.setattr(store, "SEARCH_WINDOW", 10)  # past the window: the rare word's old rows too
+    hits = mem.store.search("ana", query, ["episode", "note"], 40)
+    unknown = _says_what_it_holds(mem.store, "ana", query, hits)
+    # a store may leave an old note to the index (its common words were not read for it),
+    # never a match of the window
+    assert {h.kind for h in unknown} <= {"note"}
+    assert any(h.held is not None and {"quokka", "island"} <= h.held for h in hits if h.kind == "episode")
+
+
+def test_coverage_is_the_same_whether_the_search_says_what_a_match_holds(bmem):
+    from reverie.recall import _Candidate, _cover
+
+    mem = bmem
+    mem.add([{"speaker": "Ana", "content": f"Ana and Jon went to the {place} with the kids"}
+             for place in ("lake", "city museum", "lake house", "old city")], user="ana", thread="t", group="message")
+    query = terms("Which city did Jon visit with Ana?")
+    hits = mem.store.search("ana", query, ["episode"], 10)
+    assert len(hits) == 4 and all(h.held is not None for h in hits)
+
+    def covered(with_held: bool) -> dict[str, float]:
+        pool = [_Candidate(h.kind, h.id, text_score=h.score, held=h.held if with_held else None) for h in hits]
+        _cover(mem.store, "ana", query, pool, frozenset({"jon"}))
+        return {c.id: c.text_score for c in pool}
+
+    said, read = covered(True), covered(False)
+    assert said == read
+    assert len(set(said.values())) > 1  # the words held tell the matches apart
+
 
 def test_search_looks_up_the_windows_best_until_enough_are_the_users_live_rows(mem):
     # bob holds most facts, so his search reads the index without naming him: the best

@@ -97,6 +97,10 @@ class Hit(NamedTuple):
     kind: str
     id: str
     score: float
+    # the query's full-text tokens (fts_tokens of its terms) the item's text holds, when the
+    # search read them all: recall's coverage (recall._cover) then needs no second read of
+    # the item's text. None: not known (index_tokens tells)
+    held: frozenset[str] | None = None
 
 
 class Posting(NamedTuple):
@@ -212,6 +216,11 @@ def fts_tokens(text: str) -> list[str]:
     # a token of up to a quarter of the limit in characters fits it whatever they are
     short = MAX_LEXEME_BYTES // 4
     return [t for t in _SPLIT.split(text.lower()) if t and (len(t) <= short or len(t.encode("utf-8")) <= MAX_LEXEME_BYTES)]
+
+
+def query_tokens(query_terms: Iterable[str]) -> list[str]:
+    """The distinct full-text tokens of a query's terms, in order (PostgreSQL's lexemes)."""
+    return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
 
 
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
@@ -505,7 +514,9 @@ class Store(ABC):
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
         """BM25 over the items' indexed text: the best ``limit`` of each kind, best first
         within a kind (scores of different kinds do not compare). Only completed,
-        unarchived episodes and unarchived facts are returned."""
+        unarchived episodes and unarchived facts are returned. A hit's ``held``, when
+        given, is the :func:`query_tokens` its text holds: what :meth:`index_tokens` would
+        say of it, intersected with them."""
 
     @abstractmethod
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:

@@ -41,7 +41,7 @@ import uuid
 from collections import Counter
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from reverie.errors import StoreError
@@ -83,6 +83,7 @@ from reverie.store.base import (
     knowledge_text,
     meta_user,
     note_text,
+    query_tokens,
     page_of,
 )
 from reverie.text import index_text
@@ -197,11 +198,6 @@ def tsvector_text(search_text: str) -> tuple[str, int]:
 
 
 _POSITIONS = [",".join(str(i) for i in range(1, n + 1)) for n in range(MAX_POSITIONS + 1)]
-
-
-def query_lexemes(query_terms: Iterable[str]) -> list[str]:
-    """The distinct lexemes of a query's terms, in order."""
-    return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
 
 
 def bm25(
@@ -1157,7 +1153,7 @@ class PostgresStore(Store):
         return int(row[0]) if row else 0
 
     def related_facts(self, user: str, query_terms: list[str], limit: int) -> list[Fact]:
-        lexemes = query_lexemes(query_terms)
+        lexemes = query_tokens(query_terms)
         if not lexemes:
             return []
         self._lock([user])
@@ -1318,7 +1314,7 @@ class PostgresStore(Store):
         window whole, since a row among the query's newest SEARCH_WINDOW matches is among the
         newest SEARCH_WINDOW of each lexeme it holds; a rare lexeme's read is all of its
         matches; the document frequencies come from ``term_sizes``."""
-        lexemes = query_lexemes(query_terms)
+        lexemes = query_tokens(query_terms)
         kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
         if not lexemes or not kinds:
             return []
@@ -1362,18 +1358,23 @@ class PostgresStore(Store):
             avgdl = fts5_avgdl(total, tokens)
             window = sorted(rows, reverse=True)[:SEARCH_WINDOW]
             ranked = bm25(((pk, *rows[pk]) for pk in window), idf, avgdl)
+            # a row of the window has every query lexeme it holds among its parts (see above)
+            whole: Container[int] = ranked
             if len(window) >= SEARCH_WINDOW:
                 rare = {i for i, h in enumerate(hits) if h <= SEARCH_WINDOW}
                 held = holding.get(code, set())
                 every = kind in EVERY_WORD_PAST_WINDOW
                 if every:
                     self._complete(user, code, lexemes, rare, rows, held.difference(window))
+                else:  # an older row a rare lexeme found may hold a common one not read for it
+                    whole = set(window)
                 # ranked by every query word it holds, as the window is (else by the rare ones)
                 scores = bm25(((pk, rows[pk][0], rows[pk][1] if every else [p for p in rows[pk][1] if p[0] in rare])
                                for pk in held), idf, avgdl)
                 for pk, score in scores.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
-            out += self._live_best(kind, user, ranked, limit)
+            out += [hit._replace(held=frozenset(lexemes[i] for i, _ in rows[pk][1])) if pk in whole else hit
+                    for pk, hit in self._live_best(kind, user, ranked, limit)]
         return out
 
     # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count),
@@ -1402,17 +1403,17 @@ class PostgresStore(Store):
             if all(part[0] != lexeme for part in parts):
                 parts.append((lexeme, tf))
 
-    def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[Hit]:
+    def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[tuple[int, Hit]]:
         """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
-        recall may deliver, looked up a batch at a time."""
+        recall may deliver, looked up a batch at a time: (pk, hit) each."""
         # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
         # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
         sql = (f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
                f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m")
-        hits: list[Hit] = []
+        hits: list[tuple[int, Hit]] = []
         for batch in best_first(ranked, limit):
             ids = dict(self._q(sql, (batch, user)))
-            hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
+            hits += [(pk, Hit(kind, ids[pk], ranked[pk])) for pk in batch if pk in ids]
             if len(hits) >= limit:
                 break
         return hits[:limit]
@@ -1619,7 +1620,7 @@ class PostgresStore(Store):
                 (user,),
             )
             return [FactText(*r) for r in rows]
-        lexemes = query_lexemes(query_terms)
+        lexemes = query_tokens(query_terms)
         if not lexemes:
             return []
         rows = self._q(

@@ -61,6 +61,7 @@ from reverie.store.base import (
     fts5_norm,
     fts5_term,
     fts_tokens,
+    query_tokens,
     input_digest,
     nth_input,
     page_of,
@@ -1174,12 +1175,16 @@ class SQLiteStore(Store):
                 ranked = self._scored(fts, owned(match, owner), words, last)
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
+        # with each row's indexed text: which query tokens it holds (Hit.held), so that recall
+        # need not read the text again
+        tokens = frozenset(query_tokens(words))
         hits: list[Hit] = []
         for batch in best_first(ranked, limit):
-            rows = self._x(f"SELECT m.pk, m.id FROM {main} m WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}",
-                           [*batch, user])
-            ids = {r[0]: r[1] for r in rows}
-            hits += [Hit(kind, ids[pk], ranked[pk]) for pk in batch if pk in ids]
+            rows = self._tuples(f"SELECT m.pk, m.id, c.c0 FROM {main} m JOIN {fts}_content c ON c.id = m.pk "
+                                f"WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}", [*batch, user])
+            found = {r[0]: (r[1], r[2]) for r in rows}
+            hits += [Hit(kind, found[pk][0], ranked[pk], tokens.intersection(fts_tokens(found[pk][1] or "")))
+                     for pk in batch if pk in found]
             if len(hits) >= limit:
                 break
         return hits[:limit]
