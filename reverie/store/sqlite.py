@@ -1113,9 +1113,10 @@ class SQLiteStore(Store):
         match = fts_query(query_terms)
         if not match:
             return []
+        tokens = frozenset(query_tokens(query_terms))  # what a hit says it holds is of these
         hits: list[Hit] = []
         for kind in kinds:
-            hits += self._search_kind(kind, user, query_terms, match, limit)
+            hits += self._search_kind(kind, user, query_terms, match, limit, tokens)
         return hits
 
     def _owner(self, kind: str, user: str) -> str | None:
@@ -1135,7 +1136,9 @@ class SQLiteStore(Store):
             known = self._shares[(kind, user)] = (2 * mine.fetchone()[0] < total, now)
         return user if known[0] else None
 
-    def _search_kind(self, kind: str, user: str, query_terms: list[str], match: str, limit: int) -> list[Hit]:
+    def _search_kind(
+        self, kind: str, user: str, query_terms: list[str], match: str, limit: int, tokens: frozenset[str],
+    ) -> list[Hit]:
         """BM25 over one kind (``match`` names the user: only their rows are read). While the
         query matches fewer than SEARCH_WINDOW of the rows searched, every match is ranked.
         Past that, ranking every match of a frequent word would grow with the store, so two
@@ -1175,9 +1178,8 @@ class SQLiteStore(Store):
                 ranked = self._scored(fts, owned(match, owner), words, last)
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
-        # with each row's indexed text: which query tokens it holds (Hit.held), so that recall
-        # need not read the text again
-        tokens = frozenset(query_tokens(words))
+        # with each row's indexed text: which query ``tokens`` it holds (Hit.held), so that
+        # recall need not read the text again
         hits: list[Hit] = []
         for batch in best_first(ranked, limit):
             rows = self._tuples(f"SELECT m.pk, m.id, c.c0 FROM {main} m JOIN {fts}_content c ON c.id = m.pk "
