@@ -15,6 +15,7 @@ from reverie.errors import (
     InvalidInput,
     NotFound,
     ReverieError,
+    StoreBusy,
     StoreError,
 )
 from reverie.memory import Memory
@@ -57,6 +58,7 @@ __all__ = [
     "RecallItem",
     "ReverieError",
     "Settings",
+    "StoreBusy",
     "StoreError",
     "Tag",
     "Turn",

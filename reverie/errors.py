@@ -26,7 +26,13 @@ class EngineError(ReverieError):
 
 
 class StoreError(ReverieError):
-    """The store could not be opened or migrated."""
+    """The store could not be opened, migrated or reached."""
+
+
+class StoreBusy(StoreError):
+    """Another writer held what a write needed (a deadlock with another process, or a lock
+    that outlasted the wait): the transaction wrote nothing, and the same call may succeed
+    if made again."""
 
 
 class AccessDenied(ReverieError):

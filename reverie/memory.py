@@ -120,7 +120,9 @@ class Memory:
             return
         self._closed = True
         try:
-            self.recaller.flush_usage()
+            if waiting := self.recaller.flush_usage():
+                log.error("usage counts of %d delivered items could not be written at close and are lost "
+                          "(see the warning before this)", waiting)
             self.learner.stop(drain=True)
             if not dream.wait(self.home, timeout=60):
                 log.warning("a background dream was still running at close; it will fail")

@@ -49,6 +49,11 @@ ENGINE_SECONDS = Histogram(
     "reverie_engine_seconds", "Time of one engine step.", ("step", "engine"), registry=REGISTRY,
     buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
+USAGE_FLUSH_FAILURES = Counter(
+    "reverie_usage_flush_failures",
+    "Usage counts of delivered items a flush could not write (they wait for the next flush).",
+    registry=REGISTRY,
+)
 LEARNING_FAILURES = Counter(
     "reverie_learning_failures", "Learning batches whose engine call failed (the episodes stay queued).",
     registry=REGISTRY,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Generic, Mapping, TypeGuard, TypeVar
 from reverie.context import Context
 from reverie.engines import build_engine
 from reverie.engines.base import PerceiveRequest
-from reverie.errors import EngineError
+from reverie.errors import EngineError, StoreBusy, StoreError
 from reverie.heap import paused_gc
 from reverie.messages import clip
 from reverie.models import (
@@ -36,7 +36,7 @@ from reverie.models import (
     as_utc,
     utcnow,
 )
-from reverie.observe import RECALL_SECONDS
+from reverie.observe import RECALL_SECONDS, USAGE_FLUSH_FAILURES
 from reverie.profiles import fit_profile
 from reverie.store.base import Store, fts_tokens
 from reverie.tags import expand
@@ -78,6 +78,10 @@ COVERAGE_WEIGHT = 0.5
 # visited?") keeps this share of its score: another person's city is not Jon's (see _cover)
 NAME_MISS = 0.5
 MAX_QUERY_TAGS = 4
+# a usage flush the store turned away as busy (a deadlock with another writer) is tried this
+# many times in all, waiting this long times the attempt before each retry
+USAGE_ATTEMPTS = 3
+USAGE_RETRY_SECONDS = 0.05
 NEIGHBOUR_EPISODES = 5
 NEIGHBOUR_WEIGHT = 0.6
 FOCUS_MESSAGES = {"summary": 2, "overview": 3}
@@ -425,14 +429,38 @@ class Recaller:
         if due:
             self.flush_usage()
 
-    def flush_usage(self) -> None:
-        """Write the usage counts gathered so far (one transaction)."""
+    def flush_usage(self) -> int:
+        """Write the usage counts gathered so far (one transaction); how many items' counts
+        are still waiting (0: all written). A busy store (a deadlock with another process's
+        writer) is tried again; counts it still could not take wait for the next flush, said
+        in the log and in ``reverie_usage_flush_failures``. A recall never fails for them."""
         with self._usage_lock:
             usage, at = self._usage, self._usage_at
             self._usage, self._usage_at = {}, None
             self._flushed = time.monotonic()
         if not usage or at is None:
-            return
+            return 0
+        for attempt in range(1, USAGE_ATTEMPTS + 1):
+            try:
+                self._write_usage(usage, at)
+                return 0
+            except StoreBusy as exc:
+                failure: StoreError = exc
+                if attempt < USAGE_ATTEMPTS:
+                    time.sleep(USAGE_RETRY_SECONDS * attempt)
+            except StoreError as exc:
+                failure = exc
+                break
+        with self._usage_lock:  # back in, with whatever recalls counted meanwhile
+            for key, count in usage.items():
+                self._usage[key] = self._usage.get(key, 0) + count
+            self._usage_at = max(self._usage_at, at) if self._usage_at else at
+            waiting = len(self._usage)
+        USAGE_FLUSH_FAILURES.inc(len(usage))
+        log.warning("usage of %d delivered items not written, kept for the next flush: %s", len(usage), failure)
+        return waiting
+
+    def _write_usage(self, usage: dict[tuple[str, str], int], at: datetime) -> None:
         by_count: dict[tuple[str, int], list[str]] = {}
         for (kind, item_id), count in usage.items():
             by_count.setdefault((kind, count), []).append(item_id)

@@ -137,6 +137,37 @@ def test_a_mirror_folder_gets_the_files_and_a_hand_edit_there_is_synced(tmp_path
         mem.close()
 
 
+# ---------------------------------------------------------------- usage under concurrent writers
+
+
+def test_a_usage_flush_that_deadlocks_with_another_writer_is_tried_again(home, pg_url):
+    # another process's writer holds one delivered episode and then asks for the other,
+    # which the flush holds: PostgreSQL breaks the deadlock by rolling the flush back, and
+    # the flush writes its counts on its next try instead of failing the recall
+    import psycopg
+
+    from reverie.store.postgres import split_schema
+
+    with Memory(home, background=False, store=pg_url, usage_flush_seconds=3600) as mem:
+        ids = sorted(mem.add([{"speaker": "Ana", "content": f"kayak trip number {n} on the fjord"}], user="ana",
+                             thread="t", group="message")[0].id for n in range(2))
+        recaller = mem.recaller
+        recaller._usage, recaller._usage_at = {("episode", i): 1 for i in ids}, DAY  # two delivered, counted
+        conninfo, schema = split_schema(pg_url)
+        left: list[int] = []
+        with psycopg.connect(conninfo) as other:
+            other.execute(f'SET search_path TO "{schema}"')
+            other.execute("UPDATE episodes SET uses = uses WHERE id = %s", (ids[1],))
+            flush = threading.Thread(target=lambda: left.append(recaller.flush_usage()))
+            flush.start()
+            time.sleep(0.3)  # the flush holds the first episode and waits for the second
+            other.execute("UPDATE episodes SET uses = uses WHERE id = %s", (ids[0],))  # waits for the first
+            other.commit()
+            flush.join(30)
+        assert left == [0]
+        assert [mem.episode(i).uses for i in ids] == [1, 1]
+
+
 # ---------------------------------------------------------------- the shared learning queue
 
 

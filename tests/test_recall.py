@@ -290,6 +290,35 @@ def test_buffered_usage_counts_are_written_together_and_at_close(home):
         assert memory.fact(fact.id).uses == 4  # written at close
 
 
+def test_a_recall_whose_usage_the_store_cannot_take_still_answers_and_the_counts_wait(home):
+    import sqlite3
+    import threading
+
+    from reverie import Memory
+    from reverie.observe import USAGE_FLUSH_FAILURES
+
+    with Memory(home, background=False) as memory:
+        fact = memory.remember("Ana's marathon is in Lisbon", user="ana")
+        memory.store._busy_ms = 50  # the recall's thread opens its connection with a short wait
+        failures = USAGE_FLUSH_FAILURES._value.get()
+        writer = sqlite3.connect(home / "reverie.db", isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        answered: list[str] = []
+        try:
+            asking = threading.Thread(
+                target=lambda: answered.append(memory.recall("where is my marathon?", user="ana").context))
+            asking.start()
+            asking.join(30)
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert "Lisbon" in answered[0]  # the recall answered
+        assert memory.fact(fact.id).uses == 0
+        assert USAGE_FLUSH_FAILURES._value.get() == failures + 1  # said in the metrics
+        assert memory.recaller.flush_usage() == 0  # the count waited for the next flush
+        assert memory.fact(fact.id).uses == 1
+
+
 @pytest.fixture
 def mem(bmem):
     """Each test of this module runs on SQLite and on PostgreSQL."""

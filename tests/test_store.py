@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from reverie import Memory, StoreError
+from reverie import Memory, StoreBusy, StoreError
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
 from reverie.text import terms
@@ -875,3 +875,21 @@ def test_full_text_tokens_of_plain_index_text_are_its_words_as_the_tokenizer_rea
     samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     for text in samples:
         assert fts_tokens(text) == tokenizer(text), text
+
+
+def test_a_sqlite_write_that_waits_out_the_busy_timeout_says_the_store_was_busy(tmp_path):
+    store = SQLiteStore(tmp_path / "reverie.db", busy_timeout_ms=50)
+    other = sqlite3.connect(tmp_path / "reverie.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    try:
+        with pytest.raises(StoreBusy, match="busy, nothing was written; try again"):
+            with store.transaction():
+                store.put_fact(Fact(user="ana", content="likes tea"))
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert store.list_facts("ana") == []
+    with store.transaction():
+        store.put_fact(Fact(user="ana", content="likes tea"))
+    assert [f.content for f in store.list_facts("ana")] == ["likes tea"]
+    store.close()

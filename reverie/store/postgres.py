@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from reverie.errors import StoreError
+from reverie.errors import StoreBusy, StoreError
 from reverie.models import (
     PROFILE_SECTIONS,
     Episode,
@@ -693,7 +693,17 @@ class PostgresStore(Store):
             with self._pool.connection() as conn:
                 yield conn
         except self._psycopg.OperationalError as exc:
-            raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: Exception) -> StoreError:
+        """What a failed statement or transaction raises: StoreBusy when the server rolled it
+        back for another writer (SQLSTATE class 40: a deadlock, a serialization failure) or a
+        lock outlasted ``lock_timeout`` (55P03), else StoreError."""
+        state = getattr(exc, "sqlstate", None) or ""
+        if state.startswith("40") or state == "55P03":
+            return StoreBusy(f"the PostgreSQL store at {self.where} was busy, nothing was written; "
+                             f"try again: {exc}")
+        return StoreError(f"the PostgreSQL store at {self.where} failed: {exc}")
 
     @contextmanager
     def transaction(self, *, batch: bool = False) -> Iterator[None]:
@@ -718,7 +728,7 @@ class PostgresStore(Store):
                 finally:
                     local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
-            raise StoreError(f"the PostgreSQL store at {self.where} failed: {exc}") from exc
+            raise self._failed(exc) from exc
 
     def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement."""

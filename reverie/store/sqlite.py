@@ -19,7 +19,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from reverie.errors import StoreError
+from reverie.errors import StoreBusy, StoreError
 from reverie.models import (
     PROFILE_SECTIONS,
     Episode,
@@ -596,7 +596,12 @@ class SQLiteStore(Store):
             finally:
                 self._local.depth -= 1
             return
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:  # another writer held the store past busy_timeout
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusy(f"the store at {self.path} was busy, nothing was written; try again: {exc}") from exc
+            raise
         self._local.depth = 1
         changes = conn.total_changes
         try:
