@@ -31,7 +31,7 @@ from reverie.engines.base import (
     TagDecisions,
     TagInfo,
 )
-from reverie.errors import EngineError
+from reverie.errors import EngineError, StoreBusy
 from reverie.facts import MAX_FACT_CHARS
 from reverie.heap import paused_gc
 from reverie.inputs import normalize_category
@@ -65,6 +65,8 @@ ENGINE_FACTS = 200
 LOAD_PAGE = 1000  # queued episodes read from the store at a time
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
+# a batch the store turned away as busy (another writer held it) is tried again this much later
+BUSY_RETRY_SECONDS = 5.0
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -299,8 +301,22 @@ class Learner:
                         failed = [e.id for e in episodes[start:]]
                         self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
                         return learned
+                    except StoreBusy:
+                        # another writer held the store: nothing was written, and the batch
+                        # waits in the queue again (the caller of a flush hears of it)
+                        self._requeue(key, [e.id for e in episodes[start:]] + ids[page_start + LOAD_PAGE :])
+                        raise
                     learned += len(chunk)
             return learned
+
+    def _requeue(self, key: Key, ids: list[str]) -> None:
+        """``ids`` wait in the queue again, due after BUSY_RETRY_SECONDS (nothing is written)."""
+        log.warning("the store was busy learning %d episodes of %s; they wait in the queue again", len(ids), key)
+        with self._cond:
+            current = self._queue.setdefault(key, _Pending())
+            current.ids = dict.fromkeys([*ids, *current.ids])
+            current.due = time.monotonic() + BUSY_RETRY_SECONDS
+            self._cond.notify()
 
     def _retry_later(
         self, key: Key, pending: _Pending, ids: list[str], exc: Exception, *, later: list[str] | None = None,

@@ -9,8 +9,9 @@ then runs as in :class:`~reverie.learn.Learner` (engines first, one transaction 
 apply, re-reading the episodes under the user's lock and skipping any already learned),
 so an episode is learned once even when a lease ran out under a slow replica. An
 engine failure gives the episodes back to wait before the next try (doubling, like
-the in-process queue's); a replica that dies keeps its lease until it runs out, then
-another replica takes the episodes.
+the in-process queue's); a batch the store rolled back for another writer (StoreBusy, a
+deadlock) gives them back to be claimed again at once; a replica that dies keeps its
+lease until it runs out, then another replica takes the episodes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
 from reverie.context import Context
-from reverie.errors import EngineError, StoreError
+from reverie.errors import EngineError, StoreBusy, StoreError
 from reverie.learn import POLL_BATCH, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, Learner, _chunks
 from reverie.models import Episode
 from reverie.observe import LEARNING_FAILURES
@@ -170,6 +171,14 @@ class ClaimingLearner(Learner):
                         return learned, True
                     learned += len(chunk)
                     left[:] = [e.id for e in episodes[start + len(chunk):]]
+            except StoreBusy as exc:
+                # rolled back for another writer (a deadlock): nothing was written, and the
+                # episodes are given back to be claimed again now, by this replica or another
+                done.set()
+                log.warning("learning %d episodes of %s met another writer, they are given back: %s",
+                            len(left), refs[0].user, exc)
+                self.store.release_learning(self.owner, list(left))
+                return learned, False
             except BaseException:
                 done.set()
                 self.store.release_learning(self.owner, [e.id for e in episodes], error="learning was interrupted")

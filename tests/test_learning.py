@@ -687,3 +687,38 @@ def test_a_flush_learns_several_users_at_once_when_the_engines_wait_on_an_endpoi
     assert flight.most == 3
     assert all(mem.episode(ep.id).learned for ep in episodes)
     mem.close()
+
+
+def test_a_batch_the_store_turns_away_as_busy_waits_in_the_queue_and_the_flush_says_so(home):
+    import sqlite3
+    import threading
+
+    from reverie import StoreBusy
+
+    with Memory(home, background=False) as mem:
+        episode = mem.add([{"role": "user", "content": "I work as a nurse at the city hospital now"}], user="ana",
+                          thread="t", group="message")[0]
+        mem.store._busy_ms = 50  # the flush's thread opens its connection with a short wait
+        writer = sqlite3.connect(home / "reverie.db", isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        raised: list[Exception] = []
+
+        def flush() -> None:
+            try:
+                mem.flush(user="ana")
+            except StoreBusy as exc:
+                raised.append(exc)
+
+        try:
+            worker = threading.Thread(target=flush)
+            worker.start()
+            worker.join(30)
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert len(raised) == 1 and "busy, nothing was written" in str(raised[0])  # the caller hears of it
+        assert not mem.episode(episode.id).learned
+        assert mem.learner.pending() == 1  # the batch waits in the queue
+        assert mem.flush(user="ana") == 1
+        assert mem.episode(episode.id).learned
+        assert mem.profile(user="ana").section("user.workContext").summary.startswith("Works as a nurse")

@@ -168,6 +168,35 @@ def test_a_usage_flush_that_deadlocks_with_another_writer_is_tried_again(home, p
         assert [mem.episode(i).uses for i in ids] == [1, 1]
 
 
+def test_a_learning_batch_that_deadlocks_with_another_writer_is_learned_on_the_next_claim(home, pg_url):
+    # another process's writer holds ana's profile and then asks for the episode the batch
+    # has already written: PostgreSQL rolls the batch back, which gives the episode back to
+    # the queue, and the same flush claims it again and learns it once the writer is done
+    import psycopg
+
+    from reverie.store.postgres import split_schema
+
+    with Memory(home, background=False, store=pg_url) as mem:
+        mem.store.put_profile_section("ana", "user.workContext", "Works as a pilot", DAY)
+        made = mem.add([{"role": "user", "content": "I work as a nurse at the city hospital now"}], user="ana",
+                       thread="t", group="message")[0].id
+        conninfo, schema = split_schema(pg_url)
+        learned: list[int] = []
+        with psycopg.connect(conninfo) as other:
+            other.execute(f'SET search_path TO "{schema}"')
+            other.execute("UPDATE profile SET summary = summary WHERE user_id = 'ana'")
+            flush = threading.Thread(target=lambda: learned.append(mem.flush(user="ana")))
+            flush.start()
+            time.sleep(0.5)  # the batch has written the episode and waits for the profile
+            other.execute("UPDATE episodes SET uses = uses WHERE id = %s", (made,))  # waits for the episode
+            other.commit()
+            flush.join(30)
+        assert learned == [1]  # claimed again and learned by the same flush, nothing raised
+        assert mem.episode(made).learned
+        assert mem.store.get_profile("ana").section("user.workContext").summary.startswith("Works as a nurse")
+        assert mem.store.learning_backlog("ana")[0] == 0
+
+
 # ---------------------------------------------------------------- the shared learning queue
 
 
