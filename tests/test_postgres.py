@@ -168,6 +168,43 @@ def test_a_usage_flush_that_deadlocks_with_another_writer_is_tried_again(home, p
         assert [mem.episode(i).uses for i in ids] == [1, 1]
 
 
+def test_a_usage_flush_waits_for_a_writer_of_the_same_user(pg_url):
+    # every writer of a user's rows takes the user's lock first; so does a usage write, so
+    # it queues behind another replica's learning batch instead of deadlocking with it
+    from reverie.models import Episode, Fact, Message
+
+    writer, flusher = PostgresStore(pg_url), PostgresStore(pg_url)
+    episode = Episode(user="ana", status="completed", messages=[Message(content="kayak on the fjord")])
+    writer.put_episode(episode)
+    holding, release = threading.Event(), threading.Event()
+
+    def learning_batch() -> None:
+        with writer.transaction():
+            writer.put_fact(Fact(user="ana", content="likes kayaks"))  # holds ana's lock from here
+            holding.set()
+            release.wait(10)
+
+    batch = threading.Thread(target=learning_batch)
+    batch.start()
+    assert holding.wait(10)
+
+    def flush() -> None:
+        with flusher.transaction():
+            flusher.touch("episode", [episode.id], DAY)
+
+    touching = threading.Thread(target=flush)
+    touching.start()
+    touching.join(0.5)
+    assert touching.is_alive()  # waiting for ana's lock, not writing beside the batch
+    release.set()
+    batch.join(10)
+    touching.join(10)
+    assert not touching.is_alive()
+    assert flusher.get_episode(episode.id).uses == 1
+    writer.close()
+    flusher.close()
+
+
 def test_a_learning_batch_that_deadlocks_with_another_writer_is_learned_on_the_next_claim(home, pg_url):
     # another process's writer holds ana's profile and then asks for the episode the batch
     # has already written: PostgreSQL rolls the batch back, which gives the episode back to

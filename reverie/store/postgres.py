@@ -1440,6 +1440,11 @@ class PostgresStore(Store):
     def touch(self, kind: str, ids: Iterable[str], at: datetime, *, by: int = 1) -> None:
         ids = list(dict.fromkeys(ids))
         if ids and kind in ("episode", "fact"):
+            # inside a transaction (a usage flush) the rows' users are locked first, as every
+            # writer of a user's rows does: the flush then waits for another replica's
+            # learning batch of that user instead of meeting it row for row in a deadlock
+            if self._in_tx():
+                self._by_id(_TABLE[kind], "user_id", ids)
             self._do(
                 f"UPDATE {_TABLE[kind]} SET uses = uses + %s, last_used_at = %s{_STRONGER[kind]} WHERE id = ANY(%s)",
                 (by, _ts(at), *([by] if _STRONGER[kind] else []), ids),
