@@ -443,3 +443,14 @@ def test_openapi_carries_the_enums(ana):
     status = params["status"]["schema"]
     values = status.get("enum") or next(s["enum"] for s in status["anyOf"] if "enum" in s)
     assert set(values) == {"pending", "consolidated", "archived"}
+
+
+def test_a_busy_store_is_503_with_retry_after_and_says_nothing_was_written():
+    from reverie import StoreBusy, StoreError
+    from reverie.server.rest import error_response
+
+    busy = error_response(StoreBusy("the store at x was busy, nothing was written; try again: deadlock detected"))
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+    assert "nothing was written; try again" in json.loads(busy.body)["detail"]
+    down = error_response(StoreError("the PostgreSQL store at x failed: connection refused"))
+    assert down.status_code == 503 and "retry-after" not in down.headers

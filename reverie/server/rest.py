@@ -39,6 +39,7 @@ from reverie.errors import (
     InvalidInput,
     NotFound,
     ReverieError,
+    StoreBusy,
     StoreError,
 )
 from reverie.ingest import IngestReport
@@ -163,7 +164,8 @@ def error_response(exc: ReverieError) -> JSONResponse:
         if exc.field not in body["detail"]:
             body["detail"] = f"{exc.field}: {body['detail']}"
         body["field"] = exc.field
-    return JSONResponse(body, status_code=status)
+    # a busy store wrote nothing: the same request may be sent again in a moment
+    return JSONResponse(body, status_code=status, headers={"Retry-After": "1"} if isinstance(exc, StoreBusy) else None)
 
 
 async def _on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
