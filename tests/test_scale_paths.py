@@ -544,15 +544,21 @@ def test_the_own_bm25_of_a_large_table_gives_fts5s_very_scores_and_hits(mem, mon
             "我们周末去爬山，看日出", "Café au lait at the e-mail café with Jon", "Nothing about boats here"]
     mem.add([{"speaker": "Ana", "content": t} for t in talk], user="ana", thread="t", group="message")
     mem.add([{"speaker": "Bob", "content": t} for t in talk[:4]], user="bob", thread="t", group="message")
+    for user, texts in (("ana", talk), ("bob", talk[:4])):
+        for text in texts:
+            store.put_fact(Fact(user=user, content=text, status="consolidated"))
     queries = ["kayak lake", "rain kayak quokka ferry", "爬山 日出", "e-mail café", "ana kayak kayak", "boats"]
+    kinds = ["episode", "fact"]
     for user in ("ana", "bob"):
         monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 10**9)
+        monkeypatch.setattr(sqlite, "OWN_BM25_FACT_ROWS", 10**9)
         store._counts.clear()
-        by_fts5 = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
+        by_fts5 = {q: store.search(user, terms(q), kinds, 20) for q in queries}
         monkeypatch.setattr(sqlite, "OWN_BM25_ROWS", 0)
+        monkeypatch.setattr(sqlite, "OWN_BM25_FACT_ROWS", 0)
         store._counts.clear()
         seen = _traced(store)
-        own = {q: store.search(user, terms(q), ["episode"], 20) for q in queries}
+        own = {q: store.search(user, terms(q), kinds, 20) for q in queries}
         assert not [s for s in seen if "bm25(" in s]  # ranked here, not by FTS5
         assert own == by_fts5  # ids and scores, to the last bit
         found = {q for q, hits in by_fts5.items() if hits}
