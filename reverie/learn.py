@@ -304,18 +304,21 @@ class Learner:
                     except StoreBusy:
                         # another writer held the store: nothing was written, and the batch
                         # waits in the queue again (the caller of a flush hears of it)
-                        self._requeue(key, [e.id for e in episodes[start:]] + ids[page_start + LOAD_PAGE :])
+                        busy = [e.id for e in episodes[start:]] + ids[page_start + LOAD_PAGE :]
+                        log.warning("the store was busy learning %d episodes of %s; they wait in the queue "
+                                    "again", len(busy), key)
+                        self._requeue(key, busy, BUSY_RETRY_SECONDS, pending.attempts)
                         raise
                     learned += len(chunk)
             return learned
 
-    def _requeue(self, key: Key, ids: list[str]) -> None:
-        """``ids`` wait in the queue again, due after BUSY_RETRY_SECONDS (nothing is written)."""
-        log.warning("the store was busy learning %d episodes of %s; they wait in the queue again", len(ids), key)
+    def _requeue(self, key: Key, ids: list[str], delay: float, attempts: int) -> None:
+        """``ids`` wait in the queue again, ahead of what was queued meanwhile, due in ``delay``."""
         with self._cond:
             current = self._queue.setdefault(key, _Pending())
             current.ids = dict.fromkeys([*ids, *current.ids])
-            current.due = time.monotonic() + BUSY_RETRY_SECONDS
+            current.attempts = attempts
+            current.due = time.monotonic() + delay
             self._cond.notify()
 
     def _retry_later(
@@ -328,12 +331,7 @@ class Learner:
         self.store.mark_learned(ids, learned=False, error=str(exc)[:500])
         pending.attempts += 1
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
-        with self._cond:
-            current = self._queue.setdefault(key, _Pending())
-            current.ids = dict.fromkeys([*ids, *(later or []), *current.ids])
-            current.attempts = pending.attempts
-            current.due = time.monotonic() + delay
-            self._cond.notify()
+        self._requeue(key, [*ids, *(later or [])], delay, pending.attempts)
 
     # ------------------------------------------------------------ learning one batch
     def learn(self, episodes: list[Episode], *, read_at: Hashable | None = None) -> None:

@@ -253,6 +253,22 @@ def best_first(ranked: Mapping[int, float], limit: int) -> Iterator[list[int]]:
         start, size = start + size, 2 * limit
 
 
+def best_hits(
+    kind: str, ranked: Mapping[int, float], limit: int,
+    lookup: Callable[[list[int]], Mapping[int, tuple[str, frozenset[str] | None]]],
+) -> list[Hit]:
+    """The best ``limit`` rows of a search (pk -> score) that a store may deliver, as hits,
+    looked up a batch at a time (:func:`best_first`): ``lookup(pks)`` gives each of those
+    rows that is live and the user's as pk -> (its id, the query tokens it holds or None)."""
+    hits: list[Hit] = []
+    for batch in best_first(ranked, limit):
+        found = lookup(batch)
+        hits += [Hit(kind, found[pk][0], ranked[pk], found[pk][1]) for pk in batch if pk in found]
+        if len(hits) >= limit:
+            break
+    return hits[:limit]
+
+
 def fts5_idf(rows: int, hits: int) -> float:
     """A phrase's idf among ``rows`` rows, ``hits`` of which hold it (never below 1e-6)."""
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))

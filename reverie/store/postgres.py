@@ -60,7 +60,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
-    best_first,
+    best_hits,
     OWNER_TOKENS,
     ApiKey,
     DreamRun,
@@ -1383,8 +1383,10 @@ class PostgresStore(Store):
                                for pk in held), idf, avgdl)
                 for pk, score in scores.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
-            out += [hit._replace(held=frozenset(lexemes[i] for i, _ in rows[pk][1])) if pk in whole else hit
-                    for pk, hit in self._live_best(kind, user, ranked, limit)]
+            out += self._live_best(
+                kind, user, ranked, limit,
+                lambda pk: frozenset(lexemes[i] for i, _ in rows[pk][1]) if pk in whole else None,
+            )
         return out
 
     # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count),
@@ -1413,20 +1415,20 @@ class PostgresStore(Store):
             if all(part[0] != lexeme for part in parts):
                 parts.append((lexeme, tf))
 
-    def _live_best(self, kind: str, user: str, ranked: dict[int, float], limit: int) -> list[tuple[int, Hit]]:
+    def _live_best(
+        self, kind: str, user: str, ranked: dict[int, float], limit: int,
+        held: Callable[[int], frozenset[str] | None],
+    ) -> list[Hit]:
         """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
-        recall may deliver, looked up a batch at a time: (pk, hit) each."""
+        recall may deliver, looked up a batch at a time; ``held(pk)``: the hit's held tokens."""
         # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
         # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
         sql = (f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
                f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m")
-        hits: list[tuple[int, Hit]] = []
-        for batch in best_first(ranked, limit):
-            ids = dict(self._q(sql, (batch, user)))
-            hits += [(pk, Hit(kind, ids[pk], ranked[pk])) for pk in batch if pk in ids]
-            if len(hits) >= limit:
-                break
-        return hits[:limit]
+        def lookup(batch: list[int]) -> dict[int, tuple[str, frozenset[str] | None]]:
+            return {pk: (item_id, held(pk)) for pk, item_id in self._q(sql, (batch, user))}
+
+        return best_hits(kind, ranked, limit, lookup)
 
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))

@@ -36,7 +36,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     MAX_LEXEME_BYTES,
-    best_first,
+    best_hits,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -1191,16 +1191,12 @@ class SQLiteStore(Store):
         # equal scores the older first, as SQLite's sort of the rows in their order
         # with each row's indexed text: which query ``tokens`` it holds (Hit.held), so that
         # recall need not read the text again
-        hits: list[Hit] = []
-        for batch in best_first(ranked, limit):
+        def lookup(batch: list[int]) -> dict[int, tuple[str, frozenset[str] | None]]:
             rows = self._tuples(f"SELECT m.pk, m.id, c.c0 FROM {main} m JOIN {fts}_content c ON c.id = m.pk "
                                 f"WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}", [*batch, user])
-            found = {r[0]: (r[1], r[2]) for r in rows}
-            hits += [Hit(kind, found[pk][0], ranked[pk], tokens.intersection(fts_tokens(found[pk][1] or "")))
-                     for pk in batch if pk in found]
-            if len(hits) >= limit:
-                break
-        return hits[:limit]
+            return {pk: (item_id, tokens.intersection(fts_tokens(text or ""))) for pk, item_id, text in rows}
+
+        return best_hits(kind, ranked, limit, lookup)
 
     def _scored(self, fts: str, match: str, phrases: list[str], last: int, *, newest: int | None = None) -> dict[int, float]:
         """rowid -> BM25 relevance (higher is better) of the rows ``match`` finds (its
