@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reverie.bench import ConversationGenerator, load_locomo, recall_queries, run_scale
+from reverie.bench.machine import measure
 from reverie.bench.scale import ABSENT, GENERIC_QUERIES, MARKER, USER, BuildRecord, cached_build
 from reverie.cli import app
 from reverie.cli.bench_cmds import _sizes
@@ -108,6 +109,14 @@ def test_small_run_reports_every_figure(runs):
     assert first["budget"] == 500 and first["engine"] == "heuristic"
 
 
+def test_every_run_times_the_same_fixed_work_as_the_machine_reference(runs):
+    _, first, second = runs
+    a, b = first["machine"], second["machine"]
+    assert a["python_ms"] > 0 and a["sqlite_ms"] > 0 and a["sqlite_version"] == sqlite3.sqlite_version
+    # the same work on every run (its results' checksum), whatever time it took
+    assert a["checksum"] == b["checksum"] == measure(repeats=1).checksum
+
+
 def test_small_run_reports_the_dilution_check(runs):
     _, first, second = runs
     dilution = first["dilution"]
@@ -157,8 +166,7 @@ def test_cli_prints_json_and_a_table(runs):
     assert data["sizes"][0]["build_seconds"] == first["sizes"][0]["build_seconds"]
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.output
-    assert "recall p95" in table.stdout and "peak RSS" in table.stdout
-
+    assert "recall p95" in table.stdout and "peak RSS" in table.stdout and "machine reference" in table.stdout
 
 
 def test_cli_runs_the_old_memory_check_on_its_own(runs, locomo_dir):

@@ -41,6 +41,7 @@ from typing import Any
 
 from reverie.bench.child import finish_child, run_child, start_child
 from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, percentile, run_case
+from reverie.bench.machine import MachineReference, machine_reference
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
@@ -1129,6 +1130,8 @@ class ScaleReport:
     old_newer: int = 0
     old_skipped: str = ""  # why an old-memory check asked for was not made
     seconds: float = 0.0
+    # how fast this machine ran fixed work before the sizes were measured (bench/machine.py)
+    machine: MachineReference | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -1140,6 +1143,7 @@ class ScaleReport:
             "reverie": __version__,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "machine": self.machine.as_dict() if self.machine else None,
             "sizes": [s.as_dict() for s in self.sizes],
             "dilution": None,
             "old_memories": None,
@@ -1279,6 +1283,8 @@ def run_scale(
     step = on_step or (lambda label: None)
     root = Path(cache).expanduser()
     started = time.perf_counter()
+    step("machine reference")
+    machine = machine_reference()
     reports: list[SizeReport] = []
     homes: dict[int, Path] = {}
     for n in sorted(set(sizes)):
@@ -1298,7 +1304,7 @@ def run_scale(
                                                         server=postgres)
             step(f"{label}: {recalls} recalls on PostgreSQL")
             reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
-    report = ScaleReport(reports)
+    report = ScaleReport(reports, machine=machine)
     if not dilute:
         report.dilution_skipped = "not asked for (--no-dilution)"
     elif cases and homes:

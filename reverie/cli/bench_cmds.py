@@ -312,6 +312,10 @@ def _print_scale(report: ScaleReport) -> None:
     console.print(table)
     console.print(f"{sizes[0]['recalls']} recalls per size, about half about things the store holds; "
                   "ingest figures of a cached store are those recorded when it was built", style="dim")
+    if data.get("machine"):
+        m = data["machine"]
+        console.print(f"machine reference (fixed work, not reverie's; lower is faster): Python {m['python_ms']:.1f} ms, "
+                      f"SQLite {m['sqlite_version']} full text {m['sqlite_ms']:.1f} ms", style="dim")
     dilution, old = data["dilution"], data["old_memories"]
     if dilution is None:
         console.print(f"dilution check skipped: {data.get('dilution_skipped') or 'no LoCoMo folder'}", style="dim")
