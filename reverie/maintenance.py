@@ -556,6 +556,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             f"{evictions.get('last_count', 0)} on {str(evictions.get('last_at', ''))[:10]} "
             f"(`reverie undo {report.last_eviction}` brings them back; raise fact_capacity to keep more)"
         )
+    report.advice += ctx.store.server_advice()
     if report.facts >= MIN_FACTS_FOR_SHARES and report.high_priority_share < MIN_HIGH_SHARE:
         # young memory has few [3x]+ entries: a sign of health missing, not a sign of ill health
         report.advice.append(f"only {report.high_priority_share:.0%} of the entries are [3x]+ (battle-tested) yet; "

@@ -566,3 +566,18 @@ def test_a_schema_7_store_looks_up_a_searchs_best_from_the_index_alone_on_upgrad
                 "EXPLAIN SELECT m.pk, m.id FROM episodes m WHERE m.user_id = 'ana' AND m.pk = ANY(ARRAY[1, 2]::bigint[]) "
                 "AND m.status = 'completed' AND NOT m.archived").fetchall())
         assert "Index Only Scan using episodes_user_pk" in plan
+
+
+def test_health_says_when_the_server_runs_without_autovacuum(home, pg_url, tmp_path):
+    import psycopg
+
+    from reverie.store.postgres import split_schema
+
+    with psycopg.connect(split_schema(pg_url)[0]) as conn:
+        row = conn.execute("SHOW autovacuum").fetchone()
+    off = row is not None and row[0] == "off"
+    with Memory(home, background=False, store=pg_url) as mem:
+        advice = mem.health(user="ana").advice
+    assert any("autovacuum is off" in line for line in advice) is off
+    with Memory(tmp_path / "embedded", background=False) as mem:  # SQLite has no server to speak of
+        assert not any("autovacuum" in line for line in mem.health(user="ana").advice)

@@ -668,6 +668,11 @@ class Store(ABC):
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         """(completed episodes not learned yet, the newest learning error among them or "")."""
 
+    def server_advice(self) -> list[str]:
+        """What the store's server does that will cost this memory as it grows (for
+        ``health``): nothing for an embedded store."""
+        return []
+
     @abstractmethod
     def count_tags(self, user: str, status: str | None = None) -> int:
         """How many tags the user has (of one status): an index read, not a scan of their rows."""

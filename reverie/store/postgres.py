@@ -1808,6 +1808,17 @@ class PostgresStore(Store):
             self._do("DELETE FROM term_sizes WHERE user_id = %s", (user,))  # their terms went with their items
         return {k: v for k, v in counts.items() if v}
 
+    def server_advice(self) -> list[str]:
+        row = self._one("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")
+        if row is not None and row[0] == "off":
+            return [
+                "PostgreSQL's autovacuum is off on this server: dead rows and stale planner statistics pile up "
+                "as memory grows, and writes and searches slow down with them (a 100k-episode build learning on "
+                "such a server slowed to a third of its speed). Turn autovacuum on, or run VACUUM (ANALYZE) "
+                "on the store's schema regularly"
+            ]
+        return []
+
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         where, params = "status = 'completed' AND NOT learned", []
         if user is not None:
