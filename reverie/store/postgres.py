@@ -1814,7 +1814,7 @@ class PostgresStore(Store):
             return [
                 "PostgreSQL's autovacuum is off on this server: dead rows and stale planner statistics pile up "
                 "as memory grows, and writes and searches slow down with them (a 100k-episode build learning on "
-                "such a server slowed to a third of its speed). Turn autovacuum on, or run VACUUM (ANALYZE) "
+                "such a server slowed to about half its speed). Turn autovacuum on, or run VACUUM (ANALYZE) "
                 "on the store's schema regularly"
             ]
         return []
