@@ -115,6 +115,4 @@ json.dump(measure(job["repeats"]).as_dict(), sys.stdout)
 
 def machine_reference(repeats: int = REPEATS) -> MachineReference:
     """:func:`measure` in a child process that does nothing else."""
-    data = run_child(_CHILD, {"repeats": repeats}, what="machine reference")
-    return MachineReference(float(data["python_ms"]), float(data["sqlite_ms"]), str(data["sqlite_version"]),
-                            int(data["checksum"]))
+    return MachineReference(**run_child(_CHILD, {"repeats": repeats}, what="machine reference"))
