@@ -86,6 +86,7 @@ from reverie.store.base import (
     query_tokens,
     page_of,
 )
+from reverie.store.pg_upkeep import Upkeep
 from reverie.text import index_text
 
 if TYPE_CHECKING:
@@ -674,6 +675,8 @@ class PostgresStore(Store):
             pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {exc}") from exc
         self._pool = pool
+        # vacuum and statistics where the server's autovacuum does not keep them (pg_upkeep)
+        self._upkeep = Upkeep(pool.connection)
         try:
             self._migrate()
         except BaseException:
@@ -729,6 +732,7 @@ class PostgresStore(Store):
                     local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
+        self._upkeep.soon()
 
     def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement."""
@@ -743,6 +747,8 @@ class PostgresStore(Store):
         """Run one statement (in a batch transaction, without waiting for its answer)."""
         with self._connection() as conn:
             conn.execute(sql, params)
+        if not self._in_tx():
+            self._upkeep.soon()
 
     def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; how many rows it changed (a batch transaction waits for it)."""
@@ -759,6 +765,8 @@ class PostgresStore(Store):
         with self._connection() as conn:
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
+        if not self._in_tx():
+            self._upkeep.soon()
 
     def _lock_key(self, name: str) -> str:
         return f"reverie:{self.schema or ''}:{name}"
@@ -822,6 +830,7 @@ class PostgresStore(Store):
         return int(row[0]) if row else 0
 
     def close(self) -> None:
+        self._upkeep.stop()
         with self._held_lock:
             held, self._held = list(self._held), set()
         for conn in held:  # named locks end with their sessions
@@ -1812,10 +1821,9 @@ class PostgresStore(Store):
         row = self._one("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")
         if row is not None and row[0] == "off":
             return [
-                "PostgreSQL's autovacuum is off on this server: dead rows and stale planner statistics pile up "
-                "as memory grows, and writes and searches slow down with them (a 100k-episode build learning on "
-                "such a server slowed to about half its speed). Turn autovacuum on, or run VACUUM (ANALYZE) "
-                "on the store's schema regularly"
+                "PostgreSQL's autovacuum is off on this server: reverie vacuums and analyzes its own tables after "
+                "writes (docs/postgres.md), but the server's other databases get no such care. Turn autovacuum on "
+                "(PostgreSQL's default)"
             ]
         return []
 

@@ -1,0 +1,124 @@
+"""The PostgreSQL store's vacuum and statistics, where the server's autovacuum does not keep them.
+
+PostgreSQL plans each statement from statistics that ``ANALYZE`` gathers, and reclaims
+the rows that updates and deletes leave dead with ``VACUUM``; its autovacuum daemon runs
+both as tables change. A server may run without it (``autovacuum = off``, or
+``autovacuum_enabled = false`` on a table). Then a store that grows from empty is planned
+as if it were still empty. psycopg prepares a statement after its fifth run, and the
+server's generic plan, made while the table was small, stays cached until the table's
+statistics change; on a server without autovacuum they never do. On this project's
+machines a 10,000-episode build read 50 million index entries that way: the episode
+upsert found the row it replaces by scanning the user's every episode (the (user_id, pk)
+index, filtered by id), so each write cost as much as the store held.
+
+So the store does what autovacuum would, for its own tables and only for those that
+autovacuum leaves alone: after writes, at most every :data:`CHECK_SECONDS`, a thread of
+the store's reads the tables' counters (``pg_stat_user_tables``) and vacuums or analyzes
+the tables past the server's own autovacuum thresholds (``autovacuum_*_threshold`` plus
+``*_scale_factor`` times the rows). A new plan follows: an ``ANALYZE`` invalidates the
+cached ones. ``SKIP_LOCKED`` leaves a table that another replica is vacuuming to it.
+Where autovacuum runs, the thread reads the counters and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+log = logging.getLogger("reverie.store")
+
+# how often, at most, the counters are read while writes go on (seconds)
+CHECK_SECONDS = 5.0
+
+# the store's tables that autovacuum leaves alone and that are past its thresholds: what
+# autovacuum would do to each (thresholds and scale factors are the server's settings)
+DUE = """
+SELECT c.relname,
+  s.n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8
+      + current_setting('autovacuum_vacuum_scale_factor')::float8 * greatest(c.reltuples, 0)
+    OR s.n_ins_since_vacuum > current_setting('autovacuum_vacuum_insert_threshold')::float8
+      + current_setting('autovacuum_vacuum_insert_scale_factor')::float8 * greatest(c.reltuples, 0),
+  s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
+      + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
+FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+WHERE s.schemaname = current_schema()
+  AND (current_setting('autovacuum') = 'off' OR coalesce(c.reloptions, '{}') @> ARRAY['autovacuum_enabled=false'])
+ORDER BY c.relname
+"""
+
+
+class Upkeep:
+    """Vacuums and analyzes a store's tables that autovacuum leaves alone, from a thread,
+    after writes (:meth:`soon`), or at once (:meth:`run`). ``connect`` lends a connection
+    in autocommit mode (VACUUM cannot run inside a transaction)."""
+
+    def __init__(self, connect: Callable[[], AbstractContextManager[Any]], *, every: float = CHECK_SECONDS):
+        self._connect = connect
+        self.every = every
+        self._wanted = threading.Event()
+        self._lock = threading.Lock()  # starts and stops the thread
+        self._running = threading.Lock()  # one pass at a time, the thread's or a caller's
+        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
+        self._pid = 0
+        self.done: list[tuple[str, str]] = []  # (table, "vacuum" | "analyze"), the newest 100
+
+    def _running_here(self) -> bool:
+        return self._thread is not None and self._pid == os.getpid()
+
+    def soon(self) -> None:
+        """A write committed: look at the counters within :attr:`every` seconds (the thread
+        starts at the first write, so a process that only reads has none)."""
+        if not self._running_here():
+            with self._lock:
+                if not self._running_here():
+                    self._halt, self._pid = threading.Event(), os.getpid()
+                    self._thread = threading.Thread(target=self._loop, args=(self._halt,),
+                                                    name="reverie-pg-upkeep", daemon=True)
+                    self._thread.start()
+        self._wanted.set()
+
+    def stop(self) -> None:
+        """Stop the thread, after the pass it may be running."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._halt.set()
+        self._wanted.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+
+    def run(self) -> list[tuple[str, str]]:
+        """One pass now: vacuum or analyze each due table; what was done, in order."""
+        did: list[tuple[str, str]] = []
+        with self._running, self._connect() as conn:
+            due = conn.execute(DUE).fetchall()
+            for table, vacuum, analyze in due:
+                if not (vacuum or analyze):
+                    continue
+                name = '"' + str(table).replace('"', '""') + '"'
+                # VACUUM (ANALYZE) when both are due; a table being vacuumed elsewhere is skipped
+                statement = f"VACUUM (SKIP_LOCKED{', ANALYZE' if analyze else ''}) {name}" if vacuum else \
+                    f"ANALYZE (SKIP_LOCKED) {name}"
+                conn.execute(statement)
+                did.append((str(table), "vacuum" if vacuum else "analyze"))
+        self.done = (self.done + did)[-100:]
+        return did
+
+    def _loop(self, halt: threading.Event) -> None:
+        last = 0.0
+        while True:
+            self._wanted.wait()
+            wait = last + self.every - time.monotonic()
+            if halt.wait(max(wait, 0.0)):
+                return
+            self._wanted.clear()  # the writes of the wait are looked at in this pass
+            last = time.monotonic()
+            try:
+                self.run()
+            except Exception as exc:  # the next write asks again; the store works without it
+                log.warning("vacuum or analyze of the PostgreSQL store's tables failed: %s", exc)
