@@ -630,6 +630,7 @@ def test_without_autovacuum_the_store_analyzes_its_tables_and_a_write_stays_one_
         row = store._one("SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL, last_autovacuum IS NULL "
                          "FROM pg_stat_user_tables WHERE relid = 'episodes'::regclass")
         assert row == (True, True, True)
+        assert store._one("SHOW vacuum_cost_delay") == ("0",)  # autovacuum's pace was for the pass alone
         assert ("episodes", "vacuum") not in store._upkeep.run()  # nothing more is due
         # the upsert finds the row it replaces by its key, not among the user's every episode
         new = Episode(user="ana", thread="t", status="completed", messages=[Message(content="new")])

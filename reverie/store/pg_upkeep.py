@@ -96,16 +96,23 @@ class Upkeep:
         """One pass now: vacuum or analyze each due table; what was done, in order."""
         did: list[tuple[str, str]] = []
         with self._running, self._connect() as conn:
-            due = conn.execute(DUE).fetchall()
-            for table, vacuum, analyze in due:
-                if not (vacuum or analyze):
-                    continue
-                name = '"' + str(table).replace('"', '""') + '"'
-                # VACUUM (ANALYZE) when both are due; a table being vacuumed elsewhere is skipped
-                statement = f"VACUUM (SKIP_LOCKED{', ANALYZE' if analyze else ''}) {name}" if vacuum else \
-                    f"ANALYZE (SKIP_LOCKED) {name}"
-                conn.execute(statement)
-                did.append((str(table), "vacuum" if vacuum else "analyze"))
+            due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE).fetchall() if v or a]
+            if not due:
+                return did
+            # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so that a
+            # writer beside it is not starved of the server's I/O
+            conn.execute("SELECT set_config('vacuum_cost_delay', current_setting('autovacuum_vacuum_cost_delay'), "
+                         "false) WHERE current_setting('autovacuum_vacuum_cost_delay') NOT IN ('-1', '-1ms')")
+            try:
+                for table, vacuum, analyze in due:
+                    name = '"' + table.replace('"', '""') + '"'
+                    # VACUUM (ANALYZE) when both are due; a table being vacuumed elsewhere is skipped
+                    statement = f"VACUUM (SKIP_LOCKED{', ANALYZE' if analyze else ''}) {name}" if vacuum else \
+                        f"ANALYZE (SKIP_LOCKED) {name}"
+                    conn.execute(statement)
+                    did.append((table, "vacuum" if vacuum else "analyze"))
+            finally:
+                conn.execute("RESET vacuum_cost_delay")  # the connection goes back to the pool
         self.done = (self.done + did)[-100:]
         return did
 
