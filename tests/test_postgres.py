@@ -704,3 +704,46 @@ def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not(
         store.close()
         drop_schema(name)
     assert store._upkeep._thread is None  # closing stops it
+
+
+def test_closing_the_store_cancels_a_vacuum_under_way():
+    from contextlib import contextmanager
+
+    from reverie.models import Episode, Message
+    from reverie.store.pg_upkeep import DUE
+    from tests.pg import drop_schema, new_schema
+
+    name, url = new_schema()
+    store = PostgresStore(url)
+    try:
+        _without_autovacuum(store)
+        store.load_items("episode", [Episode(user="ana", thread="t", learned=True, messages=[Message(content=f"{n}")])
+                                     for n in range(20000)])
+        assert _until(lambda: any(r[0] == "episodes" and r[1] for r in store._q(DUE)))
+
+        @contextmanager
+        def slow():  # type: ignore[no-untyped-def]
+            with store._pool.connection() as conn:  # a pause after every page: seconds for this table
+                conn.execute("SET vacuum_cost_limit = 1")
+                yield conn
+                conn.execute("RESET vacuum_cost_limit")
+
+        store._upkeep._connect = slow
+        store._upkeep.every = 0
+        store._upkeep.soon()
+
+        def vacuuming() -> int:
+            return int(store._one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM%%' "
+                                  "AND state = 'active' AND datname = current_database()")[0])
+
+        assert _until(lambda: vacuuming() > 0, 20)
+        started = time.monotonic()
+        store.close()
+        assert time.monotonic() - started < 10
+        assert store._upkeep._thread is None
+        with closing(PostgresStore(url)) as again:
+            assert _until(lambda: again._one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM%%' "
+                                             "AND state = 'active'")[0] == 0, 5)
+    finally:
+        store.close()
+        drop_schema(name)

@@ -66,6 +66,7 @@ class Upkeep:
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
         self._pid = 0
+        self._busy: Any = None  # the connection of a pass under way (stop cancels its statement)
         self.done: list[tuple[str, str]] = []  # (table, "vacuum" | "analyze"), the newest 100
 
     def _running_here(self) -> bool:
@@ -84,27 +85,40 @@ class Upkeep:
         self._wanted.set()
 
     def stop(self) -> None:
-        """Stop the thread, after the pass it may be running."""
+        """Stop the thread; a VACUUM or ANALYZE under way is cancelled (the next write of any
+        process that shares the store finds the table due again), so closing a store never
+        waits for a large table's vacuum."""
         with self._lock:
             thread, self._thread = self._thread, None
             self._halt.set()
         self._wanted.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=60)
+        if thread is None or thread is threading.current_thread():
+            return
+        busy = self._busy
+        if busy is not None:
+            try:
+                busy.cancel_safe(timeout=5)
+            except Exception:  # it ended meanwhile, or the server is gone: the join below is short either way
+                pass
+        thread.join(timeout=30)
 
-    def run(self) -> list[tuple[str, str]]:
-        """One pass now: vacuum or analyze each due table; what was done, in order."""
+    def run(self, halt: threading.Event | None = None) -> list[tuple[str, str]]:
+        """One pass now: vacuum or analyze each due table (until ``halt``); what was done, in order."""
         did: list[tuple[str, str]] = []
         with self._running, self._connect() as conn:
-            due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE).fetchall() if v or a]
-            if not due:
-                return did
-            # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so that a
-            # writer beside it is not starved of the server's I/O
-            conn.execute("SELECT set_config('vacuum_cost_delay', current_setting('autovacuum_vacuum_cost_delay'), "
-                         "false) WHERE current_setting('autovacuum_vacuum_cost_delay') NOT IN ('-1', '-1ms')")
+            self._busy = conn
+            due: list[tuple[str, bool, bool]] = []
             try:
+                due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE).fetchall() if v or a]
+                if due:
+                    # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so
+                    # that a writer beside it is not starved of the server's I/O
+                    conn.execute("SELECT set_config('vacuum_cost_delay', current_setting("
+                                 "'autovacuum_vacuum_cost_delay'), false) "
+                                 "WHERE current_setting('autovacuum_vacuum_cost_delay') NOT IN ('-1', '-1ms')")
                 for table, vacuum, analyze in due:
+                    if halt is not None and halt.is_set():
+                        break
                     name = '"' + table.replace('"', '""') + '"'
                     # VACUUM (ANALYZE) when both are due; a table being vacuumed elsewhere is skipped
                     statement = f"VACUUM (SKIP_LOCKED{', ANALYZE' if analyze else ''}) {name}" if vacuum else \
@@ -112,7 +126,9 @@ class Upkeep:
                     conn.execute(statement)
                     did.append((table, "vacuum" if vacuum else "analyze"))
             finally:
-                conn.execute("RESET vacuum_cost_delay")  # the connection goes back to the pool
+                self._busy = None
+                if due:
+                    conn.execute("RESET vacuum_cost_delay")  # the connection goes back to the pool
         self.done = (self.done + did)[-100:]
         return did
 
@@ -126,6 +142,8 @@ class Upkeep:
             self._wanted.clear()  # the writes of the wait are looked at in this pass
             last = time.monotonic()
             try:
-                self.run()
+                self.run(halt)
             except Exception as exc:  # the next write asks again; the store works without it
+                if halt.is_set():
+                    return  # cancelled by stop()
                 log.warning("vacuum or analyze of the PostgreSQL store's tables failed: %s", exc)
