@@ -610,40 +610,10 @@ def _until(check, seconds: float = 30.0):  # type: ignore[no-untyped-def]
         time.sleep(0.3)
 
 
-def test_without_autovacuum_the_store_analyzes_its_tables_and_a_write_stays_one_probe():
-    from reverie.models import Episode, Message
-    from tests.pg import drop_schema, new_schema
-
-    name, url = new_schema()
-    # one connection: the plans it caches are the ones measured; the test runs the passes itself
-    store = PostgresStore(url, min_size=1, max_size=1)
-    store._upkeep.every = 3600
-    try:
-        _without_autovacuum(store)
-        for n in range(20):  # psycopg prepares the upsert after five runs, the server plans it generic after five more
-            store.put_episode(Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")]))
-        store.load_items("episode", [Episode(user="ana", thread=f"t{n % 9}", status="completed", learned=True,
-                                             messages=[Message(content=f"done {n}")]) for n in range(4000)])
-        done = _until(lambda: ("episodes", "vacuum") in store._upkeep.run())  # once the counters reach the server
-        assert done, store._q("SELECT relname, n_ins_since_vacuum, n_mod_since_analyze FROM pg_stat_user_tables "
-                              "WHERE schemaname = current_schema()")
-        row = store._one("SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL, last_autovacuum IS NULL "
-                         "FROM pg_stat_user_tables WHERE relid = 'episodes'::regclass")
-        assert row == (True, True, True)
-        assert store._one("SHOW vacuum_cost_delay") == ("0",)  # autovacuum's pace was for the pass alone
-        assert ("episodes", "vacuum") not in store._upkeep.run()  # nothing more is due
-        # the upsert finds the row it replaces by its key, not among the user's every episode
-        new = Episode(user="ana", thread="t", status="completed", messages=[Message(content="new")])
-        assert _upsert_reads(store, new) < 20
-        new.messages.append(Message(content="more"))
-        assert _upsert_reads(store, new) < 20
-    finally:
-        store.close()
-        drop_schema(name)
-
-
-def test_without_autovacuum_a_learning_claim_reads_the_queue_not_every_learned_episode():
-    from reverie.models import Episode, Message
+@pytest.fixture
+def unvacuumed():  # type: ignore[no-untyped-def]
+    """A store in a schema of its own with autovacuum off for its tables, on one connection
+    (the plans it caches are the ones measured); the test runs the upkeep's passes itself."""
     from tests.pg import drop_schema, new_schema
 
     name, url = new_schema()
@@ -651,29 +621,64 @@ def test_without_autovacuum_a_learning_claim_reads_the_queue_not_every_learned_e
     store._upkeep.every = 3600
     try:
         _without_autovacuum(store)
-        for n in range(20):  # the claims' statements planned generic while the table is nearly empty
-            episode = Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")])
-            store.put_episode(episode)
-            for user in ("ana", None):
-                refs = store.claim_learning("r1", lease_seconds=60, debounce_seconds=0, limit=10, user=user)
-                store.release_learning("r1", [r.id for r in refs])
-            store.mark_learned([episode.id])
-        store.load_items("episode", [Episode(user="ana", thread=f"t{n % 9}", status="completed", learned=True,
-                                             messages=[Message(content=f"done {n}")]) for n in range(4000)])
-        assert _until(lambda: ("episodes", "vacuum") in store._upkeep.run())
-        waiting = Episode(user="ana", thread="t1", status="completed", messages=[Message(content="new")])
-        store.put_episode(waiting)
-        for user in ("ana", None):  # one user's queue, and every user's
-            with store.transaction(), store._connection() as conn:
-                refs = store.claim_learning("r1", lease_seconds=60, debounce_seconds=0, limit=10, user=user)
-                read = conn.execute("SELECT idx_tup_fetch + seq_tup_read FROM pg_stat_xact_user_tables "
-                                    "WHERE relid = 'episodes'::regclass").fetchone()[0]
-            assert [r.id for r in refs] == [waiting.id]
-            assert read < 100, (user, read)  # 21,885 and 33,951 with the plans made on the empty table
-            store.release_learning("r1", [waiting.id])
+        yield store
     finally:
         store.close()
         drop_schema(name)
+
+
+def _learned(count: int):  # type: ignore[no-untyped-def]
+    from reverie.models import Episode, Message
+
+    return [Episode(user="ana", thread=f"t{n % 9}", status="completed", learned=True,
+                    messages=[Message(content=f"done {n}")]) for n in range(count)]
+
+
+def test_without_autovacuum_the_store_analyzes_its_tables_and_a_write_stays_one_probe(unvacuumed):
+    from reverie.models import Episode, Message
+
+    store = unvacuumed
+    for n in range(20):  # psycopg prepares the upsert after five runs, the server plans it generic after five more
+        store.put_episode(Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")]))
+    store.load_items("episode", _learned(4000))
+    done = _until(lambda: ("episodes", "vacuum") in store._upkeep.run())  # once the counters reach the server
+    assert done, store._q("SELECT relname, n_ins_since_vacuum, n_mod_since_analyze FROM pg_stat_user_tables "
+                          "WHERE schemaname = current_schema()")
+    row = store._one("SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL, last_autovacuum IS NULL "
+                     "FROM pg_stat_user_tables WHERE relid = 'episodes'::regclass")
+    assert row == (True, True, True)
+    assert store._one("SHOW vacuum_cost_delay") == ("0",)  # autovacuum's pace was for the pass alone
+    assert ("episodes", "vacuum") not in store._upkeep.run()  # nothing more is due
+    # the upsert finds the row it replaces by its key, not among the user's every episode
+    new = Episode(user="ana", thread="t", status="completed", messages=[Message(content="new")])
+    assert _upsert_reads(store, new) < 20
+    new.messages.append(Message(content="more"))
+    assert _upsert_reads(store, new) < 20
+
+
+def test_without_autovacuum_a_learning_claim_reads_the_queue_not_every_learned_episode(unvacuumed):
+    from reverie.models import Episode, Message
+
+    store = unvacuumed
+    for n in range(20):  # the claims' statements planned generic while the table is nearly empty
+        episode = Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")])
+        store.put_episode(episode)
+        for user in ("ana", None):
+            refs = store.claim_learning("r1", lease_seconds=60, debounce_seconds=0, limit=10, user=user)
+            store.release_learning("r1", [r.id for r in refs])
+        store.mark_learned([episode.id])
+    store.load_items("episode", _learned(4000))
+    assert _until(lambda: ("episodes", "vacuum") in store._upkeep.run())
+    waiting = Episode(user="ana", thread="t1", status="completed", messages=[Message(content="new")])
+    store.put_episode(waiting)
+    for user in ("ana", None):  # one user's queue, and every user's
+        with store.transaction(), store._connection() as conn:
+            refs = store.claim_learning("r1", lease_seconds=60, debounce_seconds=0, limit=10, user=user)
+            read = conn.execute("SELECT idx_tup_fetch + seq_tup_read FROM pg_stat_xact_user_tables "
+                                "WHERE relid = 'episodes'::regclass").fetchone()[0]
+        assert [r.id for r in refs] == [waiting.id]
+        assert read < 100, (user, read)  # 21,885 and 33,951 with the plans made on the empty table
+        store.release_learning("r1", [waiting.id])
 
 
 def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not():

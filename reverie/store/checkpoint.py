@@ -17,10 +17,11 @@ cannot copy yet, because a reader still reads an older snapshot, the next one co
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from pathlib import Path
+
+from reverie.store.background import Background
 
 log = logging.getLogger("reverie.store")
 
@@ -30,48 +31,19 @@ BACKSTOP_PAGES = 20_000
 SETTLE_SECONDS = 0.05
 
 
-class Checkpointer:
-    """Checkpoints ``path``'s log from a thread, soon after each :meth:`soon`. After
-    :meth:`stop` the next :meth:`soon` starts a thread again (a store used after close)."""
+class Checkpointer(Background):
+    """Checkpoints ``path``'s log from a thread, soon after each :meth:`soon` (a commit
+    happened; the thread starts at the first commit, so a process that only reads never
+    has one). :meth:`stop` waits for the checkpoint it may be running (the store's last
+    connection to close checkpoints what is left)."""
 
     def __init__(self, path: Path, busy_timeout_ms: int):
+        super().__init__("reverie-checkpoint")
         self.path = path
         self._busy_ms = busy_timeout_ms
-        self._wanted = threading.Event()
-        self._lock = threading.Lock()
-        # the running thread, the event that halts it, and the process it runs in (a
-        # forked child, which has no such thread, starts its own)
-        self._thread: threading.Thread | None = None
-        self._halt = threading.Event()
-        self._pid = 0
         self.checkpoints = 0  # completed
 
-    def _running_here(self) -> bool:
-        return self._thread is not None and self._pid == os.getpid()
-
-    def soon(self) -> None:
-        """A commit happened: checkpoint shortly (the thread starts at the first commit, so a
-        process that only reads never has one)."""
-        if not self._running_here():
-            with self._lock:
-                if not self._running_here():
-                    self._halt, self._pid = threading.Event(), os.getpid()
-                    self._thread = threading.Thread(target=self._run, args=(self._halt,),
-                                                    name="reverie-checkpoint", daemon=True)
-                    self._thread.start()
-        self._wanted.set()
-
-    def stop(self) -> None:
-        """Stop the thread, after the checkpoint it may be running (the store's last
-        connection to close checkpoints what is left)."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-            self._halt.set()
-        self._wanted.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=30)
-
-    def _run(self, halt: threading.Event) -> None:
+    def _loop(self, halt: threading.Event) -> None:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self._busy_ms / 1000)

@@ -23,12 +23,13 @@ Where autovacuum runs, the thread reads the counters and does nothing.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
+
+from reverie.store.background import Background
 
 log = logging.getLogger("reverie.store")
 
@@ -52,55 +53,30 @@ ORDER BY c.relname
 """
 
 
-class Upkeep:
+class Upkeep(Background):
     """Vacuums and analyzes a store's tables that autovacuum leaves alone, from a thread,
-    after writes (:meth:`soon`), or at once (:meth:`run`). ``connect`` lends a connection
-    in autocommit mode (VACUUM cannot run inside a transaction)."""
+    after writes (:meth:`soon`: the thread starts at the first write, so a process that only
+    reads has none, and looks at the counters within :attr:`every` seconds), or at once
+    (:meth:`run`). ``connect`` lends a connection in autocommit mode (VACUUM cannot run
+    inside a transaction). :meth:`stop` cancels a VACUUM or ANALYZE under way (the next
+    write of any process that shares the store finds the table due again), so closing a
+    store never waits for a large table's vacuum."""
 
     def __init__(self, connect: Callable[[], AbstractContextManager[Any]], *, every: float = CHECK_SECONDS):
+        super().__init__("reverie-pg-upkeep")
         self._connect = connect
         self.every = every
-        self._wanted = threading.Event()
-        self._lock = threading.Lock()  # starts and stops the thread
         self._running = threading.Lock()  # one pass at a time, the thread's or a caller's
-        self._thread: threading.Thread | None = None
-        self._halt = threading.Event()
-        self._pid = 0
-        self._busy: Any = None  # the connection of a pass under way (stop cancels its statement)
+        self._busy: Any = None  # the connection of a pass under way
         self.done: list[tuple[str, str]] = []  # (table, "vacuum" | "analyze"), the newest 100
 
-    def _running_here(self) -> bool:
-        return self._thread is not None and self._pid == os.getpid()
-
-    def soon(self) -> None:
-        """A write committed: look at the counters within :attr:`every` seconds (the thread
-        starts at the first write, so a process that only reads has none)."""
-        if not self._running_here():
-            with self._lock:
-                if not self._running_here():
-                    self._halt, self._pid = threading.Event(), os.getpid()
-                    self._thread = threading.Thread(target=self._loop, args=(self._halt,),
-                                                    name="reverie-pg-upkeep", daemon=True)
-                    self._thread.start()
-        self._wanted.set()
-
-    def stop(self) -> None:
-        """Stop the thread; a VACUUM or ANALYZE under way is cancelled (the next write of any
-        process that shares the store finds the table due again), so closing a store never
-        waits for a large table's vacuum."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-            self._halt.set()
-        self._wanted.set()
-        if thread is None or thread is threading.current_thread():
-            return
+    def _interrupt(self) -> None:
         busy = self._busy
         if busy is not None:
             try:
                 busy.cancel_safe(timeout=5)
-            except Exception:  # it ended meanwhile, or the server is gone: the join below is short either way
+            except Exception:  # it ended meanwhile, or the server is gone: the join is short either way
                 pass
-        thread.join(timeout=30)
 
     def run(self, halt: threading.Event | None = None) -> list[tuple[str, str]]:
         """One pass now: vacuum or analyze each due table (until ``halt``); what was done, in order."""
