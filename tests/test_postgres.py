@@ -684,6 +684,7 @@ def test_without_autovacuum_a_learning_claim_reads_the_queue_not_every_learned_e
 def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not():
     from reverie.models import Episode, Message
     from reverie.store.pg_upkeep import DUE
+    from reverie.store.postgres import TABLES
     from tests.pg import drop_schema, new_schema
 
     name, url = new_schema()
@@ -694,9 +695,15 @@ def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not(
         assert store._upkeep._thread is not None  # a write starts it
         # the tables it looks after: all of them where the server runs without autovacuum, else none
         server_off = store._one("SELECT current_setting('autovacuum')") == ("off",)
-        assert bool(store._q(DUE)) is server_off
+        assert bool(store._q(DUE, (list(TABLES),))) is server_off
         _without_autovacuum(store)  # now every table, whatever the server says
-        assert {r[0] for r in store._q(DUE)} >= {"episodes", "facts", "item_tags", "terms"}
+        assert [r[0] for r in store._q(DUE, (list(TABLES),))] == sorted(TABLES)
+        # the store's tables are all that it looks after: another application's beside them are not its own
+        assert tuple(r[0] for r in store._q("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                            "ORDER BY 1")) == TABLES
+        store._do("CREATE TABLE theirs (n int) WITH (autovacuum_enabled = false)")
+        store._do("INSERT INTO theirs SELECT generate_series(1, 5000)")
+        assert "theirs" not in {r[0] for r in store._q(DUE, (list(TABLES),))}
 
         def episodes_done() -> bool:
             store.put_episode(Episode(user="ana", thread="t", messages=[Message(content="a turn")]))
@@ -716,6 +723,7 @@ def test_closing_the_store_cancels_a_vacuum_under_way():
 
     from reverie.models import Episode, Message
     from reverie.store.pg_upkeep import DUE
+    from reverie.store.postgres import TABLES
     from tests.pg import drop_schema, new_schema
 
     name, url = new_schema()
@@ -724,7 +732,7 @@ def test_closing_the_store_cancels_a_vacuum_under_way():
         _without_autovacuum(store)
         store.load_items("episode", [Episode(user="ana", thread="t", learned=True, messages=[Message(content=f"{n}")])
                                      for n in range(20000)])
-        assert _until(lambda: any(r[0] == "episodes" and r[1] for r in store._q(DUE)))
+        assert _until(lambda: any(r[0] == "episodes" and r[1] for r in store._q(DUE, (list(TABLES),))))
 
         @contextmanager
         def slow():  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -36,7 +36,7 @@ log = logging.getLogger("reverie.store")
 # how often, at most, the counters are read while writes go on (seconds)
 CHECK_SECONDS = 5.0
 
-# the store's tables that autovacuum leaves alone and that are past its thresholds: what
+# the store's tables (of ``tables``) that autovacuum leaves alone and that are past its thresholds: what
 # autovacuum would do to each (thresholds and scale factors are the server's settings)
 DUE = """
 SELECT c.relname,
@@ -47,7 +47,7 @@ SELECT c.relname,
   s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
       + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
 FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-WHERE s.schemaname = current_schema()
+WHERE s.schemaname = current_schema() AND c.relname = ANY(%s)
   AND (current_setting('autovacuum') = 'off' OR coalesce(c.reloptions, '{}') @> ARRAY['autovacuum_enabled=false'])
 ORDER BY c.relname
 """
@@ -62,9 +62,11 @@ class Upkeep(Background):
     write of any process that shares the store finds the table due again), so closing a
     store never waits for a large table's vacuum."""
 
-    def __init__(self, connect: Callable[[], AbstractContextManager[Any]], *, every: float = CHECK_SECONDS):
+    def __init__(self, connect: Callable[[], AbstractContextManager[Any]], tables: Sequence[str], *,
+                 every: float = CHECK_SECONDS):
         super().__init__("reverie-pg-upkeep")
         self._connect = connect
+        self.tables = list(tables)  # the store's own: another application's tables beside them are its own
         self.every = every
         self._running = threading.Lock()  # one pass at a time, the thread's or a caller's
         self._busy: Any = None  # the connection of a pass under way
@@ -85,7 +87,7 @@ class Upkeep(Background):
             self._busy = conn
             due: list[tuple[str, bool, bool]] = []
             try:
-                due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE).fetchall() if v or a]
+                due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE, (self.tables,)).fetchall() if v or a]
                 if due:
                     # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so
                     # that a writer beside it is not starved of the server's I/O

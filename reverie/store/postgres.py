@@ -106,6 +106,12 @@ TSVECTOR_BUDGET = 900_000
 
 _KINDS = ("episode", "fact", "note", "knowledge")
 _TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
+# every table of the store's schema (the migrations create them; a test checks the list)
+TABLES = (
+    "api_keys", "documents", "dream_runs", "episodes", "facts", "fts_stats", "input_keys", "item_tags", "journals",
+    "knowledge", "meta", "notes", "profile", "schema_version", "tag_relations", "tag_sizes", "tags", "term_sizes",
+    "terms", "user_meta",
+)
 # which matches recall may deliver (the others still count in BM25's document frequencies)
 _SEARCH_OK = {
     "episode": "m.status = 'completed' AND NOT m.archived",
@@ -676,7 +682,7 @@ class PostgresStore(Store):
             raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {exc}") from exc
         self._pool = pool
         # vacuum and statistics where the server's autovacuum does not keep them (pg_upkeep)
-        self._upkeep = Upkeep(pool.connection)
+        self._upkeep = Upkeep(pool.connection, TABLES)
         try:
             self._migrate()
         except BaseException:
