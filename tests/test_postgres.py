@@ -692,7 +692,7 @@ def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not(
     store._upkeep.every = 0.2
     try:
         store.put_episode(Episode(user="ana", thread="t", messages=[Message(content="first")]))
-        assert store._upkeep._thread is not None  # a write starts it
+        assert store._upkeep._thread is not None and store._upkeep._thread.is_alive()  # its transactions start it
         # the tables it looks after: all of them where the server runs without autovacuum, else none
         server_off = store._one("SELECT current_setting('autovacuum')") == ("off",)
         assert bool(store._q(DUE, (list(TABLES),))) is server_off

@@ -2,9 +2,9 @@
 
 The SQLite store's checkpoints (:mod:`reverie.store.checkpoint`) and the PostgreSQL
 store's vacuum and statistics (:mod:`reverie.store.pg_upkeep`) both run beside the
-writer, in a thread of the store's. The thread starts at the first :meth:`soon` (so a
-process that only reads has none), starts again in a forked child (which inherits no
-threads) and after :meth:`stop` (a store used after close).
+writer, in a thread of the store's. The thread starts at the first :meth:`soon`, starts
+again in a forked child (which inherits no threads) and after :meth:`stop` (a store used
+after close).
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ upsert found the row it replaces by scanning the user's every episode (the (user
 index, filtered by id), so each write cost as much as the store held.
 
 So the store does what autovacuum would, for its own tables and only for those that
-autovacuum leaves alone: after writes, at most every :data:`CHECK_SECONDS`, a thread of
-the store's reads the tables' counters (``pg_stat_user_tables``) and vacuums or analyzes
+autovacuum leaves alone: after its transactions, at most every :data:`CHECK_SECONDS`, a
+thread of the store's reads the tables' counters (``pg_stat_user_tables``) and vacuums or analyzes
 the tables past the server's own autovacuum thresholds (``autovacuum_*_threshold`` plus
 ``*_scale_factor`` times the rows). A new plan follows: an ``ANALYZE`` invalidates the
 cached ones. ``SKIP_LOCKED`` leaves a table that another replica is vacuuming to it.
-Where autovacuum runs, the thread reads the counters and does nothing.
+Where autovacuum runs, the thread reads the counters (a catalog read of a few
+milliseconds at most every few seconds) and does nothing.
 """
 
 from __future__ import annotations
@@ -55,9 +56,8 @@ ORDER BY c.relname
 
 class Upkeep(Background):
     """Vacuums and analyzes a store's tables that autovacuum leaves alone, from a thread,
-    after writes (:meth:`soon`: the thread starts at the first write, so a process that only
-    reads has none, and looks at the counters within :attr:`every` seconds), or at once
-    (:meth:`run`). ``connect`` lends a connection in autocommit mode (VACUUM cannot run
+    after the store's transactions (:meth:`soon`: the thread starts at the first and looks
+    at the counters within :attr:`every` seconds), or at once (:meth:`run`). ``connect`` lends a connection in autocommit mode (VACUUM cannot run
     inside a transaction). :meth:`stop` cancels a VACUUM or ANALYZE under way (the next
     write of any process that shares the store finds the table due again), so closing a
     store never waits for a large table's vacuum."""
@@ -66,7 +66,7 @@ class Upkeep(Background):
                  every: float = CHECK_SECONDS):
         super().__init__("reverie-pg-upkeep")
         self._connect = connect
-        self.tables = list(tables)  # the store's own: another application's tables beside them are its own
+        self.tables = list(tables)  # the store's own (another application's in its schema are left alone)
         self.every = every
         self._running = threading.Lock()  # one pass at a time, the thread's or a caller's
         self._busy: Any = None  # the connection of a pass under way
@@ -87,7 +87,8 @@ class Upkeep(Background):
             self._busy = conn
             due: list[tuple[str, bool, bool]] = []
             try:
-                due = [(str(t), bool(v), bool(a)) for t, v, a in conn.execute(DUE, (self.tables,)).fetchall() if v or a]
+                rows = conn.execute(DUE, (self.tables,)).fetchall()
+                due = [(str(t), bool(v), bool(a)) for t, v, a in rows if v or a]
                 if due:
                     # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so
                     # that a writer beside it is not starved of the server's I/O
