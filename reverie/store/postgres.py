@@ -1827,8 +1827,8 @@ class PostgresStore(Store):
         row = self._one("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")
         if row is not None and row[0] == "off":
             return [
-                "PostgreSQL's autovacuum is off on this server: reverie vacuums and analyzes its own tables after "
-                "writes (docs/postgres.md), but the server's other databases get no such care. Turn autovacuum on "
+                "PostgreSQL's autovacuum is off on this server: reverie vacuums and analyzes its own tables as it "
+                "works (docs/postgres.md), but the server's other databases get no such care. Turn autovacuum on "
                 "(PostgreSQL's default)"
             ]
         return []
