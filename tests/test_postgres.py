@@ -760,3 +760,37 @@ def test_closing_the_store_cancels_a_vacuum_under_way():
     finally:
         store.close()
         drop_schema(name)
+
+
+def test_a_failing_upkeep_pass_warns_once_and_the_store_goes_on(caplog):
+    import logging
+    from contextlib import contextmanager
+
+    from reverie.models import Episode, Message
+    from tests.pg import drop_schema, new_schema
+
+    name, url = new_schema()
+    store = PostgresStore(url)
+    try:
+        @contextmanager
+        def refused():  # type: ignore[no-untyped-def]
+            with store._pool.connection() as conn:  # a server that cannot run the pass (an older one, a role without rights)
+                conn.execute("SET statement_timeout = 1")
+                try:
+                    yield conn
+                finally:
+                    conn.execute("RESET statement_timeout")
+
+        store._upkeep._connect = refused
+        store._upkeep.every = 0.05
+        with caplog.at_level(logging.DEBUG, logger="reverie.store"):
+            for n in range(40):
+                store.put_episode(Episode(user="ana", thread="t", messages=[Message(content=f"turn {n}")]))
+                time.sleep(0.02)
+            assert _until(lambda: len([r for r in caplog.records if "vacuum or analyze" in r.getMessage()]) >= 2, 10)
+        failed = [r for r in caplog.records if "vacuum or analyze" in r.getMessage()]
+        assert [r.levelno for r in failed][:2] == [logging.WARNING, logging.DEBUG]
+        assert len(store.list_episodes("ana", limit=100)) == 40  # every write landed
+    finally:
+        store.close()
+        drop_schema(name)

@@ -71,6 +71,7 @@ class Upkeep(Background):
         self._running = threading.Lock()  # one pass at a time, the thread's or a caller's
         self._busy: Any = None  # the connection of a pass under way
         self.done: list[tuple[str, str]] = []  # (table, "vacuum" | "analyze"), the newest 100
+        self._warned = False  # a failed pass was logged as a warning
 
     def _interrupt(self) -> None:
         busy = self._busy
@@ -122,7 +123,10 @@ class Upkeep(Background):
             last = time.monotonic()
             try:
                 self.run(halt)
-            except Exception as exc:  # the next write asks again; the store works without it
+            except Exception as exc:  # the next transaction asks again; the store works without it
                 if halt.is_set():
                     return  # cancelled by stop()
-                log.warning("vacuum or analyze of the PostgreSQL store's tables failed: %s", exc)
+                # said once a process at warning level (a server that refuses it refuses it every time)
+                log.log(logging.DEBUG if self._warned else logging.WARNING,
+                        "vacuum or analyze of the PostgreSQL store's tables failed: %s", exc)
+                self._warned = True
