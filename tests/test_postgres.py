@@ -774,7 +774,7 @@ def test_a_failing_upkeep_pass_warns_once_and_the_store_goes_on(caplog):
     try:
         @contextmanager
         def refused():  # type: ignore[no-untyped-def]
-            with store._pool.connection() as conn:  # a server that cannot run the pass (an older one, a role without rights)
+            with store._pool.connection() as conn:  # a server that cannot run the pass (one older than 13)
                 conn.execute("SET statement_timeout = 1")
                 try:
                     yield conn
