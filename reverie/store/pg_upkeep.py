@@ -12,11 +12,12 @@ upsert found the row it replaces by scanning the user's every episode (the (user
 index, filtered by id), so each write cost as much as the store held.
 
 So the store does what autovacuum would, for its own tables and only for those that
-autovacuum leaves alone: after its transactions, at most every :data:`CHECK_SECONDS`, a
-thread of the store's reads the tables' counters (``pg_stat_user_tables``) and vacuums or analyzes
-the tables past the server's own autovacuum thresholds (``autovacuum_*_threshold`` plus
-``*_scale_factor`` times the rows). A new plan follows: an ``ANALYZE`` invalidates the
-cached ones. ``SKIP_LOCKED`` leaves a table that another replica is vacuuming to it.
+autovacuum leaves alone: after its transactions and statements, at most every
+:data:`CHECK_SECONDS`, a thread of the store's reads the tables' counters
+(``pg_stat_user_tables``) and vacuums or analyzes the tables past the server's own
+autovacuum thresholds (``autovacuum_*_threshold`` plus ``*_scale_factor`` times the rows).
+A new plan follows: an ``ANALYZE`` invalidates the cached ones. ``SKIP_LOCKED`` leaves a
+table that another replica is vacuuming to it.
 Where autovacuum runs, the thread reads the counters (a catalog read of a few
 milliseconds at most every few seconds) and does nothing.
 """
@@ -37,8 +38,8 @@ log = logging.getLogger("reverie.store")
 # how often, at most, the counters are read while writes go on (seconds)
 CHECK_SECONDS = 5.0
 
-# the store's tables (of ``tables``) that autovacuum leaves alone and that are past its thresholds: what
-# autovacuum would do to each (thresholds and scale factors are the server's settings)
+# the store's tables (of ``tables``) that autovacuum leaves alone and that are past its
+# thresholds: what autovacuum would do to each (thresholds and scale factors are the server's)
 DUE = """
 SELECT c.relname,
   s.n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8
@@ -56,9 +57,10 @@ ORDER BY c.relname
 
 class Upkeep(Background):
     """Vacuums and analyzes a store's tables that autovacuum leaves alone, from a thread,
-    after the store's transactions (:meth:`soon`: the thread starts at the first and looks
-    at the counters within :attr:`every` seconds), or at once (:meth:`run`). ``connect`` lends a connection in autocommit mode (VACUUM cannot run
-    inside a transaction). :meth:`stop` cancels a VACUUM or ANALYZE under way (the next
+    after the store's transactions and statements (:meth:`soon`: the thread starts at the
+    first and looks at the counters within :attr:`every` seconds), or at once (:meth:`run`).
+    ``connect`` lends a connection in autocommit mode (VACUUM cannot run inside a
+    transaction). :meth:`stop` cancels a VACUUM or ANALYZE under way (the next
     write of any process that shares the store finds the table due again), so closing a
     store never waits for a large table's vacuum."""
 

@@ -703,6 +703,7 @@ class PostgresStore(Store):
                 yield conn
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
+        self._upkeep.soon()  # a statement of its own ended: the upkeep looks at the counters soon
 
     def _failed(self, exc: Exception) -> StoreError:
         """What a failed statement or transaction raises: StoreBusy when the server rolled it
@@ -738,7 +739,7 @@ class PostgresStore(Store):
                     local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
-        self._upkeep.soon()
+        self._upkeep.soon()  # as after a statement of its own (_connection)
 
     def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement."""
@@ -753,8 +754,6 @@ class PostgresStore(Store):
         """Run one statement (in a batch transaction, without waiting for its answer)."""
         with self._connection() as conn:
             conn.execute(sql, params)
-        if not self._in_tx():
-            self._upkeep.soon()
 
     def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; how many rows it changed (a batch transaction waits for it)."""
@@ -771,8 +770,6 @@ class PostgresStore(Store):
         with self._connection() as conn:
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
-        if not self._in_tx():
-            self._upkeep.soon()
 
     def _lock_key(self, name: str) -> str:
         return f"reverie:{self.schema or ''}:{name}"
