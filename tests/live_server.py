@@ -53,3 +53,11 @@ def wait_for(url: str, proc: subprocess.Popen, timeout: float = 30) -> None:
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
+
+
+def wait_until(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``check`` until it holds; fail the test, naming ``what``, after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)

@@ -19,6 +19,7 @@ from reverie.cli import app
 from reverie.scheduler import Scheduler
 from reverie.store import PostgresStore, SQLiteStore
 from tests.fake_openai import Reply
+from tests.live_server import wait_until
 from tests.test_bench import locomo_data
 from tests.test_dream import keep_all_and_add
 
@@ -601,15 +602,6 @@ def _upsert_reads(store: PostgresStore, episode) -> int:  # type: ignore[no-unty
     return int(row[0])
 
 
-def _until(check, seconds: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
-
-
 @pytest.fixture
 def unvacuumed():  # type: ignore[no-untyped-def]
     """A store in a schema of its own with autovacuum off for its tables, on one connection
@@ -641,9 +633,8 @@ def test_without_autovacuum_the_store_analyzes_its_tables_and_a_write_stays_one_
     for n in range(20):  # psycopg prepares the upsert after five runs, the server plans it generic after five more
         store.put_episode(Episode(user="ana", thread="t", status="completed", messages=[Message(content=f"m{n}")]))
     store.load_items("episode", _learned(4000))
-    done = _until(lambda: ("episodes", "vacuum") in store._upkeep.run())  # once the counters reach the server
-    assert done, store._q("SELECT relname, n_ins_since_vacuum, n_mod_since_analyze FROM pg_stat_user_tables "
-                          "WHERE schemaname = current_schema()")
+    # once the counters reach the server
+    wait_until(lambda: ("episodes", "vacuum") in store._upkeep.run(), 30, "a pass that vacuums the episodes")
     row = store._one("SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL, last_autovacuum IS NULL "
                      "FROM pg_stat_user_tables WHERE relid = 'episodes'::regclass")
     assert row == (True, True, True)
@@ -668,7 +659,7 @@ def test_without_autovacuum_a_learning_claim_reads_the_queue_not_every_learned_e
             store.release_learning("r1", [r.id for r in refs])
         store.mark_learned([episode.id])
     store.load_items("episode", _learned(4000))
-    assert _until(lambda: ("episodes", "vacuum") in store._upkeep.run())
+    wait_until(lambda: ("episodes", "vacuum") in store._upkeep.run(), 30, "a pass that vacuums the episodes")
     waiting = Episode(user="ana", thread="t1", status="completed", messages=[Message(content="new")])
     store.put_episode(waiting)
     for user in ("ana", None):  # one user's queue, and every user's
@@ -711,7 +702,7 @@ def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not(
 
         store.load_items("episode", [Episode(user="ana", thread="t", learned=True, messages=[Message(content=f"{n}")])
                                      for n in range(3000)])
-        assert _until(episodes_done), store._upkeep.done
+        wait_until(episodes_done, 30, "the thread's pass over the episodes")
     finally:
         store.close()
         drop_schema(name)
@@ -732,7 +723,8 @@ def test_closing_the_store_cancels_a_vacuum_under_way():
         _without_autovacuum(store)
         store.load_items("episode", [Episode(user="ana", thread="t", learned=True, messages=[Message(content=f"{n}")])
                                      for n in range(20000)])
-        assert _until(lambda: any(r[0] == "episodes" and r[1] for r in store._q(DUE, (list(TABLES),))))
+        wait_until(lambda: any(r[0] == "episodes" and r[1] for r in store._q(DUE, (list(TABLES),))), 30,
+                   "the episodes due for a vacuum")
 
         @contextmanager
         def slow():  # type: ignore[no-untyped-def]
@@ -749,14 +741,14 @@ def test_closing_the_store_cancels_a_vacuum_under_way():
             return int(store._one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM%%' "
                                   "AND state = 'active' AND datname = current_database()")[0])
 
-        assert _until(lambda: vacuuming() > 0, 20)
+        wait_until(lambda: vacuuming() > 0, 20, "a vacuum under way")
         started = time.monotonic()
         store.close()
         assert time.monotonic() - started < 10
         assert store._upkeep._thread is None
         with closing(PostgresStore(url)) as again:
-            assert _until(lambda: again._one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM%%' "
-                                             "AND state = 'active'")[0] == 0, 5)
+            wait_until(lambda: again._one("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM%%' "
+                                             "AND state = 'active'")[0] == 0, 5, "the cancelled vacuum gone")
     finally:
         store.close()
         drop_schema(name)
@@ -787,7 +779,8 @@ def test_a_failing_upkeep_pass_warns_once_and_the_store_goes_on(caplog):
             for n in range(40):
                 store.put_episode(Episode(user="ana", thread="t", messages=[Message(content=f"turn {n}")]))
                 time.sleep(0.02)
-            assert _until(lambda: len([r for r in caplog.records if "vacuum or analyze" in r.getMessage()]) >= 2, 10)
+            wait_until(lambda: len([r for r in caplog.records if "vacuum or analyze" in r.getMessage()]) >= 2, 10,
+                       "two failed passes")
         failed = [r for r in caplog.records if "vacuum or analyze" in r.getMessage()]
         assert [r.levelno for r in failed][:2] == [logging.WARNING, logging.DEBUG]
         assert len(store.list_episodes("ana", limit=100)) == 40  # every write landed

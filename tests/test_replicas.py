@@ -24,7 +24,7 @@ import httpx
 import psycopg
 
 from tests.fake_openai import Reply
-from tests.live_server import free_port, wait_for
+from tests.live_server import free_port, wait_for, wait_until
 from tests.pg import drop_schema, new_schema, server_url
 from tests.test_learning import _extraction
 
@@ -115,13 +115,6 @@ class Clients:
             t.start()
         for t in threads:
             t.join()
-
-
-def wait_until(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_a_killed_replica_loses_no_acknowledged_write_and_its_jobs_are_learned_once(tmp_path, fake_openai):
