@@ -205,7 +205,15 @@ def test_serve_bench_drives_a_real_multi_worker_server(tmp_path):
     for row in report["rows"]:
         assert row["recalls"] == 10 and row["errors"] == 0
         assert row["recalls_per_s"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0
+        assert row["client_cpu_ms"] > 0  # the clients' own share of the machine, per recall
     assert report["rows"][0]["speedup"] == 1.0
+
+
+def test_serve_bench_counts_requests_that_find_no_server_as_errors():
+    from reverie.bench.serve import _free_port, _load
+
+    row = _load([f"http://127.0.0.1:{_free_port()}"], "ana", clients=2, requests=6, budget=500)
+    assert row["recalls"] == 6 and row["errors"] == 6
 
 
 def test_serve_bench_spreads_clients_over_replicas_of_one_postgresql_store(tmp_path, pg_url):

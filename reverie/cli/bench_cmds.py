@@ -188,12 +188,14 @@ def serve_bench(
         emit_json(reports)
         return
     table = Table(title=f"reverie serve: recalls at budget 500 over {home.name}")
-    for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors"):
+    for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors",
+                "client CPU ms"):
         table.add_column(col, justify="right")
     for report in reports:
         for row in report["rows"]:
             table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
-                          f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]))
+                          f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]),
+                          f"{row['client_cpu_ms']:.2f}")
     console.print(table)
 
 
