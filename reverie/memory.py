@@ -120,7 +120,7 @@ class Memory:
             return
         self._closed = True
         try:
-            if waiting := self.recaller.flush_usage():
+            if waiting := self.recaller.close():
                 log.error("usage counts of %d delivered items could not be written at close and are lost "
                           "(see the warning before this)", waiting)
             self.learner.stop(drain=True)

@@ -38,6 +38,7 @@ from reverie.models import (
 )
 from reverie.observe import RECALL_SECONDS, USAGE_FLUSH_FAILURES
 from reverie.profiles import fit_profile
+from reverie.store.background import Background
 from reverie.store.base import Store, fts_tokens
 from reverie.tags import expand
 from reverie.text import terms, token_set, words
@@ -186,6 +187,7 @@ class Recaller:
         self._usage_at: datetime | None = None
         self._usage_lock = threading.Lock()
         self._flushed = time.monotonic()
+        self._later = _LaterFlush(self)
         self._gate = threading.BoundedSemaphore(ctx.settings.recall_threads or (4 if self.store.shared else 1))
 
     # ------------------------------------------------------------ perceive
@@ -414,8 +416,9 @@ class Recaller:
     def _track(self, items: list[RecallItem], now: datetime) -> None:
         """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted.
         With ``usage_flush_seconds`` > 0 the counts gather in memory and are written together
-        at most that often (and at close): a server worker's reads then do not turn every
-        other worker's page cache cold with a write per recall."""
+        at most that often, and within that long when no recall follows (and at close): a
+        server's reads then do not turn every other process's page cache cold with a write
+        per recall, nor take the user's lock on a shared store for each."""
         threshold = self.ctx.settings.promote_score
         strong = [i for i in items if i.kind in ("fact", "episode") and i.score >= threshold]
         if not strong:
@@ -428,6 +431,14 @@ class Recaller:
             due = time.monotonic() - self._flushed >= self.ctx.settings.usage_flush_seconds
         if due:
             self.flush_usage()
+        else:
+            self._later.soon()
+
+    def close(self) -> int:
+        """Stop the thread that writes waiting counts, then write them: how many items'
+        counts could not be written (see :meth:`flush_usage`)."""
+        self._later.stop()
+        return self.flush_usage()
 
     def flush_usage(self) -> int:
         """Write the usage counts gathered so far (one transaction); how many items' counts
@@ -855,3 +866,25 @@ def _cover(
         cand.text_score *= 1 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * share
         if named and not named & has:
             cand.text_score *= NAME_MISS
+
+
+class _LaterFlush(Background):
+    """Writes the usage counts that recalls left waiting once ``usage_flush_seconds`` have
+    passed, when no recall came to write them: one thread of the process's (so one
+    connection), started by the first count that waits."""
+
+    def __init__(self, recaller: Recaller):
+        super().__init__("reverie-usage")
+        self._recaller = recaller
+
+    def _loop(self, halt: threading.Event) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if halt.wait(self._recaller.ctx.settings.usage_flush_seconds):
+                return  # (close writes what is left)
+            try:  # (nothing to do if a recall wrote them meanwhile)
+                if self._recaller.flush_usage():
+                    self._wanted.set()  # the store turned them away: try again after another wait
+            except Exception:  # the thread must survive anything; the counts wait for the next flush
+                log.exception("writing the waiting usage counts failed")

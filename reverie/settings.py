@@ -26,6 +26,11 @@ from reverie.errors import InvalidInput
 from reverie.models import ENGINE_STEPS as STEPS
 
 ENGINE_NAMES = ("heuristic", "openai")
+# a server's usage counts are written together this often: with a write per recall, each
+# process's write turned the other workers' page cache cold (SQLite), and two replicas
+# queued on the user's lock for it (PostgreSQL: 52-58 recalls/s from two replicas, 62-69
+# with this)
+SERVER_USAGE_FLUSH_SECONDS = 2.0
 
 
 class LLMSettings(BaseModel):
@@ -65,7 +70,8 @@ class Settings(BaseModel):
     profile_budget_share: float = Field(0.25, ge=0.0, le=1.0)
     promote_score: float = 0.5
     # recall's usage counts ([Nx], last used) may wait this long in memory before they are
-    # written together (0: each recall writes its own at once); server workers use 2 s
+    # written together (0: each recall writes its own at once); `reverie serve` uses
+    # SERVER_USAGE_FLUSH_SECONDS unless it is set (see for_server)
     usage_flush_seconds: float = Field(0.0, ge=0.0)
     # recalls one process runs at once; more callers wait their turn. A recall is mostly
     # Python, which one process runs on one core at a time: eight at once in threads took
@@ -146,6 +152,14 @@ class Settings(BaseModel):
         """Whether every one of ``steps`` runs on the heuristic engine (in this process, no
         waiting on an endpoint)."""
         return all(self.engine_for(step) == "heuristic" for step in steps)
+
+    def for_server(self) -> "Settings":
+        """These settings for a server process (``reverie serve``, each of its workers and
+        replicas): usage counts written every SERVER_USAGE_FLUSH_SECONDS unless
+        ``usage_flush_seconds`` was set (config.toml, the environment or an override)."""
+        if "usage_flush_seconds" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"usage_flush_seconds": SERVER_USAGE_FLUSH_SECONDS})
 
     @classmethod
     def load(cls, home: str | Path | None = None, **overrides: Any) -> "Settings":

@@ -290,6 +290,36 @@ def test_buffered_usage_counts_are_written_together_and_at_close(home):
         assert memory.fact(fact.id).uses == 4  # written at close
 
 
+def test_usage_counts_left_waiting_are_written_when_no_recall_follows(home):
+    from reverie import Memory
+    from tests.live_server import wait_until
+
+    with Memory(home, background=False, usage_flush_seconds=2) as memory:
+        fact = memory.remember("Ana's marathon is in Lisbon", user="ana")
+        for _ in range(5):
+            assert "Lisbon" in memory.recall("where is my marathon?", user="ana").context
+        assert memory.fact(fact.id).uses < 5  # the last recalls' counts wait in memory
+        wait_until(lambda: memory.fact(fact.id).uses == 5, 15, "the waiting counts to be written")
+        writer = memory.recaller._later._thread
+        assert writer is not None and writer.is_alive()
+    assert not writer.is_alive()  # stopped at close
+
+
+@pytest.mark.parametrize("configured", [None, "config", "environment"])
+def test_a_server_writes_usage_counts_together_unless_told_otherwise(home, monkeypatch, configured):
+    from reverie.settings import SERVER_USAGE_FLUSH_SECONDS, Settings
+
+    home.mkdir(parents=True, exist_ok=True)
+    if configured == "config":
+        (home / "config.toml").write_text("usage_flush_seconds = 0\n", encoding="utf-8")
+    elif configured == "environment":
+        monkeypatch.setenv("REVERIE_USAGE_FLUSH_SECONDS", "0.5")
+    settings = Settings.load(home)
+    assert settings.usage_flush_seconds == {None: 0.0, "config": 0.0, "environment": 0.5}[configured]
+    expected = {None: SERVER_USAGE_FLUSH_SECONDS, "config": 0.0, "environment": 0.5}[configured]
+    assert settings.for_server().usage_flush_seconds == expected
+
+
 def test_a_recall_whose_usage_the_store_cannot_take_still_answers_and_the_counts_wait(home):
     import sqlite3
     import threading

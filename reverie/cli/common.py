@@ -164,8 +164,10 @@ def open_memory(
     background: bool = False,
     create: bool = True,
     learn: str = "here",
+    server: bool = False,
 ) -> Iterator[Memory]:
     """A Memory for one command; errors become a clear message and exit code 2.
+    ``server``: the settings of a server process (:meth:`Settings.for_server`).
 
     ``create=False`` (commands that only read): a home without a store is an error, and
     nothing is created there; a typo in ``--home`` must not leave an empty store behind."""
@@ -179,6 +181,8 @@ def open_memory(
         overrides["store"] = chosen_store()
     with fail_cleanly():
         settings = Settings.load(home, **overrides)
+        if server:
+            settings = settings.for_server()
         if not is_postgres_url(settings.store):  # a PostgreSQL store needs no home folder to exist
             check_home(settings.home, create=create, db=Path(settings.store) if settings.store else None)
         try:

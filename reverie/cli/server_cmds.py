@@ -62,7 +62,7 @@ def serve(
         raise typer.Exit(2)
     learn = "poll" if workers > 1 else "here"
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True,
-                     learn=learn) as mem:
+                     learn=learn, server=True) as mem:
         app_: Any = create_app(mem, auth=not no_auth, default_user=user)
         options: dict[str, Any] = {}
         if workers > 1:

@@ -24,7 +24,6 @@ from reverie.server.rest import create_app
 from reverie.settings import Settings
 
 CONFIG_ENV = "REVERIE_SERVE_WORKER"
-WORKER_USAGE_FLUSH = 2.0
 
 
 class NoDelayHttpProtocol(HttpToolsProtocol):
@@ -64,9 +63,8 @@ def worker_config(home: str, *, auth: bool, default_user: str, overrides: dict[s
 def worker_app() -> FastAPI:
     """The app of one worker (a uvicorn factory, read from the environment)."""
     config = json.loads(os.environ[CONFIG_ENV])
-    # usage counts are written every WORKER_USAGE_FLUSH seconds, not on every recall: a write
-    # from one process makes every other process drop its page cache
-    settings = Settings.load(config["home"], **{"usage_flush_seconds": WORKER_USAGE_FLUSH, **config["overrides"]})
+    # usage counts are written every few seconds, not on every recall (Settings.for_server)
+    settings = Settings.load(config["home"], **config["overrides"]).for_server()
     memory = Memory(settings=settings, background=False, learn="elsewhere")
     app = create_app(memory, auth=config["auth"], default_user=config["user"])
     settle_heap()
