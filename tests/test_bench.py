@@ -209,6 +209,20 @@ def test_serve_bench_drives_a_real_multi_worker_server(tmp_path):
     assert report["rows"][0]["speedup"] == 1.0
 
 
+def test_serve_bench_cli_sets_every_row_against_the_first(tmp_path):
+    from reverie import Memory
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        memory.remember("Ana went hiking in the Alps", user="ana")
+    result = CliRunner().invoke(app, ["bench", "serve", "--home", str(home), "--user", "ana", "--workers", "1",
+                                      "--clients", "1,2", "--requests", "6", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)[0]["rows"]
+    assert rows[0]["x_first"] == 1.0
+    assert rows[1]["x_first"] == pytest.approx(rows[1]["recalls_per_s"] / rows[0]["recalls_per_s"], abs=0.01)
+
+
 def test_serve_bench_counts_requests_that_find_no_server_as_errors():
     from reverie.bench.serve import _free_port, _load
 

@@ -184,18 +184,24 @@ def serve_bench(
             for r in _counts(replicas, "--replicas")
             for w in _counts(workers, "--workers")
         ]
+    # every row against the first (the fewest replicas, workers and clients): with --workers
+    # 1,2 --clients 1,8 the last row is issue 11's ratio, with --replicas 1,2 issue 14's
+    first = reports[0]["rows"][0]["recalls_per_s"] if reports and reports[0]["rows"] else 0.0
+    for report in reports:
+        for row in report["rows"]:
+            row["x_first"] = round(row["recalls_per_s"] / first, 2) if first else 0.0
     if as_json:
         emit_json(reports)
         return
     table = Table(title=f"reverie serve: recalls at budget 500 over {home.name}")
-    for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "p50 ms", "p95 ms", "errors",
-                "client CPU ms"):
+    for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "x first row", "p50 ms", "p95 ms",
+                "errors", "client CPU ms"):
         table.add_column(col, justify="right")
     for report in reports:
         for row in report["rows"]:
             table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
-                          f"{row['speedup']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]),
-                          f"{row['client_cpu_ms']:.2f}")
+                          f"{row['speedup']:.2f}", f"{row['x_first']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}",
+                          str(row["errors"]), f"{row['client_cpu_ms']:.2f}")
     console.print(table)
 
 
