@@ -52,7 +52,6 @@ LAZY_THIRD_PARTY: dict[str, str] = {
 LAZY_OWN: dict[tuple[str, str], str] = {
     ("reverie.cli", "reverie.server"): "FastAPI, uvicorn and the MCP SDK took two thirds of every "
     "CLI command's start (3.7 s of import, 1.2 s without them); only `serve` and `mcp` need them",
-    ("reverie.cli.bench_cmds", "reverie.bench.serve"): "its HTTP client (httpx, 0.1 s); only `bench serve` needs it",
 }
 
 BASE_LAYER = (

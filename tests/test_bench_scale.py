@@ -159,20 +159,30 @@ def test_an_interrupted_build_is_built_again(tmp_path):
 def test_cli_prints_json_and_a_table(runs):
     cache, first, _ = runs
     args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution"]
-    result = CliRunner().invoke(app, [*args, "--json"])
+    result = CliRunner().invoke(app, [*args, "--json", "--serve-requests", "8"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["sizes"][0]["cached"] is True and data["sizes"][0]["recalls"] == 5
     assert data["sizes"][0]["build_seconds"] == first["sizes"][0]["build_seconds"]
-    table = CliRunner().invoke(app, args)
+    # the concurrency check: `reverie serve` over the store with 1 and 2 workers, 1 and 8 clients
+    serve = data["serve"]
+    assert serve["store_episodes"] == EPISODES and serve["replicas"] == []  # (no PostgreSQL in this run)
+    assert [w["workers"] for w in serve["workers"]] == [1, 2]
+    rows = [row for w in serve["workers"] for row in w["rows"]]
+    assert [r["clients"] for r in rows] == [1, 8, 1, 8] and all(r["errors"] == 0 and r["recalls"] == 8 for r in rows)
+    assert rows[0]["x_first"] == 1.0
+    assert serve["workers_ratio"] == pytest.approx(rows[-1]["recalls_per_s"] / rows[0]["recalls_per_s"], abs=0.01)
+    assert serve["workers_p95_ms"] == rows[-1]["p95_ms"]
+    table = CliRunner().invoke(app, [*args, "--serve-requests", "0"])
     assert table.exit_code == 0, table.output
     assert "recall p95" in table.stdout and "peak RSS" in table.stdout and "machine reference" in table.stdout
+    assert "concurrency check skipped" in table.stdout
 
 
 def test_cli_runs_the_old_memory_check_on_its_own(runs, locomo_dir):
     cache, _, _ = runs
     args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution",
-            "--locomo", str(locomo_dir), "--old-memories", "40"]
+            "--locomo", str(locomo_dir), "--old-memories", "40", "--serve-requests", "0"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "Old memories" in result.stdout and "40 newer episodes" in result.stdout
@@ -225,8 +235,14 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
     server = server_url()
     schema = pg_schema(tmp_path / "pg-episodes-120")
     try:
-        first = run_scale([120], cache=tmp_path, recalls=5, postgres=server).as_dict()
+        first = run_scale([120], cache=tmp_path, recalls=5, postgres=server, serve_requests=8).as_dict()
         sqlite, pg = first["sizes"]
+        # the concurrency check also sets two replicas over the PostgreSQL copy against one
+        replicas = first["serve"]["replicas"]
+        assert [r["replicas"] for r in replicas] == [1, 2] and {r["store"] for r in replicas} == {"postgresql"}
+        assert all(row["clients"] == 8 and row["errors"] == 0 and row["recalls"] == 16 for r in replicas for row in r["rows"])
+        assert first["serve"]["replicas_ratio"] == pytest.approx(
+            replicas[1]["rows"][0]["recalls_per_s"] / replicas[0]["rows"][0]["recalls_per_s"], abs=0.01)
         assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")
         assert pg["built"] is True and pg["messages"] == sqlite["messages"]  # the same generated store
         assert pg["recalls"] == 5 and pg["recall_ms"]["p50"] > 0 and pg["peak_rss_mb"] > 0

@@ -42,6 +42,7 @@ from typing import Any
 from reverie.bench.child import finish_child, run_child, start_child
 from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, percentile, run_case
 from reverie.bench.machine import MachineReference, machine_reference
+from reverie.bench.serve import against_first, run_serve_bench
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
@@ -1118,6 +1119,37 @@ def _rows_dict(rows: Sequence[DilutionRow]) -> dict[str, Any]:
     }
 
 
+# the concurrency check (issues 11 and 14): `reverie serve` over the smallest one-user store
+SERVE_WORKERS = (1, 2)  # worker processes over SQLite, each with one client and with eight
+SERVE_CLIENTS = (1, 8)
+SERVE_REPLICAS = (1, 2)  # single-worker replicas over the PostgreSQL copy, eight clients
+
+
+@dataclass
+class ServeCheck:
+    """Recall throughput of `reverie serve` on one size's store: ``workers``, one report of
+    :func:`~reverie.bench.serve.run_serve_bench` per worker count (SQLite); ``replicas``, one
+    per replica count over the PostgreSQL copy (empty without one)."""
+
+    episodes: int
+    workers: list[dict[str, Any]]
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"store_episodes": self.episodes, "workers": self.workers, "replicas": self.replicas}
+        single = self.workers[0]["rows"][0] if self.workers and self.workers[0]["rows"] else None
+        busiest = self.workers[-1]["rows"][-1] if self.workers and self.workers[-1]["rows"] else None
+        if single and busiest and single["recalls_per_s"]:
+            # issue 11: the most workers and clients against one worker and one client
+            out["workers_ratio"] = round(busiest["recalls_per_s"] / single["recalls_per_s"], 2)
+            out["workers_p95_ms"] = busiest["p95_ms"]
+        if len(self.replicas) > 1 and self.replicas[0]["rows"] and self.replicas[0]["rows"][-1]["recalls_per_s"]:
+            # issue 14: the most replicas against one, with the same clients
+            one, most = self.replicas[0]["rows"][-1], self.replicas[-1]["rows"][-1]
+            out["replicas_ratio"] = round(most["recalls_per_s"] / one["recalls_per_s"], 2)
+        return out
+
+
 @dataclass
 class ScaleReport:
     sizes: list[SizeReport]
@@ -1132,6 +1164,8 @@ class ScaleReport:
     seconds: float = 0.0
     # how fast this machine ran fixed work before the sizes were measured (bench/machine.py)
     machine: MachineReference | None = None
+    serve: ServeCheck | None = None
+    serve_skipped: str = ""  # why there is no concurrency check
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -1147,8 +1181,11 @@ class ScaleReport:
             "sizes": [s.as_dict() for s in self.sizes],
             "dilution": None,
             "old_memories": None,
+            "serve": self.serve.as_dict() if self.serve else None,
             "seconds": round(self.seconds, 1),
         }
+        if self.serve_skipped:
+            out["serve_skipped"] = self.serve_skipped
         if self.old:
             out["old_memories"] = {"newer_episodes": self.old_newer, **_rows_dict(self.old)}
         elif self.old_skipped:
@@ -1158,6 +1195,23 @@ class ScaleReport:
         elif self.dilution_skipped:
             out["dilution_skipped"] = self.dilution_skipped
         return out
+
+
+def serve_check(
+    episodes: int, home: Path, requests: int, pg_home: Path | None = None, server: str | None = None,
+) -> ServeCheck:
+    """`reverie serve` over ``home`` with each of SERVE_WORKERS workers and each of
+    SERVE_CLIENTS clients, ``requests`` recalls a row; and, with ``pg_home`` on ``server``,
+    SERVE_REPLICAS single-worker replicas over its PostgreSQL copy with the most clients
+    (twice the requests: a row there is short)."""
+    workers = against_first([run_serve_bench(home, user=USER, workers=w, clients=SERVE_CLIENTS, requests=requests)
+                             for w in SERVE_WORKERS])
+    replicas = []
+    if pg_home is not None and server is not None:
+        replicas = against_first([run_serve_bench(pg_home, user=USER, workers=1, clients=SERVE_CLIENTS[-1:],
+                                                  requests=2 * requests, replicas=r, store=pg_store(server, pg_home))
+                                  for r in SERVE_REPLICAS])
+    return ServeCheck(episodes, workers, replicas)
 
 
 def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int, server: str | None = None) -> SizeReport:
@@ -1261,6 +1315,7 @@ def run_scale(
     each: int = OTHER_EPISODES,
     old: int = 0,
     dilute: bool = True,
+    serve_requests: int = 0,
 ) -> ScaleReport:
     """Build (or reuse) a store per size under ``cache`` and measure it; then the dilution check
     of ``cases`` against the largest one-user store. ``on_build(size, episodes_done, episodes)``
@@ -1269,7 +1324,8 @@ def run_scale(
     ``others``: the largest size is a shared store, ``others`` users of ``each`` episodes
     beside the measured user, who holds the rest. ``old``: the old-memory check of ``cases``
     beneath that many newer episodes (:func:`old_memories`; 0 skips it); ``dilute=False``
-    skips the dilution check (the cases serve the old-memory check alone)."""
+    skips the dilution check (the cases serve the old-memory check alone). ``serve_requests``:
+    the concurrency check on the smallest one-user store (:func:`serve_check`; 0 skips it)."""
     if postgres is not None and not is_postgres_url(postgres):
         raise InvalidInput("the scale benchmark sets SQLite beside a PostgreSQL server: the store must be a "
                            "postgresql:// URL", field="store")
@@ -1279,6 +1335,8 @@ def run_scale(
         raise InvalidInput("recalls must be positive", field="recalls")
     if old < 0:
         raise InvalidInput("old must be a number of newer episodes, 0 or more", field="old_memories")
+    if serve_requests < 0:
+        raise InvalidInput("serve_requests must be a number of recalls, 0 or more", field="serve_requests")
     _measured(max(sizes), others, each)
     step = on_step or (lambda label: None)
     root = Path(cache).expanduser()
@@ -1287,6 +1345,7 @@ def run_scale(
     machine = machine_reference()
     reports: list[SizeReport] = []
     homes: dict[int, Path] = {}
+    pg_homes: dict[int, Path] = {}
     for n in sorted(set(sizes)):
         shared = others if n == max(sizes) else 0
         progress = None if on_build is None else (lambda done, total, n=n: on_build(n, done, total))
@@ -1304,7 +1363,15 @@ def run_scale(
                                                         server=postgres)
             step(f"{label}: {recalls} recalls on PostgreSQL")
             reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
+            if not shared:
+                pg_homes[n] = pg_home
     report = ScaleReport(reports, machine=machine)
+    if serve_requests and homes:
+        smallest = min(homes)
+        step(f"{smallest:,} episodes: reverie serve")
+        report.serve = serve_check(smallest, homes[smallest], serve_requests, pg_homes.get(smallest), postgres)
+    elif serve_requests:
+        report.serve_skipped = "no one-user store in this run"
     if not dilute:
         report.dilution_skipped = "not asked for (--no-dilution)"
     elif cases and homes:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
-import httpx
 
 QUERIES = (
     "What did we talk about last week?", "Where did Ana go hiking?", "What does Bob think about cooking?",
@@ -64,9 +63,12 @@ def run_serve_bench(
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs):
             _wait(url, proc)
-            with httpx.Client(base_url=url, timeout=60) as warm:
+            warm = _connect(url)
+            try:
                 for q in QUERIES * workers:  # every worker opens its store and warms its caches
-                    warm.post("/api/memory/recall", params={"user": user}, json={"query": q, "budget": budget})
+                    _recall(warm, _recall_path(user), q, budget)
+            finally:
+                warm.close()
         rows = [_load(urls, user, n, requests, budget) for n in clients]
     finally:
         for proc in procs:
@@ -84,16 +86,52 @@ def run_serve_bench(
             "requests": requests, "budget": budget, "rows": rows}
 
 
+def _connect(url: str, timeout: float = 60) -> HTTPConnection:
+    """A keep-alive connection to ``url`` (http://host:port). The standard library's, not
+    httpx: the clients share the machine's cores with the servers, and httpx took 1.9-2.7 ms
+    of CPU a recall where this takes ~0.6 (each row's client_cpu_ms says what they took)."""
+    parts = urlsplit(url)
+    return HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+
+
+def _recall_path(user: str) -> str:
+    return f"/api/memory/recall?{urlencode({'user': user})}"
+
+
+def _recall(http: HTTPConnection, path: str, query: str, budget: int) -> int:
+    """One recall over ``http``; the response's status."""
+    http.request("POST", path, json.dumps({"query": query, "budget": budget}), {"Content-Type": "application/json"})
+    response = http.getresponse()
+    response.read()
+    return response.status
+
+
+def against_first(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set every row of ``reports`` (run_serve_bench's, in the order run) against the first
+    row, the fewest replicas, workers and clients (``x_first``): with workers 1 and 2 and
+    clients 1 and 8 the last row's is issue 11's ratio, with replicas 1 and 2 issue 14's."""
+    first = reports[0]["rows"][0]["recalls_per_s"] if reports and reports[0]["rows"] else 0.0
+    for report in reports:
+        for row in report["rows"]:
+            row["x_first"] = round(row["recalls_per_s"] / first, 2) if first else 0.0
+    return reports
+
+
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"reverie serve exited with {proc.returncode}")
+        http = _connect(url, timeout=1)
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            http.request("GET", "/healthz")
+            if http.getresponse().status == 200:
                 return
-        except httpx.HTTPError:
-            time.sleep(0.2)
+        except (OSError, HTTPException):
+            pass  # not listening yet
+        finally:
+            http.close()
+        time.sleep(0.2)
     raise RuntimeError("reverie serve did not answer within 60 s")
 
 
@@ -102,25 +140,17 @@ def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: i
     errors = 0
     lock = threading.Lock()
     per_client = max(1, requests // clients)
-    path = f"/api/memory/recall?{urlencode({'user': user})}"
+    path = _recall_path(user)
 
     def client(index: int) -> None:
         nonlocal errors
-        # client i talks to replica i mod N: the clients are spread evenly over the replicas.
-        # The standard library's keep-alive connection, not httpx: the clients share the
-        # machine's cores with the servers, and httpx took 1.9-2.7 ms of CPU a recall where
-        # this takes ~0.6 (client_cpu_ms says what they took)
-        parts = urlsplit(urls[index % len(urls)])
-        http = HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+        # client i talks to replica i mod N: the clients are spread evenly over the replicas
+        http = _connect(urls[index % len(urls)])
         try:
             for i in range(per_client):
-                body = json.dumps({"query": QUERIES[(index + i) % len(QUERIES)], "budget": budget})
                 started = time.perf_counter()
                 try:
-                    http.request("POST", path, body, {"Content-Type": "application/json"})
-                    response = http.getresponse()
-                    response.read()
-                    failed = response.status != 200
+                    failed = _recall(http, path, QUERIES[(index + i) % len(QUERIES)], budget) != 200
                 except (OSError, HTTPException):  # counted; the next request opens a new connection
                     http.close()
                     failed = True

@@ -19,7 +19,8 @@ from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.locomo import K_BUDGET
 from reverie.bench.endpoint import run_endpoint_bench
 from reverie.bench.inputs import SIZES, run_input_sizes
-from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, ScaleReport, run_scale
+from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, SERVE_CLIENTS, SERVE_REPLICAS, SERVE_WORKERS, ScaleReport, run_scale
+from reverie.bench.serve import against_first, run_serve_bench
 from reverie.bench.scale import SIZES as SCALE_SIZES
 from reverie.bench.stream import DEFAULT_CACHE as STREAM_CACHE
 from reverie.bench.stream import run_ingest_bench
@@ -125,6 +126,12 @@ def scale(
                      "first, this many newer synthetic episodes on top, then their questions (0 skips it; "
                      "30000 takes a few minutes)."),
     ] = 0,
+    serve_requests: Annotated[
+        int,
+        typer.Option("--serve-requests", min=0, help="Recalls a row of the concurrency check: `reverie serve` "
+                     "over the smallest one-user store with 1 and 2 workers and 1 and 8 clients (and, with "
+                     "--store, 1 and 2 replicas over its PostgreSQL copy); 0 skips it."),
+    ] = 400,
     as_json: Json = False,
 ) -> None:
     """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size.
@@ -152,7 +159,7 @@ def scale(
             report = run_scale(
                 sizes, cache=cache, recalls=recalls, cases=cases, rebuild=rebuild, on_build=on_build,
                 on_step=lambda label: progress.update(status, description=label), postgres=chosen_store(),
-                others=others, old=old_memories, dilute=not no_dilution,
+                others=others, old=old_memories, dilute=not no_dilution, serve_requests=serve_requests,
             )
     if as_json:
         emit_json(report.as_dict())
@@ -175,8 +182,6 @@ def serve_bench(
 ) -> None:
     """Recall throughput and latency of `reverie serve --workers N` (or of N replicas over one store,
     e.g. with --store postgresql://...) with one client and with several."""
-    from reverie.bench.serve import run_serve_bench  # its HTTP client only when it runs
-
     with fail_cleanly():
         reports = [
             run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests,
@@ -184,24 +189,24 @@ def serve_bench(
             for r in _counts(replicas, "--replicas")
             for w in _counts(workers, "--workers")
         ]
-    # every row against the first (the fewest replicas, workers and clients): with --workers
-    # 1,2 --clients 1,8 the last row is issue 11's ratio, with --replicas 1,2 issue 14's
-    first = reports[0]["rows"][0]["recalls_per_s"] if reports and reports[0]["rows"] else 0.0
-    for report in reports:
-        for row in report["rows"]:
-            row["x_first"] = round(row["recalls_per_s"] / first, 2) if first else 0.0
+    against_first(reports)
     if as_json:
         emit_json(reports)
         return
-    table = Table(title=f"reverie serve: recalls at budget 500 over {home.name}")
+    _print_serve(reports, f"reverie serve: recalls at budget 500 over {home.name}")
+
+
+def _print_serve(reports: list[dict[str, Any]], title: str) -> None:
+    """The rows of `reverie bench serve` reports (:func:`against_first` applied)."""
+    table = Table(title=title)
     for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "x first row", "p50 ms", "p95 ms",
                 "errors", "client CPU ms"):
         table.add_column(col, justify="right")
     for report in reports:
         for row in report["rows"]:
             table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
-                          f"{row['speedup']:.2f}", f"{row['x_first']:.2f}", f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}",
-                          str(row["errors"]), f"{row['client_cpu_ms']:.2f}")
+                          f"{row['speedup']:.2f}", f"{row['x_first']:.2f}",
+                          f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]), f"{row['client_cpu_ms']:.2f}")
     console.print(table)
 
 
@@ -335,6 +340,20 @@ def _print_scale(report: ScaleReport) -> None:
     if old is not None:
         _print_rows(old, f"Old memories: LoCoMo evidence recall @ {old['budget']} tokens, alone vs ingested first "
                          f"with {old['newer_episodes']:,} newer episodes on top (same user)", "beneath")
+    serve = data.get("serve")
+    if serve is None:
+        console.print(f"concurrency check skipped: {data.get('serve_skipped') or 'not asked for (--serve-requests 0)'}",
+                      style="dim")
+    else:
+        where = f"the {serve['store_episodes']:,}-episode store"
+        _print_serve(serve["workers"], f"Concurrency: reverie serve over {where} (SQLite)")
+        if "workers_ratio" in serve:
+            console.print(f"{SERVE_WORKERS[-1]} workers and {SERVE_CLIENTS[-1]} clients against 1 worker and 1 client: "
+                          f"{serve['workers_ratio']:.2f}x, p95 {serve['workers_p95_ms']:.1f} ms", style="dim")
+        if serve["replicas"]:
+            _print_serve(serve["replicas"], f"Concurrency: replicas over {where} (PostgreSQL)")
+        if "replicas_ratio" in serve:
+            console.print(f"{SERVE_REPLICAS[-1]} replicas against 1: {serve['replicas_ratio']:.2f}x", style="dim")
     console.print(f"run took {data['seconds']:.0f} s", style="dim")
 
 
