@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
-
 QUERIES = (
     "What did we talk about last week?", "Where did Ana go hiking?", "What does Bob think about cooking?",
     "When is the trip to Lisbon?", "Who lent me the camera?", "How much was the guitar?",

@@ -19,9 +19,11 @@ from reverie.bench import BUDGETS, LocomoReport, load_locomo, run_locomo
 from reverie.bench.locomo import K_BUDGET
 from reverie.bench.endpoint import run_endpoint_bench
 from reverie.bench.inputs import SIZES, run_input_sizes
-from reverie.bench.scale import DEFAULT_CACHE, OTHER_EPISODES, SERVE_CLIENTS, SERVE_REPLICAS, SERVE_WORKERS, ScaleReport, run_scale
-from reverie.bench.serve import against_first, run_serve_bench
+from reverie.bench.scale import (
+    DEFAULT_CACHE, OTHER_EPISODES, SERVE_CLIENTS, SERVE_REPLICAS, SERVE_WORKERS, ScaleReport, run_scale,
+)
 from reverie.bench.scale import SIZES as SCALE_SIZES
+from reverie.bench.serve import against_first, run_serve_bench
 from reverie.bench.stream import DEFAULT_CACHE as STREAM_CACHE
 from reverie.bench.stream import run_ingest_bench
 from reverie.cli.common import (
