@@ -173,6 +173,10 @@ def test_cli_prints_json_and_a_table(runs):
     assert rows[0]["x_first"] == 1.0
     assert serve["workers_ratio"] == pytest.approx(rows[-1]["recalls_per_s"] / rows[0]["recalls_per_s"], abs=0.01)
     assert serve["workers_p95_ms"] == rows[-1]["p95_ms"]
+    # the servers recalled (and counted uses) in a copy: the cached store is as it was built
+    with closing(sqlite3.connect(Path(data["sizes"][0]["home"]) / "reverie.db")) as db:
+        assert db.execute("SELECT max(uses) FROM episodes").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM facts WHERE uses > 0").fetchone()[0] == 0
     table = CliRunner().invoke(app, [*args, "--serve-requests", "0"])
     assert table.exit_code == 0, table.output
     assert "recall p95" in table.stdout and "peak RSS" in table.stdout and "machine reference" in table.stdout
@@ -229,7 +233,7 @@ def test_cli_reads_sizes_with_suffixes_and_refuses_nonsense(tmp_path):
 
 
 def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_path):
-    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
+    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
     from tests.pg import server_url
 
     server = server_url()
@@ -243,6 +247,8 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
         assert all(row["clients"] == 8 and row["errors"] == 0 and row["recalls"] == 16 for r in replicas for row in r["rows"])
         assert first["serve"]["replicas_ratio"] == pytest.approx(
             replicas[1]["rows"][0]["recalls_per_s"] / replicas[0]["rows"][0]["recalls_per_s"], abs=0.01)
+        with _pg_connect(server) as conn:  # they served a scratch copy, dropped after
+            assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_serve%'").fetchone()[0] == 0
         assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")
         assert pg["built"] is True and pg["messages"] == sqlite["messages"]  # the same generated store
         assert pg["recalls"] == 5 and pg["recall_ms"]["p50"] > 0 and pg["peak_rss_mb"] > 0
@@ -260,7 +266,7 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
 
 
 def test_a_shared_store_holds_the_measured_user_among_others_and_postgresql_copies_it(tmp_path):
-    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
+    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
     from tests.pg import server_url
 
     server = server_url()

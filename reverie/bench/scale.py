@@ -33,6 +33,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from itertools import accumulate
@@ -46,7 +47,7 @@ from reverie.bench.serve import against_first, run_serve_bench
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
-from reverie.store.postgres import EXTRA, is_postgres_url, split_schema, with_schema
+from reverie.store.postgres import EXTRA, is_postgres_url, scratch_schema, split_schema, with_schema
 from reverie.version import __version__
 
 __all__ = [
@@ -1194,20 +1195,28 @@ class ScaleReport:
         return out
 
 
-def serve_check(
-    episodes: int, home: Path, requests: int, pg_home: Path | None = None, server: str | None = None,
-) -> ServeCheck:
-    """`reverie serve` over ``home`` with each of SERVE_WORKERS workers and each of
-    SERVE_CLIENTS clients, ``requests`` recalls a row; and, with ``pg_home`` on ``server``,
-    SERVE_REPLICAS single-worker replicas over its PostgreSQL copy with the most clients
-    (twice the requests: a row there is short)."""
-    workers = against_first([run_serve_bench(home, user=USER, workers=w, clients=SERVE_CLIENTS, requests=requests)
-                             for w in SERVE_WORKERS])
-    replicas = []
-    if pg_home is not None and server is not None:
-        replicas = against_first([run_serve_bench(pg_home, user=USER, workers=1, clients=SERVE_CLIENTS[-1:],
-                                                  requests=2 * requests, replicas=r, store=pg_store(server, pg_home))
-                                  for r in SERVE_REPLICAS])
+def serve_check(episodes: int, home: Path, requests: int, server: str | None = None) -> ServeCheck:
+    """`reverie serve` over a copy of ``home`` with each of SERVE_WORKERS workers and each of
+    SERVE_CLIENTS clients, ``requests`` recalls a row; and, with ``server`` (a PostgreSQL URL),
+    SERVE_REPLICAS single-worker replicas over that copy migrated into a scratch schema, with
+    the most clients (twice the requests: a row there is short). A served recall counts a
+    use of what it delivers (and may promote a fact), so the cached store is not served: it
+    stays as it was built, for the next run and for the dilution check."""
+    with tempfile.TemporaryDirectory(prefix="reverie-serve-") as tmp:
+        copy = Path(tmp) / "home"
+        shutil.copytree(home, copy)
+        with ExitStack() as stack:
+            pg = None
+            if server is not None:  # (copied before any recall wrote to the copy)
+                pg = stack.enter_context(scratch_schema(split_schema(server)[0], prefix="reverie_serve"))
+                with Memory(copy, background=False, engine=ENGINE) as mem:
+                    migrate_home(mem.ctx, pg, compare_exports=False)
+                _vacuum_analyze(server, str(split_schema(pg)[1]))
+            workers = against_first([run_serve_bench(copy, user=USER, workers=w, clients=SERVE_CLIENTS,
+                                                     requests=requests) for w in SERVE_WORKERS])
+            replicas = [] if pg is None else against_first([
+                run_serve_bench(copy, user=USER, workers=1, clients=SERVE_CLIENTS[-1:], requests=2 * requests,
+                                replicas=r, store=pg) for r in SERVE_REPLICAS])
     return ServeCheck(episodes, workers, replicas)
 
 
@@ -1342,7 +1351,6 @@ def run_scale(
     machine = machine_reference()
     reports: list[SizeReport] = []
     homes: dict[int, Path] = {}
-    pg_homes: dict[int, Path] = {}
     for n in sorted(set(sizes)):
         shared = others if n == max(sizes) else 0
         progress = None if on_build is None else (lambda done, total, n=n: on_build(n, done, total))
@@ -1360,13 +1368,11 @@ def run_scale(
                                                         server=postgres)
             step(f"{label}: {recalls} recalls on PostgreSQL")
             reports.append(measure_size(pg_home, pg_record, pg_built, recalls, server=postgres))
-            if not shared:
-                pg_homes[n] = pg_home
     report = ScaleReport(reports, machine=machine)
     if serve_requests and homes:
         smallest = min(homes)
         step(f"{smallest:,} episodes: reverie serve")
-        report.serve = serve_check(smallest, homes[smallest], serve_requests, pg_homes.get(smallest), postgres)
+        report.serve = serve_check(smallest, homes[smallest], serve_requests, postgres)
     elif serve_requests:
         report.serve_skipped = "no one-user store in this run"
     if not dilute:
