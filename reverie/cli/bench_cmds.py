@@ -132,7 +132,8 @@ def scale(
         int,
         typer.Option("--serve-requests", min=0, help="Recalls a row of the concurrency check: `reverie serve` "
                      "over the smallest one-user store with 1 and 2 workers and 1 and 8 clients (and, with "
-                     "--store, 1 and 2 replicas over a PostgreSQL copy of it); 0 skips it. It serves a copy: the cached stores stay as built."),
+                     "--store, 1 and 2 replicas over a PostgreSQL copy of it); 0 skips it. It serves a copy: "
+                     "the cached stores stay as built."),
     ] = 400,
     as_json: Json = False,
 ) -> None:
