@@ -682,8 +682,14 @@ def test_the_upkeep_thread_runs_after_writes_and_only_where_autovacuum_does_not(
     store = PostgresStore(url)
     store._upkeep.every = 0.2
     try:
+        woken: list[int] = []
+        wake = store._upkeep.soon
+        store._upkeep.soon = lambda: (woken.append(1), wake())[1]  # type: ignore[method-assign]
+        store.list_episodes("ana")
+        store.get_profile("ana")
+        assert woken == []  # reads change no counter: a recall never wakes it
         store.put_episode(Episode(user="ana", thread="t", messages=[Message(content="first")]))
-        assert store._upkeep._thread is not None and store._upkeep._thread.is_alive()  # its transactions start it
+        assert woken and store._upkeep._thread is not None and store._upkeep._thread.is_alive()  # writes wake it
         # the tables it looks after: all of them where the server runs without autovacuum, else none
         server_off = store._one("SELECT current_setting('autovacuum')") == ("off",)
         assert bool(store._q(DUE, (list(TABLES),))) is server_off

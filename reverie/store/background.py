@@ -1,8 +1,9 @@
-"""A store's helper thread that starts when it is first asked for work, once per process.
+"""A helper thread that starts when it is first asked for work, once per process.
 
 The SQLite store's checkpoints (:mod:`reverie.store.checkpoint`) and the PostgreSQL
 store's vacuum and statistics (:mod:`reverie.store.pg_upkeep`) both run beside the
-writer, in a thread of the store's. The thread starts at the first :meth:`soon`, starts
+writer, in a thread of the store's; recall's usage counts left waiting are written by one
+of the recaller's (``reverie.recall``). The thread starts at the first :meth:`soon`, starts
 again in a forked child (which inherits no threads) and after :meth:`stop` (a store used
 after close).
 """

@@ -703,7 +703,12 @@ class PostgresStore(Store):
                 yield conn
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
-        self._upkeep.soon()  # a statement of its own ended: the upkeep looks at the counters soon
+
+    def _wrote(self) -> None:
+        """A statement of its own (outside a transaction, whose end says it) changed rows: the
+        upkeep looks at the counters soon. A read changes none, so a recall never wakes it."""
+        if not self._in_tx():
+            self._upkeep.soon()
 
     def _failed(self, exc: Exception) -> StoreError:
         """What a failed statement or transaction raises: StoreBusy when the server rolled it
@@ -739,12 +744,16 @@ class PostgresStore(Store):
                     local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
-        self._upkeep.soon()  # as after a statement of its own (_connection)
+        self._upkeep.soon()  # a transaction ended: the upkeep looks at the counters soon
 
     def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement."""
         with self._connection() as conn:
-            return conn.execute(sql, params).fetchall()
+            cursor = conn.execute(sql, params)
+            rows = cursor.fetchall()
+        if not (cursor.statusmessage or "").startswith("SELECT"):  # rows returned by a write: RETURNING
+            self._wrote()
+        return rows
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         rows = self._q(sql, params)
@@ -754,6 +763,7 @@ class PostgresStore(Store):
         """Run one statement (in a batch transaction, without waiting for its answer)."""
         with self._connection() as conn:
             conn.execute(sql, params)
+        self._wrote()
 
     def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; how many rows it changed (a batch transaction waits for it)."""
@@ -762,7 +772,8 @@ class PostgresStore(Store):
             pipe = getattr(self._local, "pipe", None)  # set only inside a batch transaction
             if pipe is not None:
                 pipe.sync()
-            return cursor.rowcount
+        self._wrote()
+        return cursor.rowcount
 
     def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -770,6 +781,7 @@ class PostgresStore(Store):
         with self._connection() as conn:
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
+        self._wrote()
 
     def _lock_key(self, name: str) -> str:
         return f"reverie:{self.schema or ''}:{name}"
