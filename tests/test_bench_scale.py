@@ -266,7 +266,7 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
 
 
 def test_a_shared_store_holds_the_measured_user_among_others_and_postgresql_copies_it(tmp_path):
-    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
+    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
     from tests.pg import server_url
 
     server = server_url()
