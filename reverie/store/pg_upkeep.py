@@ -12,7 +12,7 @@ upsert found the row it replaces by scanning the user's every episode (the (user
 index, filtered by id), so each write cost as much as the store held.
 
 So the store does what autovacuum would, for its own tables and only for those that
-autovacuum leaves alone: after its transactions and statements, at most every
+autovacuum leaves alone: after its transactions and the statements that write, at most every
 :data:`CHECK_SECONDS`, a thread of the store's reads the tables' counters
 (``pg_stat_user_tables``) and vacuums or analyzes the tables past the server's own
 autovacuum thresholds (``autovacuum_*_threshold`` plus ``*_scale_factor`` times the rows).
@@ -57,7 +57,7 @@ ORDER BY c.relname
 
 class Upkeep(Background):
     """Vacuums and analyzes a store's tables that autovacuum leaves alone, from a thread,
-    after the store's transactions and statements (:meth:`soon`: the thread starts at the
+    after the store's transactions and writes (:meth:`soon`: the thread starts at the
     first and looks at the counters within :attr:`every` seconds), or at once (:meth:`run`).
     ``connect`` lends a connection in autocommit mode (VACUUM cannot run inside a
     transaction). :meth:`stop` cancels a VACUUM or ANALYZE under way (the next
