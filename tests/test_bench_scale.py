@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from reverie.bench import ConversationGenerator, load_locomo, recall_queries, run_scale
 from reverie.bench.machine import measure
 from reverie.bench.scale import ABSENT, GENERIC_QUERIES, MARKER, USER, BuildRecord, cached_build
+from reverie.bench.targets import DILUTION_LOSS, FRESH_TURNS_PER_S, targets
 from reverie.cli import app
 from reverie.cli.bench_cmds import _sizes
 from reverie.memory import Memory
@@ -129,6 +130,46 @@ def test_small_run_reports_the_dilution_check(runs):
     assert second["dilution"] is None and second["dilution_skipped"]
 
 
+def test_the_run_judges_each_target_it_measured(runs):
+    _, first, second = runs
+    by_name = {(t["name"], t["where"]): t for t in first["targets"]}
+    fresh = by_name[("learning (add + learn) from an empty store", f"SQLite, the {EPISODES:,}-episode build")]
+    assert fresh["value"] == first["sizes"][0]["ingest_turns_per_s"] and fresh["bound"] == FRESH_TURNS_PER_S
+    assert fresh["met"] is (fresh["value"] >= FRESH_TURNS_PER_S)
+    (row,) = first["dilution"]["conversations"]
+    diluted = by_name[("evidence recall at 500, diluted against alone", f"conversation tiny, beside {EPISODES:,} episodes")]
+    assert diluted["value"] == row["difference"] and diluted["met"] is (row["difference"] >= -DILUTION_LOSS)
+    # no dilution check, no size of 100k or 1M: only the learning target is measured
+    assert [t["name"] for t in second["targets"]] == ["learning (add + learn) from an empty store"]
+
+
+def test_targets_name_only_the_sizes_and_stores_they_bound(runs):
+    _, first, _ = runs
+    size = first["sizes"][0]
+    shared = {"users": 800, "episodes_each": 1000, "messages": 1, "ingest_turns_per_s": 1.0}
+    report = {"sizes": [
+        {**size, "episodes": 100_000, "user_episodes": 100_000, "recall_ms": {**size["recall_ms"], "p95": 24.0}},
+        {**size, "episodes": 100_000, "user_episodes": 20_000, "others": shared},  # a shared 100k: no target
+        {**size, "episodes": 1_000_000, "user_episodes": 200_000, "others": shared, "peak_rss_mb": 250.0,
+         "recall_ms": {**size["recall_ms"], "p95": 49.0}},
+        {**size, "store": "postgresql", "episodes": 1_000_000, "user_episodes": 200_000, "others": shared,
+         "copied_from": "sqlite", "recall_ms": {**size["recall_ms"], "p95": 51.0}},
+    ]}
+    got = [(t.name, t.where, t.value, t.met) for t in targets(report)]
+    assert got == [
+        ("recall p95 at budget 500", "SQLite, 100,000 episodes (one user)", 24.0, True),
+        ("recall p95 at budget 500", "SQLite, 1,000,000 episodes (heavy user of 200,000 among 800 users)", 49.0, True),
+        ("peak RSS of a recall-only process", "SQLite, 1,000,000 episodes (heavy user of 200,000 among 800 users)",
+         250.0, False),
+        ("recall p95 at budget 500", "PostgreSQL, 1,000,000 episodes (heavy user of 200,000 among 800 users)", 51.0, False),
+        ("peak RSS of a recall-only process", "PostgreSQL, 1,000,000 episodes (heavy user of 200,000 among 800 users)",
+         size["peak_rss_mb"], size["peak_rss_mb"] <= 200),
+        # learning from the one-user SQLite build of 100k (its last tenth); none of 100k is "fresh"
+        ("learning (add + learn) with 100k stored", "SQLite, the last tenth of the 100,000-episode build",
+         size["tail"]["ingest_turns_per_s"], size["tail"]["ingest_turns_per_s"] >= 2000),
+    ]
+
+
 def test_second_run_reuses_the_cached_store_and_its_recorded_figures(runs):
     cache, first, second = runs
     home = cache / f"episodes-{EPISODES}"
@@ -173,6 +214,10 @@ def test_cli_prints_json_and_a_table(runs):
     assert rows[0]["x_first"] == 1.0
     assert serve["workers_ratio"] == pytest.approx(rows[-1]["recalls_per_s"] / rows[0]["recalls_per_s"], abs=0.01)
     assert serve["workers_p95_ms"] == rows[-1]["p95_ms"]
+    judged = {t["name"]: t for t in data["targets"]}
+    ratio = judged["throughput, 2 workers and 8 clients against 1 and 1"]
+    assert ratio["value"] == serve["workers_ratio"] and ratio["met"] is (serve["workers_ratio"] >= 1.6)
+    assert judged["recall p95, 2 workers and 8 clients"]["value"] == serve["workers_p95_ms"]
     # the servers recalled (and counted uses) in a copy: the cached store is as it was built
     with closing(sqlite3.connect(Path(data["sizes"][0]["home"]) / "reverie.db")) as db:
         assert db.execute("SELECT max(uses) FROM episodes").fetchone()[0] == 0
@@ -181,6 +226,7 @@ def test_cli_prints_json_and_a_table(runs):
     assert table.exit_code == 0, table.output
     assert "recall p95" in table.stdout and "peak RSS" in table.stdout and "machine reference" in table.stdout
     assert "concurrency check skipped" in table.stdout
+    assert "Targets" in table.stdout and "learning (add + learn) from an empty store" in table.stdout
 
 
 def test_cli_runs_the_old_memory_check_on_its_own(runs, locomo_dir):
@@ -247,6 +293,10 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
         assert all(row["clients"] == 8 and row["errors"] == 0 and row["recalls"] == 16 for r in replicas for row in r["rows"])
         assert first["serve"]["replicas_ratio"] == pytest.approx(
             replicas[1]["rows"][0]["recalls_per_s"] / replicas[0]["rows"][0]["recalls_per_s"], abs=0.01)
+        (judged,) = [t for t in first["targets"] if t["name"] == "throughput, 2 replicas against 1, 8 clients"]
+        assert judged["value"] == first["serve"]["replicas_ratio"] and judged["where"].startswith("reverie serve, PostgreSQL")
+        # learning is judged on the SQLite build only (the PostgreSQL store's build is not issue 11's default)
+        assert [t["where"] for t in first["targets"] if t["name"].startswith("learning")] == ["SQLite, the 120-episode build"]
         with _pg_connect(server) as conn:  # they served a scratch copy, dropped after
             assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_serve%'").fetchone()[0] == 0
         assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")

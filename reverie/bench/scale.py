@@ -44,6 +44,7 @@ from reverie.bench.child import finish_child, run_child, start_child
 from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, percentile, run_case
 from reverie.bench.machine import MachineReference, machine_reference
 from reverie.bench.serve import against_first, run_serve_bench
+from reverie.bench.targets import targets
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
@@ -1192,6 +1193,7 @@ class ScaleReport:
             out["dilution"] = {"store_episodes": self.dilution_episodes, **_rows_dict(self.dilution)}
         elif self.dilution_skipped:
             out["dilution_skipped"] = self.dilution_skipped
+        out["targets"] = [t.as_dict() for t in targets(out)]
         return out
 
 

@@ -357,7 +357,25 @@ def _print_scale(report: ScaleReport) -> None:
             _print_serve(serve["replicas"], f"Concurrency: replicas over {where} (PostgreSQL)")
         if "replicas_ratio" in serve:
             console.print(f"{SERVE_REPLICAS[-1]} replicas against 1: {serve['replicas_ratio']:.2f}x", style="dim")
+    _print_targets(data["targets"])
     console.print(f"run took {data['seconds']:.0f} s", style="dim")
+
+
+def _print_targets(rows: list[dict[str, Any]]) -> None:
+    """The scale targets this run measured (reverie.bench.targets), each met or missed."""
+    if not rows:
+        console.print("no scale target measured by this run (see docs/scale.md)", style="dim")
+        return
+    table = Table(title="Targets (docs/scale.md), as this run measured them on this machine")
+    for col in ("target", "where", "measured", "bound", "met"):
+        table.add_column(col, justify="right" if col in ("measured", "bound") else "left")
+    for t in rows:
+        unit = f" {t['unit']}" if t["unit"] else ""
+        table.add_row(t["name"], t["where"], f"{t['value']:,g}{unit}", f"{'>=' if t['at_least'] else '<='} {t['bound']:,g}{unit}",
+                      "yes" if t["met"] else "[bold]no[/bold]")
+    console.print(table)
+    met = sum(1 for t in rows if t["met"])
+    console.print(f"{met} of {len(rows)} met; speed figures move with the machine (see its reference above)", style="dim")
 
 
 def _print_rows(check: dict[str, Any], title: str, label: str) -> None:
