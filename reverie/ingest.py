@@ -329,7 +329,7 @@ def _jsonl_messages(path: Path) -> Iterator[RawMessage]:
                 try:
                     yield json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg}",
+                    raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg} (column {exc.colno})",
                                        field=f"line {number}") from exc
 
 

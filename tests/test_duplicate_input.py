@@ -56,6 +56,9 @@ def test_cli_ingest_of_the_same_file_twice_stores_nothing_new_and_says_so(home, 
     assert (second["episodes"], second["skipped"], second["skipped_messages"]) == (0, 2, 4)
     third = _cli("ingest", str(talk), "--user", "ana", home=home)
     assert "Ingested 0 episodes" in third and "skipped 2 stored before" in third
+    # the count is the user's, after the ingest (not what this ingest added)
+    facts = json.loads(_cli("facts", "--user", "ana", "--json", home=home))
+    assert f"ana has {len(facts)} facts now" in third
     episodes = json.loads(_cli("episodes", "--user", "ana", "--json", home=home))
     assert len(episodes) == 2
 

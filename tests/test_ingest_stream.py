@@ -100,6 +100,7 @@ def test_a_bad_line_stops_the_ingest_there_and_says_what_was_stored(tmp_path, mo
             mem.ingest(path, user="u")
         message = str(caught.value)
         assert "line 45 is not JSON" in message and "messages before it were stored" in message
+        assert "(column 2)" in message  # where on the line: `{not json` breaks at its second character
         stored = len(mem.episodes(user="u", limit=1000))
         assert stored > 0
         lines[44] = json.dumps(raw[44])

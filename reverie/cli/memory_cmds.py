@@ -64,7 +64,7 @@ def ingest(
             console.print(
                 f"Ingested [bold]{report.episodes}[/] episodes from {report.conversations} conversation(s); "
                 f"skipped [bold]{report.skipped}[/] stored before{partial}; "
-                f"learned from {report.learned}. {report.facts} facts stored."
+                f"learned from {report.learned}. {user} has {report.facts} facts now."
             )
         fail_if_waiting(waiting, error, as_json)
 
