@@ -43,10 +43,6 @@ class Target:
         return {"name": self.name, "where": self.where, "value": self.value, "bound": self.bound,
                 "unit": self.unit, "at_least": self.at_least, "met": self.met}
 
-    def describe(self) -> str:
-        """The bound as a reader checks it: ">= 5,000 turns/s", "<= 25 ms"."""
-        return f"{'>=' if self.at_least else '<='} {self.bound:,g} {self.unit}".rstrip()
-
 
 _STORE = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
