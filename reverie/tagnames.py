@@ -42,21 +42,30 @@ def bigrams(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=65536)
-def tag_features(name: str) -> tuple[str, str, frozenset[str], frozenset[str], bool]:
-    """(key, compact spelling, its bigrams, key words, has CJK): what pairwise checks compare."""
+def tag_features(name: str) -> tuple[str, str, int, int, frozenset[str], bool]:
+    """(key, compact spelling, how many bigrams it has, their mask, key words, has CJK): what
+    pairwise checks compare. The bigrams themselves (:func:`bigrams`) are made again where a
+    check needs them, which the mask makes rare: a cache of tens of thousands of tag names
+    holding a set of bigrams each was as many more objects for every full pass of the
+    cyclic garbage collector to walk."""
     key = tag_key(name)
     flat = compact(name)
-    return key, flat, bigrams(flat), frozenset(key.split()), has_cjk(flat)
+    grams = bigrams(flat)
+    mask = 0
+    for g in grams:
+        mask |= 1 << (hash(g) & 127)  # any bit per bigram does: a bound on how many two names share
+    return key, flat, len(grams), mask, frozenset(key.split()), has_cjk(flat)
 
 
 @lru_cache(maxsize=65536)
-def relation_keys(name: str) -> frozenset[str]:
-    """The keys two tags must share to be compared at all."""
-    key, flat, grams, word_set, cjk = tag_features(name)
+def relation_keys(name: str) -> tuple[str, ...]:
+    """The keys two tags must share to be compared at all, sorted (a tuple of strings, which
+    the collector stops tracking)."""
+    key, flat, _, _, word_set, cjk = tag_features(name)
     keys = {f"k:{key}", f"p:{flat[:4]}"} | {f"w:{w}" for w in word_set}
     if cjk:
-        keys |= {f"b:{b}" for b in grams}
-    return frozenset(keys)
+        keys |= {f"b:{b}" for b in bigrams(flat)}
+    return tuple(sorted(keys))
 
 
 class TagNeighbours:
@@ -93,7 +102,7 @@ class TagNeighbours:
         """Live tags that share a relation key with ``name`` (at most ``per_key`` of each key's,
         the first added), in a stable order."""
         seen: dict[str, None] = {}
-        for k in sorted(relation_keys(name)):
+        for k in relation_keys(name):  # (sorted)
             found = self._index.get(k, ())
             for other in found if per_key is None else found[:per_key]:
                 if other != name:

@@ -8,12 +8,11 @@ that could relate to it.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 from reverie.engines.base import GovernRequest, RelationProposal, TagDecisions
 from reverie.engines.heuristic.lexicon import GENERIC_WORDS
-from reverie.tagnames import TagNeighbours, tag_features
+from reverie.tagnames import TagNeighbours, bigrams, tag_features
 from reverie.text import STOPWORDS, has_cjk, jaccard, stem, words
 
 
@@ -28,16 +27,6 @@ def _is_generic_tag(name: str) -> bool:
     )
 
 
-@lru_cache(maxsize=65536)
-def _bigram_mask(name: str) -> int:
-    """The bigrams of ``name``'s compact spelling as bits of a 128-bit int (some may share a
-    bit): a cheap bound on how many two names share, and nothing for the garbage collector."""
-    mask = 0
-    for g in tag_features(name)[2]:
-        mask |= 1 << (hash(g) & 127)  # any bit per bigram does: the bound holds whichever it gets
-    return mask
-
-
 def _near_spelling(a: frozenset[str], b: frozenset[str]) -> bool:
     """Bigram Jaccard >= 0.8 (which needs sets of nearly one size: the length check comes first)."""
     return 0.8 * max(len(a), len(b)) <= min(len(a), len(b)) and jaccard(a, b) >= 0.8
@@ -47,19 +36,18 @@ def _relations(name: str, others: list[str]) -> list[tuple[str, Literal["synonym
     """The first :data:`RELATIONS_PER_TAG` of ``others`` that ``name`` relates to, in their order:
     a synonym when only case, plural or hyphen differ; related when one's words hold the
     other's, when the spellings are near, or (Chinese) when one spelling holds the other."""
-    key, flat, grams, word_set, cjk = tag_features(name)
-    mask, size = _bigram_mask(name), len(grams)
+    key, flat, size, mask, word_set, cjk = tag_features(name)
     related: list[tuple[str, Literal["synonym", "related"]]] = []
     for other in others:
-        b_key, b_flat, b_grams, b_words, _ = tag_features(other)
+        b_key, b_flat, b_size, b_mask, b_words, _ = tag_features(other)
         if b_key == key:
             related.append((other, "synonym"))
         # near spelling last, and only where the masks allow it: the bigrams' union has at least
         # as many bigrams as the masks' union has bits (u), so the Jaccard of n and m bigrams is
         # at most (n + m - u) / u, under 0.8 when 5 (n + m) < 9 u
         elif word_set < b_words or b_words < word_set or (
-                5 * (size + len(b_grams)) >= 9 * (mask | _bigram_mask(other)).bit_count()
-                and _near_spelling(grams, b_grams)) or (
+                5 * (size + b_size) >= 9 * (mask | b_mask).bit_count()
+                and _near_spelling(bigrams(flat), bigrams(b_flat))) or (
                 cjk and min(len(flat), len(b_flat)) >= 2 and (flat in b_flat or b_flat in flat)):
             related.append((other, "related"))
         else:
