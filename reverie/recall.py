@@ -64,6 +64,8 @@ TAG_WEIGHT = 0.3
 RECENCY_WEIGHT = 0.2
 TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
+# the kinds of item recall matches
+ITEM_KINDS = ("episode", "fact", "note", "knowledge")
 DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
 # the categories of fact recall delivers whatever the query, and how many more than the
@@ -250,8 +252,10 @@ class Recaller:
         self, user: str, query_terms: list[str], perception: Perception, loaded: dict[str, Episode]
     ) -> tuple[dict[tuple[str, str], _Candidate], list[str]]:
         candidates: dict[tuple[str, str], _Candidate] = {}
-        hits = self.store.search(user, query_terms, ("episode", "fact", "note", "knowledge"), CANDIDATES_PER_KIND)
-        top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ("episode", "fact", "note", "knowledge")}
+        # a shallow answer delivers no daily note: their search is skipped
+        kinds = ITEM_KINDS if perception.route != "shallow" else tuple(k for k in ITEM_KINDS if k != "note")
+        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND)
+        top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ITEM_KINDS}
         floor = max(top.values()) * KIND_NORM_FLOOR
         top = {kind: max(score, floor) for kind, score in top.items()}
         for h in hits:
@@ -288,7 +292,7 @@ class Recaller:
             }
             # a posting adds its weight times its tag's: the expansion's, over the tag's idf
             factor = {t: expansion.weights[t] / math.log(2 + counts.get(t, 1)) for t in strongest}
-            postings = self.store.postings(user, strongest, ("episode", "fact", "note", "knowledge"), per_tag=caps)
+            postings = self.store.postings(user, strongest, ITEM_KINDS, per_tag=caps)
             for kind, item_id, tag, weight in postings:
                 key = (kind, item_id)
                 strength[key] = strength.get(key, 0.0) + factor[tag] * weight

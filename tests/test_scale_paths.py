@@ -677,3 +677,18 @@ def test_a_search_looks_up_its_best_rows_best_first_in_growing_batches():
     flat = [pk for batch in batches for pk in batch]
     assert flat == sorted(ranked, key=lambda pk: (-ranked[pk], pk))
     assert list(best_first({}, 40)) == []
+
+
+def test_a_shallow_recall_does_not_search_the_daily_notes_it_would_not_deliver(mem):
+    mem.add([{"role": "user", "content": "We booked the kayak trip to Lake Bled for June"},
+             {"role": "assistant", "content": "Lake Bled in June sounds lovely"}], user="ana", thread="t")
+    mem.flush()
+    assert mem.store.note_lines("ana", mem.episodes(user="ana")[0].occurred_at.date().isoformat())
+    seen = _traced(mem.store)
+    shallow = mem.recall("kayak trip?", user="ana", track=False)
+    assert shallow.route == "shallow"
+    assert not [s for s in seen if "notes_fts" in s] and shallow.items
+    seen.clear()
+    medium = mem.recall("what did we plan for the kayak trip to Lake Bled last month?", user="ana", track=False)
+    assert medium.route == "medium"
+    assert [s for s in seen if "notes_fts" in s]  # a medium answer may deliver a note: searched
