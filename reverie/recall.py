@@ -39,7 +39,7 @@ from reverie.models import (
 from reverie.observe import RECALL_SECONDS, USAGE_FLUSH_FAILURES
 from reverie.profiles import fit_profile
 from reverie.store.background import Background
-from reverie.store.base import Store, fts_tokens
+from reverie.store.base import ITEM_KINDS, Store, fts_tokens
 from reverie.tags import expand
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
@@ -64,8 +64,6 @@ TAG_WEIGHT = 0.3
 RECENCY_WEIGHT = 0.2
 TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
-# the kinds of item recall matches
-ITEM_KINDS = ("episode", "fact", "note", "knowledge")
 DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
 # the categories of fact recall delivers whatever the query, and how many more than the
