@@ -953,12 +953,10 @@ class PostgresStore(Store):
 
     def _episode(self, row: tuple[Any, ...]) -> Episode:
         episode = Episode.model_validate_json(row[7])
-        # counters live in columns so that touch() needs no JSON rewrite
-        episode.uses = row[2]
-        episode.last_used_at = _utc(row[3])
-        episode.learned = bool(row[4])
-        episode.archived = bool(row[5])
-        episode.status = row[6]
+        # counters live in columns so that touch() needs no JSON rewrite (set as SQLiteStore
+        # sets them, in the model's __dict__)
+        episode.__dict__.update(uses=row[2], last_used_at=_utc(row[3]), learned=bool(row[4]), archived=bool(row[5]),
+                                status=row[6])
         return episode
 
     def get_episode(self, episode_id: str) -> Episode | None:
@@ -1163,9 +1161,7 @@ class PostgresStore(Store):
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
         fact = Fact.model_validate_json(row[5])
-        fact.uses = row[2]
-        fact.last_used_at = _utc(row[3])
-        fact.status = row[4]
+        fact.__dict__.update(uses=row[2], last_used_at=_utc(row[3]), status=row[4])
         return fact
 
     def get_fact(self, fact_id: str) -> Fact | None:
