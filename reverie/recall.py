@@ -64,6 +64,8 @@ TAG_WEIGHT = 0.3
 RECENCY_WEIGHT = 0.2
 TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
+# the kinds a shallow recall searches: it delivers no daily note (see _deliver)
+_SHALLOW_KINDS = tuple(k for k in ITEM_KINDS if k != "note")
 DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
 # the categories of fact recall delivers whatever the query, and how many more than the
@@ -251,7 +253,7 @@ class Recaller:
     ) -> tuple[dict[tuple[str, str], _Candidate], list[str]]:
         candidates: dict[tuple[str, str], _Candidate] = {}
         # a shallow answer delivers no daily note: their search is skipped
-        kinds = ITEM_KINDS if perception.route != "shallow" else tuple(k for k in ITEM_KINDS if k != "note")
+        kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
         hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND)
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ITEM_KINDS}
         floor = max(top.values()) * KIND_NORM_FLOOR

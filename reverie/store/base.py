@@ -311,6 +311,19 @@ def episode_columns(episode: Episode, ts: Callable[[datetime | None], Any]) -> d
     }
 
 
+_M = TypeVar("_M", Episode, Fact)
+
+
+def with_counters(item: _M, **columns: Any) -> _M:
+    """``item`` parsed from its ``body``, with the values both stores keep in columns (uses,
+    last use, status, and an episode's learned and archived flags: touch() moves them without
+    rewriting the JSON) set over the body's. Set in the model's ``__dict__``, as pydantic's own
+    assignment sets them (the models do not validate assignment), without its Python a field:
+    1.5% of a LoCoMo-scale recall's instructions, by callgrind."""
+    item.__dict__.update(columns)
+    return item
+
+
 def fact_columns(fact: Fact, ts: Callable[[datetime | None], Any]) -> dict[str, Any]:
     """A fact's row, as both stores keep it (see :func:`episode_columns`)."""
     return {

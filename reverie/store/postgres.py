@@ -61,6 +61,7 @@ from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
     best_hits,
+    with_counters,
     OWNER_TOKENS,
     ApiKey,
     DreamRun,
@@ -952,12 +953,8 @@ class PostgresStore(Store):
         self._write("episode", _episode_columns(episode), episode_text(episode) if reindex else None)
 
     def _episode(self, row: tuple[Any, ...]) -> Episode:
-        episode = Episode.model_validate_json(row[7])
-        # counters live in columns so that touch() needs no JSON rewrite (set as SQLiteStore
-        # sets them, in the model's __dict__)
-        episode.__dict__.update(uses=row[2], last_used_at=_utc(row[3]), learned=bool(row[4]), archived=bool(row[5]),
-                                status=row[6])
-        return episode
+        return with_counters(Episode.model_validate_json(row[7]), uses=row[2], last_used_at=_utc(row[3]),
+                             learned=bool(row[4]), archived=bool(row[5]), status=row[6])
 
     def get_episode(self, episode_id: str) -> Episode | None:
         return self.get_episodes([episode_id]).get(episode_id)
@@ -1160,9 +1157,7 @@ class PostgresStore(Store):
         self._write("fact", _fact_columns(fact), _searched_fact_text(fact))
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
-        fact = Fact.model_validate_json(row[5])
-        fact.__dict__.update(uses=row[2], last_used_at=_utc(row[3]), status=row[4])
-        return fact
+        return with_counters(Fact.model_validate_json(row[5]), uses=row[2], last_used_at=_utc(row[3]), status=row[4])
 
     def get_fact(self, fact_id: str) -> Fact | None:
         return self.get_facts([fact_id]).get(fact_id)

@@ -37,6 +37,7 @@ from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     MAX_LEXEME_BYTES,
     best_hits,
+    with_counters,
     OWNER_TOKENS,
     FACT_ORDERS,
     ITEM_KINDS,
@@ -711,13 +712,9 @@ class SQLiteStore(Store):
         self._write("episode", columns, episode_text(episode) if reindex else None)
 
     def _episode(self, row: sqlite3.Row) -> Episode:
-        episode = Episode.model_validate_json(row["body"])
-        # counters live in columns so that touch() needs no JSON rewrite; set in the model's
-        # __dict__, as pydantic's own assignment does without validate_assignment, minus its
-        # per-field Python (1.5% of a LoCoMo-scale recall's instructions, by callgrind)
-        episode.__dict__.update(uses=row["uses"], last_used_at=_dt(row["last_used_at"]), learned=bool(row["learned"]),
-                                archived=bool(row["archived"]), status=row["status"])
-        return episode
+        return with_counters(Episode.model_validate_json(row["body"]), uses=row["uses"],
+                             last_used_at=_dt(row["last_used_at"]), learned=bool(row["learned"]),
+                             archived=bool(row["archived"]), status=row["status"])
 
     def get_episode(self, episode_id: str) -> Episode | None:
         row = self._x("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
@@ -958,9 +955,8 @@ class SQLiteStore(Store):
         self._write("fact", fact_columns(fact, _ts), fact_text(fact) if fact.status != "archived" else "")
 
     def _fact(self, row: sqlite3.Row) -> Fact:
-        fact = Fact.model_validate_json(row["body"])
-        fact.__dict__.update(uses=row["uses"], last_used_at=_dt(row["last_used_at"]), status=row["status"])
-        return fact
+        return with_counters(Fact.model_validate_json(row["body"]), uses=row["uses"],
+                             last_used_at=_dt(row["last_used_at"]), status=row["status"])
 
     def get_fact(self, fact_id: str) -> Fact | None:
         row = self._x("SELECT * FROM facts WHERE id = ?", (fact_id,)).fetchone()
