@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
-from reverie.errors import InvalidInput
+from reverie.errors import InvalidInput, StoreError
 from reverie.models import (
     Episode,
     Fact,
@@ -340,6 +340,33 @@ def fact_columns(fact: Fact, ts: Callable[[datetime | None], Any]) -> dict[str, 
         "confidence": fact.confidence,
         "strength": strength(fact.confidence, fact.uses),
     }
+
+
+def migrate_schema(conn: Any, migrations: Sequence[str | Callable[[Any], None]], where: str, param: str) -> None:
+    """Bring a store's schema up to date inside the caller's transaction, the same way on
+    every store: read its version from ``schema_version`` (none yet: a new store, version 0),
+    refuse a version newer than ``migrations`` knows, run each later migration (statements
+    separated by ";" at a line's end, or a function of the connection) and record the new
+    version. ``where`` names the store in the error; ``param`` is the driver's placeholder."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    version = int(row[0]) if row else 0
+    if version > len(migrations):
+        raise StoreError(
+            f"the store at {where} has schema version {version}, newer than this "
+            f"reverie understands ({len(migrations)}); upgrade reverie"
+        )
+    for step in migrations[version:]:
+        if callable(step):
+            step(conn)
+            continue
+        for statement in step.split(";\n"):
+            if statement.strip():
+                conn.execute(statement)
+    if row is None:
+        conn.execute(f"INSERT INTO schema_version VALUES ({param})", (len(migrations),))
+    elif version != len(migrations):
+        conn.execute(f"UPDATE schema_version SET version = {param}", (len(migrations),))
 
 
 def _nothing() -> None:

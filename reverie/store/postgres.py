@@ -61,6 +61,7 @@ from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
     best_hits,
+    migrate_schema,
     with_counters,
     OWNER_TOKENS,
     ApiKey,
@@ -820,26 +821,7 @@ class PostgresStore(Store):
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key("migrate"),))
             if self.schema:
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.schema)}")
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            version = int(row[0]) if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the store at {self.where} has schema version {version}, newer than this "
-                    f"reverie understands ({len(MIGRATIONS)}); upgrade reverie"
-                )
-            for number in range(version, len(MIGRATIONS)):
-                step = MIGRATIONS[number]
-                if callable(step):
-                    step(conn)
-                    continue
-                for statement in step.split(";\n"):
-                    if statement.strip():
-                        conn.execute(statement)
-            if row is None:
-                conn.execute("INSERT INTO schema_version VALUES (%s)", (len(MIGRATIONS),))
-            elif version != len(MIGRATIONS):
-                conn.execute("UPDATE schema_version SET version = %s", (len(MIGRATIONS),))
+            migrate_schema(conn, MIGRATIONS, self.where, "%s")
 
     def schema_version(self) -> int:
         row = self._one("SELECT version FROM schema_version")

@@ -37,6 +37,7 @@ from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     MAX_LEXEME_BYTES,
     best_hits,
+    migrate_schema,
     with_counters,
     OWNER_TOKENS,
     FACT_ORDERS,
@@ -633,26 +634,7 @@ class SQLiteStore(Store):
     def _migrate(self) -> None:
         conn = self._conn()
         with self.transaction():
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            version = row[0] if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the store at {self.path} has schema version {version}, newer than this "
-                    f"reverie understands ({len(MIGRATIONS)}); upgrade reverie"
-                )
-            for number in range(version, len(MIGRATIONS)):
-                step = MIGRATIONS[number]
-                if callable(step):
-                    step(conn)
-                    continue
-                for statement in step.split(";\n"):
-                    if statement.strip():
-                        conn.execute(statement)
-            if row is None:
-                conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
-            elif version != len(MIGRATIONS):
-                conn.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
+            migrate_schema(conn, MIGRATIONS, str(self.path), "?")
 
     def schema_version(self) -> int:
         return int(self._x("SELECT version FROM schema_version").fetchone()[0])
