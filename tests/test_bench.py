@@ -230,6 +230,15 @@ def test_serve_bench_counts_requests_that_find_no_server_as_errors():
     assert row["recalls"] == 6 and row["errors"] == 6
 
 
+def test_serve_bench_clients_share_the_requests_until_none_is_left():
+    # 7 requests from 3 clients: a fixed share of 2 each would send 6; taking the next until
+    # none is left sends all 7 (and keeps every client busy until the end)
+    from reverie.bench.serve import _free_port, _load
+
+    row = _load([f"http://127.0.0.1:{_free_port()}"], "ana", clients=3, requests=7, budget=500)
+    assert row["recalls"] == 7 and row["errors"] == 7
+
+
 def test_serve_bench_spreads_clients_over_replicas_of_one_postgresql_store(tmp_path, pg_url):
     from reverie import Memory
     from reverie.bench.serve import run_serve_bench
