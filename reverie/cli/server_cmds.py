@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import tempfile
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -54,6 +57,7 @@ def serve(
     """
     import uvicorn
 
+    from reverie.server.balance import create_file
     from reverie.server.rest import LOCAL_HOSTS, create_app
     from reverie.server.workers import CONFIG_ENV, NoDelayHttpProtocol, settle_heap, worker_config
 
@@ -61,8 +65,9 @@ def serve(
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
         raise typer.Exit(2)
     learn = "poll" if workers > 1 else "here"
-    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key, background=True,
-                     learn=learn, server=True) as mem:
+    with contextlib.ExitStack() as stack:
+        mem = stack.enter_context(open_memory(home, engine=engine, base_url=base_url, model=model,
+                                              api_key=api_key, background=True, learn=learn, server=True))
         app_: Any = create_app(mem, auth=not no_auth, default_user=user)
         options: dict[str, Any] = {}
         if workers > 1:
@@ -70,8 +75,11 @@ def serve(
             llm = {k: v for k, v in (("base_url", base_url), ("model", model), ("api_key", api_key)) if v}
             overrides = {**({"engine": engine} if engine else {}), **({"llm": llm} if llm else {}),
                          **({"store": mem.settings.store} if mem.settings.store else {})}
+            # the workers keep their connections even through this file (reverie.server.balance)
+            shared = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reverie-serve-")))
+            balance = create_file(shared / "balance", workers)
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
-                                                   overrides=overrides)
+                                                   overrides=overrides, balance=str(balance))
             app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
                                                                   "http": NoDelayHttpProtocol}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):

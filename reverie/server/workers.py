@@ -20,10 +20,14 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from reverie.memory import Memory
+from reverie.server.balance import Balance, BalanceConnections
 from reverie.server.rest import create_app
 from reverie.settings import Settings
 
 CONFIG_ENV = "REVERIE_SERVE_WORKER"
+
+# this worker's share of the connections (reverie.server.balance), set by worker_app
+_balance: Balance | None = None
 
 
 class NoDelayHttpProtocol(HttpToolsProtocol):
@@ -34,7 +38,12 @@ class NoDelayHttpProtocol(HttpToolsProtocol):
     number, and asyncio then leaves Nagle's algorithm on for the connections it accepts
     (it sets TCP_NODELAY only on sockets whose ``proto`` is TCP). A keep-alive client then
     waits for the delayed ACK, about 40 ms, on every response written in two parts: a
-    64 ms recall where one worker answered in 18."""
+    64 ms recall where one worker answered in 18.
+
+    It also counts the worker's connections for the balance among workers
+    (:mod:`reverie.server.balance`)."""
+
+    _peer: tuple[Any, ...] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         sock = transport.get_extra_info("socket")
@@ -43,7 +52,16 @@ class NoDelayHttpProtocol(HttpToolsProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # not a TCP socket after all: nothing to tune
                 pass
+        peer = transport.get_extra_info("peername")
+        if _balance is not None and isinstance(peer, tuple):
+            self._peer = tuple(peer[:2])  # as the request's scope names its client
+            _balance.opened(self._peer)
         super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if _balance is not None and self._peer is not None:
+            _balance.closed(self._peer)
+        super().connection_lost(exc)
 
 
 def settle_heap() -> None:
@@ -55,9 +73,13 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def worker_config(home: str, *, auth: bool, default_user: str, overrides: dict[str, Any]) -> str:
-    """What a worker needs to build its app, as the JSON its environment carries."""
-    return json.dumps({"home": home, "auth": auth, "user": default_user, "overrides": overrides})
+def worker_config(
+    home: str, *, auth: bool, default_user: str, overrides: dict[str, Any], balance: str | None = None,
+) -> str:
+    """What a worker needs to build its app, as the JSON its environment carries
+    (``balance``: the workers' shared file, :func:`reverie.server.balance.create_file`)."""
+    return json.dumps({"home": home, "auth": auth, "user": default_user, "overrides": overrides,
+                       "balance": balance})
 
 
 def worker_app() -> FastAPI:
@@ -67,5 +89,9 @@ def worker_app() -> FastAPI:
     settings = Settings.load(config["home"], **config["overrides"]).for_server()
     memory = Memory(settings=settings, background=False, learn="elsewhere")
     app = create_app(memory, auth=config["auth"], default_user=config["user"])
+    if config.get("balance"):
+        global _balance
+        _balance = Balance(config["balance"])
+        app.add_middleware(BalanceConnections, balance=_balance)
     settle_heap()
     return app

@@ -1,0 +1,166 @@
+"""``reverie serve --workers N`` keeps keep-alive connections even among its workers.
+
+A keep-alive connection stays with the worker that accepted it, and the kernel decides which
+that is: eight clients split 6 / 2 between two workers as often as 4 / 4. A worker over its
+fair share closes a connection after a whole response, and the client's next request
+connects again. These tests use real processes, a real shared file and a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from http.client import HTTPConnection
+from pathlib import Path
+
+from reverie.server.balance import SLOT, Balance, create_file, fair_share
+from tests.test_rest import ROOT, served
+
+# a second worker: claims a slot of the file, reports it and its count, then waits for a line
+_WORKER = r"""
+import sys
+from reverie.server.balance import Balance
+balance = Balance(sys.argv[1])
+for peer in range(int(sys.argv[2])):
+    balance.opened(("127.0.0.1", peer))
+print(balance.slot, flush=True)
+sys.stdin.readline()
+"""
+
+
+def _worker(path: Path, connections: int) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(path), str(connections)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.kill()
+    proc.wait()
+
+
+def test_fair_share_is_the_mean_rounded_up():
+    assert fair_share([6, 2]) == 4
+    assert fair_share([5, 4]) == 5
+    assert fair_share([1, 0, 0]) == 1
+    assert fair_share([]) == 0
+
+
+def test_each_worker_claims_its_own_slot_and_a_dead_workers_slot_is_free_again(tmp_path):
+    path = create_file(tmp_path / "balance", 2)
+    other, slot = _worker(path, 3)
+    try:
+        mine = Balance(path)
+        assert {mine.slot, slot} == {0, 1}
+        assert mine.counts() == [0, 3]  # this worker's first, then the live other's
+    finally:
+        _stop(other)
+    assert mine.counts() == [0]  # a dead worker's count no longer counts
+    again, slot_again = _worker(path, 0)  # its replacement takes the slot it left
+    try:
+        assert slot_again == slot
+        # a third worker finds both slots held by live workers, and says so
+        third = subprocess.run([sys.executable, "-c", "import sys; from reverie.server.balance import Balance; "
+                                "Balance(sys.argv[1])", str(path)], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert third.returncode != 0 and "every one of the 2 balance slots is held by a live worker" in third.stderr
+    finally:
+        _stop(again)
+
+
+def test_a_worker_over_its_fair_share_closes_connections_until_it_is_within_it(tmp_path):
+    path = create_file(tmp_path / "balance", 2)
+    other, _ = _worker(path, 2)
+    try:
+        mine = Balance(path)
+        peers = [("127.0.0.1", 5000 + i) for i in range(6)]
+        for peer in peers:
+            mine.opened(peer)
+        # 6 against 2: fair is 4, so two of this worker's connections are closed, then none
+        shed = [peer for peer in peers if mine.shed(peer)]
+        assert len(shed) == 2 and mine.kept == 4
+        assert not mine.shed(shed[0])  # a connection already closing is not counted twice
+        for peer in shed:
+            mine.closed(peer)
+        # their clients are connecting again, to the other worker if it is the one waiting:
+        # for a moment they still count here, and nothing more is closed meanwhile
+        assert SLOT.unpack_from(path.read_bytes(), mine.slot * SLOT.size) == (os.getpid(), 6)  # the others read
+        assert mine.kept == 4 and not any(mine.shed(p) for p in peers if p not in shed)
+    finally:
+        _stop(other)
+
+
+def test_a_worker_within_its_share_keeps_every_connection(tmp_path):
+    path = create_file(tmp_path / "balance", 2)
+    other, _ = _worker(path, 4)
+    try:
+        mine = Balance(path)
+        peers = [("127.0.0.1", 6000 + i) for i in range(4)]
+        for peer in peers:
+            mine.opened(peer)
+        assert not any(mine.shed(peer) for peer in peers)
+    finally:
+        _stop(other)
+    alone = [("127.0.0.1", 7000)]
+    mine.opened(alone[0])
+    assert not mine.shed(alone[0])  # alone, every connection is its fair share
+
+
+def _both_workers_up(port: int) -> None:
+    """Until both workers answer (the server answers as soon as one has started): a new
+    connection a request, until both slots have been seen."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while seen != {"0", "1"}:
+        assert time.monotonic() < deadline, f"only worker(s) {seen} answered within 60 s"
+        http = HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            http.request("GET", "/healthz")
+            response = http.getresponse()
+            response.read()
+            seen.add(response.getheader("x-reverie-worker") or "")
+        finally:
+            http.close()
+        time.sleep(0.05)
+
+
+def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_path):
+    clients, rounds = 8, 20
+    slots: dict[int, list[str]] = {i: [] for i in range(clients)}
+    statuses: Counter[int] = Counter()
+    start = threading.Barrier(clients)
+    with served(tmp_path / "home", "--workers", "2", debounce="3600") as url:
+        port = int(url.rsplit(":", 1)[1])
+        _both_workers_up(port)
+
+        def client(index: int) -> None:
+            http = HTTPConnection("127.0.0.1", port, timeout=60)
+            try:
+                start.wait()
+                for step in range(rounds):
+                    # every client sends its next request once all have had the last answered,
+                    # so all eight connections stay open until the end
+                    http.request("POST", "/api/memory/recall", json.dumps({"query": f"plans {step}"}),
+                                 {"Content-Type": "application/json"})
+                    response = http.getresponse()
+                    response.read()
+                    statuses[response.status] += 1
+                    slots[index].append(response.getheader("x-reverie-worker") or "")
+                    step_done.wait()  # then a moment, as clients that think between requests
+            finally:
+                http.close()
+
+        step_done = threading.Barrier(clients, action=lambda: time.sleep(0.02))
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert statuses == Counter({200: clients * rounds})  # a closed connection lost no request
+    last = Counter(slots[i][-1] for i in range(clients))
+    assert sorted(last.values()) == [4, 4], [Counter(s[k] for s in slots.values()) for k in range(rounds)]
