@@ -164,3 +164,27 @@ def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_p
     assert statuses == Counter({200: clients * rounds})  # a closed connection lost no request
     last = Counter(slots[i][-1] for i in range(clients))
     assert sorted(last.values()) == [4, 4], [Counter(s[k] for s in slots.values()) for k in range(rounds)]
+
+
+def test_a_worker_that_finds_no_free_slot_still_serves(tmp_path, monkeypatch, caplog):
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from reverie.server import workers
+
+    path = create_file(tmp_path / "balance", 1)
+    other, _ = _worker(path, 0)  # holds the only slot
+    monkeypatch.setattr(workers, "_balance", None)
+    monkeypatch.setenv(workers.CONFIG_ENV, workers.worker_config(
+        str(tmp_path / "home"), auth=False, default_user="ana", overrides={}, balance=str(path)))
+    try:
+        app = workers.worker_app()
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            response = client.get("/healthz")
+        assert response.status_code == 200 and "x-reverie-worker" not in response.headers
+        assert workers._balance is None
+        assert "serves without keeping connections even" in caplog.text
+    finally:
+        gc.unfreeze()
+        _stop(other)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import logging
 import os
 import socket
 from typing import Any
@@ -25,6 +26,7 @@ from reverie.server.rest import create_app
 from reverie.settings import Settings
 
 CONFIG_ENV = "REVERIE_SERVE_WORKER"
+log = logging.getLogger("reverie.serve")
 
 # this worker's share of the connections (reverie.server.balance), set by worker_app
 _balance: Balance | None = None
@@ -91,7 +93,11 @@ def worker_app() -> FastAPI:
     app = create_app(memory, auth=config["auth"], default_user=config["user"])
     if config.get("balance"):
         global _balance
-        _balance = Balance(config["balance"])
-        app.add_middleware(BalanceConnections, balance=_balance)
+        try:
+            _balance = Balance(config["balance"])
+        except (OSError, ValueError, RuntimeError) as exc:  # serving matters more than balance
+            log.warning("this worker serves without keeping connections even with the others: %s", exc)
+        else:
+            app.add_middleware(BalanceConnections, balance=_balance)
     settle_heap()
     return app
