@@ -14,8 +14,10 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from http.client import HTTPConnection
 from pathlib import Path
+from typing import Iterator
 
 from reverie.server.balance import SLOT, Balance, create_file, fair_share
 from tests.test_rest import ROOT, served
@@ -73,14 +75,24 @@ def test_each_worker_claims_its_own_slot_and_a_dead_workers_slot_is_free_again(t
         _stop(again)
 
 
-def test_a_worker_over_its_fair_share_closes_connections_until_it_is_within_it(tmp_path):
+@contextmanager
+def _two_workers(tmp_path: Path, mine: int, theirs: int) -> Iterator[tuple[Balance, list[tuple[str, int]], Path]]:
+    """This process as one worker with ``mine`` connections open, beside another process
+    holding ``theirs``: (this worker's balance, its connections' peers, the shared file)."""
     path = create_file(tmp_path / "balance", 2)
-    other, _ = _worker(path, 2)
+    other, _ = _worker(path, theirs)
     try:
-        mine = Balance(path)
-        peers = [("127.0.0.1", 5000 + i) for i in range(6)]
+        balance = Balance(path)
+        peers = [("127.0.0.1", 5000 + i) for i in range(mine)]
         for peer in peers:
-            mine.opened(peer)
+            balance.opened(peer)
+        yield balance, peers, path
+    finally:
+        _stop(other)
+
+
+def test_a_worker_over_its_fair_share_closes_connections_until_it_is_within_it(tmp_path):
+    with _two_workers(tmp_path, 6, 2) as (mine, peers, path):
         # 6 against 2: fair is 4, so two of this worker's connections are closed, then none
         shed = [peer for peer in peers if mine.shed(peer)]
         assert len(shed) == 2 and mine.kept == 4
@@ -91,24 +103,14 @@ def test_a_worker_over_its_fair_share_closes_connections_until_it_is_within_it(t
         # for a moment they still count here, and nothing more is closed meanwhile
         assert SLOT.unpack_from(path.read_bytes(), mine.slot * SLOT.size) == (os.getpid(), 6)  # the others read
         assert mine.kept == 4 and not any(mine.shed(p) for p in peers if p not in shed)
-    finally:
-        _stop(other)
 
 
 def test_a_worker_within_its_share_keeps_every_connection(tmp_path):
-    path = create_file(tmp_path / "balance", 2)
-    other, _ = _worker(path, 4)
-    try:
-        mine = Balance(path)
-        peers = [("127.0.0.1", 6000 + i) for i in range(4)]
-        for peer in peers:
-            mine.opened(peer)
+    with _two_workers(tmp_path, 4, 4) as (mine, peers, _):
         assert not any(mine.shed(peer) for peer in peers)
-    finally:
-        _stop(other)
-    alone = [("127.0.0.1", 7000)]
-    mine.opened(alone[0])
-    assert not mine.shed(alone[0])  # alone, every connection is its fair share
+    alone = ("127.0.0.1", 7000)
+    mine.opened(alone)
+    assert not mine.shed(alone)  # alone, every connection is its fair share
 
 
 def _both_workers_up(port: int) -> None:
