@@ -207,6 +207,8 @@ def test_serve_bench_drives_a_real_multi_worker_server(tmp_path):
         assert row["recalls_per_s"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0
         assert row["client_cpu_ms"] > 0  # the clients' own share of the machine, per recall
     assert report["rows"][0]["speedup"] == 1.0
+    # the last answer of each client names its worker: 1 client on one, 2 on both or one
+    assert report["rows"][0]["split"] == [1] and sum(report["rows"][1]["split"]) == 2
 
 
 def test_serve_bench_cli_sets_every_row_against_the_first(tmp_path):
@@ -250,6 +252,7 @@ def test_serve_bench_spreads_clients_over_replicas_of_one_postgresql_store(tmp_p
     assert report["replicas"] == 2 and report["store"] == "postgresql"
     for row in report["rows"]:
         assert row["recalls"] == 12 and row["errors"] == 0 and row["recalls_per_s"] > 0
+        assert row["split"] == []  # one process each: no worker named
 
 
 # ---------------------------------------------------------------- learning through a slow endpoint

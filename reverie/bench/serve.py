@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 from typing import Any, Sequence
@@ -97,12 +98,13 @@ def _recall_path(user: str) -> str:
     return f"/api/memory/recall?{urlencode({'user': user})}"
 
 
-def _recall(http: HTTPConnection, path: str, query: str, budget: int) -> int:
-    """One recall over ``http``; the response's status."""
+def _recall(http: HTTPConnection, path: str, query: str, budget: int) -> tuple[int, str | None]:
+    """One recall over ``http``: the response's status, and the worker that answered (the
+    slot ``reverie serve --workers N`` names in ``X-Reverie-Worker``; None from one process)."""
     http.request("POST", path, json.dumps({"query": query, "budget": budget}), {"Content-Type": "application/json"})
     response = http.getresponse()
     response.read()
-    return response.status
+    return response.status, response.getheader("x-reverie-worker")
 
 
 def against_first(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -143,6 +145,7 @@ def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: i
     latencies: list[float] = []
     errors = 0
     left = requests
+    answered: dict[int, str] = {}  # client -> the worker that answered its last request
     lock = threading.Lock()
     path = _recall_path(user)
 
@@ -163,7 +166,10 @@ def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: i
                 sent += 1
                 started = time.perf_counter()
                 try:
-                    failed = _recall(http, path, query, budget) != 200
+                    status, worker = _recall(http, path, query, budget)
+                    failed = status != 200
+                    if worker is not None:
+                        answered[index] = worker
                 except (OSError, HTTPException):  # counted; the next request opens a new connection
                     http.close()
                     failed = True
@@ -187,4 +193,7 @@ def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: i
         "p50_ms": round(_percentile(latencies, 0.5), 1), "p95_ms": round(_percentile(latencies, 0.95), 1),
         # the clients run on the machine's cores too: what each recall cost them
         "client_cpu_ms": round(1000 * cpu / len(latencies), 2) if latencies else 0.0,
+        # how the clients' connections ended up spread over the workers (most first): each
+        # worker answers one recall at a time, so an uneven spread makes some wait longer
+        "split": sorted(Counter(answered.values()).values(), reverse=True),
     }

@@ -201,13 +201,14 @@ def _print_serve(reports: list[dict[str, Any]], title: str) -> None:
     """The rows of `reverie bench serve` reports (:func:`against_first` applied)."""
     table = Table(title=title)
     for col in ("replicas", "workers", "clients", "recalls/s", "x 1 client", "x first row", "p50 ms", "p95 ms",
-                "errors", "client CPU ms"):
+                "errors", "client CPU ms", "clients a worker"):
         table.add_column(col, justify="right")
     for report in reports:
         for row in report["rows"]:
             table.add_row(str(report["replicas"]), str(report["workers"]), str(row["clients"]), f"{row['recalls_per_s']:.1f}",
                           f"{row['speedup']:.2f}", f"{row['x_first']:.2f}",
-                          f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]), f"{row['client_cpu_ms']:.2f}")
+                          f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}", str(row["errors"]), f"{row['client_cpu_ms']:.2f}",
+                          " / ".join(map(str, row.get("split", []))) or "-")
     console.print(table)
 
 
