@@ -5,7 +5,7 @@ worker that accepted it: which worker that is, the kernel decides, and eight cli
 seen to split 4 / 4, 5 / 3 or 6 / 2 between two workers from one run to the next. Each
 worker answers one recall at a time, so the requests of a worker holding six connections
 waited for five others while the other worker, holding two, idled half the time: recall p95
-84-92 ms on an even split, 140-148 ms on an uneven one, for the same server.
+went from 84 to 148 ms over runs of the same server and store.
 
 So the workers keep count. Each holds a slot of a small file that every worker maps (its
 pid and how many connections it keeps), claimed by a lock on the slot that the kernel lets
