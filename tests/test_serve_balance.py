@@ -190,3 +190,53 @@ def test_a_worker_that_finds_no_free_slot_still_serves(tmp_path, monkeypatch, ca
     finally:
         gc.unfreeze()
         _stop(other)
+
+
+def test_a_connection_upgraded_to_a_websocket_stops_counting_when_it_closes(tmp_path, monkeypatch):
+    # after the upgrade the close reaches the WebSocket protocol, not the HTTP one that
+    # counted the connection: the count must not keep it forever
+    import asyncio
+    import socket
+
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from reverie.server import workers
+
+    balance = Balance(create_file(tmp_path / "balance", 1))
+    monkeypatch.setattr(workers, "_balance", balance)
+
+    async def app(scope, receive, send):  # refuses every WebSocket, as reverie has none
+        if scope["type"] == "websocket":
+            await receive()
+            await send({"type": "websocket.close", "code": 1000})
+
+    config = Config(app=app, lifespan="off", log_level="warning")  # ws="auto", as reverie serve runs
+    config.load()
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+
+    async def upgrade() -> tuple[int, int, bytes]:
+        loop = asyncio.get_running_loop()
+        protocol = workers.NoDelayHttpProtocol(config=config, server_state=ServerState(), app_state={})
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock=accepted)
+        before = balance.kept
+        client.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        for _ in range(250):
+            await asyncio.sleep(0.02)
+            if transport.is_closing():
+                break
+        await asyncio.sleep(0.05)
+        return before, balance.counts()[0], client.recv(4096)
+
+    try:
+        before, after, answer = asyncio.run(upgrade())
+    finally:
+        client.close()
+        listener.close()
+    assert answer.startswith(b"HTTP/1.1 403")  # the upgrade was handled, and refused
+    assert (before, after) == (1, 0)

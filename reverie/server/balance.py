@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -72,7 +72,9 @@ class Balance:
         self._map = mmap.mmap(self._fd, self.slots * SLOT.size)
         self.slot = self._claim()
         self.pid = os.getpid()
-        self._open: set[Any] = set()
+        # each open connection, with a test of whether it still is (a connection upgraded to
+        # a WebSocket leaves the HTTP protocol that counted it, whose close is then not seen)
+        self._open: dict[Any, Callable[[], bool]] = {}
         self._closing: set[Any] = set()
         self._transit: deque[float] = deque()  # when each connection it closed stops counting
         self._lock = threading.Lock()
@@ -103,25 +105,40 @@ class Balance:
         return len(self._open) + len(self._transit)
 
     def _publish(self) -> None:
+        self._prune()
         SLOT.pack_into(self._map, self.slot * SLOT.size, self.pid, self.held())
 
-    def opened(self, peer: Any) -> None:
+    def opened(self, peer: Any, still_open: Callable[[], bool] = lambda: True) -> None:
+        """A connection from ``peer`` was accepted; ``still_open()`` says whether it is open
+        yet, for a connection whose close may reach another protocol than the one counting."""
         with self._lock:
-            self._open.add(peer)
+            self._open[peer] = still_open
             if self._transit:  # likely a client this worker closed, back already
                 self._transit.popleft()
             self._publish()
 
     def closed(self, peer: Any) -> None:
         with self._lock:
-            if peer in self._closing:
-                self._closing.discard(peer)
-                self._transit.append(time.monotonic() + IN_TRANSIT_SECONDS)
-            self._open.discard(peer)
+            self._forget(peer)
             self._publish()
+
+    def _forget(self, peer: Any) -> None:
+        if peer in self._closing:
+            self._closing.discard(peer)
+            self._transit.append(time.monotonic() + IN_TRANSIT_SECONDS)
+        self._open.pop(peer, None)
+
+    def _prune(self) -> None:
+        for peer in [p for p, still_open in self._open.items() if not still_open()]:
+            self._forget(peer)
 
     def counts(self) -> list[int]:
         """How many connections every live worker holds, this one's first."""
+        with self._lock:
+            self._prune()
+            return self._counts()
+
+    def _counts(self) -> list[int]:
         out = [self.held()]
         for slot in range(self.slots):
             if slot == self.slot:
@@ -135,9 +152,10 @@ class Balance:
         """Whether the response now due on ``peer`` should close its connection: this worker
         keeps more than its fair share. The connection then no longer counts as kept."""
         with self._lock:
+            self._prune()
             if peer not in self._open or peer in self._closing:
                 return False
-            if self.kept <= fair_share(self.counts()):
+            if self.kept <= fair_share(self._counts()):
                 return False
             self._closing.add(peer)
             return True

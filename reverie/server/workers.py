@@ -57,7 +57,8 @@ class NoDelayHttpProtocol(HttpToolsProtocol):
         peer = transport.get_extra_info("peername")
         if _balance is not None and isinstance(peer, tuple):
             self._peer = tuple(peer[:2])  # as the request's scope names its client
-            _balance.opened(self._peer)
+            # (after a WebSocket upgrade this protocol no longer sees the close: the transport says)
+            _balance.opened(self._peer, lambda: not transport.is_closing())
         super().connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
