@@ -19,6 +19,8 @@ from http.client import HTTPConnection
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
 from reverie.server.balance import SLOT, Balance, create_file, fair_share
 from tests.test_rest import ROOT, served
 
@@ -131,8 +133,12 @@ def _both_workers_up(port: int) -> None:
         time.sleep(0.05)
 
 
-def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_path):
+@pytest.mark.parametrize("proxy", [False, True], ids=["direct", "behind-a-local-proxy"])
+def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_path, proxy):
+    # behind a proxy on this machine (X-Forwarded-For from 127.0.0.1), uvicorn gives the
+    # request the forwarded client's address: the connection is still the one counted
     clients, rounds = 8, 20
+    headers = {"Content-Type": "application/json", **({"X-Forwarded-For": "203.0.113.7"} if proxy else {})}
     slots: dict[int, list[str]] = {i: [] for i in range(clients)}
     statuses: Counter[int] = Counter()
     start = threading.Barrier(clients)
@@ -147,8 +153,7 @@ def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_p
                 for step in range(rounds):
                     # every client sends its next request once all have had the last answered,
                     # so all eight connections stay open until the end
-                    http.request("POST", "/api/memory/recall", json.dumps({"query": f"plans {step}"}),
-                                 {"Content-Type": "application/json"})
+                    http.request("POST", "/api/memory/recall", json.dumps({"query": f"plans {step}"}), headers)
                     response = http.getresponse()
                     response.read()
                     statuses[response.status] += 1

@@ -34,6 +34,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SLOT = struct.Struct("<qq")  # pid, connections held (open, or closed by it a moment ago)
 WORKER_HEADER = b"x-reverie-worker"  # the slot of the worker that answered, for load checks
+# the ASGI scope's extension naming the connection a request came on (the workers' protocol
+# sets it): behind a proxy on this machine, uvicorn puts the X-Forwarded-For address in the
+# scope's "client", which names no connection
+CONNECTION_EXTENSION = "reverie.connection"
 # a connection this worker closed still counts as held for this long, or until this worker
 # accepts a new one: its client is about to connect again (a client in the middle of its
 # work does at once), and until it does this worker would seem to hold one fewer than it
@@ -183,7 +187,9 @@ class BalanceConnections:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        peer = tuple(scope["client"]) if scope.get("client") else None
+        peer = ((scope.get("extensions") or {}).get(CONNECTION_EXTENSION) or {}).get("peer")
+        if peer is None and scope.get("client"):
+            peer = tuple(scope["client"])
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from reverie.memory import Memory
-from reverie.server.balance import Balance, BalanceConnections
+from reverie.server.balance import CONNECTION_EXTENSION, Balance, BalanceConnections
 from reverie.server.rest import create_app
 from reverie.settings import Settings
 
@@ -60,6 +60,12 @@ class NoDelayHttpProtocol(HttpToolsProtocol):
             # (after a WebSocket upgrade this protocol no longer sees the close: the transport says)
             _balance.opened(self._peer, lambda: not transport.is_closing())
         super().connection_made(transport)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._peer is not None:  # which connection a request came on, whatever proxy headers say
+            self.scope["extensions"] = {**(self.scope.get("extensions") or {}),
+                                        CONNECTION_EXTENSION: {"peer": self._peer}}
 
     def connection_lost(self, exc: Exception | None) -> None:
         if _balance is not None and self._peer is not None:
