@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reverie.bench import ConversationGenerator, load_locomo, recall_queries, run_scale
+from reverie.bench import ConversationGenerator, load_locomo, recall_queries, run_scale, warmup_queries
 from reverie.bench.machine import measure
 from reverie.bench.scale import ABSENT, GENERIC_QUERIES, MARKER, USER, BuildRecord, cached_build
 from reverie.bench.targets import DILUTION_LOSS, FRESH_TURNS_PER_S, targets
@@ -92,6 +92,20 @@ def test_queries_are_varied_and_about_half_name_what_the_store_holds():
     assert any(any(word in q for word in ABSENT) for q in others)
 
 
+def test_the_warm_up_asks_as_many_other_queries_of_the_same_kinds():
+    gen = ConversationGenerator(2_000)
+    for _ in gen.sessions():
+        pass
+    timed, warm = recall_queries(300, gen.mentions), warmup_queries(300, gen.mentions)
+    assert len(warm) == len(timed) == 300
+    assert warm == warmup_queries(300, gen.mentions)  # deterministic, like the timed ones
+    held = {v.split(":")[0] if k == "favorite" else v for m in gen.mentions for k, v in m.items() if k != "speaker"}
+    assert len([q for q in warm[::2] if any(v in q for v in held)]) == 150
+    # about what the store holds, the warm-up asks other things than the timed queries
+    # (a few general questions, such as a summer's plans, recur in both)
+    assert len(set(warm[::2]) & set(timed[::2])) < 15
+
+
 # ---------------------------------------------------------------- a real small run
 
 
@@ -105,6 +119,8 @@ def test_small_run_reports_every_figure(runs):
     assert size["recalls"] == RECALLS
     ms = size["recall_ms"]
     assert 0 < ms["p50"] <= ms["p95"] <= ms["p99"]
+    warm = size["warmup_ms"]  # as many warm-up recalls, timed as the page cache was found
+    assert 0 < warm["p50"] <= warm["p95"] <= warm["p99"]
     assert size["first_recall_ms"] > 0 and size["open_ms"] > 0
     assert size["disk_mb"] > 0 and size["peak_rss_mb"] > 0
     assert first["budget"] == 500 and first["engine"] == "heuristic"

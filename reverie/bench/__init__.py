@@ -30,6 +30,7 @@ from reverie.bench.scale import (
     ScaleReport,
     SizeReport,
     recall_queries,
+    warmup_queries,
     run_scale,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "load_locomo",
     "pack",
     "recall_queries",
+    "warmup_queries",
     "run_case",
     "run_locomo",
     "run_scale",

@@ -318,6 +318,8 @@ def _print_scale(report: ScaleReport) -> None:
         ("recall p50", lambda s: f"{s['recall_ms']['p50']:.1f} ms"),
         ("recall p95", lambda s: f"{s['recall_ms']['p95']:.1f} ms"),
         ("recall p99", lambda s: f"{s['recall_ms']['p99']:.1f} ms"),
+        ("warm-up p50 / p95 (page cache as found)",
+         lambda s: f"{s['warmup_ms']['p50']:.1f} / {s['warmup_ms']['p95']:.1f} ms"),
         ("first recall after open", lambda s: f"{s['first_recall_ms']:.0f} ms (open {s['open_ms']:.0f} ms)"),
         ("store on disk", lambda s: f"{s['disk_mb']:,.1f} MB"),
         ("peak RSS, recall-only process", lambda s: f"{s['peak_rss_mb']:,.0f} MB"),
@@ -325,7 +327,8 @@ def _print_scale(report: ScaleReport) -> None:
     for name, cell in rows:
         table.add_row(name, *(cell(s) for s in sizes))
     console.print(table)
-    console.print(f"{sizes[0]['recalls']} recalls per size, about half about things the store holds; "
+    console.print(f"{sizes[0]['recalls']} recalls per size, about half about things the store holds, timed after "
+                  "as many warm-up recalls of other queries; "
                   "ingest figures of a cached store are those recorded when it was built", style="dim")
     if data.get("machine"):
         m = data["machine"]
