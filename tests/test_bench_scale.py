@@ -101,8 +101,8 @@ def test_the_warm_up_asks_as_many_other_queries_of_the_same_kinds():
     assert warm == warmup_queries(300, gen.mentions)  # deterministic, like the timed ones
     held = {v.split(":")[0] if k == "favorite" else v for m in gen.mentions for k, v in m.items() if k != "speaker"}
     assert len([q for q in warm[::2] if any(v in q for v in held)]) == 150
-    # about what the store holds, the warm-up asks other things than the timed queries
-    # (a few general questions, such as a summer's plans, recur in both)
+    # about what the store holds, the warm-up asks other things than the timed queries (a
+    # few recur: the same mention drawn and asked the same way)
     assert len(set(warm[::2]) & set(timed[::2])) < 15
 
 
