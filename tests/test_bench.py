@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reverie.bench import BM25, bm25_documents, evidence_ids, load_locomo, pack
-from reverie.bench.locomo import percentile
+from reverie.bench.stats import percentile
 from reverie.cli import app
 from reverie.errors import InvalidInput
 from reverie.text import terms

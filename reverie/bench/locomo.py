@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.bench.bm25 import BM25, pack
+from reverie.bench.stats import percentile
 from reverie.engines import STEPS
 from reverie.errors import InvalidInput
 from reverie.ingest import is_locomo, locomo_conversation, locomo_sessions
@@ -241,15 +242,6 @@ def _share(evidence: frozenset[str], delivered: Iterable[str]) -> float:
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * p // 100))
-    return ordered[int(rank) - 1]
 
 
 # --------------------------------------------------------------------- the run

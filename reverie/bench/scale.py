@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from reverie.bench.child import finish_child, run_child, start_child
-from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, percentile, run_case
+from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, run_case
+from reverie.bench.stats import percentile
 from reverie.bench.machine import MachineReference, machine_reference
 from reverie.bench.serve import against_first, run_serve_bench
 from reverie.bench.targets import targets

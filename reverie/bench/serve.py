@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlencode, urlsplit
 
+from reverie.bench.stats import percentile
+
 QUERIES = (
     "What did we talk about last week?", "Where did Ana go hiking?", "What does Bob think about cooking?",
     "When is the trip to Lisbon?", "Who lent me the camera?", "How much was the guitar?",
@@ -39,11 +41,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
 def run_serve_bench(
@@ -190,7 +187,7 @@ def _load(urls: Sequence[str], user: str, clients: int, requests: int, budget: i
     return {
         "clients": clients, "recalls": len(latencies), "errors": errors,
         "recalls_per_s": round(len(latencies) / seconds, 1) if seconds else 0.0,
-        "p50_ms": round(_percentile(latencies, 0.5), 1), "p95_ms": round(_percentile(latencies, 0.95), 1),
+        "p50_ms": round(percentile(latencies, 50), 1), "p95_ms": round(percentile(latencies, 95), 1),
         # the clients run on the machine's cores too: what each recall cost them
         "client_cpu_ms": round(1000 * cpu / len(latencies), 2) if latencies else 0.0,
         # how the clients' connections ended up spread over the workers (most first): each
