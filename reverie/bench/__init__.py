@@ -30,8 +30,8 @@ from reverie.bench.scale import (
     ScaleReport,
     SizeReport,
     recall_queries,
-    warmup_queries,
     run_scale,
+    warmup_queries,
 )
 
 __all__ = [
@@ -53,8 +53,8 @@ __all__ = [
     "load_locomo",
     "pack",
     "recall_queries",
-    "warmup_queries",
     "run_case",
     "run_locomo",
     "run_scale",
+    "warmup_queries",
 ]

@@ -42,9 +42,9 @@ from typing import Any
 
 from reverie.bench.child import finish_child, run_child, start_child
 from reverie.bench.locomo import CaseRecall, LocomoCase, ask_case, ingest_case, run_case
-from reverie.bench.stats import percentile
 from reverie.bench.machine import MachineReference, machine_reference
 from reverie.bench.serve import against_first, run_serve_bench
+from reverie.bench.stats import percentile
 from reverie.bench.targets import targets
 from reverie.errors import InvalidInput
 from reverie.memory import Memory
@@ -70,8 +70,8 @@ __all__ = [
     "disk_bytes",
     "measure_size",
     "recall_queries",
-    "warmup_queries",
     "run_scale",
+    "warmup_queries",
 ]
 
 SIZES = (10_000, 100_000)
