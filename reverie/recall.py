@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime, timedelta
-from typing import Any, Callable, Generic, Mapping, TypeGuard, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 from reverie.context import Context
 from reverie.engines import build_engine
@@ -262,17 +262,14 @@ class Recaller:
             if top[h.kind] > 0:
                 hit = candidates.setdefault((h.kind, h.id), _Candidate(h.kind, h.id))
                 hit.text_score, hit.held = h.score / top[h.kind], h.held
-        names = list(perception.keyphrases) + query_terms
-        names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
-        expansion = expand(self.store, user, names)
         # features of the best text matches lead to the memories that share them
         # (pseudo-relevance feedback over tags), weaker than the query's own tags
         best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
         loaded.update(self.store.get_episodes(best_episodes))
         neighbours = {t: loaded[i].id for i in best_episodes if i in loaded for t in loaded[i].tags}
-        for name, state in self.store.tag_states(user, neighbours).items():
-            if state.status in ("active", "unexamined"):
-                expansion.add(name, NEIGHBOUR_WEIGHT, f"via {neighbours[name]}")
+        names = list(perception.keyphrases) + query_terms
+        names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
+        expansion = expand(self.store, user, names, weak=neighbours, weak_weight=NEIGHBOUR_WEIGHT)
         # the episodes of the times the query names
         timed = {("episode", ep.id): ep for ref in perception.time_refs for ep in self.store.list_episodes(
             user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND)}
@@ -281,18 +278,14 @@ class Recaller:
             # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
             # related, the best matches' tags) fewer, in proportion to their weight
             strongest = sorted(expansion.weights, key=lambda t: -expansion.weights[t])[:MAX_EXPANSION_TAGS]
-            counts = self.store.tag_counts(user, strongest)
             strength: dict[tuple[str, str], float] = {}
             # a tag more items carry than POSTINGS_PER_TAG says little about each (its idf is
             # low): its newest FREQUENT_TAG_POSTINGS stand for it
-            caps = {
-                t: max(1, int((POSTINGS_PER_TAG if counts.get(t, 0) <= POSTINGS_PER_TAG else FREQUENT_TAG_POSTINGS)
-                              * min(1.0, expansion.weights[t])))
-                for t in strongest
-            }
+            caps = {t: (max(1, int(POSTINGS_PER_TAG * min(1.0, expansion.weights[t]))),
+                        max(1, int(FREQUENT_TAG_POSTINGS * min(1.0, expansion.weights[t])))) for t in strongest}
+            counts, postings = self.store.sized_postings(user, caps, ITEM_KINDS, frequent_over=POSTINGS_PER_TAG)
             # a posting adds its weight times its tag's: the expansion's, over the tag's idf
             factor = {t: expansion.weights[t] / math.log(2 + counts.get(t, 1)) for t in strongest}
-            postings = self.store.postings(user, strongest, ITEM_KINDS, per_tag=caps)
             for kind, item_id, tag, weight in postings:
                 key = (kind, item_id)
                 strength[key] = strength.get(key, 0.0) + factor[tag] * weight
@@ -341,16 +334,15 @@ class Recaller:
         for kind, cands in by_kind.items():
             cands.sort(key=lambda c: TEXT_WEIGHT * c.text_score + TAG_WEIGHT * c.tag_score, reverse=True)
             by_kind[kind] = cands[: CANDIDATES_PER_KIND]
-        def episodes(ids: list[str]) -> dict[str, Episode]:
-            return {**loaded, **self.store.get_episodes(i for i in ids if i not in loaded)}
-
-        loaders: dict[str, Callable[[list[str]], Mapping[str, _Item]]] = {
-            "episode": episodes, "fact": self.store.get_facts,
-            "note": self.store.get_notes, "knowledge": self.store.get_knowledge,
-        }
+        # every kind's candidates in one read of the store (one round trip on PostgreSQL)
+        read = self.store.get_items({
+            kind: [c.id for c in cands if kind != "episode" or c.id not in loaded] for kind, cands in by_kind.items()
+        })
+        if "episode" in read:
+            read["episode"] = {**loaded, **read["episode"]}
         pool: list[tuple[_Item, _Candidate]] = []
         for kind, cands in by_kind.items():
-            items = loaders[kind]([c.id for c in cands])
+            items = read[kind]
             pool += [(items[c.id], c) for c in cands if c.id in items and items[c.id].user == user]
         _cover(self.store, user, query_terms, [cand for _, cand in pool], names)
         scored: list[_Scored[_Item]] = []

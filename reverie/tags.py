@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from reverie.errors import InvalidInput, NotFound
 from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow
@@ -93,8 +93,12 @@ def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
     return out
 
 
-def expand(store: Store, user: str, names: list[str]) -> Expansion:
-    """The recall line's tag expansion (read-only)."""
+def expand(
+    store: Store, user: str, names: list[str], *, weak: Mapping[str, str] | None = None, weak_weight: float = 0.0,
+) -> Expansion:
+    """The recall line's tag expansion (read-only). ``weak``: tags that lead to memories less
+    strongly than the query's own (tag -> the item it came from), added at ``weak_weight``
+    after the relations are followed, and read live in the same read as the tags they reached."""
     expansion = Expansion()
     roots = resolve(store, user, names)
     for origin, root in roots.items():
@@ -114,7 +118,9 @@ def expand(store: Store, user: str, names: list[str]) -> Expansion:
             elif rel.level == "related" and hop == 1 and rel.source in roots.values():
                 expansion.add(rel.target, RELATED_WEIGHT, origin)
         frontier = nxt
-    # the roots were read live by resolve(): only the tags relations led to are read here
+    for name, origin in (weak or {}).items():
+        expansion.add(name, weak_weight, f"via {origin}")
+    # the roots were read live by resolve(): only the tags relations or ``weak`` led to are read here
     known = set(roots.values())
     reached = [name for name in expansion.weights if name not in known]
     live = store.tag_states(user, reached) if reached else {}

@@ -485,6 +485,43 @@ def test_tag_sizes_follow_every_write_of_the_postings(store):
     assert store.tag_counts("bob") == {} and store.tag_counts("ana") == counted("ana")
 
 
+def test_sized_postings_pick_each_tags_cap_by_its_size_and_give_the_sizes(store):
+    """A tag on at most ``frequent_over`` items reads its rare cap of newest postings, a tag
+    on more its frequent cap; the sizes come back with them, as tag_counts gives them."""
+    for n in range(6):
+        store.set_item_tags("ana", "episode", f"ep_{n}", {"tea": 1.0, "drinks": 0.5} if n < 2 else {"drinks": 0.5})
+    store.set_item_tags("ana", "fact", "fact_1", {"tea": 1.0})
+    store.set_item_tags("bob", "episode", "bob_ep", {"tea": 1.0})
+    caps = {"drinks": (5, 2), "tea": (2, 1), "nope": (3, 3)}
+    counts, posts = store.sized_postings("ana", caps, ["episode", "fact"], frequent_over=4)
+    assert counts == store.tag_counts("ana", caps) == {"drinks": 6, "tea": 3}
+    # drinks is on 6 items, over 4: its 2 newest; tea on 3: its 2 newest; oldest first
+    assert [(p.tag, p.id) for p in posts] == [("tea", "ep_1"), ("drinks", "ep_4"), ("drinks", "ep_5"), ("tea", "fact_1")]
+    assert posts == store.postings("ana", caps, ["episode", "fact"], per_tag={"drinks": 2, "tea": 2, "nope": 3})
+    # only the kinds asked for; the sizes count every kind
+    counts, posts = store.sized_postings("ana", {"tea": (5, 5)}, ["fact"], frequent_over=4)
+    assert counts == {"tea": 3} and [p.id for p in posts] == ["fact_1"]
+    assert store.sized_postings("ana", {}, ["episode"], frequent_over=4) == ({}, [])
+    assert store.sized_postings("carl", caps, ["episode"], frequent_over=4) == ({}, [])
+
+
+def test_items_of_several_kinds_are_read_together_as_each_kind_alone(store):
+    ep = Episode(user="ana", messages=[Message(role="user", content="Tea in Kyoto")], status="completed")
+    fact = Fact(user="ana", content="Likes green tea")
+    note = Note(user="ana", date="2024-05-01", content="- tea in Kyoto")
+    store.put_episode(ep)
+    store.put_fact(fact)
+    store.put_note(note)
+    got = store.get_items({"episode": [ep.id, "missing"], "fact": [fact.id, fact.id], "note": [note.id], "knowledge": []})
+    assert got == {"episode": store.get_episodes([ep.id]), "fact": store.get_facts([fact.id]),
+                   "note": store.get_notes([note.id]), "knowledge": {}}
+    assert got["episode"][ep.id].messages[0].content == "Tea in Kyoto" and got["fact"][fact.id].content == "Likes green tea"
+    with store.transaction():  # inside a transaction too
+        assert store.get_items({"fact": [fact.id], "note": [note.id]}) == {
+            "fact": store.get_facts([fact.id]), "note": store.get_notes([note.id])}
+    assert store.get_items({}) == {}
+
+
 def test_many_items_tagged_at_once_are_posted_as_one_call_each_would(store):
     for name in ("tea", "drinks", "kyoto"):
         store.put_tag(Tag(user="ana", name=name, status="active"))

@@ -107,6 +107,22 @@ def test_related_expands_one_hop_and_loose_never(writer, mem):
     assert set(reached) == {"hiking", "mountain"}
 
 
+def test_weak_tags_join_the_expansion_at_their_weight_only_while_live(writer, mem):
+    """The best matches' tags (``weak``) lead to memories more weakly than the query's own and
+    never weaken a tag the query reached; a deprecated or unknown one is left out."""
+    _tags(writer, "hiking", "mountains", "boots", "legacy")
+    writer.relate("hiking", "mountains", "related")
+    writer.set_status("legacy", "deprecated")
+    found = expand(mem.store, "ana", ["hiking"],
+                   weak={"boot": "ep_1", "mountain": "ep_2", "hiking": "ep_3", "legacy": "ep_4", "nowhere": "ep_5"},
+                   weak_weight=0.6)
+    assert found.weights == {"hiking": 1.0, "mountain": 0.6, "boot": 0.6}
+    assert found.via["mountain"] == "via ep_2" and found.via["hiking"] == "hiking"
+    # weaker than what a relation gave: the relation's weight and origin stay
+    kept = expand(mem.store, "ana", ["hiking"], weak={"mountain": "ep_2"}, weak_weight=0.3)
+    assert kept.weights["mountain"] == 0.5 and kept.via["mountain"] == "hiking"
+
+
 def test_merged_tag_redirects_and_merge_keeps_the_old_name(writer, mem):
     _tags(writer, "k8s", "kubernetes")
     fact = mem.remember("Runs services on kubernetes clusters", user="ana", tags=["k8s"])

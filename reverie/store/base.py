@@ -34,6 +34,7 @@ from reverie.models import (
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
+Item = Episode | Fact | Note | KnowledgeDoc
 # the kinds whose rows a rare query word finds past the search window are ranked by every
 # query word they hold, as the window's are: an old memory keeps what its other words add.
 # Not daily notes: a day's note holds most words, the read cost 5 ms a recall at 1M
@@ -565,6 +566,16 @@ class Store(ABC):
     @abstractmethod
     def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]: ...
 
+    def get_items(self, wanted: Mapping[str, Iterable[str]]) -> dict[str, dict[str, Item]]:
+        """Items of several kinds by id (kind -> ids; every kind of :data:`ITEM_KINDS`):
+        kind -> id -> item, for each kind asked. One read a kind here; a store that can send
+        independent reads together (PostgreSQL's pipeline) overrides this to wait once."""
+        getters: dict[str, Callable[[Iterable[str]], Mapping[str, Item]]] = {
+            "episode": self.get_episodes, "fact": self.get_facts, "note": self.get_notes,
+            "knowledge": self.get_knowledge,
+        }
+        return {kind: dict(getters[kind](ids)) for kind, ids in wanted.items()}
+
     # ------------------------------------------------------------ search and usage
     @abstractmethod
     def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
@@ -739,6 +750,17 @@ class Store(ABC):
     @abstractmethod
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         """How many items carry each tag (of ``names``, or every tag)."""
+
+    def sized_postings(
+        self, user: str, caps: Mapping[str, tuple[int, int]], kinds: Iterable[str], *, frequent_over: int,
+    ) -> tuple[dict[str, int], list[Posting]]:
+        """Each tag's count (as :meth:`tag_counts`) and its newest postings (as :meth:`postings`
+        with ``per_tag``): ``caps[tag]`` is (how many while the tag is on at most
+        ``frequent_over`` items, how many past that). A read of the counts, then one of the
+        postings here; a store where each read is a round trip (PostgreSQL) makes it one."""
+        counts = self.tag_counts(user, caps)
+        per_tag = {tag: rare if counts.get(tag, 0) <= frequent_over else frequent for tag, (rare, frequent) in caps.items()}
+        return counts, self.postings(user, caps, kinds, per_tag=per_tag)
 
     @abstractmethod
     def put_relation(self, relation: TagRelation) -> None:

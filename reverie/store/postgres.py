@@ -60,6 +60,7 @@ from reverie.models import (
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
     FACT_ORDERS,
+    best_first,
     best_hits,
     migrate_schema,
     with_counters,
@@ -69,6 +70,7 @@ from reverie.store.base import (
     EpisodeRef,
     FactText,
     Hit,
+    Item,
     Page,
     Posting,
     TagState,
@@ -621,6 +623,16 @@ def _gin_write_through(conn: "Connection[Any]") -> None:
             pass  # the next vacuum merges it
 
 
+def _held_tokens(
+    lexemes: list[str], rows: Mapping[int, tuple[int, list[tuple[int, int]]]], whole: Container[int],
+) -> Callable[[int], frozenset[str] | None]:
+    """A searched row's query tokens (pk -> tokens), where its parts hold all of them: None
+    for a row outside ``whole``."""
+    def held(pk: int) -> frozenset[str] | None:
+        return frozenset(lexemes[i] for i, _ in rows[pk][1]) if pk in whole else None
+    return held
+
+
 def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(timezone.utc) if value is not None else None
 
@@ -757,6 +769,18 @@ class PostgresStore(Store):
             self._wrote()
         return rows
 
+    def _q_all(self, statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Rows of several reads that do not depend on each other, sent in one round trip: a
+        pipeline, whose end syncs once, before any result is fetched (fetching inside it would
+        ask the server for a flush, a round trip of its own). Inside a transaction, one at a
+        time, as the transaction's locks and batch pipeline expect."""
+        if len(statements) < 2 or self._in_tx():
+            return [self._q(sql, params) for sql, params in statements]
+        with self._connection() as conn:
+            with conn.pipeline():
+                cursors = [conn.execute(sql, params) for sql, params in statements]
+            return [cursor.fetchall() for cursor in cursors]
+
     def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         rows = self._q(sql, params)
         return rows[0] if rows else None
@@ -798,15 +822,17 @@ class PostgresStore(Store):
             self._local.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key(name),))
             held.add(name)
 
+    @staticmethod
+    def _by_id_sql(table: str, columns: str) -> str:
+        return (f"SELECT r.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL "
+                f"(SELECT {columns} FROM {table} t WHERE t.id = k.id OFFSET 0) AS r")
+
     def _by_id(self, table: str, columns: str, ids: list[str]) -> list[tuple[Any, ...]]:
         """The ``columns`` (user_id first) of the rows of ``table`` with these ids; inside a
         transaction their users are locked first, so the rows are read again if a lock had
         to be waited for. Each id is one probe of the table's id index (a lateral read the
         planner cannot turn into a scan of the whole table, whatever its statistics say)."""
-        sql = (
-            f"SELECT r.* FROM unnest(%s::text[]) AS k(id) CROSS JOIN LATERAL "
-            f"(SELECT {columns} FROM {table} t WHERE t.id = k.id OFFSET 0) AS r"
-        )
+        sql = self._by_id_sql(table, columns)
         rows = self._q(sql, (ids,))
         if self._in_tx():
             fresh = {r[0] for r in rows} - self._local.locked
@@ -1292,6 +1318,25 @@ class PostgresStore(Store):
         rows = self._by_id("knowledge", "user_id, id, body", ids)
         return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
 
+    def get_items(self, wanted: Mapping[str, Iterable[str]]) -> dict[str, dict[str, Item]]:
+        """Every kind's rows in one round trip (outside a transaction: inside one, each kind's
+        users are locked as its read finds them, one read at a time)."""
+        asked = {kind: list(dict.fromkeys(ids)) for kind, ids in wanted.items()}
+        reads = [kind for kind, ids in asked.items() if ids]
+        if self._in_tx() or len(reads) < 2:
+            return super().get_items(asked)
+        parse: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], Item]]] = {
+            "episode": ("episodes", self._EP_COLS, self._episode),
+            "fact": ("facts", self._FACT_COLS, self._fact),
+            "note": ("notes", "user_id, id, body", lambda r: Note.model_validate_json(r[2])),
+            "knowledge": ("knowledge", "user_id, id, body", lambda r: KnowledgeDoc.model_validate_json(r[2])),
+        }
+        found = self._q_all([(self._by_id_sql(*parse[kind][:2]), (asked[kind],)) for kind in reads])
+        out: dict[str, dict[str, Item]] = {kind: {} for kind in asked}
+        for kind, rows in zip(reads, found):
+            out[kind] = {r[1]: parse[kind][2](r) for r in rows}
+        return out
+
     # ------------------------------------------------------------ search and usage
     # each query lexeme's newest SEARCH_WINDOW matches in each kind: (kind code, the lexeme's
     # index from 1, pk, its count in the row, the row's length), one index-only range read each
@@ -1331,7 +1376,9 @@ class PostgresStore(Store):
                   "window": SEARCH_WINDOW}
         sizes: dict[tuple[int, str], int] = {}
         stats: dict[str, tuple[int, int]] = {}
-        for code, name, n, tokens in self._q(self._SEARCH_STATS, params):
+        # the statistics and the newest matches do not depend on each other: one round trip
+        counted, newest = self._q_all([(self._SEARCH_STATS, params), (self._NEWEST_MATCHES, params)])
+        for code, name, n, tokens in counted:
             if code is None:
                 stats[name] = (int(n), int(tokens))
             else:
@@ -1342,7 +1389,7 @@ class PostgresStore(Store):
                    if sizes.get((code, lex), 0) <= SEARCH_WINDOW}
         matches: dict[int, dict[int, tuple[int, list[tuple[int, int]]]]] = {}  # code -> pk -> (length, parts)
         holding: dict[int, set[int]] = {}  # code -> the rows that hold a rare lexeme
-        for code, i, pk, tf, length in self._q(self._NEWEST_MATCHES, params):
+        for code, i, pk, tf, length in newest:
             rows = matches.get(code)
             if rows is None:
                 rows = matches[code] = {}
@@ -1353,7 +1400,7 @@ class PostgresStore(Store):
                 row[1].append((i - 1, tf))
             if (code, i) in rare_at:
                 holding.setdefault(code, set()).add(pk)
-        out: list[Hit] = []
+        searched: list[tuple[str, dict[int, float], Callable[[int], frozenset[str] | None]]] = []
         for kind in kinds:
             code = _KIND_CODE[kind]
             rows = matches.get(code)
@@ -1380,11 +1427,8 @@ class PostgresStore(Store):
                                for pk in held), idf, avgdl)
                 for pk, score in scores.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
-            out += self._live_best(
-                kind, user, ranked, limit,
-                lambda pk: frozenset(lexemes[i] for i, _ in rows[pk][1]) if pk in whole else None,
-            )
-        return out
+            searched.append((kind, ranked, _held_tokens(lexemes, rows, whole)))
+        return self._live_best(user, searched, limit)
 
     # the counts of some lexemes in some rows of one kind: (lexeme's index from 1, pk, count),
     # one index probe a (lexeme, row): a join on ``pk = ANY(...)`` was planned as a read of the
@@ -1413,19 +1457,31 @@ class PostgresStore(Store):
                 parts.append((lexeme, tf))
 
     def _live_best(
-        self, kind: str, user: str, ranked: dict[int, float], limit: int,
-        held: Callable[[int], frozenset[str] | None],
+        self, user: str, searched: Sequence[tuple[str, dict[int, float], Callable[[int], frozenset[str] | None]]],
+        limit: int,
     ) -> list[Hit]:
-        """The best ``limit`` of ranked rows (pk -> score; equal scores: the older first) that
-        recall may deliver, looked up a batch at a time; ``held(pk)``: the hit's held tokens."""
+        """The best ``limit`` of each kind's ranked rows (kind, pk -> score, the hit's held
+        tokens by pk; equal scores: the older first) that recall may deliver, looked up a batch
+        at a time: every kind's first batch in one round trip, a later one (when too many of
+        the best were no longer live) on its own."""
         # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
         # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
-        sql = (f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
-               f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m")
-        def lookup(batch: list[int]) -> dict[int, tuple[str, frozenset[str] | None]]:
-            return {pk: (item_id, held(pk)) for pk, item_id in self._q(sql, (batch, user))}
+        sql = {kind: f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
+                     f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m"
+               for kind, _, _ in searched}
+        searched = [s for s in searched if s[1]]
+        first = self._q_all([(sql[kind], (next(best_first(ranked, limit)), user)) for kind, ranked, _ in searched])
+        out: list[Hit] = []
+        for (kind, ranked, held), rows in zip(searched, first):
+            fetched = [rows]  # best_hits asks for the same first batch: it was read above
 
-        return best_hits(kind, ranked, limit, lookup)
+            def lookup(batch: list[int], kind: str = kind, held: Callable[[int], frozenset[str] | None] = held,
+                       fetched: list[list[tuple[Any, ...]]] = fetched) -> dict[int, tuple[str, frozenset[str] | None]]:
+                found = fetched.pop() if fetched else self._q(sql[kind], (batch, user))
+                return {pk: (item_id, held(pk)) for pk, item_id in found}
+
+            out += best_hits(kind, ranked, limit, lookup)
+        return out
 
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))
@@ -1543,6 +1599,31 @@ class PostgresStore(Store):
             ([n for n, _ in capped], [c for _, c in capped], user, kinds),
         )
         return [Posting(r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def sized_postings(
+        self, user: str, caps: Mapping[str, tuple[int, int]], kinds: Iterable[str], *, frequent_over: int,
+    ) -> tuple[dict[str, int], list[Posting]]:
+        """One statement: each tag's size (one probe of ``tag_sizes``) picks its cap, and a
+        lateral read takes its newest postings; a tag no kind asked for carries a row of its
+        size alone."""
+        kinds = list(kinds)
+        names = [name for name in caps if caps[name][0] > 0 or caps[name][1] > 0]
+        if not names or not kinds:
+            return (self.tag_counts(user, caps) if caps else {}), []
+        self._lock([user])
+        rows = self._q(
+            "SELECT c.tag, s.n, p.seq, p.kind, p.item_id, p.weight "
+            "FROM unnest(%(tags)s::text[], %(rare)s::int[], %(frequent)s::int[]) AS c(tag, rare, frequent) "
+            "LEFT JOIN LATERAL (SELECT n FROM tag_sizes WHERE user_id = %(user)s AND tag = c.tag OFFSET 0) AS s ON true "
+            "LEFT JOIN LATERAL (SELECT seq, kind, item_id, weight FROM item_tags WHERE user_id = %(user)s "
+            "AND tag = c.tag AND kind = ANY(%(kinds)s) ORDER BY seq DESC "
+            "LIMIT CASE WHEN coalesce(s.n, 0) <= %(over)s THEN c.rare ELSE c.frequent END) AS p ON true",
+            {"tags": names, "rare": [caps[n][0] for n in names], "frequent": [caps[n][1] for n in names],
+             "user": user, "kinds": kinds, "over": frequent_over},
+        )
+        counts = {r[0]: int(r[1]) for r in rows if r[1]}
+        found = sorted((r for r in rows if r[2] is not None), key=lambda r: r[2])
+        return counts, [Posting(r[3], r[4], r[0], float(r[5])) for r in found]
 
     def tag_counts(self, user: str, names: Iterable[str] | None = None) -> dict[str, int]:
         # the sizes the triggers keep: one probe a tag, however many items carry it
