@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 from reverie import Conflict, InvalidInput, Memory
 from reverie.bench import load_locomo, run_locomo
 from reverie.cli import app
+from reverie.models import Episode, Fact, Message, Note
 from reverie.scheduler import Scheduler
 from reverie.store import PostgresStore, SQLiteStore
+from reverie.text import terms
 from tests.fake_openai import Reply
 from tests.live_server import wait_until
 from tests.test_bench import locomo_data
@@ -83,6 +85,41 @@ def test_locomo_recall_is_the_same_on_both_stores(tmp_path, pg_url):
     store = PostgresStore(pg_url)
     assert store._q("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_bench_%%'")[0][0] == 0
     store.close()
+
+
+def test_reads_that_do_not_depend_on_each_other_wait_for_the_server_once(pg_url):
+    """Round trips are what a server on another machine charges for: items of several kinds,
+    a tag's size with its postings, and a search's statistics with its matches (and every
+    kind's best) each come back from one wait, with the rows the separate reads give."""
+    store = PostgresStore(pg_url)
+    try:
+        ep = Episode(user="ana", messages=[Message(role="user", content="Green tea in Kyoto")], status="completed")
+        fact, note = Fact(user="ana", content="Likes green tea"), Note(user="ana", date="2024-05-01", content="- green tea")
+        store.put_episode(ep)
+        store.put_fact(fact)
+        store.put_note(note)
+        store.set_item_tags("ana", "episode", ep.id, {"tea": 1.0})
+        store.set_item_tags("ana", "fact", fact.id, {"tea": 1.0})
+
+        def waits(read):  # type: ignore[no-untyped-def]
+            before = store.waits
+            out = read()
+            return out, store.waits - before
+
+        items, n = waits(lambda: store.get_items({"episode": [ep.id], "fact": [fact.id], "note": [note.id]}))
+        assert n == 1 and set(items["episode"]) == {ep.id} and set(items["fact"]) == {fact.id}
+        assert set(items["note"]) == {note.id}
+        (counts, posts), n = waits(lambda: store.sized_postings("ana", {"tea": (5, 1)}, ["episode", "fact"],
+                                                                frequent_over=10))
+        assert n == 1 and counts == {"tea": 2} and [p.id for p in posts] == [ep.id, fact.id]
+        hits, n = waits(lambda: store.search("ana", terms("green tea"), ["episode", "fact", "note"], 10))
+        assert n == 2 and {h.kind for h in hits} == {"episode", "fact", "note"}
+        # inside a transaction, one read at a time (its locks come first), the same rows
+        with store.transaction():
+            assert store.get_items({"episode": [ep.id], "fact": [fact.id]}) == {
+                "episode": store.get_episodes([ep.id]), "fact": store.get_facts([fact.id])}
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------- documents in the store

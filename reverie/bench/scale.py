@@ -1043,14 +1043,16 @@ for query in job["warmup"]:
     mem.recall(query, user=job["user"], budget=job["budget"], track=False)
     warmup_times.append(time.perf_counter() - t0)
 times = []
+waited = getattr(mem.store, "waits", None)  # PostgreSQL: the round trips it waited for
 for query in job["queries"]:
     t0 = time.perf_counter()
     mem.recall(query, user=job["user"], budget=job["budget"], track=False)
     times.append(time.perf_counter() - t0)
+trips = None if waited is None or not times else (mem.store.waits - waited) / len(times)
 mem.close()
 from reverie.bench.child import peak_rss_bytes
 json.dump({"import_s": imported, "open_s": opened, "times": times, "warmup_times": warmup_times,
-           "rss_bytes": peak_rss_bytes()}, sys.stdout)
+           "rss_bytes": peak_rss_bytes(), "round_trips": trips}, sys.stdout)
 """
 
 
@@ -1080,6 +1082,7 @@ class SizeReport:
     import_ms: float
     disk_bytes: int
     peak_rss_bytes: int
+    round_trips: float | None = None  # PostgreSQL: the mean round trips of a timed recall
 
     def as_dict(self) -> dict[str, Any]:
         b = self.build
@@ -1112,6 +1115,7 @@ class SizeReport:
             "import_ms": round(self.import_ms, 1),
             "disk_mb": round(self.disk_bytes / 1e6, 2),
             "peak_rss_mb": round(self.peak_rss_bytes / 1e6, 1),
+            "round_trips": None if self.round_trips is None else round(self.round_trips, 2),
         }
 
 
@@ -1270,6 +1274,7 @@ def measure_size(home: Path, record: BuildRecord, built: bool, recalls: int, ser
         import_ms=first["import_s"] * 1000,
         disk_bytes=size,
         peak_rss_bytes=int(timed["rss_bytes"]),
+        round_trips=timed.get("round_trips"),
     )
 
 

@@ -324,6 +324,9 @@ def _print_scale(report: ScaleReport) -> None:
         ("store on disk", lambda s: f"{s['disk_mb']:,.1f} MB"),
         ("peak RSS, recall-only process", lambda s: f"{s['peak_rss_mb']:,.0f} MB"),
     ]
+    if any(s.get("round_trips") is not None for s in sizes):  # what a server's distance costs a recall
+        rows.append(("round trips a recall (PostgreSQL)",
+                     lambda s: "-" if s.get("round_trips") is None else f"{s['round_trips']:.1f}"))
     for name, cell in rows:
         table.add_row(name, *(cell(s) for s in sizes))
     console.print(table)

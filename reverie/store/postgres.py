@@ -671,6 +671,12 @@ class PostgresStore(Store):
         self.where = redact_url(url)
         conninfo, self.schema = split_schema(url)
         self._local = threading.local()
+        # how many times the statement helpers (_q, _q_all, _do, _count, _many: every read of
+        # recall's) waited for the server's answer to a statement or a pipeline of them, not
+        # counting a transaction's BEGIN and COMMIT nor the queue's and locks' own statements:
+        # a recall's round trips, which `reverie bench scale` reports (approximate when threads
+        # share the store)
+        self.waits = 0
         self._held: set["Connection[Any]"] = set()  # connections holding a named lock
         self._held_lock = threading.Lock()
         schema = self.schema
@@ -765,6 +771,7 @@ class PostgresStore(Store):
         with self._connection() as conn:
             cursor = conn.execute(sql, params)
             rows = cursor.fetchall()
+        self.waits += 1
         if not (cursor.statusmessage or "").startswith("SELECT"):  # rows returned by a write: RETURNING
             self._wrote()
         return rows
@@ -779,6 +786,7 @@ class PostgresStore(Store):
         with self._connection() as conn:
             with conn.pipeline():
                 cursors = [conn.execute(sql, params) for sql, params in statements]
+            self.waits += 1
             return [cursor.fetchall() for cursor in cursors]
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
@@ -789,6 +797,8 @@ class PostgresStore(Store):
         """Run one statement (in a batch transaction, without waiting for its answer)."""
         with self._connection() as conn:
             conn.execute(sql, params)
+        if getattr(self._local, "pipe", None) is None:  # in a batch transaction: sent, not waited for
+            self.waits += 1
         self._wrote()
 
     def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
@@ -798,6 +808,7 @@ class PostgresStore(Store):
             pipe = getattr(self._local, "pipe", None)  # set only inside a batch transaction
             if pipe is not None:
                 pipe.sync()
+        self.waits += 1
         self._wrote()
         return cursor.rowcount
 
@@ -807,6 +818,8 @@ class PostgresStore(Store):
         with self._connection() as conn:
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
+        if getattr(self._local, "pipe", None) is None:
+            self.waits += 1
         self._wrote()
 
     def _lock_key(self, name: str) -> str:
