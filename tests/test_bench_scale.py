@@ -318,6 +318,8 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
         assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")
         assert pg["built"] is True and pg["messages"] == sqlite["messages"]  # the same generated store
         assert pg["recalls"] == 5 and pg["recall_ms"]["p50"] > 0 and pg["peak_rss_mb"] > 0
+        # what a recall waits for the server, on PostgreSQL only (SQLite is in-process)
+        assert sqlite["round_trips"] is None and 1 <= pg["round_trips"] <= 20
         # the schema holds the store: its size counts, and no SQLite file was made for it
         assert _schema_bytes(server, schema) > 0 and pg["disk_mb"] * 1e6 >= _schema_bytes(server, schema)
         assert not (tmp_path / "pg-episodes-120" / "reverie.db").exists()
