@@ -39,8 +39,8 @@ from reverie.models import (
 from reverie.observe import RECALL_SECONDS, USAGE_FLUSH_FAILURES
 from reverie.profiles import fit_profile
 from reverie.store.background import Background
-from reverie.store.base import ITEM_KINDS, Store, fts_tokens
-from reverie.tags import expand
+from reverie.store.base import ITEM_KINDS, Hit, Store, fts_tokens
+from reverie.tags import expand, resolve, tag_keys
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
 
@@ -230,10 +230,21 @@ class Recaller:
         query = clip(query, self.ctx.settings.max_query_chars)
         perception = self.perceive(query, now)
         query_terms = terms(query)
+        # a shallow answer delivers no daily note: their search is skipped
+        kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
+        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND)
+        names = list(perception.keyphrases) + query_terms  # what may name a tag
+        names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
+        # the best text matches (their tags lead further), the tags the query names and the
+        # profile: reads by key that wait for nothing else, together (one round trip on PostgreSQL)
+        top_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
+        first = self.store.read_keyed(user, items={"episode": top_episodes}, tags=tag_keys(names), profile=True)
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
-        candidates, matched = self._match(user, query_terms, perception, loaded)
+        loaded.update((i, ep) for i, ep in first.items["episode"].items() if isinstance(ep, Episode))
+        roots = resolve(self.store, user, names, found=first.tags)
+        candidates, matched = self._match(user, names, hits, top_episodes, roots, perception, loaded)
         scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, names_in(query))
-        profile = self.store.get_profile(user)
+        profile = first.profile if first.profile is not None else self.store.get_profile(user)
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent, budget)
         perception.tags = matched
@@ -249,12 +260,13 @@ class Recaller:
 
     # ------------------------------------------------------------ match
     def _match(
-        self, user: str, query_terms: list[str], perception: Perception, loaded: dict[str, Episode]
+        self, user: str, names: list[str], hits: list[Hit], top_episodes: list[str], roots: dict[str, str],
+        perception: Perception, loaded: dict[str, Episode],
     ) -> tuple[dict[tuple[str, str], _Candidate], list[str]]:
+        """Candidates from the search's ``hits``, the tags the query ``names`` (``roots``: those
+        that are live tags), the tags of the ``top_episodes`` found (read into ``loaded``) and
+        the times the query names."""
         candidates: dict[tuple[str, str], _Candidate] = {}
-        # a shallow answer delivers no daily note: their search is skipped
-        kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
-        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND)
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ITEM_KINDS}
         floor = max(top.values()) * KIND_NORM_FLOOR
         top = {kind: max(score, floor) for kind, score in top.items()}
@@ -264,12 +276,8 @@ class Recaller:
                 hit.text_score, hit.held = h.score / top[h.kind], h.held
         # features of the best text matches lead to the memories that share them
         # (pseudo-relevance feedback over tags), weaker than the query's own tags
-        best_episodes = [h.id for h in hits if h.kind == "episode"][:NEIGHBOUR_EPISODES]
-        loaded.update(self.store.get_episodes(best_episodes))
-        neighbours = {t: loaded[i].id for i in best_episodes if i in loaded for t in loaded[i].tags}
-        names = list(perception.keyphrases) + query_terms
-        names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
-        expansion = expand(self.store, user, names, weak=neighbours, weak_weight=NEIGHBOUR_WEIGHT)
+        neighbours = {t: loaded[i].id for i in top_episodes if i in loaded for t in loaded[i].tags}
+        expansion = expand(self.store, user, names, roots=roots, weak=neighbours, weak_weight=NEIGHBOUR_WEIGHT)
         # the episodes of the times the query names
         timed = {("episode", ep.id): ep for ref in perception.time_refs for ep in self.store.list_episodes(
             user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND)}
@@ -335,9 +343,9 @@ class Recaller:
             cands.sort(key=lambda c: TEXT_WEIGHT * c.text_score + TAG_WEIGHT * c.tag_score, reverse=True)
             by_kind[kind] = cands[: CANDIDATES_PER_KIND]
         # every kind's candidates in one read of the store (one round trip on PostgreSQL)
-        read = self.store.get_items({
+        read = self.store.read_keyed(user, items={
             kind: [c.id for c in cands if kind != "episode" or c.id not in loaded] for kind, cands in by_kind.items()
-        })
+        }).items
         if "episode" in read:
             read["episode"] = {**loaded, **read["episode"]}
         pool: list[tuple[_Item, _Candidate]] = []

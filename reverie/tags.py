@@ -74,11 +74,20 @@ class Expansion:
             self.via[tag] = origin
 
 
-def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
+def tag_keys(names: Iterable[str]) -> list[str]:
+    """The tag names ``names`` may be (normalized, each once): what :func:`resolve` reads."""
+    return list(dict.fromkeys(key for key in map(normalize_tag, names) if key))
+
+
+def resolve(
+    store: Store, user: str, names: list[str], *, found: Mapping[str, TagState] | None = None,
+) -> dict[str, str]:
     """Map query names to live tag names: merged tags redirect (cycle-safe, <= 3 hops),
-    deprecated and unknown names drop out."""
+    deprecated and unknown names drop out. ``found``: the states of :func:`tag_keys` of
+    ``names``, where the caller read them already."""
     wanted = {normalize_tag(n): n for n in names if normalize_tag(n)}
-    found = store.tag_states(user, wanted)
+    if found is None:
+        found = store.tag_states(user, wanted)
     out: dict[str, str] = {}
     for norm in wanted:
         name, tag, seen = norm, found.get(norm), set()
@@ -94,13 +103,16 @@ def resolve(store: Store, user: str, names: list[str]) -> dict[str, str]:
 
 
 def expand(
-    store: Store, user: str, names: list[str], *, weak: Mapping[str, str] | None = None, weak_weight: float = 0.0,
+    store: Store, user: str, names: list[str], *, roots: Mapping[str, str] | None = None,
+    weak: Mapping[str, str] | None = None, weak_weight: float = 0.0,
 ) -> Expansion:
-    """The recall line's tag expansion (read-only). ``weak``: tags that lead to memories less
-    strongly than the query's own (tag -> the item it came from), added at ``weak_weight``
-    after the relations are followed, and read live in the same read as the tags they reached."""
+    """The recall line's tag expansion (read-only). ``roots``: what :func:`resolve` gave for
+    ``names``, where the caller has it. ``weak``: tags that lead to memories less strongly
+    than the query's own (tag -> the item it came from), added at ``weak_weight`` after the
+    relations are followed, and read live in the same read as the tags they reached."""
     expansion = Expansion()
-    roots = resolve(store, user, names)
+    if roots is None:
+        roots = resolve(store, user, names)
     for origin, root in roots.items():
         expansion.add(root, 1.0, origin)
     frontier = dict(expansion.weights)

@@ -88,8 +88,8 @@ def test_locomo_recall_is_the_same_on_both_stores(tmp_path, pg_url):
 
 
 def test_reads_that_do_not_depend_on_each_other_wait_for_the_server_once(pg_url):
-    """Round trips are what a server on another machine charges for: items of several kinds,
-    a tag's size with its postings, and a search's statistics with its matches (and every
+    """Round trips are what a server on another machine charges for: items of several kinds
+    with tags and the profile, a tag's size with its postings, and a search's statistics with its matches (and every
     kind's best) each come back from one wait, with the rows the separate reads give."""
     store = PostgresStore(pg_url)
     try:
@@ -106,9 +106,10 @@ def test_reads_that_do_not_depend_on_each_other_wait_for_the_server_once(pg_url)
             out = read()
             return out, store.waits - before
 
-        items, n = waits(lambda: store.get_items({"episode": [ep.id], "fact": [fact.id], "note": [note.id]}))
-        assert n == 1 and set(items["episode"]) == {ep.id} and set(items["fact"]) == {fact.id}
-        assert set(items["note"]) == {note.id}
+        read, n = waits(lambda: store.read_keyed("ana", items={"episode": [ep.id], "fact": [fact.id], "note": [note.id]},
+                                                 tags=["tea"], profile=True))
+        assert n == 1 and set(read.items["episode"]) == {ep.id} and set(read.items["fact"]) == {fact.id}
+        assert set(read.items["note"]) == {note.id} and read.tags == {} and read.profile is not None
         (counts, posts), n = waits(lambda: store.sized_postings("ana", {"tea": (5, 1)}, ["episode", "fact"],
                                                                 frequent_over=10))
         assert n == 1 and counts == {"tea": 2} and [p.id for p in posts] == [ep.id, fact.id]
@@ -116,7 +117,7 @@ def test_reads_that_do_not_depend_on_each_other_wait_for_the_server_once(pg_url)
         assert n == 2 and {h.kind for h in hits} == {"episode", "fact", "note"}
         # inside a transaction, one read at a time (its locks come first), the same rows
         with store.transaction():
-            assert store.get_items({"episode": [ep.id], "fact": [fact.id]}) == {
+            assert store.read_keyed("ana", items={"episode": [ep.id], "fact": [fact.id]}).items == {
                 "episode": store.get_episodes([ep.id]), "fact": store.get_facts([fact.id])}
     finally:
         store.close()

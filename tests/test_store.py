@@ -505,21 +505,30 @@ def test_sized_postings_pick_each_tags_cap_by_its_size_and_give_the_sizes(store)
     assert store.sized_postings("carl", caps, ["episode"], frequent_over=4) == ({}, [])
 
 
-def test_items_of_several_kinds_are_read_together_as_each_kind_alone(store):
+def test_reads_by_key_together_give_what_each_read_alone_gives(store):
     ep = Episode(user="ana", messages=[Message(role="user", content="Tea in Kyoto")], status="completed")
     fact = Fact(user="ana", content="Likes green tea")
     note = Note(user="ana", date="2024-05-01", content="- tea in Kyoto")
     store.put_episode(ep)
     store.put_fact(fact)
     store.put_note(note)
-    got = store.get_items({"episode": [ep.id, "missing"], "fact": [fact.id, fact.id], "note": [note.id], "knowledge": []})
-    assert got == {"episode": store.get_episodes([ep.id]), "fact": store.get_facts([fact.id]),
-                   "note": store.get_notes([note.id]), "knowledge": {}}
-    assert got["episode"][ep.id].messages[0].content == "Tea in Kyoto" and got["fact"][fact.id].content == "Likes green tea"
+    store.put_tag(Tag(user="ana", name="tea", status="active"))
+    store.put_tag(Tag(user="ana", name="kyoto", status="merged", merged_to="japan"))
+    store.put_profile_section("ana", "user.workContext", "Writes about tea", _day(0))
+    got = store.read_keyed("ana", items={"episode": [ep.id, "missing"], "fact": [fact.id, fact.id], "note": [note.id],
+                                         "knowledge": []}, tags=["tea", "kyoto", "nope", "tea"], profile=True)
+    assert got.items == {"episode": store.get_episodes([ep.id]), "fact": store.get_facts([fact.id]),
+                         "note": store.get_notes([note.id]), "knowledge": {}}
+    assert got.items["episode"][ep.id].messages[0].content == "Tea in Kyoto"
+    assert got.tags == store.tag_states("ana", ["tea", "kyoto"]) == {"tea": ("active", None), "kyoto": ("merged", "japan")}
+    assert got.profile == store.get_profile("ana") and got.profile.section("user.workContext").summary == "Writes about tea"
+    # only what was asked for; another user's tags and profile are not this user's
+    assert store.read_keyed("bob", tags=["tea"], profile=True) == ({}, {}, store.get_profile("bob"))
+    assert store.read_keyed("ana", items={"fact": [fact.id]}) == ({"fact": store.get_facts([fact.id])}, {}, None)
     with store.transaction():  # inside a transaction too
-        assert store.get_items({"fact": [fact.id], "note": [note.id]}) == {
-            "fact": store.get_facts([fact.id]), "note": store.get_notes([note.id])}
-    assert store.get_items({}) == {}
+        again = store.read_keyed("ana", items={"fact": [fact.id], "note": [note.id]}, tags=["tea"], profile=True)
+        assert again == ({"fact": got.items["fact"], "note": got.items["note"]}, {"tea": got.tags["tea"]}, got.profile)
+    assert store.read_keyed("ana") == ({}, {}, None)
 
 
 def test_many_items_tagged_at_once_are_posted_as_one_call_each_would(store):

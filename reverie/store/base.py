@@ -114,6 +114,15 @@ class Posting(NamedTuple):
     weight: float
 
 
+class KeyedReads(NamedTuple):
+    """What :meth:`Store.read_keyed` read: kind -> id -> item for each kind asked, the tags'
+    states by name (those that exist), and the profile (None when not asked for)."""
+
+    items: dict[str, dict[str, "Item"]]
+    tags: dict[str, "TagState"]
+    profile: Profile | None
+
+
 class TagState(NamedTuple):
     """What the recall line reads of a tag: whether it is live, and where a merge sent it."""
 
@@ -566,15 +575,24 @@ class Store(ABC):
     @abstractmethod
     def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]: ...
 
-    def get_items(self, wanted: Mapping[str, Iterable[str]]) -> dict[str, dict[str, Item]]:
-        """Items of several kinds by id (kind -> ids; every kind of :data:`ITEM_KINDS`):
-        kind -> id -> item, for each kind asked. One read a kind here; a store that can send
-        independent reads together (PostgreSQL's pipeline) overrides this to wait once."""
+    def read_keyed(
+        self, user: str, *, items: Mapping[str, Iterable[str]] | None = None, tags: Iterable[str] = (),
+        profile: bool = False,
+    ) -> KeyedReads:
+        """Several reads by key at once: items of any kinds by id (kind -> ids, each kind of
+        :data:`ITEM_KINDS`; whoever's they are), ``user``'s tags' states by name, and with
+        ``profile`` the user's profile. One read each here; a store where each read is a round
+        trip (PostgreSQL's pipeline) overrides this to wait once."""
         getters: dict[str, Callable[[Iterable[str]], Mapping[str, Item]]] = {
             "episode": self.get_episodes, "fact": self.get_facts, "note": self.get_notes,
             "knowledge": self.get_knowledge,
         }
-        return {kind: dict(getters[kind](ids)) for kind, ids in wanted.items()}
+        names = list(tags)
+        return KeyedReads(
+            {kind: dict(getters[kind](ids)) for kind, ids in (items or {}).items()},
+            self.tag_states(user, names) if names else {},
+            self.get_profile(user) if profile else None,
+        )
 
     # ------------------------------------------------------------ search and usage
     @abstractmethod

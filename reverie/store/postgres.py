@@ -71,6 +71,7 @@ from reverie.store.base import (
     FactText,
     Hit,
     Item,
+    KeyedReads,
     Page,
     Posting,
     TagState,
@@ -1270,12 +1271,16 @@ class PostgresStore(Store):
                 )
 
     # ------------------------------------------------------------ profile
+    _PROFILE = "SELECT section, summary, updated_at FROM profile WHERE user_id = %s"
+
     def get_profile(self, user: str) -> Profile:
         self._lock([user])
+        return self._profile(self._q(self._PROFILE, (user,)))
+
+    @staticmethod
+    def _profile(rows: Iterable[tuple[Any, ...]]) -> Profile:
         profile = Profile()
-        for section_name, summary, updated_at in self._q(
-            "SELECT section, summary, updated_at FROM profile WHERE user_id = %s", (user,)
-        ):
+        for section_name, summary, updated_at in rows:
             if section_name in PROFILE_SECTIONS:
                 section = profile.section(section_name)
                 section.summary = summary
@@ -1331,24 +1336,35 @@ class PostgresStore(Store):
         rows = self._by_id("knowledge", "user_id, id, body", ids)
         return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
 
-    def get_items(self, wanted: Mapping[str, Iterable[str]]) -> dict[str, dict[str, Item]]:
-        """Every kind's rows in one round trip (outside a transaction: inside one, each kind's
-        users are locked as its read finds them, one read at a time)."""
-        asked = {kind: list(dict.fromkeys(ids)) for kind, ids in wanted.items()}
+    def read_keyed(
+        self, user: str, *, items: Mapping[str, Iterable[str]] | None = None, tags: Iterable[str] = (),
+        profile: bool = False,
+    ) -> KeyedReads:
+        """Every read in one round trip (outside a transaction: inside one, each read locks its
+        users as it finds them, one read at a time)."""
+        asked = {kind: list(dict.fromkeys(ids)) for kind, ids in (items or {}).items()}
+        names = list(dict.fromkeys(tags))
         reads = [kind for kind, ids in asked.items() if ids]
-        if self._in_tx() or len(reads) < 2:
-            return super().get_items(asked)
+        if self._in_tx() or len(reads) + bool(names) + profile < 2:
+            return super().read_keyed(user, items=asked, tags=names, profile=profile)
         parse: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], Item]]] = {
             "episode": ("episodes", self._EP_COLS, self._episode),
             "fact": ("facts", self._FACT_COLS, self._fact),
             "note": ("notes", "user_id, id, body", lambda r: Note.model_validate_json(r[2])),
             "knowledge": ("knowledge", "user_id, id, body", lambda r: KnowledgeDoc.model_validate_json(r[2])),
         }
-        found = self._q_all([(self._by_id_sql(*parse[kind][:2]), (asked[kind],)) for kind in reads])
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (self._by_id_sql(*parse[kind][:2]), (asked[kind],)) for kind in reads]
+        if names:
+            statements.append((self._TAGS_NAMED.format(columns="name, status, merged_to"), (names, user)))
+        if profile:
+            statements.append((self._PROFILE, (user,)))
+        found = iter(self._q_all(statements))
         out: dict[str, dict[str, Item]] = {kind: {} for kind in asked}
-        for kind, rows in zip(reads, found):
-            out[kind] = {r[1]: parse[kind][2](r) for r in rows}
-        return out
+        for kind in reads:
+            out[kind] = {r[1]: parse[kind][2](r) for r in next(found)}
+        states = {r[0]: TagState(r[1], r[2]) for r in next(found)} if names else {}
+        return KeyedReads(out, states, self._profile(next(found)) if profile else None)
 
     # ------------------------------------------------------------ search and usage
     # each query lexeme's newest SEARCH_WINDOW matches in each kind: (kind code, the lexeme's
@@ -1539,11 +1555,10 @@ class PostgresStore(Store):
         if not names:
             return []
         self._lock([user])
-        return self._q(
-            f"SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT {columns} FROM tags t "
-            "WHERE t.user_id = %s AND t.name = k.name OFFSET 0) AS r",
-            (names, user),
-        )
+        return self._q(self._TAGS_NAMED.format(columns=columns), (names, user))
+
+    _TAGS_NAMED = ("SELECT r.* FROM unnest(%s::text[]) AS k(name) CROSS JOIN LATERAL (SELECT {columns} FROM tags t "
+                   "WHERE t.user_id = %s AND t.name = k.name OFFSET 0) AS r")
 
     def list_tags(self, user: str, status: str | None = None) -> list[Tag]:
         self._lock([user])
