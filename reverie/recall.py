@@ -39,16 +39,15 @@ from reverie.models import (
 from reverie.observe import RECALL_SECONDS, USAGE_FLUSH_FAILURES
 from reverie.profiles import fit_profile
 from reverie.store.background import Background
-from reverie.store.base import ITEM_KINDS, Hit, Store, fts_tokens
+from reverie.store.base import ITEM_KINDS, Hit, Item, Store, fts_tokens
 from reverie.tags import expand, resolve, tag_keys
 from reverie.text import terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("reverie.recall")
 
-# what the recall line scores and delivers (besides the profile)
-_Item = Episode | Fact | Note | KnowledgeDoc
-_ItemT = TypeVar("_ItemT", bound=_Item, covariant=True)
+# one kind of what the recall line scores and delivers (an Item; the profile aside)
+_ItemT = TypeVar("_ItemT", bound=Item, covariant=True)
 
 CONFIRMED_BOOST = 1.15
 # a tag's newest postings read per recall: a tag thousands of items carry (a speaker's name,
@@ -244,7 +243,8 @@ class Recaller:
         roots = resolve(self.store, user, names, found=first.tags)
         candidates, matched = self._match(user, names, hits, top_episodes, roots, perception, loaded)
         scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, names_in(query))
-        profile = first.profile if first.profile is not None else self.store.get_profile(user)
+        profile = first.profile
+        assert profile is not None  # asked for above
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent, budget)
         perception.tags = matched
@@ -335,7 +335,7 @@ class Recaller:
         self, user: str, candidates: dict[tuple[str, str], _Candidate], perception: Perception, now: datetime,
         thread: str | None, agent: str | None, loaded: dict[str, Episode], query_terms: list[str],
         names: frozenset[str] = frozenset(),
-    ) -> list[_Scored[_Item]]:
+    ) -> list[_Scored[Item]]:
         by_kind: dict[str, list[_Candidate]] = {}
         for cand in candidates.values():
             by_kind.setdefault(cand.kind, []).append(cand)
@@ -348,12 +348,12 @@ class Recaller:
         }).items
         if "episode" in read:
             read["episode"] = {**loaded, **read["episode"]}
-        pool: list[tuple[_Item, _Candidate]] = []
+        pool: list[tuple[Item, _Candidate]] = []
         for kind, cands in by_kind.items():
             items = read[kind]
             pool += [(items[c.id], c) for c in cands if c.id in items and items[c.id].user == user]
         _cover(self.store, user, query_terms, [cand for _, cand in pool], names)
-        scored: list[_Scored[_Item]] = []
+        scored: list[_Scored[Item]] = []
         for item, cand in pool:
             s = self._score_one(cand.kind, item, cand, perception, now, thread, agent)
             if s is not None:
@@ -363,9 +363,9 @@ class Recaller:
         return scored
 
     def _score_one(
-        self, kind: str, item: _Item, cand: _Candidate, perception: Perception, now: datetime,
+        self, kind: str, item: Item, cand: _Candidate, perception: Perception, now: datetime,
         thread: str | None, agent: str | None,
-    ) -> _Scored[_Item] | None:
+    ) -> _Scored[Item] | None:
         parts = {"text": cand.text_score, "tags": cand.tag_score}
         relevance = TEXT_WEIGHT * cand.text_score + TAG_WEIGHT * cand.tag_score
         when = _when(item)
@@ -404,7 +404,7 @@ class Recaller:
         return _Scored(kind, item, min(score, 1.5), parts, sorted(set(cand.tags)))
 
     def _background_facts(
-        self, user: str, scored: list[_Scored[_Item]], agent: str | None, budget: int,
+        self, user: str, scored: list[_Scored[Item]], agent: str | None, budget: int,
     ) -> list[_Scored[Fact]]:
         """Durable preferences a user always wants honoured, even when the query does not name
         them: the strongest few, as many as the correction and background shares of the
@@ -490,7 +490,7 @@ class Recaller:
 
     # ------------------------------------------------------------ deliver
     def _deliver(
-        self, profile: Profile, corrections: list[_Scored[Fact]], scored: list[_Scored[_Item]],
+        self, profile: Profile, corrections: list[_Scored[Fact]], scored: list[_Scored[Item]],
         background: list[_Scored[Fact]], perception: Perception, budget: int, query: frozenset[str],
     ) -> tuple[list[RecallItem], str, int]:
         out = _Block(budget)
@@ -559,7 +559,7 @@ class _Scored(Generic[_ItemT]):
         return self.item.category if isinstance(self.item, Fact) else ""
 
 
-def _is_fact(s: _Scored[_Item]) -> TypeGuard[_Scored[Fact]]:
+def _is_fact(s: _Scored[Item]) -> TypeGuard[_Scored[Fact]]:
     return isinstance(s.item, Fact)
 
 
@@ -618,7 +618,7 @@ class _Block:
         self.items.append(item)
         return True
 
-    def add(self, s: _Scored[_Item], depth: str, text: str, held: list[str] | None = None) -> bool:
+    def add(self, s: _Scored[Item], depth: str, text: str, held: list[str] | None = None) -> bool:
         item = s.item
         if isinstance(item, Episode):
             provenance, sources, origin = [item.id], held or [], item.source_ids
@@ -788,7 +788,7 @@ def _knowledge_line(doc: KnowledgeDoc, route: str) -> str:
     return f"[knowledge] {escape(doc.title)}: {escape(truncate_to_tokens(doc.body, limit))}"
 
 
-def _when(item: _Item) -> datetime:
+def _when(item: Item) -> datetime:
     if isinstance(item, Episode):
         return item.occurred_at
     if isinstance(item, Note):

@@ -85,7 +85,7 @@ def resolve(
     """Map query names to live tag names: merged tags redirect (cycle-safe, <= 3 hops),
     deprecated and unknown names drop out. ``found``: the states of :func:`tag_keys` of
     ``names``, where the caller read them already."""
-    wanted = {normalize_tag(n): n for n in names if normalize_tag(n)}
+    wanted = tag_keys(names)
     if found is None:
         found = store.tag_states(user, wanted)
     out: dict[str, str] = {}

@@ -111,6 +111,13 @@ TSVECTOR_BUDGET = 900_000
 
 _KINDS = ("episode", "fact", "note", "knowledge")
 _TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
+# what an item is read by id as (user_id and id first), for get_* and read_keyed alike
+_ITEM_COLS = {
+    "episode": "user_id, id, uses, last_used_at, learned, archived, status, body",
+    "fact": "user_id, id, uses, last_used_at, status, body",
+    "note": "user_id, id, body",
+    "knowledge": "user_id, id, body",
+}
 # every table of the store's schema (the migrations create them; a test checks the list)
 TABLES = (
     "api_keys", "documents", "dream_runs", "episodes", "facts", "fts_stats", "input_keys", "item_tags", "journals",
@@ -123,6 +130,14 @@ _SEARCH_OK = {
     "fact": "m.status <> 'archived'",
     "note": "TRUE",
     "knowledge": "TRUE",
+}
+# a search's best rows of a kind that recall may deliver, by pk -> (pk, id): one probe of
+# (user_id, pk) a row; with ``pk = ANY(%s)`` the generic plan of the prepared statement
+# filtered every row of the user by the array (facts at 1M: 6.4 ms)
+_LIVE_BEST = {
+    kind: f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
+          f"FROM {table} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m"
+    for kind, table in _TABLE.items()
 }
 # meta keys that belong to one user ("<prefix><user>"): kept in user_meta, led by the user id
 _JOURNAL = "journal:"
@@ -969,7 +984,6 @@ class PostgresStore(Store):
                         copy.write_row(row)
 
     # ------------------------------------------------------------ episodes
-    _EP_COLS = "user_id, id, uses, last_used_at, learned, archived, status, body"
 
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
         self._write("episode", _episode_columns(episode), episode_text(episode) if reindex else None)
@@ -980,6 +994,8 @@ class PostgresStore(Store):
 
     def get_episode(self, episode_id: str) -> Episode | None:
         return self.get_episodes([episode_id]).get(episode_id)
+
+    _EP_COLS = _ITEM_COLS["episode"]
 
     def get_episodes(self, ids: Iterable[str]) -> dict[str, Episode]:
         ids = list(dict.fromkeys(ids))
@@ -1173,7 +1189,6 @@ class PostgresStore(Store):
         return release
 
     # ------------------------------------------------------------ facts
-    _FACT_COLS = "user_id, id, uses, last_used_at, status, body"
 
     def put_fact(self, fact: Fact) -> None:
         self._write("fact", _fact_columns(fact), _searched_fact_text(fact))
@@ -1183,6 +1198,8 @@ class PostgresStore(Store):
 
     def get_fact(self, fact_id: str) -> Fact | None:
         return self.get_facts([fact_id]).get(fact_id)
+
+    _FACT_COLS = _ITEM_COLS["fact"]
 
     def get_facts(self, ids: Iterable[str]) -> dict[str, Fact]:
         ids = list(dict.fromkeys(ids))
@@ -1318,8 +1335,12 @@ class PostgresStore(Store):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._by_id("notes", "user_id, id, body", ids)
-        return {r[1]: Note.model_validate_json(r[2]) for r in rows}
+        rows = self._by_id("notes", _ITEM_COLS["note"], ids)
+        return {r[1]: self._note(r) for r in rows}
+
+    @staticmethod
+    def _note(row: tuple[Any, ...]) -> Note:
+        return Note.model_validate_json(row[2])
 
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write("knowledge", _knowledge_columns(doc), knowledge_text(doc))
@@ -1333,8 +1354,12 @@ class PostgresStore(Store):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._by_id("knowledge", "user_id, id, body", ids)
-        return {r[1]: KnowledgeDoc.model_validate_json(r[2]) for r in rows}
+        rows = self._by_id("knowledge", _ITEM_COLS["knowledge"], ids)
+        return {r[1]: self._knowledge(r) for r in rows}
+
+    @staticmethod
+    def _knowledge(row: tuple[Any, ...]) -> KnowledgeDoc:
+        return KnowledgeDoc.model_validate_json(row[2])
 
     def read_keyed(
         self, user: str, *, items: Mapping[str, Iterable[str]] | None = None, tags: Iterable[str] = (),
@@ -1347,14 +1372,10 @@ class PostgresStore(Store):
         reads = [kind for kind, ids in asked.items() if ids]
         if self._in_tx() or len(reads) + bool(names) + profile < 2:
             return super().read_keyed(user, items=asked, tags=names, profile=profile)
-        parse: dict[str, tuple[str, str, Callable[[tuple[Any, ...]], Item]]] = {
-            "episode": ("episodes", self._EP_COLS, self._episode),
-            "fact": ("facts", self._FACT_COLS, self._fact),
-            "note": ("notes", "user_id, id, body", lambda r: Note.model_validate_json(r[2])),
-            "knowledge": ("knowledge", "user_id, id, body", lambda r: KnowledgeDoc.model_validate_json(r[2])),
-        }
+        parse: dict[str, Callable[[tuple[Any, ...]], Item]] = {
+            "episode": self._episode, "fact": self._fact, "note": self._note, "knowledge": self._knowledge}
         statements: list[tuple[str, Sequence[Any]]] = [
-            (self._by_id_sql(*parse[kind][:2]), (asked[kind],)) for kind in reads]
+            (self._by_id_sql(_TABLE[kind], _ITEM_COLS[kind]), (asked[kind],)) for kind in reads]
         if names:
             statements.append((self._TAGS_NAMED.format(columns="name, status, merged_to"), (names, user)))
         if profile:
@@ -1362,7 +1383,7 @@ class PostgresStore(Store):
         found = iter(self._q_all(statements))
         out: dict[str, dict[str, Item]] = {kind: {} for kind in asked}
         for kind in reads:
-            out[kind] = {r[1]: parse[kind][2](r) for r in next(found)}
+            out[kind] = {r[1]: parse[kind](r) for r in next(found)}
         states = {r[0]: TagState(r[1], r[2]) for r in next(found)} if names else {}
         return KeyedReads(out, states, self._profile(next(found)) if profile else None)
 
@@ -1493,20 +1514,15 @@ class PostgresStore(Store):
         tokens by pk; equal scores: the older first) that recall may deliver, looked up a batch
         at a time: every kind's first batch in one round trip, a later one (when too many of
         the best were no longer live) on its own."""
-        # one probe of (user_id, pk) a row: with ``pk = ANY(%s)`` the generic plan of the
-        # prepared statement filtered every row of the user by the array (facts at 1M: 6.4 ms)
-        sql = {kind: f"SELECT m.pk, m.id FROM unnest(%s::bigint[]) AS k(pk) CROSS JOIN LATERAL (SELECT m.pk, m.id "
-                     f"FROM {_TABLE[kind]} m WHERE m.user_id = %s AND m.pk = k.pk AND {_SEARCH_OK[kind]} OFFSET 0) AS m"
-               for kind, _, _ in searched}
         searched = [s for s in searched if s[1]]
-        first = self._q_all([(sql[kind], (next(best_first(ranked, limit)), user)) for kind, ranked, _ in searched])
+        first = self._q_all([(_LIVE_BEST[kind], (next(best_first(ranked, limit)), user)) for kind, ranked, _ in searched])
         out: list[Hit] = []
         for (kind, ranked, held), rows in zip(searched, first):
             fetched = [rows]  # best_hits asks for the same first batch: it was read above
 
             def lookup(batch: list[int], kind: str = kind, held: Callable[[int], frozenset[str] | None] = held,
                        fetched: list[list[tuple[Any, ...]]] = fetched) -> dict[int, tuple[str, frozenset[str] | None]]:
-                found = fetched.pop() if fetched else self._q(sql[kind], (batch, user))
+                found = fetched.pop() if fetched else self._q(_LIVE_BEST[kind], (batch, user))
                 return {pk: (item_id, held(pk)) for pk, item_id in found}
 
             out += best_hits(kind, ranked, limit, lookup)
@@ -1634,10 +1650,9 @@ class PostgresStore(Store):
         """One statement: each tag's size (one probe of ``tag_sizes``) picks its cap, and a
         lateral read takes its newest postings; a tag no kind asked for carries a row of its
         size alone."""
-        kinds = list(kinds)
-        names = [name for name in caps if caps[name][0] > 0 or caps[name][1] > 0]
+        kinds, names = list(kinds), list(caps)
         if not names or not kinds:
-            return (self.tag_counts(user, caps) if caps else {}), []
+            return super().sized_postings(user, caps, kinds, frequent_over=frequent_over)
         self._lock([user])
         rows = self._q(
             "SELECT c.tag, s.n, p.seq, p.kind, p.item_id, p.weight "
