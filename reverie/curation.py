@@ -26,7 +26,6 @@ from reverie.journal import Journal
 from reverie.models import (
     AREAS,
     FEEDBACK_STATUSES,
-    PROFILE_SECTIONS,
     Episode,
     Fact,
     Feedback,
@@ -35,6 +34,7 @@ from reverie.models import (
     Profile,
     Provenance,
     Tag,
+    check_section,
     utcnow,
 )
 from reverie.profiles import check_profile_length
@@ -156,8 +156,7 @@ def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
 def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profile:
     """Set one profile section by hand, e.g. ``user.cognitiveStyle`` (journaled as an "edit":
     ``undo`` puts the section back)."""
-    if section not in PROFILE_SECTIONS:
-        raise InvalidInput(f"unknown profile section {section!r}; one of {', '.join(PROFILE_SECTIONS)}", field="section")
+    check_section(section)
     if not isinstance(summary, str):
         raise InvalidInput("summary must be text", field="summary")
     check_unicode(summary, "summary")

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import TzInfo
 
+from reverie.errors import InvalidInput
+
 EpisodeStatus = Literal["pending", "completed", "interrupted", "failed"]
 FactStatus = Literal["pending", "consolidated", "archived"]
 Route = Literal["shallow", "medium", "deep"]
@@ -48,6 +50,15 @@ HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTerm
 PROFILE_SECTIONS: tuple[str, ...] = tuple(f"user.{s}" for s in USER_SECTIONS) + tuple(
     f"history.{s}" for s in HISTORY_SECTIONS
 )
+
+
+def check_section(section: object) -> str:
+    """One of :data:`PROFILE_SECTIONS` (InvalidInput otherwise): a store reads no other
+    name, so a write under another would be lost without a word."""
+    if section not in PROFILE_SECTIONS:
+        raise InvalidInput(f"unknown profile section {str(section)[:60]!r}; one of {', '.join(PROFILE_SECTIONS)}",
+                           field="section")
+    return str(section)
 
 
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")

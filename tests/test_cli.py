@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -117,6 +118,8 @@ def test_demo_runs_offline_and_prints_blocks(tmp_path, flag):
         assert "<memory>" in result.output and "why each item was chosen" in result.output
         # piped, a block is its title line and its text: no box drawn to the console's width
         assert "== Hi, can you help me plan my week?" in result.output
+        # a profile line's row names the section it came from
+        assert re.search(r"^profile +profile +1\.000 .*user\.workContext", result.output, re.M)
         assert max(len(line) for line in result.output.splitlines()) < 400
 
 

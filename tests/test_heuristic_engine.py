@@ -243,6 +243,15 @@ def test_chinese_conversation_gives_cognitive_fact_and_thinking_style():
     assert "python" in result.tags
 
 
+def test_a_thinking_style_of_english_and_chinese_parts_uses_a_chinese_semicolon_only_between_chinese():
+    profile = Profile()
+    profile.user.cognitive_style.summary = "Conclusion first, then details"
+    result = engine.extract(ExtractRequest(
+        messages=[user("先给结论，不要长铺垫。")], episode_ids=["e1"], profile=profile,
+    ))
+    assert result.user["cognitiveStyle"].summary == "Conclusion first, then details; 先给结论；不要长铺垫"
+
+
 @pytest.mark.parametrize("text, canon", [
     ("Please give me the conclusion first, then the details.", "Conclusion first, then details"),
     ("Explain it step by step.", "Step-by-step explanations"),

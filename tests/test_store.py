@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from reverie import Memory, StoreBusy, StoreError
-from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Tag, TagRelation, utcnow
+from reverie import InvalidInput, Memory, StoreBusy, StoreError
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
 from reverie.text import terms
 from tests.pg import drop_schema, new_schema
@@ -378,6 +378,14 @@ def test_profile_sections(store):
     assert profile.section("user.workContext").summary == "builds databases"
     assert profile.section("user.workContext").updated_at == _day(1)
     assert store.get_profile("bob").section("user.workContext").summary == ""
+
+
+def test_a_profile_section_of_an_unknown_name_is_refused_not_dropped(store):
+    # a store reads only the known sections: one written under another name would vanish
+    with pytest.raises(InvalidInput, match="unknown profile section 'user.hobbies'") as caught:
+        store.put_profile_section("ana", "user.hobbies", "plays chess", _day(0))
+    assert caught.value.field == "section"
+    assert store.get_profile("ana").to_json() == Profile().to_json()
 
 
 def test_notes_by_date_range_and_knowledge(store):

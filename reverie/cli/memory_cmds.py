@@ -234,7 +234,8 @@ def print_why(result: Recall) -> None:
         table.add_column(col, overflow="fold")
     for item in result.items:
         parts = " ".join(f"{k}={v:.2f}" for k, v in item.parts.items())
-        origin = ", ".join(item.source_ids[:4] or item.provenance[:2])
+        # a profile line comes from a section of the profile, named by its id
+        origin = item.id if item.kind == "profile" else ", ".join(item.source_ids[:4] or item.provenance[:2])
         table.add_row(item.kind, item.depth, f"{item.score:.3f}", parts, ", ".join(item.matched_tags), origin)
     console.print(table)
 

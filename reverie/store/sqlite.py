@@ -32,6 +32,7 @@ from reverie.models import (
     Tag,
     TagRelation,
     as_utc,
+    check_section,
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
@@ -1050,6 +1051,7 @@ class SQLiteStore(Store):
         return profile
 
     def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None:
+        check_section(section)
         ProfileSection(summary=summary)  # validates the type before it lands
         self._x(
             "INSERT INTO profile (user, section, summary, updated_at) VALUES (?, ?, ?, ?) "

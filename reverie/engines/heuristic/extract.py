@@ -88,11 +88,12 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
         parts, changed = kept + [line], True
     if not changed:
         return existing.strip()
-    merged = ""
+    merged, before = "", ""
     for part in parts:
         if merged:
-            merged = merged.rstrip(" ;；") + ("；" if has_cjk(part) else "; ")
-        merged += part
+            # a Chinese semicolon only between two Chinese parts
+            merged = merged.rstrip(" ;；") + ("；" if has_cjk(before) and has_cjk(part) else "; ")
+        merged, before = merged + part, part
     return merged
 
 
