@@ -76,8 +76,14 @@ def fact_line(fact: Fact) -> FactLine:
 
 
 def clean_line(text: str) -> str:
-    """A line a person or an engine wrote, as a fact's content: redacted, one line, clipped."""
-    return normalize_space(redact(text or ""))[:MAX_FACT_CHARS]
+    """A line a person or an engine wrote, as a fact's content: redacted, one line (not
+    clipped: a person's line is held to ``max_fact_chars``, an engine's to :func:`clip_learned`)."""
+    return normalize_space(redact(text or ""))
+
+
+def clip_learned(content: str) -> str:
+    """A line an engine wrote, at most :data:`MAX_FACT_CHARS` (an ellipsis says it was cut)."""
+    return content if len(content) <= MAX_FACT_CHARS else content[: MAX_FACT_CHARS - 1].rstrip() + "…"
 
 
 def unique(values: Iterable[str]) -> list[str]:

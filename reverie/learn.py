@@ -32,7 +32,7 @@ from reverie.engines.base import (
     TagInfo,
 )
 from reverie.errors import EngineError, StoreBusy
-from reverie.facts import MAX_FACT_CHARS
+from reverie.facts import clip_learned
 from reverie.heap import paused_gc
 from reverie.inputs import normalize_category
 from reverie.messages import clip, is_trivial
@@ -505,8 +505,7 @@ class Learner:
             content = normalize_space(redact(new.content))
             if not content or is_temporary(content) or is_trivial(content):
                 continue
-            if len(content) > MAX_FACT_CHARS:
-                content = content[: MAX_FACT_CHARS - 1].rstrip() + "…"
+            content = clip_learned(content)
             sources = [s for s in new.sources if s in episode_ids] or list(episode_ids)
             content = _name_the_speaker(content, [by_id[e] for e in sources])
             category, original = normalize_category(new.category)

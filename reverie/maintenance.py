@@ -25,7 +25,7 @@ from reverie.claims import NEGATION, related_pairs, stored_relation
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
-from reverie.facts import FactLine, capacity_record, clean_line, fact_line, numbers
+from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
@@ -172,7 +172,7 @@ class _Judge:
         fact = self.facts.get(action.fact_id or "")
         change = TidyChange(
             op=action.op, fact_id=action.fact_id, before=fact.content if fact else "",
-            after=clean_line(action.content) if action.op != "remove" else "",
+            after=clip_learned(clean_line(action.content)) if action.op != "remove" else "",
             category=fact.category if fact and action.op != "add" else action.category, reason=action.reason,
         )
         if action.op == "add":

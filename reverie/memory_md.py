@@ -242,6 +242,11 @@ def _category_of(title: str) -> str:
 
 # ---------------------------------------------------------------- sync: a person's edits of MEMORY.md
 
+class RefusedLine(Model):
+    content: str
+    reason: str
+
+
 class SyncReport(Model):
     edited: list[FactLine] = Field(default_factory=list)
     added: list[FactLine] = Field(default_factory=list)
@@ -249,6 +254,9 @@ class SyncReport(Model):
     profile: list[str] = Field(default_factory=list)
     # sections longer than max_profile_chars: their newest parts were kept, this many gave way
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
+    # lines not taken in, each with why (a line longer than max_fact_chars): the line as
+    # written is here, since MEMORY.md is written again from the store
+    refused: list[RefusedLine] = Field(default_factory=list)
     journal: str | None = None
 
     @property
@@ -329,9 +337,19 @@ class _SyncEdits:
                 self.report.deleted.append(fact_line(fact))
         return [f for f in seen.values() if f.status != "archived"]
 
+    def _too_long(self, content: str) -> bool:
+        limit = self.ctx.settings.max_fact_chars
+        if len(content) <= limit:
+            return False
+        self.report.refused.append(RefusedLine(
+            content=content,
+            reason=f"{len(content):,} characters; a fact is one line of at most {limit:,} (max_fact_chars): "
+                   "store long text as knowledge or as a conversation"))
+        return True
+
     def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
         content = clean_line(line.content)
-        if not content or (content == before.content and line.category == before.category and line.area == before.area):
+        if not content or self._too_long(content) or (content == before.content and line.category == before.category and line.area == before.area):
             return fact
         fact.content = content
         if line.category != before.category:
@@ -345,7 +363,7 @@ class _SyncEdits:
 
     def _add(self, line: MemoryLine) -> Fact | None:
         content = clean_line(line.content)
-        if not content:
+        if not content or self._too_long(content):
             return None
         fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
                     status="consolidated", provenance=Provenance(origin="sync"),

@@ -274,6 +274,26 @@ def test_hand_edits_of_memory_md_are_taken_in_by_sync_and_survive_the_next_dream
     assert mem.sync(user="ana").changed is False
 
 
+def test_a_long_fact_survives_a_sync_of_other_edits_and_a_too_long_line_is_refused_with_its_text(mem, home):
+    # a fact of up to max_fact_chars (1000) is stored whole; a sync of another edit must not
+    # cut it, and a hand-written line over the limit is refused, said, and handed back
+    long = "Keeps a reading list: " + ", ".join(f"book number {i}" for i in range(50))
+    assert 160 < len(long) <= 1000
+    kept = mem.remember(long, user="ana", category="preference")
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    too_long = "Decided " + "very " * 250 + "carefully"
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz")
+                    .replace("### General\n", f"### General\n\n- {too_long}\n"), encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert [e.fact_id for e in report.edited] == [jazz.id] and report.added == []
+    assert [r.content for r in report.refused] == [too_long]
+    assert "max_fact_chars" in report.refused[0].reason
+    assert mem.fact(kept.id).content == long
+    assert lines_of(path.read_text(encoding="utf-8"))[kept.id] == long
+
+
 def test_sync_changes_nothing_when_memory_md_is_missing_and_undo_rejects_unknown_ids(mem, home):
     fact = mem.remember("Likes jazz", user="ana", category="preference")
     assert mem.dream(user="ana").status == "done"

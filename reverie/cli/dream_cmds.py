@@ -191,6 +191,7 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
         lines += [f"profile {section} updated" for section in report.profile]
         lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
                   for section, n in report.profile_trimmed.items()]
+        lines += [f"[red]not taken in[/] ({escape(r.reason)}): {escape(r.content)}" for r in report.refused]
         lines.append("synced" + _undo_hint(report.journal) if report.changed else "MEMORY.md has no edits to take in")
         say(report, as_json, lines)
 

@@ -32,6 +32,7 @@ from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFIL
 from reverie.recall import RecallItem
 from reverie.scheduler import Scheduler
 from reverie.store.base import FACT_ORDERS
+from reverie.text import clip_line
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
@@ -272,7 +273,9 @@ def add_routes(router: APIRouter, console: Console) -> None:
     def save_memory_md(view: View = Depends(posted)) -> Response:
         report = memory.save_memory_md(view.form.get("text", ""), user=view.user, base=view.form.get("base") or None)
         said = (f"{len(report.edited)} edited, {len(report.added)} added, {len(report.deleted)} deleted"
-                + (f", {len(report.profile)} profile section(s)" if report.profile else ""))
+                + (f", {len(report.profile)} profile section(s)" if report.profile else "")
+                + (f"; {len(report.refused)} line(s) not taken in, longer than max_fact_chars: "
+                   + " / ".join(clip_line(r.content, 80) for r in report.refused) if report.refused else ""))
         return view.redirect(f"{PREFIX}/memory", flash=f"Saved and synced: {said}." if report.changed
                              else "Saved; nothing changed.", undo=report.journal)
 
