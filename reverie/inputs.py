@@ -21,7 +21,7 @@ from typing import Any, Iterable, overload
 
 from reverie import redact as _redact
 from reverie.errors import InvalidInput
-from reverie.models import CATEGORIES, as_utc, check_day
+from reverie.models import CATEGORIES, MAX_BUDGET, as_utc, check_day
 from reverie.text import normalize_space
 
 USER_MAX = 64
@@ -136,9 +136,10 @@ def check_confidence(value: Any) -> float:
 
 
 def check_budget(value: Any) -> int | None:
-    """A token budget: a positive whole number, or None for the configured one."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInput("budget must be a positive number of tokens", field="budget")
+    """A token budget: a whole number of tokens from 1 to :data:`MAX_BUDGET`, or None for the
+    configured one."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BUDGET):
+        raise InvalidInput(f"budget must be a whole number of tokens from 1 to {MAX_BUDGET:,}", field="budget")
     return value
 
 

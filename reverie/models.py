@@ -88,6 +88,8 @@ PROFILE_LABELS: dict[str, str] = {
     "history.earlierContext": "Earlier Context",
     "history.longTermBackground": "Long-Term Background",
 }
+# the largest token budget a recall takes (the <memory> block of a 128k-token context at most)
+MAX_BUDGET = 100_000
 # seed 003's time decay: a memory's weight falls as exp(-DECAY * days since it last mattered)
 DECAY = 0.05
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from reverie.errors import InvalidInput
 from reverie.models import ENGINE_STEPS as STEPS
+from reverie.models import MAX_BUDGET
 
 ENGINE_NAMES = ("heuristic", "openai")
 # a server's usage counts are written together this often: with a write per recall, each
@@ -63,7 +64,7 @@ class Settings(BaseModel):
     # batch of a user at a time, one applied at a time); the in-process engine: one at a time
     learn_threads: int = Field(default=4, ge=1, le=32)
     # recall line
-    budget: int = 2000
+    budget: int = Field(default=2000, ge=1, le=MAX_BUDGET)
     correction_budget_share: float = 0.15
     # the profile's lines take at most this share of a recall's budget (each section its
     # newest parts that fit), so that a long profile never crowds out what the query asks about

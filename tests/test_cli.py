@@ -97,6 +97,17 @@ def test_recall_with_why_shows_score_parts(home):
     assert data["items"][0]["kind"] == "fact" and "parts" in data["items"][0]
 
 
+def test_recall_takes_the_configured_budget_unless_given_one(home, monkeypatch):
+    run("remember", "Cutover of the billing service is planned for November 28", "--user", "ana", home=home)
+    monkeypatch.setenv("REVERIE_BUDGET", "300")
+    data = json.loads(run("recall", "billing cutover", "--user", "ana", "--json", home=home).output)
+    assert data["budget"] == 300
+    data = json.loads(run("recall", "billing cutover", "--user", "ana", "--budget", "800", "--json", home=home).output)
+    assert data["budget"] == 800
+    result = runner.invoke(app, ["recall", "billing cutover", "--user", "ana", "--budget", "100001", "--home", str(home)])
+    assert result.exit_code != 0 and "budget must be a whole number of tokens from 1 to 100,000" in result.output
+
+
 def test_stats_and_tags(home):
     run("remember", "Uses helix as editor", "--user", "ana", home=home)
     stats = json.loads(run("stats", "--json", home=home).output)

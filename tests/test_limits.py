@@ -147,6 +147,29 @@ def test_a_misspelled_field_is_named_as_unknown(api):
     assert r.json()["field"] == "contnet" and "unknown field" in r.json()["detail"] and "content" in r.json()["detail"]
 
 
+@pytest.mark.parametrize("path, body", [
+    ("/api/memory/recall", {"query": "What happened with the billing migration and its replication lag?"}),
+    ("/api/turns", {"message": "What happened with the billing migration and its replication lag?"}),
+])
+def test_a_budget_past_the_largest_is_a_clear_422_not_a_500(api, path, body):
+    memory, client = api
+    before = state(memory)
+    for budget in (100_001, 10**20):
+        r = client.post(path, content=json.dumps({**body, "budget": budget}))
+        assert r.status_code == 422, r.text
+        assert r.json()["field"] == "budget" and "100000" in r.json()["detail"]
+    assert state(memory) == before
+    assert client.post("/api/memory/recall", content=json.dumps({"query": body.get("query", "tea"),
+                                                                  "budget": 100_000})).status_code == 200
+
+
+def test_a_budget_past_the_largest_is_refused_in_python_and_in_settings(mem, home):
+    with pytest.raises(InvalidInput, match="budget must be a whole number of tokens from 1 to 100,000"):
+        mem.recall("What happened with the billing migration?", user="ana", budget=10**20)
+    with pytest.raises(InvalidInput, match="budget"):
+        Memory(home, background=False, budget=10**20)
+
+
 LONE = "x\ud800y"
 CASES = [
     ("POST", "/api/memory/facts", {"content": LONE}, "content"),

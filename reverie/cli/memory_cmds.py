@@ -203,7 +203,8 @@ def recall(
     query: Annotated[str, typer.Argument(help="The new message.")],
     user: User,
     home: Home = None,
-    budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 2000,
+    budget: Annotated[Optional[int], typer.Option(
+        help="Token budget of the block, 1-100,000 (default: the configured `budget`, 2000 unless set).")] = None,
     thread: Annotated[Optional[str], typer.Option(help="The current thread.")] = None,
     why: Annotated[bool, typer.Option("--why", help="Show every item's score parts and matched tags.")] = False,
     engine: Engine = None,

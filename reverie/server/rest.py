@@ -46,6 +46,7 @@ from reverie.ingest import IngestReport
 from reverie.inputs import check_user
 from reverie.keys import authorize
 from reverie.models import (
+    MAX_BUDGET,
     Episode,
     EpisodeStatus,
     Fact,
@@ -104,7 +105,7 @@ class SectionIn(_Body):
 
 class RecallIn(_Body):
     query: str
-    budget: int | None = Field(default=None, ge=1, description="Token budget (default: the configured one).")
+    budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET, description="Token budget (default: the configured one).")
     thread: str | None = None
     agent: str | None = None
     explain: bool = False
@@ -114,7 +115,7 @@ class TurnIn(_Body):
     message: str
     thread: str = "default"
     agent: str | None = None
-    budget: int | None = Field(default=None, ge=1)
+    budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET)
 
 
 class IngestIn(_Body):
