@@ -62,6 +62,8 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
     else:
         raise InvalidInput(f"{field} must be an object with content, not {type(raw).__name__}", field=field)
     content = data.get("content")
+    if content is not None and not isinstance(content, str):
+        raise InvalidInput(f"{field}.content must be text, not {type(content).__name__}", field=f"{field}.content")
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
     role = data.get("role") or ("user" if not data.get("speaker") else "speaker")

@@ -170,6 +170,35 @@ def test_a_budget_past_the_largest_is_refused_in_python_and_in_settings(mem, hom
         Memory(home, background=False, budget=10**20)
 
 
+def test_a_misspelled_field_of_an_ingested_message_is_named_and_nothing_is_stored(api):
+    memory, client = api
+    before = state(memory)
+    r = client.post("/api/memory/ingest", content=json.dumps(
+        {"messages": [{"role": "user", "content": "We moved to Porto", "timestmp": "2020-01-01T00:00:00"}]}))
+    assert r.status_code == 422 and r.json()["field"] == "messages.0.timestmp"
+    assert "unknown field" in r.json()["detail"]
+    r = client.post("/api/memory/ingest", content=json.dumps({"messages": [{"role": "user", "content": 123}]}))
+    assert r.status_code == 400 and r.json()["detail"] == "messages[0].content must be text, not int"
+    assert state(memory) == before
+    # every documented spelling still goes in
+    r = client.post("/api/memory/ingest", content=json.dumps({"learn": False, "messages": [
+        {"speaker": "Ana", "text": "We moved to Porto in May", "dia_id": "D9:1", "timestamp": "2023-05-02T10:00:00"}]}))
+    assert r.status_code == 200 and r.json()["episodes"] == 1
+    stored = memory.store.list_episodes("ana", limit=None)
+    assert any(e.source_ids == ["D9:1"] and e.occurred_at.year == 2023 for e in stored)
+
+
+def test_a_body_that_is_not_json_says_so(api):
+    memory, client = api
+    before = state(memory)
+    r = client.post("/api/memory/recall", content="{bad json")
+    assert r.status_code == 400 and r.json()["field"] == "body"
+    assert r.json()["detail"].startswith("body: not valid JSON (at character 1:")
+    r = client.post("/api/memory/facts", content='{"content": "x"}', headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415 and "Content-Type: application/json" in r.json()["detail"]
+    assert state(memory) == before
+
+
 LONE = "x\ud800y"
 CASES = [
     ("POST", "/api/memory/facts", {"content": LONE}, "content"),

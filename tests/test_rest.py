@@ -184,9 +184,9 @@ def test_bad_input_is_a_4xx_that_names_the_field(ana, method, path, body, status
         assert field in r.json()["detail"]
 
 
-def test_a_malformed_json_body_is_422_not_500(ana):
+def test_a_malformed_json_body_is_a_400_naming_the_body_not_500(ana):
     r = ana.post("/api/memory/facts", content=b"{not json", headers={"Content-Type": "application/json"})
-    assert r.status_code == 422
+    assert r.status_code == 400 and r.json()["field"] == "body"
 
 
 def test_profile_section_put_then_get_and_overview(ana):

@@ -118,8 +118,27 @@ class TurnIn(_Body):
     budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET)
 
 
+class MessageIn(_Body):
+    """A message of a past conversation: its text in ``content`` (or ``text``), who said it in
+    ``role`` and / or ``speaker``, when in ``at`` (or ``timestamp``, ``created_at``, ``time``),
+    its id in the source in ``source_id`` (or ``dia_id``, ``id``). Any other field is named as
+    unknown: a misspelled one would otherwise be dropped (``timestmp``: dated now)."""
+
+    role: Any = None
+    speaker: Any = None
+    content: Any = None
+    text: Any = None
+    at: Any = None
+    timestamp: Any = None
+    created_at: Any = None
+    time: Any = None
+    source_id: Any = None
+    dia_id: Any = None
+    id: Any = None
+
+
 class IngestIn(_Body):
-    messages: list[dict[str, Any]] = Field(description="{role|speaker, content, at?, source_id?} messages of a past conversation.")
+    messages: list[MessageIn] = Field(description="{role|speaker, content, at?, source_id?} messages of a past conversation.")
     thread: str | None = Field(None, description="Thread for the messages (default: 'default').")
     learn: bool = Field(True, description="Learn right away instead of after the debounce.")
 
@@ -173,9 +192,21 @@ async def _on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
     return error_response(exc)
 
 
-async def _on_validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 whose message starts with the field, like the library's own 400s."""
+async def _on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 whose message starts with the field, like the library's own 400s; a body that is
+    not JSON at all is a 400 that says so."""
     errors = jsonable_encoder(exc.errors())
+    broken = next((e for e in errors if e.get("type") == "json_invalid"), None)
+    if broken is not None:
+        at = broken.get("loc", ["body", "?"])[-1]
+        reason = (broken.get("ctx") or {}).get("error") or broken.get("msg", "")
+        return JSONResponse({"detail": f"body: not valid JSON (at character {at}: {reason})", "field": "body"},
+                            status_code=400)
+    kind = request.headers.get("content-type", "")
+    if kind.split(";")[0].strip().lower() not in ("application/json", "") and any(
+            list(e.get("loc", [])) == ["body"] for e in errors):
+        return JSONResponse({"detail": f"body: send JSON with 'Content-Type: application/json', not {kind[:80]!r}",
+                             "field": "body"}, status_code=415)
     # a misspelled field shows as "unknown" first, not as the missing field it was meant to be
     unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
     first = (unknown or errors or [{"loc": ["body"], "msg": "invalid request"}])[0]
@@ -417,7 +448,8 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     @app.post("/api/memory/ingest", response_model=IngestReport, tags=["memory"])
     def ingest(body: IngestIn, user: str = caller) -> IngestReport:
         """Ingest a past conversation (input stored before is skipped and counted), then learn."""
-        return memory.ingest(body.messages, user=user, thread=body.thread, learn=body.learn)
+        messages = [m.model_dump(exclude_none=True) for m in body.messages]
+        return memory.ingest(messages, user=user, thread=body.thread, learn=body.learn)
 
     @app.post("/api/memory/feedback", response_model=Episode, tags=["episodes"])
     def feedback(body: FeedbackIn, user: str = caller) -> Episode:
