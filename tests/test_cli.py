@@ -108,6 +108,25 @@ def test_recall_takes_the_configured_budget_unless_given_one(home, monkeypatch):
     assert result.exit_code != 0 and "budget must be a whole number of tokens from 1 to 100,000" in result.output
 
 
+def test_export_to_a_path_that_cannot_be_written_is_a_one_line_error(home, tmp_path):
+    run("remember", "Lives in Lisbon", "--user", "ana", home=home)
+    for target in (tmp_path / "missing" / "x.json", tmp_path):
+        result = runner.invoke(app, ["export", "--user", "ana", "-o", str(target), "--home", str(home)])
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert f"cannot write the export to {target}" in result.output
+
+
+def test_the_demo_never_writes_into_the_home_of_reverie_home(tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    run("remember", "Lives in Lisbon", "--user", "ana", home=mine)
+    monkeypatch.setenv("REVERIE_HOME", str(mine))
+    data = json.loads(runner.invoke(app, ["demo", "--json"], catch_exceptions=False).output)
+    assert data["home"] != str(mine) and "Lives in Lisbon" not in data["facts"]
+    monkeypatch.delenv("REVERIE_HOME")
+    facts = json.loads(run("facts", "--user", "ana", "--json", home=mine).output)
+    assert [f["content"] for f in facts] == ["Lives in Lisbon"]
+
+
 def test_stats_and_tags(home):
     run("remember", "Uses helix as editor", "--user", "ana", home=home)
     stats = json.loads(run("stats", "--json", home=home).output)

@@ -11,7 +11,7 @@ from typing import Annotated, Optional, TypedDict
 import typer
 from rich.markup import escape
 
-from reverie.cli.common import Home, Json, app, console, emit_json, open_memory, print_block
+from reverie.cli.common import Json, app, console, emit_json, open_memory, print_block
 from reverie.cli.memory_cmds import print_why
 
 
@@ -35,7 +35,10 @@ def load_sample() -> Sample:
 
 @app.command()
 def demo(
-    home: Home = None,
+    # not REVERIE_HOME: the sample conversations must not land in the memory one works with
+    home: Annotated[Optional[Path], typer.Option(
+        "--home", help="Folder for the demo's memory (default: a new temporary folder; REVERIE_HOME is not used, "
+                       "so the demo never writes into your own memory).", show_default=False)] = None,
     budget: Annotated[int, typer.Option(help="Token budget of each block.")] = 600,
     as_json: Json = False,
     question: Annotated[Optional[list[str]], typer.Option("--question", "-q", help="Ask your own question(s) instead.")] = None,

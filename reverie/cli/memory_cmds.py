@@ -28,6 +28,7 @@ from reverie.cli.common import (
     open_memory,
     say,
 )
+from reverie.errors import InvalidInput
 from reverie.models import utcnow
 from reverie.recall import Recall
 
@@ -294,7 +295,11 @@ def export_cmd(
     with open_memory(home, create=False) as mem:
         text = json.dumps(mem.export(user=user), ensure_ascii=False, indent=2)
         if output:
-            output.write_text(text + "\n", encoding="utf-8")
+            try:
+                output.write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:  # a missing folder, a folder given as the file, no permission
+                raise InvalidInput(f"cannot write the export to {output}: {exc.strerror or exc}",
+                                   field="output") from exc
             console.print(f"exported to {output}")
         else:
             print(text)
