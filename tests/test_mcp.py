@@ -115,6 +115,21 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
     session(stdio(tmp_path / "home", "ana"), script)
 
 
+def test_search_returns_what_matched_not_the_profile_that_leads_every_block(tmp_path):
+    with Memory(tmp_path / "home", background=False) as memory:
+        memory.set_profile("user.personalContext", "Lives in Porto and works as a nurse", user="ana")
+        memory.remember("Prefers the conclusion first", user="ana", category="preference")
+        assert memory.recall("conclusion report", user="ana").items[0].kind == "profile"
+
+    async def script(client: Client) -> None:
+        found = await call(client, "search", query="conclusion report", limit=1)
+        assert [i["kind"] for i in found["items"]] == ["fact"]
+        assert found["items"][0]["text"].endswith("Prefers the conclusion first")
+        assert (await call(client, "search", query="x", limit=10))["items"] == []
+
+    session(stdio(tmp_path / "home", "ana"), script)
+
+
 def test_stdio_dream_runs_for_the_user(tmp_path):
     with Memory(tmp_path / "home", background=False) as memory:
         memory.remember("Ana runs a bakery in Porto", user="ana", category="context")

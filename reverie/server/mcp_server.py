@@ -135,11 +135,14 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         query: Annotated[str, Field(description="What to look for.")],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 10,
     ) -> str:
-        """Search the user's memory; each item says why it matched."""
+        """Search the user's facts, episodes, notes and knowledge; each item says why it matched.
+        (The profile is not searched: read the memory://profile resource.)"""
 
         def find(user: str) -> dict[str, Any]:
             found = memory.recall(query, user=user, explain=True, track=False)
-            scored = [i.as_dict() for i in found.items if i.score > 0]  # an item scored 0 matched nothing
+            # an item scored 0 matched nothing; the profile's lines lead every block whatever the
+            # query (at 1.0): they would take the places of what the query found
+            scored = [i.as_dict() for i in found.items if i.score > 0 and i.kind != "profile"]
             return {"query": query, "route": found.route, "items": scored[:limit]}
 
         return _answer(find)
