@@ -8,6 +8,7 @@ arguments; each write is one transaction through the one fact writer.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from reverie.context import Context
@@ -85,6 +86,15 @@ def remember(
             stored.status = "consolidated"  # a person vouched for it: promote
             ctx.store.put_fact(stored)
     return stored
+
+
+def remembered(fact: Fact, started: datetime) -> str:
+    """What :func:`remember` did with a line, for the caller to hear: ``created`` (a new fact),
+    ``superseded`` (a new fact that archived the older value it updates) or ``reinforced``
+    (a near-duplicate of a stored fact: that fact gained a use; this wording was not kept)."""
+    if fact.created_at < started:
+        return "reinforced"
+    return "superseded" if fact.supersedes else "created"
 
 
 def list_facts(

@@ -124,6 +124,9 @@ def test_search_returns_what_matched_not_the_profile_that_leads_every_block(tmp_
     async def script(client: Client) -> None:
         found = await call(client, "search", query="conclusion report", limit=1)
         assert [i["kind"] for i in found["items"]] == ["fact"]
+        said = await call(client, "remember", content="prefers the conclusion first.", category="preference")
+        assert said["outcome"] == "reinforced" and said["id"] == found["items"][0]["id"]
+        assert (await call(client, "remember", content="Keeps bees", category="context"))["outcome"] == "created"
         assert found["items"][0]["text"].endswith("Prefers the conclusion first")
         assert (await call(client, "search", query="x", limit=10))["items"] == []
 

@@ -106,6 +106,19 @@ def test_the_x_api_key_header_works_too(api):
     assert "workContext" in r.json()["user"]
 
 
+def test_a_stated_fact_says_whether_it_was_created_reinforced_or_superseded(api):
+    with api.client("admin") as admin:  # a user of its own: the other tests count ana's facts
+        post = lambda body: admin.post("/api/memory/facts", params={"user": "cal"}, json=body)  # noqa: E731
+        first = post({"content": "Takes 5 mg of melatonin at night"})
+        assert first.status_code == 201 and first.json()["outcome"] == "created"
+        again = post({"content": "takes 5 mg of melatonin at night."})
+        assert again.status_code == 200 and again.json()["outcome"] == "reinforced"
+        assert again.json()["id"] == first.json()["id"] and again.json()["uses"] == first.json()["uses"] + 1
+        newer = post({"content": "Takes 10 mg of melatonin at night"})
+    assert newer.status_code == 201 and newer.json()["outcome"] == "superseded"
+    assert newer.json()["supersedes"] == first.json()["id"] and newer.json()["user"] == "cal"
+
+
 def test_fact_lifecycle_create_read_edit_reinforce_archive_delete(ana):
     fact = add_fact(ana, "Prefers answers with the conclusion first", category="preference", area="Communication")
     assert fact["status"] == "consolidated" and fact["user"] == "ana"

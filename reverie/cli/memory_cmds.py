@@ -28,6 +28,7 @@ from reverie.cli.common import (
     open_memory,
     say,
 )
+from reverie.curation import remembered
 from reverie.errors import InvalidInput
 from reverie.models import utcnow
 from reverie.recall import Recall
@@ -83,10 +84,10 @@ def remember(
     with open_memory(home) as mem:
         started = utcnow()
         fact = mem.remember(content, user=user, category=category, area=area)
-        new = fact.created_at >= started
+        outcome = remembered(fact, started)
         # a near-duplicate is not stored twice: the stored line gains a use, and the caller hears so
-        verb = "remembered" if new else "already known, reinforced"
-        replaced = f" (replaces {fact.supersedes}, now archived)" if new and fact.supersedes else ""
+        verb = "already known, reinforced" if outcome == "reinforced" else "remembered"
+        replaced = f" (replaces {fact.supersedes}, now archived)" if outcome == "superseded" else ""
         say(fact, as_json, f"[green]{verb}[/] {fact.id} {escape(f'[{fact.category} {fact.uses}x]')} "
                            f"{escape(fact.content)}{escape(replaced)}")
 

@@ -22,9 +22,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from reverie.curation import remembered
 from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
-from reverie.models import FeedbackStatus
+from reverie.models import FeedbackStatus, utcnow
 from reverie.recall import neutralize
 from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
@@ -127,8 +128,16 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         category: Annotated[str, Field(description="preference, correction, context, goal, behavior, identity, "
                                                     "constraint, decision, cognitive, knowledge or other")] = "other",
     ) -> str:
-        """Store a fact the user stated (a near-duplicate reinforces the existing one)."""
-        return _answer(lambda user: memory.remember(content, user=user, category=category))
+        """Store a fact the user stated. The answer's ``outcome`` says what happened: created;
+        superseded (it archived the older value it updates); or reinforced (a near-duplicate:
+        the stored fact gained a use and is returned, this wording was not kept)."""
+
+        def store(user: str) -> dict[str, Any]:
+            started = utcnow()
+            fact = memory.remember(content, user=user, category=category)
+            return {**fact.model_dump(mode="json", by_alias=True), "outcome": remembered(fact, started)}
+
+        return _answer(store)
 
     @tool(read_only=True, idempotent=True)
     def search(

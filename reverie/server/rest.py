@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
 import anyio.to_thread
 from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
@@ -32,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from reverie.console import mount_console, mount_docs
+from reverie.curation import remembered
 from reverie.errors import (
     AccessDenied,
     Conflict,
@@ -56,6 +57,7 @@ from reverie.models import (
     KnowledgeScope,
     Profile,
     TagStatus,
+    utcnow,
 )
 from reverie.observe import metrics_text
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
@@ -116,6 +118,12 @@ class TurnIn(_Body):
     thread: str = "default"
     agent: str | None = None
     budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET)
+
+
+class RememberedFact(Fact):
+    outcome: Literal["created", "superseded", "reinforced"] = Field(
+        description="created; superseded (archived the older value it updates); reinforced (a near-duplicate: "
+                    "the stored fact gained a use and is returned, this wording was not kept)")
 
 
 class MessageIn(_Body):
@@ -391,10 +399,19 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     ) -> list[Fact]:
         return memory.facts(user=user, status=status, category=category)
 
-    @app.post("/api/memory/facts", response_model=Fact, status_code=201, tags=["facts"])
-    def add_fact(body: FactIn, user: str = caller) -> Fact:
-        """Store a fact the caller vouches for; a near-duplicate reinforces the existing one."""
-        return memory.remember(body.content, user=user, **body.model_dump(exclude={"content"}))
+    @app.post("/api/memory/facts", response_model=RememberedFact, status_code=201, tags=["facts"],
+              responses={200: {"description": "A near-duplicate: the stored fact was reinforced (outcome 'reinforced')"}})
+    def add_fact(body: FactIn, response: Response, user: str = caller) -> RememberedFact:
+        """Store a fact the caller vouches for: 201 with ``outcome`` ``created``, or ``superseded``
+        when it archived the older value it updates; a near-duplicate reinforces the stored
+        fact instead (200, ``outcome`` ``reinforced``: that fact is returned, this wording is
+        not kept)."""
+        started = utcnow()
+        fact = memory.remember(body.content, user=user, **body.model_dump(exclude={"content"}))
+        outcome = remembered(fact, started)
+        if outcome == "reinforced":
+            response.status_code = 200
+        return RememberedFact.model_validate({**fact.model_dump(), "outcome": outcome})
 
     @app.get("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
     def get_fact(fact_id: str, user: str = caller) -> Fact:
