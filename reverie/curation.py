@@ -20,7 +20,7 @@ from reverie.inputs import (
     check_text,
     check_unicode,
     clean_fact,
-    clean_label,
+    clean_id,
     clean_text,
 )
 from reverie.journal import Journal
@@ -71,7 +71,7 @@ def remember(
     kind, original = check_category(category)
     fact = Fact(
         user=user,
-        agent=clean_label(agent, "agent"),
+        agent=clean_id(agent, "agent", ctx.store.salt),
         content=text,
         category=kind,
         original_category=original,
@@ -103,7 +103,7 @@ def list_facts(
     """Facts, most used first (default: pending and consolidated)."""
     facts = ctx.store.list_facts(
         user, status=_check_status(status, FACT_STATUSES), category=check_text(category, "category"),
-        agent=check_text(agent, "agent"),
+        agent=clean_id(agent, "agent", ctx.store.salt),
     )
     return sorted(facts, key=lambda f: (-f.uses, -f.confidence, f.created_at))
 
@@ -188,7 +188,7 @@ def list_episodes(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidInput("limit must be a positive whole number", field="limit")
     return ctx.store.list_episodes(
-        user, thread=check_text(thread, "thread"), status=_check_status(status, EPISODE_STATUSES), limit=limit,
+        user, thread=clean_id(thread, "thread", ctx.store.salt), status=_check_status(status, EPISODE_STATUSES), limit=limit,
         archived=archived,
     )
 
@@ -221,7 +221,7 @@ def add_knowledge(
         raise InvalidInput("scope must be global, agent or project", field="scope")
     doc = KnowledgeDoc(
         user=user, title=clean_text(title, "title"), body=clean_text(body, "body"), tags=check_tags(tags),
-        scope=scope, agent=clean_label(agent, "agent"), project=clean_label(project, "project"),  # type: ignore[arg-type]
+        scope=scope, agent=clean_id(agent, "agent", ctx.store.salt), project=clean_id(project, "project", ctx.store.salt),  # type: ignore[arg-type]
     )
     with ctx.store.transaction():
         ctx.facts.index_knowledge(doc)
@@ -306,7 +306,7 @@ def episode_page(
 ) -> Page[Episode]:
     """Episodes newest first, one page at a time."""
     return ctx.store.page_episodes(
-        user, thread=check_text(thread, "thread"), status=_check_status(status, EPISODE_STATUSES), archived=archived,
+        user, thread=clean_id(thread, "thread", ctx.store.salt), status=_check_status(status, EPISODE_STATUSES), archived=archived,
         until=until, after=check_text(after, "after"), limit=check_limit(limit, 1000),
     )
 

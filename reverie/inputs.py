@@ -15,9 +15,11 @@ Values that become part of a file path are the strictest:
 from __future__ import annotations
 
 import difflib
+import hashlib
+import hmac
 import re
 from datetime import datetime
-from typing import Any, Iterable, overload
+from typing import Any, Callable, Iterable, overload
 
 from reverie import redact as _redact
 from reverie.errors import InvalidInput
@@ -25,6 +27,8 @@ from reverie.models import CATEGORIES, MAX_BUDGET, as_utc, check_day
 from reverie.text import normalize_space
 
 USER_MAX = 64
+# threads, agents, projects, speakers, roles, message ids: short labels
+LABEL_MAX = 200
 _USER_RE = re.compile(r"[^\W_][\w.-]*")
 # control characters other than tab and line breaks carry no meaning in memory text
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -32,6 +36,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = [
+    "LABEL_MAX",
     "USER_MAX",
     "check_budget",
     "check_category",
@@ -46,6 +51,7 @@ __all__ = [
     "check_unicode",
     "check_user",
     "clean_fact",
+    "clean_id",
     "clean_label",
     "clean_text",
     "normalize_category",
@@ -162,7 +168,30 @@ def clean_label(value: object, field: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    if len(value) > LABEL_MAX:
+        raise InvalidInput(f"{field} is {len(value):,} characters; a label is at most {LABEL_MAX}", field=field)
     return _redact.redact_label(_CONTROL.sub("", check_unicode(value, field)).strip())
+
+
+def clean_id(value: object, field: str, salt: Callable[[], bytes]) -> str | None:
+    """A thread, agent, project or source id: text (or a whole number) of at most
+    :data:`LABEL_MAX` characters, kept as given so that it finds its items again. An id that
+    holds what redaction strips (a phone number as a thread id, a token as a message id)
+    becomes a pseudonym instead: what redaction leaves, ``#`` and a digest keyed by the
+    install's secret ``salt()`` (``[phone]#3f9a0c1d2b4e``). The same id gives the same
+    pseudonym, so a lookup by it still finds its items and two such ids stay two; the value
+    itself is not stored."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    text = _CONTROL.sub("", check_unicode(str(value), field)).strip()
+    if len(text) > LABEL_MAX:
+        raise InvalidInput(f"{field} is {len(text):,} characters; an id is at most {LABEL_MAX}", field=field)
+    kept = _redact.redact_label(text)
+    if kept == text:
+        return text
+    return f"{kept}#{hmac.new(salt(), text.encode('utf-8'), hashlib.sha256).hexdigest()[:12]}"
 
 
 def check_text(value: Any, field: str) -> str | None:

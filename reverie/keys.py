@@ -26,7 +26,6 @@ from reverie.models import new_id, utcnow
 from reverie.store.base import ApiKey, Store
 
 PREFIX = "rv_"
-_SALT_META = "api_keys.salt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +86,4 @@ def authorize(store: Store, secret: str | None, *, user: str | None = None) -> s
 
 
 def hash_key(store: Store, secret: str) -> str:
-    return hmac.new(_salt(store), secret.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def _salt(store: Store) -> bytes:
-    salt = store.get_meta(_SALT_META)
-    if salt is None:
-        # re-read inside the write transaction: two processes must not pick different salts
-        with store.transaction():
-            salt = store.get_meta(_SALT_META)
-            if salt is None:
-                salt = secrets.token_hex(32)
-                store.set_meta(_SALT_META, salt)
-    return bytes.fromhex(salt)
+    return hmac.new(store.salt(), secret.encode("utf-8"), hashlib.sha256).hexdigest()

@@ -34,7 +34,7 @@ from reverie.inputs import (
     check_text,
     check_time,
     check_user,
-    clean_label,
+    clean_id,
 )
 from reverie.learn import Learner
 from reverie.learn_claims import ClaimingLearner
@@ -132,6 +132,10 @@ class Memory:
     def __enter__(self) -> "Memory":
         return self
 
+    def _id(self, value: object, field: str) -> str | None:
+        """A thread or agent id as it is stored and looked up (see :func:`reverie.inputs.clean_id`)."""
+        return clean_id(value, field, self.store.salt)
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -153,7 +157,7 @@ class Memory:
         """
         return Turn.open(
             self.store, self.recaller, self.learner, message, user=check_user(user),
-            thread=clean_label(thread, "thread") or "default", agent=clean_label(agent, "agent"),
+            thread=self._id(thread, "thread") or "default", agent=self._id(agent, "agent"),
             budget=check_budget(budget) or self.settings.budget, at=check_time(at, "at"),
         )
 
@@ -189,7 +193,7 @@ class Memory:
         """
         episodes = add_messages(
             self.store, check_messages(messages), user=check_user(user),
-            thread=clean_label(thread, "thread") or "default", agent=clean_label(agent, "agent"),
+            thread=self._id(thread, "thread") or "default", agent=self._id(agent, "agent"),
             at=check_time(at, "at"), source=source, grouping=group,
         )
         self.learner.enqueue(episodes)
@@ -208,7 +212,7 @@ class Memory:
 
         def add(messages: list[Message], thread_of: str, counts: dict[str, int]) -> Added:
             episodes = store_messages(
-                self.store, messages, user=user, thread=clean_label(thread or thread_of, "thread") or "default",
+                self.store, messages, user=user, thread=self._id(thread or thread_of, "thread") or "default",
                 agent=None, source=None, grouping="exchange", counts=counts,
             )
             self.learner.enqueue(episodes)
@@ -236,7 +240,7 @@ class Memory:
         """The host agent dropped these messages from its context window: they become
         daily-note lines (summarized, redacted) for the day they happened."""
         return notes.trim(self.ctx, check_messages(messages), user=check_user(user),
-                          thread=clean_label(thread, "thread") or "default", at=check_time(at, "at"))
+                          thread=self._id(thread, "thread") or "default", at=check_time(at, "at"))
 
     # ------------------------------------------------------------ facts
     def remember(
@@ -376,7 +380,7 @@ class Memory:
         """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
         return self.recaller.recall(
             check_query(query), user=check_user(user), budget=check_budget(budget) or self.settings.budget,
-            thread=check_text(thread, "thread"), agent=check_text(agent, "agent"), at=check_time(at, "at"),
+            thread=self._id(thread, "thread"), agent=self._id(agent, "agent"), at=check_time(at, "at"),
             explain=explain, track=track,
         )
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+import secrets
 import unicodedata
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
@@ -398,6 +399,10 @@ def nth_input(digest: str, n: int) -> str:
     """The key of the ``n``-th episode with this digest in one input (from 0): identical
     exchanges inside one file stay apart, and the file read again matches each of them."""
     return digest if n == 0 else f"{digest}#{n}"
+
+
+# the install's secret salt (named for its first use, the API keys' digests)
+SALT_META = "api_keys.salt"
 
 
 def source_key(source_id: str) -> str:
@@ -824,6 +829,23 @@ class Store(ABC):
 
     @abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
+
+    def salt(self) -> bytes:
+        """This install's secret salt, made on first use and copied by ``reverie migrate``: API
+        keys are kept as digests keyed by it, and so are ids that held personal data
+        (:func:`reverie.inputs.clean_id`)."""
+        salt: bytes | None = getattr(self, "_salt", None)
+        if salt is None:
+            value = self.get_meta(SALT_META)
+            if value is None:
+                # re-read inside the write transaction: two processes must not pick different salts
+                with self.transaction():
+                    value = self.get_meta(SALT_META)
+                    if value is None:
+                        value = secrets.token_hex(32)
+                        self.set_meta(SALT_META, value)
+            salt = self._salt = bytes.fromhex(value)
+        return salt
 
     # ------------------------------------------------------------ documents
     @abstractmethod
