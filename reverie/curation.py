@@ -14,6 +14,7 @@ from typing import Any
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
 from reverie.inputs import (
+    LABEL_MAX,
     check_category,
     check_confidence,
     check_tags,
@@ -212,18 +213,39 @@ def feedback(ctx: Context, episode_id: str, status: str, *, reason: str = "", us
     return ep
 
 
+# a knowledge document's text at most (about 25,000 tokens: longer text is several documents)
+MAX_KNOWLEDGE_CHARS = 100_000
+
+
 def add_knowledge(
     ctx: Context, title: str, body: str, *, user: str, tags: list[str] | None = None, scope: str = "global",
     agent: str | None = None, project: str | None = None,
 ) -> KnowledgeDoc:
-    """A whole markdown document (a reusable pattern), recalled when matched."""
+    """A whole markdown document (a reusable pattern), recalled when matched. Scope ``agent``
+    (with ``agent``): left out of recalls made for another agent, as that agent's facts are;
+    scope ``project`` (with ``project``) labels the document for listing and export (a recall
+    names no project, so it is recalled as a global one). The same document added again is
+    not stored twice: the stored one is returned (its ``created_at`` says it was there before)."""
     if scope not in ("global", "agent", "project"):
         raise InvalidInput("scope must be global, agent or project", field="scope")
-    doc = KnowledgeDoc(
-        user=user, title=clean_text(title, "title"), body=clean_text(body, "body"), tags=check_tags(tags),
-        scope=scope, agent=clean_id(agent, "agent", ctx.store.salt), project=clean_id(project, "project", ctx.store.salt),  # type: ignore[arg-type]
-    )
+    title, body = clean_text(title, "title"), clean_text(body, "body")
+    if len(title) > LABEL_MAX:
+        raise InvalidInput(f"title is {len(title):,} characters; a title is at most {LABEL_MAX}", field="title")
+    if len(body) > MAX_KNOWLEDGE_CHARS:
+        raise InvalidInput(f"body is {len(body):,} characters; a knowledge document is at most "
+                           f"{MAX_KNOWLEDGE_CHARS:,}: split it into several", field="body")
+    agent, project = clean_id(agent, "agent", ctx.store.salt), clean_id(project, "project", ctx.store.salt)
+    if scope == "agent" and not agent:
+        raise InvalidInput("scope 'agent' needs the agent it belongs to (agent=...)", field="agent")
+    if scope == "project" and not project:
+        raise InvalidInput("scope 'project' needs the project it belongs to (project=...)", field="project")
+    doc = KnowledgeDoc(user=user, title=title, body=body, tags=check_tags(tags), scope=scope,  # type: ignore[arg-type]
+                       agent=agent, project=project)
     with ctx.store.transaction():
+        same = next((d for d in ctx.store.list_knowledge(user)
+                     if (d.title, d.body, d.scope, d.agent, d.project) == (title, body, scope, agent, project)), None)
+        if same is not None:
+            return same
         ctx.facts.index_knowledge(doc)
     return doc
 

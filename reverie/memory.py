@@ -311,7 +311,8 @@ class Memory:
         self, title: str, body: str, *, user: str, tags: list[str] | None = None, scope: str = "global",
         agent: str | None = None, project: str | None = None,
     ) -> KnowledgeDoc:
-        """A whole markdown document (a reusable pattern), recalled when matched."""
+        """A whole markdown document (a reusable pattern), recalled when matched (see
+        :func:`reverie.curation.add_knowledge`: scopes, limits, the same document again)."""
         return curation.add_knowledge(self.ctx, title, body, user=check_user(user), tags=tags, scope=scope,
                                       agent=agent, project=project)
 

@@ -400,6 +400,8 @@ class Recaller:
             score = score * factor + 0.03 * math.log1p(fact.uses)
             parts["confidence"] = fact.confidence
             parts["uses"] = float(fact.uses)
+        elif isinstance(item, KnowledgeDoc) and agent and item.scope == "agent" and item.agent != agent:
+            return None  # another agent's document, as another agent's fact
         parts["relevance"] = relevance
         return _Scored(kind, item, min(score, 1.5), parts, sorted(set(cand.tags)))
 

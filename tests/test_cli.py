@@ -10,6 +10,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from reverie import Memory
 from reverie.cli import app
 
 runner = CliRunner()
@@ -164,6 +165,30 @@ def test_knowledge_documents_from_files(home, tmp_path):
     assert any(i["kind"] == "knowledge" and i["id"] == added["id"] for i in recalled["items"])
     bad = runner.invoke(app, ["knowledge", "add", str(doc), "--user", "ana", "--scope", "planet", "--home", str(home)])
     assert bad.exit_code == 2 and "scope" in bad.output
+    again = run("knowledge", "add", str(doc), "--user", "ana", "--tag", "release", home=home).output
+    assert again.startswith("already stored, nothing added:") and added["id"] in again
+    assert len(json.loads(run("knowledge", "list", "--user", "ana", "--json", home=home).output)) == 1
+    lost = runner.invoke(app, ["knowledge", "add", str(doc), "--user", "ana", "--scope", "agent", "--home", str(home)])
+    assert lost.exit_code == 2 and "scope 'agent' needs the agent" in lost.output
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    broken = runner.invoke(app, ["knowledge", "add", str(binary), "--user", "ana", "--home", str(home)])
+    assert broken.exit_code == 2 and "binary.md is not UTF-8 text" in broken.output
+
+
+def test_an_agents_knowledge_is_left_out_of_another_agents_recall(home, tmp_path):
+    doc = tmp_path / "deploy.md"
+    doc.write_text("# Deploy runbook\n\nRoll the canary first, then the fleet.\n", encoding="utf-8")
+    added = json.loads(run("knowledge", "add", str(doc), "--user", "ana", "--scope", "agent", "--agent", "ops-bot",
+                           "--json", home=home).output)
+    assert (added["scope"], added["agent"]) == ("agent", "ops-bot")
+    mem = Memory(home, background=False)
+    try:
+        ids = lambda agent: [i.id for i in mem.recall("how do I deploy the canary?", user="ana", agent=agent).items]  # noqa: E731
+        assert added["id"] in ids("ops-bot") and added["id"] in ids(None)
+        assert added["id"] not in ids("travel-bot")
+    finally:
+        mem.close()
 
 
 def test_remember_says_when_it_reinforced_or_replaced_instead_of_storing(home):

@@ -431,6 +431,11 @@ def test_knowledge_changes_and_undo_over_rest(api, ana):
     assert doc.status_code == 201 and doc.json()["title"] == "Release checklist"
     assert any(d["id"] == doc.json()["id"] for d in ana.get("/api/memory/knowledge").json())
     assert ana.post("/api/memory/knowledge", json={"title": "x", "body": "y", "scope": "planet"}).status_code == 422
+    again = ana.post("/api/memory/knowledge", json={"title": "Release checklist", "body": "- tag\n- changelog",
+                                                    "tags": ["release"]})
+    assert again.status_code == 200 and again.json()["id"] == doc.json()["id"]  # stored before: nothing added
+    too_long = ana.post("/api/memory/knowledge", json={"title": "t" * 201, "body": "y"})
+    assert too_long.status_code == 400 and too_long.json()["field"] == "title"
     from reverie.models import Fact
 
     memory = api.memory

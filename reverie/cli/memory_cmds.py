@@ -384,15 +384,23 @@ def knowledge_add(
     home: Home = None,
     title: Annotated[Optional[str], typer.Option(help="Title (default: the file's first heading, else its name).")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A feature tag (repeatable).")] = None,
-    scope: Annotated[str, typer.Option(help="global, agent or project.")] = "global",
+    scope: Annotated[str, typer.Option(help="global (every recall), agent (that agent's) or project.")] = "global",
+    agent: Annotated[Optional[str], typer.Option(help="The agent a scope-agent document belongs to.")] = None,
+    project: Annotated[Optional[str], typer.Option(help="The project a scope-project document belongs to.")] = None,
     as_json: Json = False,
 ) -> None:
-    """Add a markdown document to a user's knowledge."""
-    body = file.read_text(encoding="utf-8")
-    heading = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), None)
+    """Add a markdown document to a user's knowledge (the same document again is not stored twice)."""
     with open_memory(home) as mem:
-        doc = mem.add_knowledge(title or heading or file.stem, body, user=user, tags=tag or [], scope=scope)
-        say(doc, as_json, f"added {doc.id}: {escape(doc.title)}")
+        try:
+            body = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{file.name} is not UTF-8 text (byte {exc.start}: {exc.reason})", field="file") from exc
+        heading = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), None)
+        started = utcnow()
+        doc = mem.add_knowledge(title or heading or file.stem, body, user=user, tags=tag or [], scope=scope,
+                                agent=agent, project=project)
+        verb = "added" if doc.created_at >= started else "already stored, nothing added:"
+        say(doc, as_json, f"{verb} {doc.id}: {escape(doc.title)}")
 
 
 @knowledge_app.command("list")

@@ -533,11 +533,17 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def list_knowledge(user: str = caller) -> list[KnowledgeDoc]:
         return memory.knowledge(user=user)
 
-    @app.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"])
-    def add_knowledge(body: KnowledgeIn, user: str = caller) -> KnowledgeDoc:
-        """A whole markdown document (a reusable pattern), recalled when matched."""
-        return memory.add_knowledge(body.title, body.body, user=user, tags=body.tags, scope=body.scope,
-                                    agent=body.agent, project=body.project)
+    @app.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"],
+              responses={200: {"description": "The same document was stored before: that one, nothing added"}})
+    def add_knowledge(body: KnowledgeIn, response: Response, user: str = caller) -> KnowledgeDoc:
+        """A whole markdown document (a reusable pattern), recalled when matched; the same
+        document again is a 200 with the stored one (nothing added)."""
+        started = utcnow()
+        doc = memory.add_knowledge(body.title, body.body, user=user, tags=body.tags, scope=body.scope,
+                                   agent=body.agent, project=body.project)
+        if doc.created_at < started:
+            response.status_code = 200
+        return doc
 
     @app.get("/api/tags", tags=["tags"])
     def tags(user: str = caller, status: TagStatus | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:
