@@ -157,7 +157,8 @@ def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
     """``[Nx]`` + 1 (seed 002); a pending fact reinforced by hand is promoted."""
     fact = get_fact(ctx, fact_id, user=user)
     if fact.status == "archived":
-        raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing", field="id")
+        raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing "
+                           f"(`reverie restore {fact_id}`, or update_fact(id, status='consolidated'))", field="id")
     with ctx.store.transaction():
         fact.status = "consolidated"
         return ctx.facts.reinforce_fact(fact, [], utcnow())

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from typer.testing import CliRunner
 
-from reverie import Memory
+from reverie import InvalidInput, Memory
 from reverie.cli import app
 from reverie.errors import NotFound
 from reverie.models import Fact, Provenance
@@ -195,6 +195,17 @@ def test_clean_and_restore_from_the_cli(home):
     assert cli(home, "restore", old.id, "--user", "ana").exit_code == 0
     with Memory(home, background=False) as mem:
         assert not mem.episode(old.id).archived
+
+
+def test_a_forgotten_fact_comes_back_with_restore_from_the_cli(home):
+    with Memory(home, background=False) as mem:
+        fact = mem.remember("Keeps bees on the roof", user="ana", category="context")
+        mem.forget(fact.id, user="ana")
+        with pytest.raises(InvalidInput, match=f"reverie restore {fact.id}"):
+            mem.reinforce(fact.id, user="ana")
+    assert cli(home, "restore", fact.id, "--user", "ana").exit_code == 0
+    with Memory(home, background=False) as mem:
+        assert mem.fact(fact.id).status == "consolidated"
 
 
 # ---------------------------------------------------------------- health

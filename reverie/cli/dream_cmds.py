@@ -124,15 +124,18 @@ def clean(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json 
 
 @app.command()
 def restore(
-    episode_id: Annotated[str, typer.Argument(help="The archived episode's id.")],
+    item_id: Annotated[str, typer.Argument(help="The archived fact's or episode's id.")],
     user: User,
     home: Home = None,
     as_json: Json = False,
 ) -> None:
-    """Bring back an episode that clean archived."""
+    """Bring back an archived fact (forgotten, evicted, superseded) or an episode that clean archived."""
     with open_memory(home) as mem:
-        ep = mem.restore(episode_id, user=user)
-        emit_json(dump(ep)) if as_json else console.print(f"restored {ep.id}")
+        if item_id.startswith("fact_"):
+            item: Any = mem.update_fact(item_id, user=user, status="consolidated")
+        else:
+            item = mem.restore(item_id, user=user)
+        emit_json(dump(item)) if as_json else console.print(f"restored {item.id}")
 
 
 @app.command()
