@@ -1,9 +1,19 @@
 """Export and import: reverie's envelope, and deer-flow's ``memory.json``.
 
 Strict about the envelope (a wrong one is rejected with a message naming the
-field, and nothing changes), lenient inside it (missing sections filled,
-confidence coerced into 0..1, unknown categories kept as ``other`` with the
-original). A user's import is all or nothing: one transaction.
+field, and nothing changes). Inside it, missing sections and values are filled
+and unknown categories kept as ``other`` with the original; a value that is
+there but wrong (a confidence outside 0..1, an unknown status, a date that is
+no date) is refused naming its path (``facts[0].confidence``), as ``remember``
+refuses it. Only a lenient import (``strict=False``) corrects such a value, and
+its report counts the corrections. A user's import is all or nothing: one
+transaction.
+
+An item keeps its id unless another user's item holds it; then it takes an id
+made from (target user, original id), so importing one file into another user
+twice finds the rows of the first time and replaces them (the report's
+``replaced``) instead of adding copies. Ids that items name (a fact's
+provenance, a note's episodes, supersedes) are mapped the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from pydantic import ValidationError
 
 from reverie.context import Context
 from reverie.errors import InvalidInput
-from reverie.inputs import check_json, normalize_category
+from reverie.inputs import check_confidence, check_json, check_time, normalize_category
 from reverie.models import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
@@ -28,7 +38,7 @@ from reverie.models import (
     Note,
     Profile,
     Provenance,
-    new_id,
+    digest,
     utcnow,
 )
 from reverie.notes import mirror_notes
@@ -42,6 +52,25 @@ EXPORT_VERSION = 1
 SECTIONS = ("profile", "facts", "episodes", "notes", "knowledge")
 
 _Item = TypeVar("_Item", Fact, Episode, Note, KnowledgeDoc)
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Mode:
+    """Strict (refuse a bad value, naming its path) or lenient (correct it, or skip the item,
+    with a warning; counted for the report)."""
+
+    strict: bool
+    corrected: int = 0
+    skipped: int = 0
+
+    def bad(self, where: str, message: str, corrected: _T) -> _T:
+        """A value that is there but wrong: refused when strict, else ``corrected`` is used."""
+        if self.strict:
+            raise InvalidInput(f"{where} {message}; nothing was imported", field=where)
+        log.warning("%s %s; imported as %r", where, message, corrected)
+        self.corrected += 1
+        return corrected
 
 
 @dataclass
@@ -53,6 +82,7 @@ class _Parsed:
     episodes: list[Episode]
     notes: list[Note]
     knowledge: list[KnowledgeDoc]
+    mode: _Mode
 
 
 def export_user(ctx: Context, user: str) -> dict[str, Any]:
@@ -72,8 +102,10 @@ def export_user(ctx: Context, user: str) -> dict[str, Any]:
 
 
 def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: bool = True) -> dict[str, int]:
-    """Import ``data`` for ``user``; returns counts per section. ``strict=False`` (background
-    reads) skips unusable entries with a warning instead of failing."""
+    """Import ``data`` for ``user``; returns counts per section (items written) and
+    ``replaced`` (how many of them were already there: rewritten, not added).
+    ``strict=False`` (background reads) skips unusable entries and corrects bad values with a
+    warning instead of failing; its report adds ``corrected`` and ``skipped``."""
     if isinstance(data, (str, bytes)):
         try:
             data = json.loads(data)
@@ -85,13 +117,18 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
         raise InvalidInput("import must be a JSON object (an export envelope)", field="$")
     check_json(data, ctx.settings.max_import_depth)
     envelope: dict[str, Any] = redact_obj(data)  # a dict comes back as a dict
+    mode = _Mode(strict)
     if _is_deerflow(envelope):
-        parsed = _parse_deerflow(envelope, user, strict)
+        parsed = _parse_deerflow(envelope, user, mode)
     else:
-        parsed = _parse_envelope(envelope, user, strict)
+        parsed = _parse_envelope(envelope, user, mode)
     _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
     trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, strict)
+    mode.corrected += len(trimmed)
     counts = _apply(ctx, user, parsed)
+    if not strict:
+        counts["corrected"] = mode.corrected
+        counts["skipped"] = mode.skipped
     if trimmed:
         with ctx.store.transaction():
             note_trimmed(ctx.store, user, trimmed, utcnow())
@@ -121,6 +158,7 @@ def _check_fact_length(parsed: _Parsed, limit: int, strict: bool) -> None:
         if strict:
             raise InvalidInput(f"{message}; nothing was imported", field=f"facts[{index}].content")
         log.warning("skipping %s", message)
+        parsed.mode.skipped += 1
     parsed.facts = kept
 
 
@@ -137,7 +175,11 @@ def _require(data: dict[str, Any], name: str, kind: type, label: str) -> Any:
     return value
 
 
-def _parse_envelope(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
+def _model(kind: type[_Item]) -> Callable[[dict[str, Any], str, str, _Mode], _Item]:
+    return lambda raw, user, where, mode: kind.model_validate({**raw, "user": user})
+
+
+def _parse_envelope(data: dict[str, Any], user: str, mode: _Mode) -> _Parsed:
     if "version" not in data:
         raise InvalidInput("not a reverie export: the envelope has no version", field="version")
     if data["version"] != EXPORT_VERSION:
@@ -152,23 +194,24 @@ def _parse_envelope(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
     profile = _require(data, "profile", dict, "an object") or {}
     lists = {name: _require(data, name, list, "an array") or [] for name in SECTIONS[1:]}
     return _Parsed(
-        profile=_profile(profile),
-        facts=_items(lists["facts"], "facts", user, strict, _fact),
-        episodes=_items(lists["episodes"], "episodes", user, strict, lambda d, u: Episode.model_validate({**d, "user": u})),
-        notes=_items(lists["notes"], "notes", user, strict, lambda d, u: Note.model_validate({**d, "user": u})),
-        knowledge=_items(lists["knowledge"], "knowledge", user, strict, lambda d, u: KnowledgeDoc.model_validate({**d, "user": u})),
+        profile=_profile(profile, mode),
+        facts=_items(lists["facts"], "facts", user, mode, _fact),
+        episodes=_items(lists["episodes"], "episodes", user, mode, _model(Episode)),
+        notes=_items(lists["notes"], "notes", user, mode, _model(Note)),
+        knowledge=_items(lists["knowledge"], "knowledge", user, mode, _model(KnowledgeDoc)),
+        mode=mode,
     )
 
 
-def _parse_deerflow(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
+def _parse_deerflow(data: dict[str, Any], user: str, mode: _Mode) -> _Parsed:
     for name in ("user", "history"):
         if name in data and not isinstance(data[name], dict):
             raise InvalidInput(f"{name} must be an object in a deer-flow memory.json", field=name)
     if "facts" in data and not isinstance(data["facts"], list):
         raise InvalidInput("facts must be an array in a deer-flow memory.json", field="facts")
-    profile = _profile({"user": data.get("user") or {}, "history": data.get("history") or {}})
+    profile = _profile({"user": data.get("user") or {}, "history": data.get("history") or {}}, mode)
 
-    def fact(raw: dict[str, Any], u: str) -> Fact:
+    def fact(raw: dict[str, Any], u: str, where: str, mode: _Mode) -> Fact:
         source = raw.get("source")
         converted = {
             "id": raw.get("id"),
@@ -180,13 +223,15 @@ def _parse_deerflow(data: dict[str, Any], user: str, strict: bool) -> _Parsed:
             "status": "consolidated",
             "provenance": {"origin": "import", "source_ids": [str(source)] if source else []},
         }
-        return _fact({k: v for k, v in converted.items() if v is not None}, u)
+        # a bad value is named by deer-flow's field, as the file spells it
+        names = {"created_at": "createdAt", "updated_at": "createdAt"}
+        return _fact({k: v for k, v in converted.items() if v is not None}, u, where, mode, names)
 
-    facts = _items(data.get("facts") or [], "facts", user, strict, fact)
-    return _Parsed(profile=profile, facts=facts, episodes=[], notes=[], knowledge=[])
+    facts = _items(data.get("facts") or [], "facts", user, mode, fact)
+    return _Parsed(profile=profile, facts=facts, episodes=[], notes=[], knowledge=[], mode=mode)
 
 
-def _profile(raw: dict[str, Any]) -> Profile:
+def _profile(raw: dict[str, Any], mode: _Mode) -> Profile:
     user = raw.get("user")
     history = raw.get("history")
     groups: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = (
@@ -198,18 +243,71 @@ def _profile(raw: dict[str, Any]) -> Profile:
         for key in keys:
             section = source.get(key)
             if isinstance(section, dict) and isinstance(section.get("summary"), str):
-                clean[group][key] = {"summary": section["summary"], "updatedAt": _date_or_none(section.get("updatedAt"))}
+                where = f"profile.{group}.{key}.updatedAt"  # deer-flow's too, as its length check says
+                clean[group][key] = {"summary": section["summary"], "updatedAt": _stamp(section.get("updatedAt"), where, mode)}
     return Profile.model_validate(clean)
 
 
-def _date_or_none(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
+def _stamp(value: Any, where: str, mode: _Mode) -> datetime | None:
+    """An ISO date-time (None when missing or empty); a wrong one is refused when strict, and
+    dropped (the time of the import is used) when lenient."""
+    if value is None or value == "":
         return None
     try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return value
+        return check_time(value, where)
+    except InvalidInput as exc:
+        return mode.bad(where, str(exc).removeprefix(where).strip(), None)
+
+
+_STATUSES = ("pending", "consolidated", "archived")
+
+
+def _fact(raw: dict[str, Any], user: str, where: str, mode: _Mode, names: dict[str, str] | None = None) -> Fact:
+    """A fact of an import: missing values filled; a value that is there but wrong refused when
+    strict (``remember`` refuses it too), corrected when lenient."""
+    names = names or {}
+
+    def path(name: str) -> str:
+        return f"{where}.{names.get(name, name)}"
+
+    content = raw.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("content is missing or empty")
+    data = dict(raw)
+    data["user"] = user
+    data["content"] = content.strip()
+    category, original = normalize_category(str(raw.get("category") or "other"))
+    data["category"] = category
+    data["original_category"] = raw.get("original_category") or original
+    if raw.get("confidence") is None:
+        data["confidence"] = 0.8
+    else:
+        try:
+            data["confidence"] = check_confidence(raw["confidence"])
+        except InvalidInput:
+            data["confidence"] = mode.bad(path("confidence"), f"must be a number between 0 and 1 (it is {raw['confidence']!r})",
+                                          _coerce_confidence(raw["confidence"]))
+    if raw.get("status") is None:
+        data["status"] = "consolidated"
+    elif raw["status"] not in _STATUSES:
+        data["status"] = mode.bad(path("status"), f"must be one of {', '.join(_STATUSES)} (it is {raw['status']!r})",
+                                  "consolidated")
+    if raw.get("provenance") is None:
+        data["provenance"] = Provenance(origin="import").model_dump()
+    elif not isinstance(raw["provenance"], dict):
+        data["provenance"] = mode.bad(path("provenance"), f"must be an object, not {type(raw['provenance']).__name__}",
+                                      Provenance(origin="import").model_dump())
+    if raw.get("uses") is None:
+        data["uses"] = 0
+    elif isinstance(raw["uses"], bool) or not isinstance(raw["uses"], int) or raw["uses"] < 0:
+        data["uses"] = mode.bad(path("uses"), f"must be a whole number from 0 (it is {raw['uses']!r})", 0)
+    for stamp in ("created_at", "updated_at"):
+        value = _stamp(raw.get(stamp), path(stamp), mode)
+        if value is None:
+            data.pop(stamp, None)
+        else:
+            data[stamp] = value
+    return Fact.model_validate(data)
 
 
 def _coerce_confidence(value: Any) -> float:
@@ -222,31 +320,9 @@ def _coerce_confidence(value: Any) -> float:
     return min(1.0, max(0.0, number))
 
 
-def _fact(raw: dict[str, Any], user: str) -> Fact:
-    content = raw.get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise ValueError("content is missing or empty")
-    data = dict(raw)
-    data["user"] = user
-    data["content"] = content.strip()
-    category, original = normalize_category(str(raw.get("category") or "other"))
-    data["category"] = category
-    data["original_category"] = raw.get("original_category") or original
-    data["confidence"] = _coerce_confidence(raw.get("confidence", 0.8))
-    if data.get("status") not in ("pending", "consolidated", "archived"):
-        data["status"] = "consolidated"
-    if not isinstance(data.get("provenance"), dict):
-        data["provenance"] = Provenance(origin="import").model_dump()
-    if not isinstance(data.get("uses"), int) or data["uses"] < 0:
-        data["uses"] = 0
-    for stamp in ("created_at", "updated_at"):
-        if _date_or_none(data.get(stamp)) is None:
-            data.pop(stamp, None)
-    return Fact.model_validate(data)
-
-
 def _items(
-    raw_items: list[Any], section: str, user: str, strict: bool, parse: Callable[[dict[str, Any], str], _Item]
+    raw_items: list[Any], section: str, user: str, mode: _Mode,
+    parse: Callable[[dict[str, Any], str, str, _Mode], _Item],
 ) -> list[_Item]:
     out: list[_Item] = []
     for index, raw in enumerate(raw_items):
@@ -254,20 +330,31 @@ def _items(
         try:
             if not isinstance(raw, dict):
                 raise ValueError(f"must be an object, not {type(raw).__name__}")
-            out.append(parse(raw, user))
+            out.append(parse(raw, user, where, mode))
+        except InvalidInput as exc:
+            if exc.field is not None and exc.field.startswith(where):  # named by mode.bad: strict
+                raise
+            _refuse_or_skip(exc, where, mode)
         except (ValueError, ValidationError) as exc:
-            message = _first_error(exc)
-            if strict:
-                field = where + _first_loc(exc)
-                raise InvalidInput(f"{field}: {message}; nothing was imported", field=field) from exc
-            log.warning("skipping %s: %s", where, message)
+            _refuse_or_skip(exc, where, mode)
     return out
 
 
+def _refuse_or_skip(exc: Exception, where: str, mode: _Mode) -> None:
+    message = _first_error(exc)
+    if mode.strict:
+        field = where + _first_loc(exc)
+        raise InvalidInput(f"{field}: {message}; nothing was imported", field=field) from exc
+    log.warning("skipping %s: %s", where, message)
+    mode.skipped += 1
+
+
 def _first_loc(exc: Exception) -> str:
-    """``.date`` for a pydantic error at the item's ``date`` field ("" otherwise)."""
+    """``.date`` for an error at the item's ``date`` field ("" otherwise)."""
     if isinstance(exc, ValidationError) and exc.errors():
         return "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in exc.errors()[0]["loc"])
+    if isinstance(exc, InvalidInput) and exc.field:
+        return f".{exc.field}"
     return ""
 
 
@@ -278,38 +365,140 @@ def _first_error(exc: Exception) -> str:
     return str(exc)
 
 
+# ------------------------------------------------------------ ids
+
+# what an id names, by the prefix its kind's new ids take
+_KINDS = ("fact", "ep", "note", "kn")
+
+
+def _mapped_id(user: str, original: str, prefix: str, attempt: int) -> str:
+    """The id an item whose ``original`` id another user holds takes in ``user``'s memory: the
+    same every time (so a second import of the file finds the first one's rows)."""
+    return f"{prefix}_{digest(['import', user, original, attempt])[:24]}"
+
+
+class _Ids:
+    """Maps the ids of an import into ``user``'s memory, one rule for items and references.
+
+    An id free or already ``user``'s stays; one held by another user becomes
+    :func:`_mapped_id` (the next attempt if another user holds that too). A mapped id
+    already ``user``'s (written by an earlier import of the file) is taken even when the
+    original has become free since, so the rows are found again, not copied."""
+
+    def __init__(self, ctx: Context, user: str, wanted: dict[str, set[str]]):
+        self.store = ctx.store
+        self.user = user
+        self.owner: dict[str, dict[str, str]] = {kind: {} for kind in _KINDS}
+        self.ids: dict[tuple[str, str], str] = {}
+        self._look({kind: {i for o in ids for i in (o, _mapped_id(user, o, kind, 0))} for kind, ids in wanted.items()})
+
+    def _look(self, ids: dict[str, set[str]]) -> None:
+        getters: dict[str, Callable[[list[str]], dict[str, Any]]] = {
+            "fact": self.store.get_facts, "ep": self.store.get_episodes,
+            "note": self.store.get_notes, "kn": self.store.get_knowledge,
+        }
+        for kind, wanted in ids.items():
+            missing = sorted(wanted - set(self.owner[kind]))
+            if not missing:
+                continue
+            found = getters[kind](missing)
+            for item_id in missing:
+                row = found.get(item_id)
+                self.owner[kind][item_id] = row.user if row is not None else ""
+
+    def _owner(self, kind: str, item_id: str) -> str:
+        if item_id not in self.owner[kind]:
+            self._look({kind: {item_id}})
+        return self.owner[kind][item_id]
+
+    def __call__(self, kind: str, original: str) -> str:
+        key = (kind, original)
+        if key not in self.ids:
+            self.ids[key] = self._resolve(kind, original)
+        return self.ids[key]
+
+    def _resolve(self, kind: str, original: str) -> str:
+        holder = self._owner(kind, original)
+        if holder == self.user:
+            return original
+        attempt = 0
+        while True:
+            mapped = _mapped_id(self.user, original, kind, attempt)
+            mapped_holder = self._owner(kind, mapped)
+            if mapped_holder == self.user:
+                return mapped
+            if not mapped_holder:
+                return original if not holder else mapped
+            attempt += 1
+
+    def exists(self, kind: str, item_id: str) -> bool:
+        """Whether ``item_id`` is already ``user``'s (before this import wrote)."""
+        return self._owner(kind, item_id) == self.user
+
+
+def _map_ids(ctx: Context, user: str, parsed: _Parsed) -> tuple[_Ids, set[tuple[str, str]]]:
+    """Give every item its id in ``user``'s memory and map the ids items name; returns the
+    mapper and the (kind, id) of the items that were already there."""
+    wanted: dict[str, set[str]] = {kind: set() for kind in _KINDS}
+    for fact in parsed.facts:
+        wanted["fact"].update([fact.id, *fact.provenance.facts, *(i for i in (fact.supersedes, fact.superseded_by) if i)])
+        wanted["ep"].update(fact.provenance.episodes)
+        wanted["note"].update(fact.provenance.notes)
+    wanted["ep"].update(ep.id for ep in parsed.episodes)
+    for note in parsed.notes:
+        wanted["note"].add(note.id)
+        wanted["ep"].update(note.episodes)
+    wanted["kn"].update(doc.id for doc in parsed.knowledge)
+    ids = _Ids(ctx, user, wanted)
+    there: set[tuple[str, str]] = set()
+
+    def own(kind: str, item: _Item) -> None:
+        item.id = ids(kind, item.id)
+        if ids.exists(kind, item.id):
+            there.add((kind, item.id))
+
+    for fact in parsed.facts:
+        own("fact", fact)
+        prov = fact.provenance
+        prov.facts = [ids("fact", i) for i in prov.facts]
+        prov.episodes = [ids("ep", i) for i in prov.episodes]
+        prov.notes = [ids("note", i) for i in prov.notes]
+        fact.supersedes = ids("fact", fact.supersedes) if fact.supersedes else fact.supersedes
+        fact.superseded_by = ids("fact", fact.superseded_by) if fact.superseded_by else fact.superseded_by
+    for ep in parsed.episodes:
+        own("ep", ep)
+    for note in parsed.notes:
+        own("note", note)
+        note.episodes = [ids("ep", i) for i in note.episodes]
+    for doc in parsed.knowledge:
+        own("kn", doc)
+    return ids, there
+
+
 def _apply(ctx: Context, user: str, parsed: _Parsed) -> dict[str, int]:
     store = ctx.store
     writer = TagWriter(store, user)
     counts = {name: 0 for name in SECTIONS}
     with store.transaction(batch=True):  # an import is many writes, all or nothing
+        _, there = _map_ids(ctx, user, parsed)  # read before anything is written
         for name, section in parsed.profile.sections().items():
             if section.summary:
                 store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())
                 counts["profile"] += 1
         for fact in parsed.facts:
-            _own_id(store.get_fact(fact.id), fact, user, "fact")
             ctx.facts.index_fact(fact, fact.tags, writer=writer)
             counts["facts"] += 1
         for ep in parsed.episodes:
-            _own_id(store.get_episode(ep.id), ep, user, "ep")
             ep.tags = writer.ensure(ep.tags)
             store.put_episode(ep)
             store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
             counts["episodes"] += 1
         for note in parsed.notes:
-            _own_id(next(iter(store.get_notes([note.id]).values()), None), note, user, "note")
             store.put_note(note)
             counts["notes"] += 1
         for doc in parsed.knowledge:
-            _own_id(next(iter(store.get_knowledge([doc.id]).values()), None), doc, user, "kn")
             ctx.facts.index_knowledge(doc)
             counts["knowledge"] += 1
     mirror_notes(ctx.store, ctx.files, user, {n.date for n in parsed.notes})
+    counts["replaced"] = len(there)
     return counts
-
-
-def _own_id(existing: _Item | None, item: _Item, user: str, prefix: str) -> None:
-    """An id already taken by another user's item gets a fresh one (no cross-user overwrite)."""
-    if existing is not None and existing.user != user:
-        item.id = new_id(prefix)

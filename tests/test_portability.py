@@ -59,7 +59,7 @@ def test_deerflow_memory_json_imports_profile_and_facts(mem):
         "facts": [
             {"id": "f1", "content": "Uses uv for Python projects", "category": "tech_stack", "confidence": 0.9,
              "createdAt": "2024-12-01T00:00:00Z", "source": "thread-7"},
-            {"id": "f2", "content": "Prefers dark mode", "category": "preference", "confidence": 3,
+            {"id": "f2", "content": "Prefers dark mode", "category": "preference", "confidence": 0.7,
              "createdAt": "2024-12-02T00:00:00Z", "source": "manual"},
         ],
     }
@@ -71,7 +71,7 @@ def test_deerflow_memory_json_imports_profile_and_facts(mem):
     facts = {f.id: f for f in mem.facts(user="ana")}
     assert facts["f1"].category == "other" and facts["f1"].original_category == "tech_stack"
     assert facts["f1"].provenance.source_ids == ["thread-7"]
-    assert facts["f2"].confidence == 1.0  # coerced into 0..1
+    assert facts["f2"].confidence == 0.7
 
 
 @pytest.mark.parametrize(
@@ -96,10 +96,10 @@ def test_bad_import_is_rejected_naming_the_field_and_changes_nothing(mem, envelo
     assert _strip_times(mem.export(user="ana")) == _strip_times(before)
 
 
-def test_import_normalizes_leniently_inside_a_valid_envelope(mem):
+def test_import_fills_and_normalizes_inside_a_valid_envelope(mem):
     counts = mem.import_(
-        {"version": 1, "facts": [{"content": "Likes long walks", "category": "hobby", "confidence": "1.7"},
-                                 {"content": "Lives in Lisbon", "confidence": -2}]},
+        {"version": 1, "facts": [{"content": "Likes long walks", "category": "hobby", "confidence": 1},
+                                 {"content": "Lives in Lisbon"}]},
         user="ana",
     )
     assert counts["facts"] == 2
@@ -107,15 +107,31 @@ def test_import_normalizes_leniently_inside_a_valid_envelope(mem):
     assert facts["Likes long walks"].category == "other"
     assert facts["Likes long walks"].original_category == "hobby"
     assert facts["Likes long walks"].confidence == 1.0
-    assert facts["Lives in Lisbon"].confidence == 0.0
+    assert facts["Lives in Lisbon"].confidence == 0.8 and facts["Lives in Lisbon"].status == "consolidated"
     assert mem.profile(user="ana").user.work_context.summary == ""  # missing section filled empty
+
+
+def test_a_lenient_import_corrects_bad_values_and_counts_them(mem):
+    from reverie.portability import import_user
+
+    counts = import_user(
+        mem.ctx,
+        {"version": 1, "facts": [{"content": "Likes long walks", "confidence": "1.7"},
+                                 {"content": "Lives in Lisbon", "confidence": -2, "status": "weird"}]},
+        "ana",
+        strict=False,
+    )
+    assert counts["facts"] == 2 and counts["corrected"] == 3 and counts["skipped"] == 0
+    facts = {f.content: f for f in mem.facts(user="ana")}
+    assert facts["Likes long walks"].confidence == 1.0
+    assert facts["Lives in Lisbon"].confidence == 0.0 and facts["Lives in Lisbon"].status == "consolidated"
 
 
 def test_background_read_skips_unusable_facts_with_a_warning(mem, caplog):
     from reverie.portability import import_user
 
     counts = import_user(mem.ctx, {"version": 1, "facts": [{"content": "good one"}, {"content": ""}]}, "ana", strict=False)
-    assert counts["facts"] == 1
+    assert counts["facts"] == 1 and counts["skipped"] == 1
     assert "facts[1]" in caplog.text
 
 
