@@ -9,6 +9,7 @@ tells the caller how much that was.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import re
@@ -31,7 +32,16 @@ MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
 log = logging.getLogger("reverie.ingest")
 
-SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})[:：]\s*(.+)$")
+SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})([:：])\s*(.+)$")
+# a word of a speaker's name: "Ana", "Dr.", "O'Brien", "Jean-Luc", "张三", "user", "SPEAKER_A"
+NAME_WORD = re.compile(r"[^\W\d_][\w.'’-]*")
+# the numbered speakers of a diarized transcript: "Speaker 1", "SPEAKER_00", "user2"
+NUMBERED_SPEAKER = re.compile(
+    r"(speaker|person|participant|guest|user|interviewer|interviewee|customer|caller|host|agent|assistant|bot)"
+    r"[ _-]?\d+", re.IGNORECASE)
+# lowercase words that may stand inside a name: "Ludwig van Beethoven", "Ana de Armas"
+NAME_PARTICLES = frozenset({"van", "von", "de", "da", "di", "du", "del", "della", "der", "den", "la", "le",
+                            "al", "el", "bin", "ibn", "ben", "y", "dos", "das", "do", "ter", "ten"})
 
 
 def add_messages(
@@ -243,7 +253,8 @@ def ingest(
     else:
         conversations = [("default", check_messages(source))]
     report = IngestReport()
-    stored = 0
+    stored = new = known = 0  # messages handed to add: of them new, and stored before (skipped)
+    empty = False
     try:
         for thread, raw in conversations:
             report.conversations += 1
@@ -253,6 +264,8 @@ def ingest(
                 added = add(part, thread, counts)
                 parts += 1
                 stored += len(part)
+                known += added.skipped_messages
+                new += len(part) - added.skipped_messages
                 report.episodes += len(added)
                 report.skipped += added.skipped
                 report.skipped_messages += added.skipped_messages
@@ -261,17 +274,34 @@ def ingest(
                 if on_progress is not None:
                     on_progress(f"{thread}: {stored} messages")
             if not parts:
+                empty = True
                 add([], thread, counts)  # the empty conversation's own error
             if on_progress is not None:
                 on_progress(thread)
+    except UnicodeDecodeError as exc:  # the file changed after read_conversations checked it
+        name = Path(source).name if isinstance(source, (str, Path)) else "the input"
+        raise InvalidInput(f"{name} is not UTF-8 text ({exc.reason}); it changed while it was read",
+                           field="path") from exc
     except InvalidInput as exc:
         if not stored:
-            raise
-        raise InvalidInput(
-            f"{exc} ({stored} messages before it were stored; ingesting again after the fix skips them)",
-            field=exc.field,
-        ) from exc
+            if empty or not isinstance(source, (str, Path)):
+                raise
+            raise InvalidInput(f"{exc} (nothing was stored)", field=exc.field) from exc
+        raise InvalidInput(f"{exc} ({_kept(new, known)})", field=exc.field) from exc
     return report
+
+
+def _kept(new: int, known: int) -> str:
+    """What the parts before a refused message did: stored it, or found it stored before."""
+    def messages(n: int) -> str:
+        return f"{n} message{'' if n == 1 else 's'}"
+
+    if not known:
+        return f"{messages(new)} before it were stored; ingesting again after the fix skips them"
+    if not new:
+        return f"the {messages(known)} before it were stored already and were skipped; nothing new was stored"
+    return (f"{messages(new)} before it were stored and {known} more skipped as stored already; "
+            "ingesting again after the fix skips them")
 
 
 # messages handed to one add (one transaction) when a conversation streams in
@@ -286,7 +316,12 @@ def exchange_parts(raw: Iterable[RawMessage], size: int) -> Iterator[list[Messag
     opener: str | None = None
     answered = False  # the current exchange has a message from the other side
     for index, item in enumerate(raw):
-        message = parse_message(item, index, None)
+        try:
+            message = parse_message(item, index, None)
+        except InvalidInput as exc:
+            if not isinstance(raw, FileLines) or not raw.line:
+                raise
+            raise InvalidInput(f"{raw.name} line {raw.line}: {exc}", field=exc.field) from exc
         side = message.speaker or message.role
         if opener is None:
             opener = side
@@ -309,9 +344,16 @@ def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]
     format for large exports."""
     thread = path.stem
     if path.suffix == ".jsonl":
-        yield thread, _jsonl_messages(path)
+        check_utf8(path)
+        yield thread, FileLines(path, _jsonl_messages)
     elif path.suffix == ".json":
-        text = path.read_text(encoding="utf-8")
+        data_bytes = path.read_bytes()
+        try:
+            text = data_bytes.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            start = exc.start + (3 if data_bytes.startswith(codecs.BOM_UTF8) else 0)
+            raise not_utf8(path, data_bytes, start, data_bytes.count(b"\n", 0, start) + 1) from None
+        del data_bytes
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -319,40 +361,121 @@ def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]
         for conv in _from_json(data, thread, path.name):
             yield conv.thread, conv.messages
     else:
-        yield thread, _line_messages(path)
+        check_utf8(path)
+        yield thread, FileLines(path, _line_messages)
 
 
-def _jsonl_messages(path: Path) -> Iterator[RawMessage]:
-    with path.open(encoding="utf-8") as lines:
+class FileLines:
+    """The raw messages of a file read a line at a time, knowing where each one is:
+    ``line`` is the line (from 1) where the message read last begins, for errors about it."""
+
+    def __init__(self, path: Path, read: Callable[[Path, "FileLines"], Iterator[RawMessage]]) -> None:
+        self.path = path
+        self.name = path.name
+        self.line = 0
+        self._read = read
+
+    def __iter__(self) -> Iterator[RawMessage]:
+        return self._read(self.path, self)
+
+
+def check_utf8(path: Path) -> None:
+    """Refuse a file that is not UTF-8 text before any of it is read (and stored), saying
+    where: a file read a line at a time would otherwise fail part way through."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = lines = 0  # bytes and newlines read
+    head = b""
+    with path.open("rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not head:
+                head = chunk[:4]
+            held = len(decoder.getstate()[0])  # the start of a character cut by the last chunk
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                at = done - held + exc.start
+                line = lines + chunk[:max(0, at - done)].count(b"\n") + 1
+                raise not_utf8(path, head, at, line, exc.object[exc.start:exc.start + 1]) from None
+            if not chunk:
+                return
+            done += len(chunk)
+            lines += chunk.count(b"\n")
+
+
+def not_utf8(path: Path, data: bytes, at: int, line: int, byte: bytes | None = None) -> InvalidInput:
+    """The error for a file that is not UTF-8 text: which byte, on which line."""
+    byte = data[at:at + 1] if byte is None else byte
+    utf16 = " (it looks like UTF-16)" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
+    what = f"0x{byte.hex()} " if byte else ""
+    return InvalidInput(
+        f"{path.name} is not UTF-8 text{utf16}: byte {what}at offset {at} (line {line}) is not UTF-8; "
+        "save the file as UTF-8 and ingest it again",
+        field="path",
+    )
+
+
+def _jsonl_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
+    with path.open(encoding="utf-8-sig") as lines:
         for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    item = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg} (column {exc.colno})",
                                        field=f"line {number}") from exc
+                where.line = number
+                yield item
 
 
-def _line_messages(path: Path) -> Iterator[RawMessage]:
+def _line_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
     """'Speaker: text' lines; a line without a speaker continues the message before it, or
     (first) is the user's."""
     pending: dict[str, Any] | None = None
-    with path.open(encoding="utf-8") as lines:
-        for raw_line in lines:
+    start = 0
+    with path.open(encoding="utf-8-sig") as lines:
+        for number, raw_line in enumerate(lines, 1):
             line = raw_line.rstrip("\n")
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            m = SPEAKER_LINE.match(line)
-            if m:
+            said = speaker_line(line)
+            if said:
                 if pending is not None:
+                    where.line = start
                     yield pending
-                pending = {"speaker": m.group(1).strip(), "content": m.group(2).strip()}
+                pending, start = {"speaker": said[0], "content": said[1]}, number
             elif pending is not None:
                 pending["content"] += "\n" + line.strip()
             else:
-                pending = {"role": "user", "content": line.strip()}
+                pending, start = {"role": "user", "content": line.strip()}, number
     if pending is not None:
+        where.line = start
         yield pending
+
+
+def speaker_line(line: str) -> tuple[str, str] | None:
+    """(speaker, text) of a 'Speaker: text' line, or None for a line that goes on with the
+    message before it. The part before the first colon must look like a name: "Ana",
+    "Dr. Smith", "Melanie Smith", "张三", "user", "Speaker 1"; not a time ("at 10:30"), a
+    link ("see https://..."), a number ("Step 2: ...") or a phrase ("Note that x: ...")."""
+    m = SPEAKER_LINE.match(line)
+    if not m:
+        return None
+    name, colon, text = m.group(1).strip(), m.group(2), m.group(3).strip()
+    after = line[m.end(2):m.end(2) + 1]
+    if colon == ":" and (after.isdigit() or after in ("/", "\\")):
+        return None  # 10:30, https://, C:\Users
+    if NUMBERED_SPEAKER.fullmatch(name):
+        return name, text
+    words = name.split()
+    if not words or len(words) > 5 or name[-1].isdigit():
+        return None
+    if not all(NAME_WORD.fullmatch(w) for w in words):
+        return None
+    if len(words) > 1 and (words[0][0].islower() or words[-1][0].islower() or any(
+            w[0].islower() and w not in NAME_PARTICLES for w in words[1:-1])):
+        return None  # "at noon", "see the notes": words, not a name
+    return name, text
 
 
 def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
