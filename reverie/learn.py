@@ -78,6 +78,8 @@ def attribute(text: str, messages: list[Message], *, bags: list[frozenset[str]] 
     # a "Speaker:" label carries the speaker's name, which is no evidence of where a sentence came from
     names = frozenset(t for m in messages if m.speaker for t in token_set(m.speaker))
     bags = bags if bags is not None else [token_set(m.content) for m in messages]
+    if not bags:  # an imported episode may hold its text without its messages
+        return []
     found: set[int] = set()
     for sentence in _SENTENCE.split(text):
         words = token_set(sentence) - names

@@ -402,7 +402,7 @@ class Memory:
     def import_(self, data: dict[str, Any] | str, *, user: str) -> dict[str, int]:
         """Import an export envelope (or a deer-flow memory.json), all or nothing: missing
         values are filled, a wrong one (a confidence outside 0..1, a date that is no date) is
-        refused naming its path. Into another user, items whose ids that user's namesake holds
+        refused naming its path. Into another user, items whose ids another user's items hold
         take ids of their own, the same on every run: importing a file again replaces what
         the first import wrote (counted in ``replaced``) instead of adding copies."""
         return portability.import_user(self.ctx, data, check_user(user))

@@ -216,6 +216,11 @@ def test_errors_under_json_are_json(home):
     assert error["type"] == "InvalidInput" and error["field"] == "user" and "user id" in error["error"]
     plain = runner.invoke(app, ["remember", "Likes tea", "--user", "..", "--home", str(home)])
     assert plain.exit_code == 2 and plain.stdout == "" and "error:" in plain.output
+    # a command without a --json option right after one with --json, in the same process:
+    # a plain error
+    runner.invoke(app, ["remember", "Likes tea", "--user", "..", "--json", "--home", str(home)])
+    after = runner.invoke(app, ["export", "--user", "..", "--home", str(home)])
+    assert after.exit_code == 2 and after.stdout == "" and "error:" in after.output
 
 
 def test_readme_documents_every_setting_with_its_environment_variable():

@@ -722,3 +722,16 @@ def test_a_batch_the_store_turns_away_as_busy_waits_in_the_queue_and_the_flush_s
         assert mem.flush(user="ana") == 1
         assert mem.episode(episode.id).learned
         assert mem.profile(user="ana").section("user.workContext").summary.startswith("Works as a nurse")
+
+
+def test_an_imported_episode_without_its_messages_is_learned_without_failing(tmp_path):
+    # an export may carry an episode's text without its messages: learning must not stop there
+    with Memory(tmp_path / "home", background=False) as mem:
+        envelope = {"version": 1, "user": "ana", "profile": {}, "facts": [], "notes": [], "knowledge": [],
+                    "episodes": [{"id": "ep_imported1", "user": "ana", "status": "completed", "learned": False,
+                                  "user_text": "I moved to Porto in May and I love the river", "reply_text": "Nice",
+                                  "messages": []}]}
+        assert mem.import_(envelope, user="ana")["episodes"] == 1
+        assert mem.flush(user="ana") == 1
+        assert mem.learning_backlog(user="ana") == (0, "")
+        assert mem.episode("ep_imported1", user="ana").learned

@@ -95,6 +95,9 @@ def _main_options(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each engine step (as REVERIE_LOG=debug).")] = False,
 ) -> None:
     """Local-first long-term memory for AI agents."""
+    # runs before the command's own options: a --json of an earlier command in this process
+    # (a test, a host calling the app) must not make this one's errors JSON
+    _AS_JSON.set(False)
     try:
         configure_logging("debug" if verbose else None)
     except ValueError as exc:
