@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 from pydantic import BaseModel, Field
 
 from reverie.errors import InvalidInput
-from reverie.inputs import check_messages
+from reverie.inputs import check_messages, clean_id
 from reverie.messages import Messages, RawMessage, as_line, parse_message
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
@@ -62,6 +62,10 @@ def store_messages(
     counts of :func:`skip_known` from one part of a streamed conversation to the next."""
     if not msgs:
         raise InvalidInput("messages is empty: nothing to add", field="messages")
+    for m in msgs:  # a message id that holds personal data is kept as its pseudonym
+        if m.source_id:
+            m.source_id = clean_id(m.source_id, "source_id", store.salt)
+    source = clean_id(source, "source", store.salt)
     groups = group_messages(msgs, grouping)
     now = datetime.now(timezone.utc)
     with store.transaction(batch=True):

@@ -42,6 +42,7 @@ __all__ = [
     "check_category",
     "check_confidence",
     "check_date",
+    "check_id",
     "check_json",
     "check_messages",
     "check_query",
@@ -173,6 +174,19 @@ def clean_label(value: object, field: str) -> str | None:
     return _redact.redact_label(_CONTROL.sub("", check_unicode(value, field)).strip())
 
 
+def check_id(value: object, field: str) -> str | None:
+    """An id as text: text or a whole number, control characters dropped, at most
+    :data:`LABEL_MAX` characters (:func:`clean_id` then keeps personal data out of it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
+    text = _CONTROL.sub("", check_unicode(str(value), field)).strip()
+    if len(text) > LABEL_MAX:
+        raise InvalidInput(f"{field} is {len(text):,} characters; an id is at most {LABEL_MAX}", field=field)
+    return text
+
+
 def clean_id(value: object, field: str, salt: Callable[[], bytes]) -> str | None:
     """A thread, agent, project or source id: text (or a whole number) of at most
     :data:`LABEL_MAX` characters, kept as given so that it finds its items again. An id that
@@ -181,13 +195,9 @@ def clean_id(value: object, field: str, salt: Callable[[], bytes]) -> str | None
     install's secret ``salt()`` (``[phone]#3f9a0c1d2b4e``). The same id gives the same
     pseudonym, so a lookup by it still finds its items and two such ids stay two; the value
     itself is not stored."""
-    if value is None:
+    text = check_id(value, field)
+    if text is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    text = _CONTROL.sub("", check_unicode(str(value), field)).strip()
-    if len(text) > LABEL_MAX:
-        raise InvalidInput(f"{field} is {len(text):,} characters; an id is at most {LABEL_MAX}", field=field)
     kept = _redact.redact_label(text)
     if kept == text:
         return text

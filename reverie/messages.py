@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from reverie.errors import InvalidInput
-from reverie.inputs import check_time, clean_label, clean_text
+from reverie.inputs import check_id, check_time, clean_label, clean_text
 from reverie.models import Message
 from reverie.text import token_set
 
@@ -74,7 +74,7 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
         speaker=clean_label(data.get("speaker"), f"{field}.speaker"),
         content=clean_text(content, f"{field}.content"),
         at=when,
-        source_id=str(data["source_id"]) if data.get("source_id") else None,
+        source_id=check_id(data.get("source_id"), f"{field}.source_id") or None,
     )
 
 

@@ -15,6 +15,7 @@ from reverie.context import Context
 from reverie.engines.base import SummarizeRequest
 from reverie.errors import InvalidInput
 from reverie.files import UserFiles
+from reverie.inputs import clean_id
 from reverie.messages import AGENT_ROLES, clip, group, is_trivial, parse_message
 from reverie.models import Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
@@ -102,7 +103,7 @@ def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default
         line = normalize_space(redact(answers[marker].summary))
         if not line or any(exact_key(n.content) == exact_key(line) for n in existing[day]):
             continue
-        ids = [m.source_id for m in exchange if m.source_id]
+        ids = [clean_id(m.source_id, "source_id", ctx.store.salt) or "" for m in exchange if m.source_id]
         note = Note(user=user, date=day, content=line, created_at=when, source_ids=[*ids, marker])
         notes.append(note)
         existing[day].append(note)

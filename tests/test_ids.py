@@ -58,3 +58,28 @@ def test_a_thread_id_that_is_too_long_or_not_text_is_refused(tmp_path, thread, m
         with pytest.raises(InvalidInput, match=message):
             mem.add(["We talked about the roadmap"], user="ana", thread=thread)
         assert mem.episodes(user="ana") == []
+
+
+def test_message_ids_that_hold_secrets_are_pseudonyms_that_still_skip_input_seen_before(tmp_path):
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    talk = [{"role": "user", "content": "We moved the standup to Tuesdays", "source_id": key},
+            {"role": "assistant", "content": "Noted, Tuesdays it is.", "source_id": PHONES[0]},
+            {"role": "user", "content": "And the retro to Fridays", "source_id": PHONES[1]},
+            {"role": "assistant", "content": "Fridays for the retro.", "id": "msg-4"}]
+    with Memory(tmp_path / "home", background=False) as mem:
+        first = mem.ingest(talk, user="ana", learn=False)
+        assert first.episodes == 2
+        again = mem.ingest(talk, user="ana", learn=False)
+        assert (again.episodes, again.skipped_messages) == (0, 4)
+        ids = [i for e in mem.episodes(user="ana") for i in e.source_ids]
+        assert len(set(ids)) == 4 and "msg-4" in ids
+        assert sum(i.startswith("[api-key]#") for i in ids) == 1 and sum(i.startswith("[phone]#") for i in ids) == 2
+        text = _exported(mem, "ana")
+        assert key not in text and not any(phone in text for phone in PHONES)
+
+
+def test_a_message_id_that_is_not_text_is_refused(tmp_path):
+    with Memory(tmp_path / "home", background=False) as mem:
+        with pytest.raises(InvalidInput, match=r"messages\[0\].source_id must be text, not dict"):
+            mem.add([{"role": "user", "content": "hi there", "source_id": {"a": 1}}], user="ana")
+        assert mem.episodes(user="ana") == []
