@@ -27,6 +27,7 @@ from reverie.inputs import (
 from reverie.journal import Journal
 from reverie.models import (
     AREAS,
+    CATEGORIES,
     FEEDBACK_STATUSES,
     Episode,
     Fact,
@@ -45,6 +46,7 @@ from reverie.store.base import FACT_ORDERS, Page
 from reverie.tags import TagWriter, normalize_tag
 
 FACT_STATUSES = ("pending", "consolidated", "archived")
+TAG_STATUSES = ("unexamined", "active", "deprecated", "merged")
 EPISODE_STATUSES = ("pending", "completed", "interrupted", "failed")
 
 
@@ -98,12 +100,23 @@ def remembered(fact: Fact, started: datetime) -> str:
     return "superseded" if fact.supersedes else "created"
 
 
+def _known_category(category: str | None) -> str | None:
+    """A category to filter by: one of :data:`CATEGORIES` (a fact of a category of its own is
+    stored as ``other``), a near miss named with what it may mean."""
+    value = check_text(category, "category")
+    if value is None or value.strip().lower() in CATEGORIES:
+        return value.strip().lower() if value is not None else None
+    check_category(value)  # a near miss ("preferenc") is refused suggesting the category
+    raise InvalidInput(f"unknown category {value!r}: one of {', '.join(CATEGORIES)} (a fact of a category of "
+                       "its own is stored as 'other')", field="category")
+
+
 def list_facts(
     ctx: Context, *, user: str, status: str | None = None, category: str | None = None, agent: str | None = None
 ) -> list[Fact]:
     """Facts, most used first (default: pending and consolidated)."""
     facts = ctx.store.list_facts(
-        user, status=_check_status(status, FACT_STATUSES), category=check_text(category, "category"),
+        user, status=_check_status(status, FACT_STATUSES), category=_known_category(category),
         agent=clean_id(agent, "agent", ctx.store.salt),
     )
     return sorted(facts, key=lambda f: (-f.uses, -f.confidence, f.created_at))
@@ -254,7 +267,7 @@ def add_knowledge(
 # ------------------------------------------------------------ tags and counts
 def describe_tags(ctx: Context, *, user: str, status: str | None = None) -> list[dict[str, Any]]:
     """The tag dictionary with item counts and relations."""
-    tags = ctx.store.list_tags(user, status=status)
+    tags = ctx.store.list_tags(user, status=_check_status(status, TAG_STATUSES))
     counts = ctx.store.tag_counts(user)
     relations: dict[str, list[dict[str, str]]] = {}
     for rel in ctx.store.relations(user, [t.name for t in tags]):

@@ -128,6 +128,24 @@ def test_the_demo_never_writes_into_the_home_of_reverie_home(tmp_path, monkeypat
     assert [f["content"] for f in facts] == ["Lives in Lisbon"]
 
 
+def test_list_filters_refuse_what_matches_nothing_by_construction(home):
+    run("remember", "Prefers tea", "--user", "ana", "--category", "preference", home=home)
+    for args, said in ((["tags", "list", "--status", "bogus"], "status must be unexamined, active, deprecated or merged"),
+                       (["facts", "--category", "preferenc"], "did you mean 'preference'?"),
+                       (["facts", "--category", "beverages"], "unknown category 'beverages'")):
+        result = runner.invoke(app, [*args, "--user", "ana", "--home", str(home)])
+        assert result.exit_code == 2 and said in " ".join(result.output.split())
+    found = json.loads(run("facts", "--user", "ana", "--category", "Preference", "--json", home=home).output)
+    assert [f["content"] for f in found] == ["Prefers tea"]
+
+
+def test_deleting_a_user_with_nothing_stored_says_so(home):
+    run("remember", "Prefers tea", "--user", "ana", home=home)
+    assert run("delete-user", "--user", "zed", "--confirm", "zed", home=home).output.strip() == (
+        "nothing stored for zed: nothing deleted")
+    assert "deleted the memory of ana: 1 facts" in run("delete-user", "--user", "ana", "--confirm", "ana", home=home).output
+
+
 def test_stats_and_tags(home):
     run("remember", "Uses helix as editor", "--user", "ana", home=home)
     stats = json.loads(run("stats", "--json", home=home).output)

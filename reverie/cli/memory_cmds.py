@@ -282,8 +282,9 @@ def delete_user_cmd(
     """Delete a user's whole memory: every row and file. Irreversible; --confirm repeats the user id."""
     with open_memory(home, create=False) as mem:
         deleted = mem.delete_user(user=user, confirm=confirm)
+        said = ", ".join(f"{n} {k}" for k, n in deleted.items() if n)
         say({"user": user, "deleted": deleted}, as_json,
-            f"deleted the memory of {escape(user)}: " + ", ".join(f"{n} {k}" for k, n in deleted.items()))
+            f"deleted the memory of {escape(user)}: {said}" if said else f"nothing stored for {escape(user)}: nothing deleted")
 
 
 @app.command("export")
