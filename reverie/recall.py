@@ -545,7 +545,8 @@ class Recaller:
                     covered.update(item.episodes)
             elif isinstance(item, KnowledgeDoc):
                 out.add(s, "knowledge", _knowledge_line(item, route))
-        return out.items, out.render(), out.tokens
+        # an empty block is no text at all: it costs nothing, its frame included
+        return out.items, out.render(), out.tokens if out.lines else 0
 
 
 @dataclass

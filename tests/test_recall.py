@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from reverie import recall
+from reverie import Memory, recall
 from reverie.tokens import count_tokens
 
 NOW = datetime(2024, 1, 10, 12, 0, tzinfo=timezone.utc)
@@ -509,3 +509,13 @@ def test_no_episode_line_is_built_once_none_could_fit_and_the_block_is_the_same(
         if budget - found.tokens < least:
             saved += len(built) - skipping
     assert saved > 0  # lines that could only have been refused were not built
+
+
+def test_an_empty_block_costs_no_tokens(tmp_path):
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.remember("Cutover of the billing service is planned for November 28", user="ana")
+        for budget in (5, 2000):
+            empty = mem.recall("billing cutover" if budget == 5 else "zebra migration", user="ana", budget=budget)
+            assert (empty.context, empty.tokens) == ("", 0)
+        full = mem.recall("billing cutover", user="ana", budget=500)
+        assert full.context and full.tokens > 0
