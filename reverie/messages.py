@@ -25,6 +25,8 @@ Messages = Iterable[RawMessage]
 TIME_FIELDS = ("at", "timestamp", "created_at", "time")
 # roles whose words are the agent's, not the user's
 AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
+# a speaker field that names a role, not a person
+ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user"}
 TRIVIAL = re.compile(
     r"^\s*(ok(ay)?|k|thanks?( you)?|thx|ty|cool|nice|great|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|"
     r"好的?|好|嗯+|哦+|谢谢|多谢|收到|行|可以|对|是的|拜拜|你好)\s*[.!?。！？~～]*\s*$",
@@ -66,12 +68,18 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
         raise InvalidInput(f"{field}.content must be text, not {type(content).__name__}", field=f"{field}.content")
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput(f"{field}.content is missing or empty", field=f"{field}.content")
-    role = data.get("role") or ("user" if not data.get("speaker") else "speaker")
+    speaker = data.get("speaker")
+    # a speaker named by a role and no role ({"speaker": "assistant"}): that role, no name (the
+    # agent's message is no person's, and "user: ..." names nobody)
+    named_role = ROLE_NAMES.get(speaker.strip().lower()) if isinstance(speaker, str) and not data.get("role") else None
+    if named_role is not None:
+        speaker = None
+    role = data.get("role") or named_role or ("user" if not speaker else "speaker")
     stamp = next((name for name in TIME_FIELDS if data.get(name) is not None), "at")
     when = check_time(data.get(stamp), f"{field}.{stamp}") or at
     return Message(
         role=clean_label(str(role), f"{field}.role"),
-        speaker=clean_label(data.get("speaker"), f"{field}.speaker"),
+        speaker=clean_label(speaker, f"{field}.speaker"),
         content=clean_text(content, f"{field}.content"),
         at=when,
         source_id=check_id(data.get("source_id"), f"{field}.source_id") or None,

@@ -211,8 +211,8 @@ def test_a_continuation_line_with_a_time_and_a_link_stays_in_the_message_before_
     ("Ana: hi", "Ana", "hi"),
     ("Dr. Smith: ok", "Dr. Smith", "ok"),
     ("张三：你好", "张三", "你好"),
-    ("user: x", "user", "x"),
-    ("assistant: y", "assistant", "y"),
+    ("user: x", None, "x"),  # a role's name is the role, no speaker's name
+    ("assistant: y", None, "y"),
     ("Caroline: I went to the support group at 10:30", "Caroline", "I went to the support group at 10:30"),
     ("Melanie Smith: see https://example.com", "Melanie Smith", "see https://example.com"),
     ("Speaker 1: hello", "Speaker 1", "hello"),

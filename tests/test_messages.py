@@ -57,3 +57,16 @@ def test_a_message_time_may_be_named_at_timestamp_created_at_or_time():
     with pytest.raises(InvalidInput) as err:
         parse_message({"content": "hi", "timestamp": "yesterday-ish"}, 5, None)
     assert err.value.field == "messages[5].timestamp"
+
+
+def test_a_speaker_named_assistant_without_a_role_is_the_agent_not_a_person(tmp_path):
+    from reverie import Memory
+
+    said = parse_message({"speaker": "Assistant", "content": "Noted."}, 0, None)
+    assert (said.role, said.speaker) == ("assistant", None)
+    assert parse_message({"speaker": "Ana", "content": "hi"}, 0, None).role == "speaker"
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest([{"speaker": "user", "content": "I always want the conclusion first"},
+                    {"speaker": "assistant", "content": "I never share passwords with anyone"}], user="ana")
+        facts = [f.content for f in mem.facts(user="ana")]
+    assert facts == ["Always wants the conclusion first"]
