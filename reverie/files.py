@@ -5,6 +5,10 @@
     <home>/users/<user>/memory/YYYY-MM-DD.md
     <home>/users/<user>/memory/dreams/YYYY-MM-DD.md
 
+``<user>`` is the user id, unless a file system that ignores case or Unicode
+normalization (macOS and Windows by default) could take it for another id's folder
+("Ana" and "ana"): see :func:`folder_name`.
+
 With a shared store (PostgreSQL, served by several replicas) the documents live in
 the store instead, under the same names relative to the user's folder ("MEMORY.md",
 "memory/dreams/2024-05-01.md"), so that any replica reads and edits them; the daily
@@ -20,14 +24,32 @@ atomically (temp file + rename): a crash never leaves half a file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
+import unicodedata
 from pathlib import Path
 
 from reverie.errors import InvalidInput
 from reverie.inputs import check_date, check_user
 from reverie.store.base import Store
+
+
+# the home's folders follow folder_name (an older home is renamed once, when it is opened)
+LAYOUT_META = "files.layout"
+LAYOUT = "2"
+
+
+def folder_name(user: str) -> str:
+    """The name of ``user``'s folder: the id itself when it is its own case-folded NFC form
+    ("ana", "张三"); otherwise that form, ``+`` and 8 hex of the id's digest ("Ana" ->
+    "ana+dea210f0"). On a file system that ignores case or normalization, "Ana" and "ana"
+    would otherwise be one folder, and one user's MEMORY.md another's. ``+`` is no user-id
+    character, so no id's own folder has such a name."""
+    user = check_user(user)
+    plain = unicodedata.normalize("NFC", user).casefold()
+    return user if plain == user else f"{plain}+{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
 
 
 class UserFiles:
@@ -40,7 +62,26 @@ class UserFiles:
         self.home = self.mirror or Path(home)
 
     def user_dir(self, user: str) -> Path:
-        return self.home / "users" / check_user(user)
+        return self.home / "users" / folder_name(user)
+
+    def upgrade_layout(self, store: Store) -> int:
+        """Rename the folders an older reverie named by the id itself to :func:`folder_name`'s
+        names, once per home (marked in ``store``); returns how many were renamed."""
+        if not self.keeps_views or store.get_meta(LAYOUT_META) == LAYOUT:
+            return 0
+        moved = 0
+        users = self.home / "users"
+        for folder in sorted(users.iterdir()) if users.is_dir() else []:
+            try:
+                target = users / folder_name(folder.name)
+            except InvalidInput:
+                continue  # not a user's folder of the old layout
+            if target.name != folder.name and folder.is_dir() and not folder.is_symlink() and not target.exists():
+                folder.rename(target)
+                moved += 1
+        with store.transaction():
+            store.set_meta(LAYOUT_META, LAYOUT)
+        return moved
 
     def memory_md(self, user: str) -> Path:
         return self.user_dir(user) / "MEMORY.md"

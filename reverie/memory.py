@@ -92,6 +92,8 @@ class Memory:
         # a shared store holds the markdown documents; files then only in the mirror folder
         self.files = UserFiles(self.home, store=self.store if self.store.shared else None,
                                mirror=self.settings.mirror_dir)
+        if moved := self.files.upgrade_layout(self.store):
+            log.info("renamed %d user folders to names no case-blind file system confuses", moved)
         self.ctx = Context.build(self.store, self.settings, self.files)
         self.engines = self.ctx.engines
         self.recaller = Recaller(self.ctx)

@@ -210,3 +210,41 @@ def test_cli_import_of_a_traversal_envelope_fails_and_writes_nothing(world, tmp_
     result = CliRunner().invoke(cli, ["import", str(payload), "--user", "..", "--home", home])
     assert result.exit_code != 0 and "user" in result.output
     assert snapshot(root) == before
+
+
+def test_users_whose_ids_differ_only_in_case_or_normalization_never_share_a_folder(tmp_path):
+    # on a file system that ignores case or Unicode normalization (macOS, Windows) "Ana" and
+    # "ana" would be one folder: one user's MEMORY.md and notes would be the other's
+    import unicodedata
+
+    from reverie.files import folder_name
+
+    ids = ["ana", "Ana", "ANA", "josé", "José", "straße", "STRASSE", "张三"]
+    names = [folder_name(u) for u in ids]
+    assert len({unicodedata.normalize("NFC", n).casefold() for n in names}) == len(ids)
+    # plain ids keep their own names
+    assert (names[0], names[3], names[7]) == ("ana", "josé", "张三")
+    with Memory(tmp_path / "home", background=False) as mem:
+        for user in ("ana", "Ana"):
+            mem.remember(f"{user} keeps bees", user=user)
+            mem.dream(user=user)
+        folders = sorted(p.name for p in (tmp_path / "home" / "users").iterdir())
+        assert folders == sorted(["ana", folder_name("Ana")])
+        assert "Ana keeps bees" in mem.files.memory_md("Ana").read_text(encoding="utf-8")
+        assert "Ana keeps bees" not in mem.files.memory_md("ana").read_text(encoding="utf-8")
+
+
+def test_a_home_of_the_older_layout_is_renamed_once_when_opened(tmp_path):
+    from reverie.files import LAYOUT_META, folder_name
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as mem:
+        mem.remember("Keeps bees", user="Ana")
+        mem.dream(user="Ana")
+        mem.store.set_meta(LAYOUT_META, "1")
+    new = home / "users" / folder_name("Ana")
+    new.rename(home / "users" / "Ana")  # where an older reverie kept Ana's files
+    with Memory(home, background=False) as mem:
+        assert "Keeps bees" in mem.files.memory_md("Ana").read_text(encoding="utf-8")
+        assert not (home / "users" / "Ana").exists() or new.samefile(home / "users" / "Ana")
+        assert mem.sync(user="Ana").changed is False  # MEMORY.md found where it is expected
