@@ -27,6 +27,16 @@ Credentials inside something larger are cut out of it, so the useful rest surviv
 - a password given after a Chinese keyword may itself be Chinese (``口令：[password]``)
   when a colon, or a verb and a space, sets it apart (``密码是 [password]``).
 
+Some secrets are told by the word that names them, with a colon, ``is`` or a
+mere space: card security codes (``cvv 123``, ``CVC: 987``, ``安全码：123``) become
+``[card]``; passport numbers and social security numbers in any grouping
+(``passport X12345678``, ``SSN: 123 45 6789``) ``[id-number]``; a long machine-made
+value right after ``api key`` ``[api-key]``. Without a verb or colon a password
+must mix letters and digits (``wifi password [password]``); after ``pass``, a word
+with many other senses, it must also hold a symbol (``pass: [password]``); and
+several words after a colon that end the clause are one passphrase
+(``my password is: [password]``) unless they read as a remark about it.
+
 Every pattern runs in linear time: values are matched greedily up to a
 delimiter, and each search starts only at a fixed keyword or delimiter.
 
@@ -167,7 +177,7 @@ _NOT_A_PASSWORD = frozenset(
     blank missing required optional expired locked changed reset saved stored written hidden known
     unknown new old good bad fine ok okay none null something anything nothing somewhere being
     case usually always never please stolen leaked compromised forgotten lost mine yours hers ours
-    theirs one two three four five six seven eight nine ten twelve
+    theirs one two three four five six seven eight nine ten twelve see ask check use call try contact
     """.split()
 )
 _ENGLISH_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ive", "ful", "ous", "less", "tion")
@@ -176,7 +186,7 @@ _ENGLISH_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ive", "ful", "ous", "le
 def _plain_word(value: str) -> bool:
     """An ordinary lower-case English word or phrase-word, not something a person made up."""
     bare = value.rstrip(".,;:!?")
-    if bare in _NOT_A_PASSWORD:
+    if bare in _NOT_A_PASSWORD or bare == "I":
         return True
     if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", bare):
         return False
@@ -191,12 +201,30 @@ def _random_looking(value: str) -> bool:
     return (has_digit and has_alpha) or mixed_case or len(value) >= 24
 
 
+# Characters that people put in passwords and ordinary words, names and identifiers lack.
+_PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~")
+
+
+def _symbolic_secret(value: str) -> bool:
+    """Letters, digits and a password symbol together (``Zebra#4421``): a password whatever word came before."""
+    return (
+        len(value) >= 6
+        and any(ch.isalpha() for ch in value)
+        and any(ch.isdigit() for ch in value)
+        and any(ch in _PASSWORD_SYMBOLS for ch in value)
+    )
+
+
 def _password_ok(m: re.Match[str]) -> bool:
     key = m.group("key").lower()
     quoted = m.group("quoted")
     value = quoted if quoted is not None else m.group("bare")
     if key.startswith("pin"):
         return value.isdigit() and 4 <= len(value) <= 8
+    if key == "pass":
+        # Also a ticket, an exam, a move, a test result ("--- PASS: TestLogin2"), a Python
+        # statement ('pass': 'The "pass" statement'): only a value that can be nothing but a password.
+        return _symbolic_secret(value)
     if quoted is not None:
         return True
     # "password is 8 characters", "密码是6位数": a length, not a password.
@@ -212,6 +240,55 @@ def _secret_value_ok(m: re.Match[str]) -> bool:
 def _bare_password_ok(m: re.Match[str]) -> bool:
     """A password given without a verb ("密码 abc123") counts only if it holds a digit."""
     return any(ch.isdigit() for ch in m.group("bare")) and len(m.group("bare")) >= 6
+
+
+# Values with digits and letters that are no password: versions, times, sizes, ordinals ("v2.3.0", "10:30am", "5GHz").
+_MEASURE_RE = re.compile(
+    r"(?i)v?\d+(?:[.:/-]\d+)+[a-z]{0,2}|\d+(?:am|pm|st|nd|rd|th|[kmgt]b|[kmg]hz|px|ms|mph|km|kg|k|m)"
+)
+
+
+def _bare_english_password_ok(m: re.Match[str]) -> bool:
+    """``wifi password Summer2024!``, ``pwd Zebra#4421``: no verb or colon, so only a value mixing letters and digits.
+
+    Paths (``pwd /home/u1``), command flags and measures (``password 8am``) are left alone.
+    """
+    value = m.group("bare")
+    return (
+        len(value) >= 6
+        and any(ch.isalpha() for ch in value)
+        and any(ch.isdigit() for ch in value)
+        and not value.startswith(("/", "~", ".", "-"))
+        and "/" not in value
+        and "\\" not in value
+        and not _MEASURE_RE.fullmatch(value)
+        and _literal(value)
+    )
+
+
+# Words that never make part of a passphrase: a clause holding one talks about the password instead.
+# Adjectives that say "password is correct" yet may start a passphrase ("correct horse battery staple").
+_PHRASE_ADJECTIVES = frozenset("correct right wrong new old good bad long short simple easy hard strong weak".split())
+_PHRASE_STOPWORDS = (_NOT_A_PASSWORD - _PHRASE_ADJECTIVES) | frozenset(
+    """
+    i me you he she we they him us them these those is am are was were be been do does did have has had will would
+    can could should shall may might must and or but if then than as about after before again today tonight
+    tomorrow yesterday later soon already yet ever set sent needed updated
+    password passwords passphrase pass login user username account email
+    """.split()
+)
+
+
+def _passphrase_ok(m: re.Match[str]) -> bool:
+    """Several words after a colon that end the clause (``password: correct horse battery staple``).
+
+    A clause that holds a function word (``password: see the email I sent``), a time
+    word or a participle (``password: changed last week``) says something about the password.
+    """
+    if m.group("key").lower().startswith("pin"):
+        return False
+    words = m.group("bare").lower().split()
+    return not any(w in _PHRASE_STOPWORDS or (len(w) >= 5 and w.endswith(_ENGLISH_SUFFIXES)) for w in words)
 
 
 def _in_query(m: re.Match[str]) -> bool:
@@ -246,6 +323,28 @@ def _keyword_password_ok(m: re.Match[str]) -> bool:
 
 def _keyword_secret_ok(m: re.Match[str]) -> bool:
     return not _in_query(m) and _secret_value_ok(m)
+
+
+def _keyword_api_key_ok(m: re.Match[str]) -> bool:
+    """``api key: x`` as any keyword secret; ``api key x`` (a space only) if ``x`` is long and machine-made."""
+    if not _keyword_secret_ok(m):
+        return False
+    if m.group("space") is None:
+        return True
+    value = m.group("quoted") if m.group("quoted") is not None else m.group("bare")
+    return (
+        m.group("key").lower() != "secret"  # "top secret Project2024Falcon": no key word, no key
+        and len(value) >= 16
+        and any(ch.isdigit() for ch in value)
+        and any(ch.isalpha() for ch in value)
+    )
+
+
+def _passport_ok(m: re.Match[str]) -> bool:
+    """6-9 letters and digits, mostly digits (X12345678, 123456789, C01X00T47); all digits only if 7 or more."""
+    value: str = m.group("bare")
+    digits = sum(ch.isdigit() for ch in value)
+    return digits >= 5 and (digits < len(value) or digits >= 7)
 
 
 def _basic_auth_ok(m: re.Match[str]) -> bool:
@@ -356,7 +455,12 @@ _BARE_SPACED = _bare(r"[^\s\"'“”‘’`，。；、！？]", r"[\s\"'“”�
 _BARE_ASCII = _bare(r"[!-~]", r"[^!-~]")
 _BARE_TOKEN = _bare(r"[A-Za-z0-9._~+/=-]", r"[^A-Za-z0-9._~+/=-]")
 
-_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:\s?code)?"
+# "pass" alone is also a ticket or a move: _password_ok takes only a symbol-laden value after it.
+_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:\s?code)?|pass"
+# Words that give a password without a verb or a colon ("wifi password Summer2024!").
+_BARE_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw"
+# "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
+_KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 
 
@@ -412,12 +516,12 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "api-key",
         _compile(
-            r"""(?:(?<![A-Za-z0-9])(?i:(?:api|access|secret|private|client|app)[\s_-]?key(?:[\s_-]?id)?
+            r"""(?P<key>(?<![A-Za-z0-9])(?i:(?:api|access|secret|private|client|app)[\s_-]?key(?:[\s_-]?id)?
                 | apikey | client[\s_-]?secret | secret(?:[\s_-]?access[\s_-]?key)?)
                 | (?i:api)?密钥 | 秘钥)
-            ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
+            ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+|(?P<space>[ \t]+))""" + _value(_BARE_TOKEN)
         ),
-        check=_keyword_secret_ok,
+        check=_keyword_api_key_ok,
         value_groups=("quoted", "bare"),
     ),
     _Detector(
@@ -432,12 +536,66 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         "password",  # "my password is hunter2", "the password for the wifi was now 'x'"
         _compile(
             rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
-            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/:-]+){{1,3}}?)?
-            (?:\s+(?i:is|was)|'s)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+"""
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?(?::\s+|：\s*)   # "the password for my laptop: x"
+            | (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/:-]+){{1,3}}?)?
+              (?:\s+(?i:is|was)|'s)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)"""
             + _value(_BARE_SPACED)
         ),
         check=_password_ok,
         value_groups=("quoted", "bare"),
+    ),
+    _Detector(
+        "password",  # "my password is: correct horse battery staple": several words after a colon, to the clause's end
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}))
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
+            (?:\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?)?
+            \s*[:：][ \t]*
+            (?P<bare>(?!{_PLACEHOLDER})[A-Za-z]{{1,24}}(?:[ ][A-Za-z]{{1,24}}){{2,7}})
+            (?=[ \t]*(?:[.!?;,，。！？；\n]|$))"""
+        ),
+        check=_passphrase_ok,
+        value_groups=("bare",),
+    ),
+    _Detector(
+        "password",  # "wifi password Summer2024!", "pwd Zebra#4421": no verb, no colon
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:{_BARE_PASSWORD_WORD})[ \t]+(?P<bare>(?!{_PLACEHOLDER}){_BARE_SPACED})"""
+        ),
+        check=_bare_english_password_ok,
+        value_groups=("bare",),
+    ),
+    _Detector(
+        "card",  # the card's security code: "cvv 123", "CVC: 987", "安全码是123"
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:cvv2?|cvc2?|card[ ](?:verification|security)[ ](?:value|code))
+                (?:[ _-]*(?i:code|number|no\.?))? | (?:CVV|CVC|安全)码)"""
+            + _KEY_SEP
+            + r"(?P<bare>\d{3,4})"
+            + _NUM_END
+        ),
+        value_groups=("bare",),
+    ),
+    _Detector(
+        "id-number",  # US social security number after its name, any separator: "SSN: 123 45 6789"
+        _compile(
+            r"""(?<![A-Za-z0-9])(?i:ssn|social[ ]security(?:[ ](?:number|no\.?))?)"""
+            + _KEY_SEP
+            + r"(?P<bare>(?!000|666)\d{3}(?P<sep>[ .-]?)(?!00)\d{2}(?P=sep)(?!0000)\d{4})"
+            + _NUM_END
+        ),
+        value_groups=("bare",),
+    ),
+    _Detector(
+        "id-number",  # "passport X12345678", "passport number: 123456789", "护照号码是E12345678"
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:passport)(?:[ _-]*(?i:number|no\.?|num))? | 护照(?:号码|号)?)"""
+            + _KEY_SEP
+            + r"(?P<bare>[A-Za-z0-9]{6,9})"
+            + _ASCII_END
+        ),
+        check=_passport_ok,
+        value_groups=("bare",),
     ),
     _Detector(
         "password",  # "密码是abc123", "密码：x", "支付密码改成了 654321"
@@ -685,7 +843,7 @@ _CODE_DETECTORS = (
 # The secret cue is searched in lower case, which is several times faster than IGNORECASE.
 _SECRET_CUE = re.compile(
     r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_|npm_"
-    r"|bearer|p(?:ass|wd?|in)|token|key|secret|密码|密碼|口令|令牌|密钥|秘钥"
+    r"|bearer|p(?:ass|wd?|in)|token|key|secret|cv[vc]|ssn|social security|密码|密碼|口令|令牌|密钥|秘钥|护照|安全码"
 )
 _EMBEDDED_CUE = re.compile("|".join(sorted({re.escape(cue) for d in _EMBEDDED_DETECTORS for cue in d.cue})))
 _NUMBER_CUE = re.compile(r"\d(?:[\s().-]{0,3}\d){6}")

@@ -398,3 +398,120 @@ def test_long_runs_of_punctuation_after_a_keyword_stay_linear():
     assert redact("password: " + dots + "a") == "password: [password]"
     assert redact("password: " + dots) == "password: " + dots
     assert redact("-----BEGIN RSA PRIVATE KEY-----\n" * 6_000) == "[private-key]" * 6_000
+
+
+# --- secrets given after their name without the usual "is"/colon, and the names found in an audit ---------------
+
+# (text, the secret, the placeholder kind)
+KEYWORD_CAUGHT = [
+    ("The password for my laptop: qwerty!@#", "qwerty!@#", "password"),
+    ("the password for the wifi：Tr0ub4dor", "Tr0ub4dor", "password"),
+    ("pass: Zebra#4421", "Zebra#4421", "password"),
+    ("my pass is Zebra#4421", "Zebra#4421", "password"),
+    ('"pass": "Zebra#4421"', "Zebra#4421", "password"),
+    ("pwd Zebra#4421", "Zebra#4421", "password"),
+    ("wifi password Summer2024!", "Summer2024", "password"),  # a final "!" is punctuation, as after "password:"
+    ("the new passcode x7K29qLm, don't share it", "x7K29qLm", "password"),
+    ("my password is: correct horse battery staple", "correct horse battery staple", "password"),
+    ("password: correct horse battery staple.", "correct horse battery staple", "password"),
+    ("my passphrase: Purple Monkey Dishwasher Lamp", "Purple Monkey Dishwasher Lamp", "password"),
+    ("My SSN: 123 45 6789", "123 45 6789", "id-number"),
+    ("SSN 123456789", "123456789", "id-number"),
+    ("my social security number is 123.45.6789", "123.45.6789", "id-number"),
+    ("my cvv is 123", "123", "card"),
+    ("CVC: 987", "987", "card"),
+    ("CVV2 4321 on the back", "4321", "card"),
+    ("信用卡安全码：123", "123", "card"),
+    ("api key 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "api-key"),
+    ("the private key 4c0883a69102937d6231471b5dbb6204fe512961", "4c0883a69102937d6231471b5dbb6204fe512961", "api-key"),
+    ("passport X12345678", "X12345678", "id-number"),
+    ("passport number: 123456789", "123456789", "id-number"),
+    ("my passport no. is C01X00T47", "C01X00T47", "id-number"),
+    ("我的护照号码是E12345678", "E12345678", "id-number"),
+]
+
+KEYWORD_EXACT = [
+    ("card 4111 1111 1111 1111 cvv 123", "card [card] cvv [card]"),
+    ("The password for my laptop: qwerty!@#", "The password for my laptop: [password]"),
+    ("my password is: correct horse battery staple", "my password is: [password]"),
+    ("My SSN: 123 45 6789, DOB in May", "My SSN: [id-number], DOB in May"),
+]
+
+KEYWORD_LEFT_ALONE = [
+    "I passed the exam",
+    "pass the salt",
+    "the password reset flow is broken",
+    "we talked about passports and visas",
+    "my passport expires in May",
+    "the key idea is 9 steps",
+    "I scored 123 points",
+    "It was 1:56 pm on 8 May, 2023",
+    "meet at 10:30 on 2023-05-08",
+    "room 123",
+    "Python 3.11.7 and v2.3.0",
+    "CVS pharmacy",
+    "--- PASS: TestLogin2 (0.00s)",
+    "PASS: test_login_2",
+    "my boarding pass: Gate 12B",
+    "my pass is expired",
+    "a day pass is 25 dollars",
+    "I hope to pass level3 tomorrow",
+    "we need to pass 12345678 checks",
+    """'pass': 'The "pass" statement'""",
+    "pwd /home/user1",
+    "run pwd -P to see the real path",
+    "the password 8am",
+    "the password v2.3.0 release",
+    "I need a new password manager",
+    "password: I forgot it",
+    "Password: changed last week",
+    "password: see the email I sent",
+    "The password for my laptop: I forgot it",
+    "The password for the router: see the sticker",
+    "the cvv is 3 digits",
+    "cvv code is on the back",
+    "my SSN ends in 6789",
+    "social security number 000 12 3456",
+    "I renewed my passport in 2019",
+    "passport photo 2x2",
+    "passport number is required",
+    "passport 150000 won",
+    "api key rotation every 90 days",
+    "the secret key idea is 9 steps",
+    "top secret Project2024Falcon99",
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", KEYWORD_CAUGHT, ids=[c[2] + ":" + c[0][:40] for c in KEYWORD_CAUGHT])
+def test_secrets_after_their_name_are_replaced(text, secret, kind):
+    out = redact(text)
+    assert secret not in out
+    assert out == text.replace(secret, f"[{kind}]")
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text, expected", KEYWORD_EXACT)
+def test_secrets_after_their_name_keep_the_rest(text, expected):
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", KEYWORD_LEFT_ALONE)
+def test_names_of_secrets_in_ordinary_talk_are_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+def test_long_runs_after_the_new_keywords_stay_linear():
+    texts = [
+        "password: " + "the " * (N // 4),
+        "password for " * (N // 13),
+        "passport" + " " * N + "x",
+        "SSN " + "1 " * (N // 2),
+        "api key" + " " * N + "x",
+        "cvv " * (N // 4),
+        "pwd " + "a" * N,
+    ]
+    start = time.perf_counter()
+    for text in texts:
+        assert redact(text) == text
+    assert time.perf_counter() - start < 5.0
