@@ -138,15 +138,21 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
     unknown = set(changes) - {"content", "category", "area", "confidence", "status"}
     if unknown:
         raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
-    if changes.get("content") is not None:
+    if not changes:
+        raise InvalidInput("nothing to change: give content, category, area, confidence or status", field="content")
+    # None clears the area (a preference's); nothing else can be emptied
+    empty = sorted(k for k, v in changes.items() if v is None and k != "area")
+    if empty:
+        raise InvalidInput(f"{empty[0]} cannot be null: give a value, or leave it out to keep it", field=empty[0])
+    if "content" in changes:
         fact.content = clean_fact(changes["content"], "content", ctx.settings.max_fact_chars)
-    if changes.get("category") is not None:
+    if "category" in changes:
         fact.category, fact.original_category = check_category(changes["category"])
-    if changes.get("area") is not None:
-        fact.area = _check_area(changes["area"])
-    if changes.get("confidence") is not None:
+    if "area" in changes:
+        fact.area = _check_area(changes["area"]) if changes["area"] is not None else None
+    if "confidence" in changes:
         fact.confidence = check_confidence(changes["confidence"])
-    if changes.get("status") is not None:
+    if "status" in changes:
         fact.status = _check_status(changes["status"], FACT_STATUSES)
     fact.updated_at = utcnow()
     with ctx.store.transaction():

@@ -119,6 +119,20 @@ def test_a_stated_fact_says_whether_it_was_created_reinforced_or_superseded(api)
     assert newer.json()["supersedes"] == first.json()["id"] and newer.json()["user"] == "cal"
 
 
+def test_a_fact_patch_clears_the_area_with_null_and_refuses_other_nulls_and_an_empty_patch(api):
+    with api.client("admin") as admin:
+        fact = admin.post("/api/memory/facts", params={"user": "dee"},
+                          json={"content": "Prefers tabs", "category": "preference", "area": "Code"}).json()
+        patch = lambda body: admin.patch(f"/api/memory/facts/{fact['id']}", params={"user": "dee"}, json=body)  # noqa: E731
+        for body, field in (({"content": None}, "content"), ({}, "content"), ({"confidence": None}, "confidence")):
+            r = patch(body)
+            assert r.status_code == 400 and r.json()["field"] == field, r.text
+        assert admin.get(f"/api/memory/facts/{fact['id']}", params={"user": "dee"}).json()["area"] == "Code"
+        cleared = patch({"area": None})
+        assert cleared.status_code == 200 and cleared.json()["area"] is None
+        assert cleared.json()["content"] == "Prefers tabs"
+
+
 def test_fact_lifecycle_create_read_edit_reinforce_archive_delete(ana):
     fact = add_fact(ana, "Prefers answers with the conclusion first", category="preference", area="Communication")
     assert fact["status"] == "consolidated" and fact["user"] == "ana"

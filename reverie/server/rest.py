@@ -419,7 +419,8 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
 
     @app.patch("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
     def edit_fact(fact_id: str, body: FactChanges, user: str = caller) -> Fact:
-        return memory.update_fact(fact_id, user=user, **body.model_dump(exclude_none=True))
+        # what the body names, nulls included: {"area": null} clears the area
+        return memory.update_fact(fact_id, user=user, **body.model_dump(exclude_unset=True))
 
     @app.delete("/api/memory/facts/{fact_id}", tags=["facts"])
     def delete_fact(fact_id: str, user: str = caller, hard: bool = Query(False, description="Delete for good.")) -> dict[str, str]:
