@@ -17,6 +17,15 @@ from reverie.errors import InvalidInput
 runner = CliRunner()
 
 
+
+def _refused(tmp_path, path, user="u"):
+    """The error of ingesting ``path``, which must be refused having stored nothing."""
+    with Memory(tmp_path / "h", background=False) as mem:
+        with pytest.raises(InvalidInput) as caught:
+            mem.ingest(path, user=user)
+        assert mem.episodes(user=user, limit=1000) == []
+    return caught.value
+
 def _turns(n: int) -> list[dict[str, str]]:
     return [{"speaker": ("Ana", "Ben")[i % 2], "content": f"turn {i} about the boat"} for i in range(n)]
 
@@ -28,14 +37,11 @@ def _turns(n: int) -> list[dict[str, str]]:
 def test_a_file_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_stored(tmp_path, suffix):
     path = tmp_path / f"x{suffix}"
     path.write_bytes(b"\xff\xfe\x00bad\n")
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="dan")
-        assert mem.episodes(user="dan") == []
-    message = str(caught.value)
+    caught = _refused(tmp_path, path, "dan")
+    message = str(caught)
     assert f"x{suffix} is not UTF-8 text" in message and "offset 0" in message and "line 1" in message
     assert "UTF-16" in message and "nothing was stored" in message and "\n" not in message
-    assert caught.value.field == "path"
+    assert caught.field == "path"
 
 
 def test_the_cli_says_which_file_is_not_utf8_without_a_traceback(tmp_path):
@@ -54,23 +60,18 @@ def test_a_bad_byte_far_into_a_streamed_file_stores_nothing_and_says_where(tmp_p
     data = b"\n".join(lines) + b"\n"
     path = tmp_path / "late.jsonl"
     path.write_bytes(data)
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
-        assert mem.episodes(user="u", limit=1000) == []  # checked before any part was stored
+    caught = _refused(tmp_path, path)
     offset = data.index(b"\xe9 latin")
-    assert f"byte 0xe9 at offset {offset} (line 70)" in str(caught.value)
+    assert f"byte 0xe9 at offset {offset} (line 70)" in str(caught)
 
 
 def test_a_json_file_that_is_not_utf8_names_the_byte_and_line(tmp_path):
     data = codecs.BOM_UTF8 + b'[{"role": "user", "content": "caf\xc3\xa9"},\n {"role": "user", "content": "\xe9"}]'
     path = tmp_path / "talk.json"
     path.write_bytes(data)
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
+    caught = _refused(tmp_path, path)
     offset = data.index(b"\xe9\"")  # the offset counts the byte order mark
-    assert f"byte 0xe9 at offset {offset} (line 2)" in str(caught.value)
+    assert f"byte 0xe9 at offset {offset} (line 2)" in str(caught)
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".txt", ".json"])
@@ -98,11 +99,9 @@ def test_a_bad_message_in_jsonl_names_its_line_in_the_file(tmp_path):
     path = tmp_path / "b.jsonl"
     path.write_text('{"role": "user", "content": "hi there"}\n\n\n{"role": "assistant", "content": ""}\n',
                     encoding="utf-8")
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
-    assert str(caught.value).startswith("b.jsonl line 4: messages[1].content is missing or empty")
-    assert caught.value.field == "messages[1].content"
+    caught = _refused(tmp_path, path)
+    assert str(caught).startswith("b.jsonl line 4: messages[1].content is missing or empty")
+    assert caught.field == "messages[1].content"
 
 
 def test_a_bad_date_in_jsonl_names_its_line_in_the_file(tmp_path):
@@ -110,21 +109,17 @@ def test_a_bad_date_in_jsonl_names_its_line_in_the_file(tmp_path):
     lines[2] = json.dumps({"speaker": "Ana", "content": "then", "at": "the day after tomorrow"})
     path = tmp_path / "dated.jsonl"
     path.write_text("\n\n".join(lines), encoding="utf-8")  # a blank line between messages
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
-    assert str(caught.value).startswith("dated.jsonl line 5: messages[2].at")
-    assert caught.value.field == "messages[2].at"
+    caught = _refused(tmp_path, path)
+    assert str(caught).startswith("dated.jsonl line 5: messages[2].at")
+    assert caught.field == "messages[2].at"
 
 
 def test_a_bad_message_in_a_transcript_names_the_line_it_begins_on(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text("# notes\nAna: hi\ngoing on\n\nBen:  \t \nAna: bye\n", encoding="utf-8")
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
-    assert str(caught.value).startswith("chat.txt line 5: messages[1].content is missing or empty")
-    assert caught.value.field == "messages[1].content"
+    caught = _refused(tmp_path, path)
+    assert str(caught).startswith("chat.txt line 5: messages[1].content is missing or empty")
+    assert caught.field == "messages[1].content"
 
 
 # ------------------------------------------------------------ what was stored when a file is refused
@@ -134,12 +129,9 @@ def test_a_file_refused_in_its_first_part_says_nothing_was_stored(tmp_path):
     path = tmp_path / "talk.json"
     path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": " "}]),
                     encoding="utf-8")
-    with Memory(tmp_path / "h", background=False) as mem:
-        with pytest.raises(InvalidInput) as caught:
-            mem.ingest(path, user="u")
-        assert mem.episodes(user="u") == []
-    assert "nothing was stored" in str(caught.value)
-    assert caught.value.field == "messages[1].content"
+    caught = _refused(tmp_path, path)
+    assert "nothing was stored" in str(caught)
+    assert caught.field == "messages[1].content"
 
 
 def test_the_cli_says_nothing_was_stored_for_a_refused_file(tmp_path):
