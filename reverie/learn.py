@@ -339,6 +339,8 @@ class Learner:
     def learn(self, episodes: list[Episode], *, read_at: Hashable | None = None) -> None:
         """Learn one batch. ``read_at``: the store's :meth:`~reverie.store.base.Store.write_mark`
         taken before ``episodes`` were read, if the caller has it."""
+        if not episodes:
+            return
         # the engines' answers, while the collector waits if they run here (not on an endpoint)
         offline = self.ctx.engines.offline("summarize", "extract", "govern_tags")
         with paused_gc() if offline else nullcontext():
@@ -560,7 +562,8 @@ def _chunks(episodes: list[Episode], max_chars: int | None) -> Iterator[tuple[in
     """(start index, episodes) batches of at most ``max_chars`` of text each (one episode at
     least), so that a long ingested talk reaches a model in prompts it can read."""
     if max_chars is None:
-        yield 0, episodes
+        if episodes:  # another learner may have learned them all meanwhile: nothing to do
+            yield 0, episodes
         return
     start, size = 0, 0
     for i, ep in enumerate(episodes):
