@@ -36,6 +36,7 @@ from reverie.facts import clip_learned
 from reverie.heap import paused_gc
 from reverie.inputs import normalize_category
 from reverie.messages import clip, is_trivial
+from reverie.models import AGENT_ROLES
 from reverie.models import (
     AREAS,
     PROFILE_SECTIONS,
@@ -445,7 +446,7 @@ class Learner:
     def _user_speakers(self, episodes: list[Episode]) -> list[str]:
         """In an ingested multi-speaker talk every named speaker may say something about
         themselves; in a turn only the user's messages count."""
-        return sorted({m.speaker for e in episodes for m in e.messages if m.speaker})
+        return sorted({m.speaker for e in episodes for m in e.messages if m.speaker and m.role not in AGENT_ROLES})
 
     def _apply_summaries(self, writer: TagWriter, episodes: list[Episode], plan: _Plan) -> None:
         live = writer.ensure_map([t for s in plan.summaries.values() for t in s.tags])

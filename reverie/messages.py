@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from reverie.errors import InvalidInput
 from reverie.inputs import check_id, check_time, clean_label, clean_text
-from reverie.models import Message
+from reverie.models import AGENT_ROLES, Message
 from reverie.text import token_set
 
 # one message as a caller hands it: a dict, a Message, or a plain string from the user
@@ -24,7 +24,6 @@ Messages = Iterable[RawMessage]
 # where a message may carry its time, first found wins
 TIME_FIELDS = ("at", "timestamp", "created_at", "time")
 # roles whose words are the agent's, not the user's
-AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
 # a speaker field that names a role, not a person
 ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user"}
 TRIVIAL = re.compile(

@@ -760,3 +760,18 @@ def test_flushes_racing_over_the_same_episodes_learn_each_once_without_failing(t
             assert errors == []
         assert mem.learning_backlog(user="ana") == (0, "")
         assert all(e.learned for e in mem.episodes(user="ana", limit=None))
+
+
+def test_roles_decide_who_spoke_when_named_speakers_share_a_batch(tmp_path):
+    # a turn (unnamed, role user) and an ingested talk (named speakers) learned in one batch:
+    # the user's own turn is still theirs, and the assistant's named lines never are
+    with Memory(tmp_path / "home", background=False) as mem:
+        with mem.turn("I always want the conclusion first", user="ana", thread="t1") as turn:
+            turn.complete("Noted.")
+        mem.add([{"speaker": "ana", "role": "user", "content": "Hi there"},
+                 {"speaker": "Bot", "role": "assistant", "content": "I live in Lisbon now."}], user="ana", thread="t2")
+        mem.flush(user="ana")
+        facts = [f.content for f in mem.facts(user="ana")]
+        assert any("conclusion first" in f for f in facts)
+        assert not any("Lisbon" in f for f in facts)
+        assert "Lisbon" not in mem.profile(user="ana").user.personal_context.summary

@@ -26,7 +26,7 @@ from reverie.engines.heuristic.phrases import analyze, keyphrases, rank
 from reverie.engines.heuristic.signals import Signal, sentence_signals
 from reverie.engines.heuristic.timerefs import resolve_time_refs
 from reverie.engines.heuristic.words import overlap, sentences
-from reverie.models import AREAS, Message, Profile
+from reverie.models import AGENT_ROLES, AREAS, Message, Profile
 from reverie.profiles import PROFILE_PARTS
 from reverie.text import has_cjk, jaccard, stem, term_set
 
@@ -112,8 +112,13 @@ def _section_updates(signals: list[Signal], profile: Profile) -> dict[str, Secti
 
 
 def _is_user(message: Message, speakers: set[str]) -> bool:
-    if speakers:
-        return (message.speaker or "").casefold() in speakers
+    """Whether the user said ``message``: never the agent's lines, named or not; an unnamed
+    message by its role (a turn's); a named one, when the request names the user's
+    ``speakers`` (ingested multi-speaker talk), by being among them, else by its role."""
+    if message.role in AGENT_ROLES:
+        return False
+    if message.speaker and speakers:
+        return message.speaker.casefold() in speakers
     return message.role == "user"
 
 
