@@ -9,13 +9,16 @@ them back.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from datetime import datetime
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr
 
 from reverie.models import Episode, Fact, Model, ProfileSection, Tag, new_id, utcnow
 from reverie.store.base import Store
+
+_T = TypeVar("_T")
 
 # the store's record of what reverie last wrote to a user's MEMORY.md (its fact ids under "facts")
 SNAPSHOT = "memory_md:{user}"
@@ -90,7 +93,21 @@ class Journal(Model):
         self.memory_md_before = list(json.loads(snapshot)["facts"]) if snapshot else None
         if self.changes:
             store.set_meta(journal_key(self.id), self.model_dump_json())
+        _RECORDED.set(self.id if self.changes else None)
         return self
+
+
+# the change the last journaled write of this context recorded, if it recorded one: what an
+# Undo button offered right after that write takes back (not the user's newest change, which
+# another client may have made meanwhile, nor an older one when this write changed nothing)
+_RECORDED: ContextVar[str | None] = ContextVar("reverie_journal_recorded", default=None)
+
+
+def recorded(write: Callable[[], _T]) -> tuple[_T, str | None]:
+    """``write()``'s result and the id of the change it journaled (None: it changed nothing)."""
+    _RECORDED.set(None)
+    result = write()
+    return result, _RECORDED.get()
 
 
 def _section_state(section: ProfileSection) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from reverie.engines.base import SummarizeRequest
 from reverie.errors import InvalidInput
 from reverie.files import UserFiles
 from reverie.inputs import clean_id
-from reverie.messages import AGENT_ROLES, clip, group, is_trivial, parse_message
-from reverie.models import Episode, Message, Note, as_utc, digest, utcnow
+from reverie.messages import clip, group, is_trivial, parse_message
+from reverie.models import AGENT_ROLES, Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
 from reverie.store.base import Store
 from reverie.text import exact_key, normalize_space, preferred_language

@@ -389,6 +389,19 @@ def test_tags_deprecate_with_undo_and_merge(setup):
     assert "Merged “trekking” into “hiking”" in ana.get("/console/tags").text
 
 
+def test_an_undo_offered_after_a_write_takes_back_that_write_or_none(setup):
+    memory, app, keys = setup
+    memory.remember("Paints watercolours", user="ana", tags=["painting", "art"])
+    ana = Browser(app, keys["ana"])
+    ana.post("/console/tags/status", {"name": "art", "status": "deprecated"}, page="/console/tags")
+    # a status the tag has already records nothing: no Undo (the newest "tags" change, the
+    # deprecation above, was offered, and its Undo took that back)
+    ana.post("/console/tags/status", {"name": "art", "status": "deprecated"}, page="/console/tags")
+    page = ana.get("/console/tags").text
+    assert "nothing changed" in page
+    assert re.findall(r'action="/console/changes/(chg_[0-9a-f]+)/undo"', page) == []
+
+
 def test_dream_now_runs_in_the_background_and_reports(setup):
     memory, app, keys = setup
     memory.remember("Writes Rust at work", user="ana", category="context")

@@ -26,6 +26,7 @@ from reverie.console.web import (
 )
 from reverie.dream import MAX_DAYS, describe
 from reverie.errors import AccessDenied, InvalidInput, NotFound
+from reverie.journal import recorded
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.memory_md import text_sha
 from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode
@@ -117,9 +118,9 @@ def add_routes(router: APIRouter, console: Console) -> None:
     @router.post("/profile")
     def edit_profile(view: View = Depends(posted)) -> Response:
         section = view.form.get("section", "")
-        memory.set_profile(section, view.form.get("summary", ""), user=view.user)
-        return view.redirect(f"{PREFIX}/profile#{section}", flash=f"Saved {PROFILE_LABELS.get(section, section)}.",
-                             undo=_last_change(memory, view.user, "edit"))
+        _, change = recorded(lambda: memory.set_profile(section, view.form.get("summary", ""), user=view.user))
+        said = f"Saved {PROFILE_LABELS.get(section, section)}." if change else "Nothing changed."
+        return view.redirect(f"{PREFIX}/profile#{section}", flash=said, undo=change)
 
     # ------------------------------------------------------------ facts
     @router.get("/facts")
@@ -187,8 +188,8 @@ def add_routes(router: APIRouter, console: Console) -> None:
                 changes["confidence"] = float(view.form["confidence"])
             except ValueError:
                 raise InvalidInput("confidence must be a number from 0 to 1", field="confidence") from None
-        memory.update_fact(fact_id, user=view.user, **changes)
-        return view.redirect(f"{PREFIX}/facts/{fact_id}", flash="Saved.", undo=_last_change(memory, view.user, "edit"))
+        _, change = recorded(lambda: memory.update_fact(fact_id, user=view.user, **changes))
+        return view.redirect(f"{PREFIX}/facts/{fact_id}", flash="Saved." if change else "Nothing changed.", undo=change)
 
     @router.post("/facts/{fact_id}/forget")
     def forget(fact_id: str, view: View = Depends(posted)) -> Response:
@@ -344,9 +345,10 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/tags/status")
     def tag_status(view: View = Depends(posted)) -> Response:
-        tag = memory.set_tag_status(view.form.get("name", ""), view.form.get("status", ""), user=view.user)
-        return view.redirect(view.back(f"{PREFIX}/tags"), flash=f"“{tag.name}” is now {tag.status}.",
-                             undo=_last_change(memory, view.user, "tags"))
+        tag, change = recorded(
+            lambda: memory.set_tag_status(view.form.get("name", ""), view.form.get("status", ""), user=view.user))
+        said = f"“{tag.name}” is now {tag.status}." if change else f"“{tag.name}” was {tag.status} already: nothing changed."
+        return view.redirect(view.back(f"{PREFIX}/tags"), flash=said, undo=change)
 
     # ------------------------------------------------------------ recall playground
     @router.get("/recall")
@@ -400,12 +402,6 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
 
 # ------------------------------------------------------------ helpers
-def _last_change(memory: "Memory", user: str, action: str) -> str | None:
-    """The id of the change just journaled (for the Undo button of the message)."""
-    newest = memory.changes(user=user, limit=1)
-    return newest[0].id if newest and newest[0].action == action and newest[0].undone_at is None else None
-
-
 def _or_none(read: Any) -> Any:
     try:
         return read()
