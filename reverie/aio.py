@@ -32,7 +32,7 @@ R = TypeVar("R")
 
 # the Memory methods AsyncMemory offers as coroutines, by the same names
 METHODS = (
-    "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "reinforce",
+    "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "restore_fact", "reinforce",
     "profile", "set_profile", "episodes", "episode", "feedback", "add_knowledge", "knowledge", "tags", "merge_tags",
     "recall", "flush", "learning_backlog", "export", "import_", "stats", "users", "delete_user", "dream",
     "dream_status", "chat_command", "notes", "diaries", "memory_md", "memory_md_view", "consolidate", "tidy",

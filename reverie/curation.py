@@ -161,6 +161,16 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
     return fact
 
 
+def restore_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
+    """Bring back an archived fact in the tier it left (a pending fact pending, a
+    consolidated one consolidated; consolidated for one archived before that was kept);
+    journaled as an edit. A live fact is refused: there is nothing to restore."""
+    fact = get_fact(ctx, fact_id, user=user)
+    if fact.status != "archived":
+        raise InvalidInput(f"fact {fact_id} is {fact.status}, not archived: nothing to restore", field="id")
+    return update_fact(ctx, fact_id, user=user, status=fact.archived_from or "consolidated")
+
+
 def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
     """Archive a fact (reversible), or delete it for good with ``hard=True``."""
     fact = get_fact(ctx, fact_id, user=user)
@@ -177,7 +187,7 @@ def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
     fact = get_fact(ctx, fact_id, user=user)
     if fact.status == "archived":
         raise InvalidInput(f"fact {fact_id} is archived; restore it before reinforcing "
-                           f"(`reverie restore {fact_id}`, or update_fact(id, status='consolidated'))", field="id")
+                           f"(`reverie restore {fact_id}`, or restore_fact(id))", field="id")
     with ctx.store.transaction():
         fact.status = "consolidated"
         return ctx.facts.reinforce_fact(fact, [], utcnow())

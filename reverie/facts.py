@@ -241,6 +241,8 @@ class FactWriter:
 
     def archive_fact(self, fact: Fact, reason: str, successor: Fact | None, now: datetime) -> None:
         """Archive (never delete); a successor gets the supersedes link."""
+        if fact.status != "archived":
+            fact.archived_from = fact.status
         fact.status, fact.archived_reason, fact.updated_at = "archived", reason, now
         if successor is not None:
             fact.superseded_by = successor.id

@@ -277,9 +277,14 @@ class Memory:
         return curation.update_fact(self.ctx, fact_id, user=user, **changes)
 
     def forget(self, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
-        """Archive a fact (reversible: ``update_fact(id, status="consolidated")``);
+        """Archive a fact (reversible: ``restore_fact(id)``);
         ``hard=True`` deletes it for good."""
         return curation.forget(self.ctx, fact_id, user=user, hard=hard)
+
+    def restore_fact(self, fact_id: str, *, user: str | None = None) -> Fact:
+        """Bring back an archived fact (forgotten, evicted, superseded, folded) in the tier it
+        left; a live fact is refused."""
+        return curation.restore_fact(self.ctx, fact_id, user=user)
 
     def reinforce(self, fact_id: str, *, user: str | None = None) -> Fact:
         """``[Nx]`` + 1 (seed 002); a pending fact reinforced by hand is promoted."""

@@ -281,6 +281,8 @@ class Fact(Model):
     supersedes: str | None = None
     superseded_by: str | None = None
     archived_reason: str = ""
+    # the tier an archived fact left (restore puts it back there: a pending fact stays pending)
+    archived_from: FactStatus | None = None
     # what a framework adapter keeps with the fact (the LangGraph store's key and value):
     # stored, exported and returned as given; reverie itself never reads it
     meta: dict[str, Any] = Field(default_factory=dict)

@@ -206,6 +206,13 @@ def test_a_forgotten_fact_comes_back_with_restore_from_the_cli(home):
     assert cli(home, "restore", fact.id, "--user", "ana").exit_code == 0
     with Memory(home, background=False) as mem:
         assert mem.fact(fact.id).status == "consolidated"
+        # a fact comes back in the tier it left: a pending one stays pending
+        learned = Fact(user="ana", content="Maybe likes jazz", status="pending")
+        mem.store.put_fact(learned)
+        mem.forget(learned.id, user="ana")
+        assert mem.restore_fact(learned.id, user="ana").status == "pending"
+        with pytest.raises(InvalidInput, match="not archived: nothing to restore"):
+            mem.restore_fact(learned.id, user="ana")
 
 
 # ---------------------------------------------------------------- health

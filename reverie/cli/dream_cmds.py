@@ -132,7 +132,7 @@ def restore(
     """Bring back an archived fact (forgotten, evicted, superseded) or an episode that clean archived."""
     with open_memory(home) as mem:
         if item_id.startswith("fact_"):
-            item: Any = mem.update_fact(item_id, user=user, status="consolidated")
+            item: Any = mem.restore_fact(item_id, user=user)
         else:
             item = mem.restore(item_id, user=user)
         emit_json(dump(item)) if as_json else console.print(f"restored {item.id}")
