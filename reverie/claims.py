@@ -594,10 +594,17 @@ def contradicts(newer: Claim, older: Claim) -> bool:
     return _exclusive_clash(newer.obj, older.obj)
 
 
+# a line that names the user as its subject says what the same line without it says: every
+# fact is about the user ("The user always wants X" is "Always wants X")
+_USER_SUBJECT = re.compile(r"^\s*(?:the\s+user|user)\s*[:：,]?\s+(?=\S)", re.IGNORECASE)
+
+
 def stored_relation(a: str, b: str, duplicate_at: float) -> str | None:
     """:func:`fact_relation` for two stored lines, the way the dream line and maintenance
-    compare whole sets of facts: the same line but for case and spacing is a duplicate, and
-    a pair that shares no word (most pairs) is judged unrelated without reading values."""
+    compare whole sets of facts: the same line but for case, spacing and a leading "the
+    user" is a duplicate, and a pair that shares no word (most pairs) is judged unrelated
+    without reading values."""
+    a, b = _USER_SUBJECT.sub("", a), _USER_SUBJECT.sub("", b)
     if exact_key(a) == exact_key(b):
         return "duplicate"
     if not term_set(a) & term_set(b):

@@ -453,3 +453,17 @@ def test_the_agents_own_words_in_the_notes_are_not_distilled_as_user_facts(mem):
 def mem(bmem):
     """Each test of this module runs on SQLite and on PostgreSQL."""
     return bmem
+
+
+def test_a_dream_promotes_the_pending_fact_its_note_repeats_instead_of_adding_a_copy(tmp_path):
+    # the day's note reads "User: always wants ..."; the entry distilled from it is the pending
+    # fact learned from the same turn, not a second line "The user always wants ..."
+    with Memory(tmp_path / "home", background=False) as mem:
+        with mem.turn("I always want the conclusion first", user="ana") as turn:
+            turn.complete("Noted.")
+        mem.flush(user="ana")
+        [learned] = mem.facts(user="ana")
+        assert learned.status == "pending"
+        assert mem.dream(user="ana").status == "done"
+        live = mem.facts(user="ana")
+        assert [(f.id, f.status) for f in live] == [(learned.id, "consolidated")]
