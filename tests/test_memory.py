@@ -265,3 +265,17 @@ def test_a_near_miss_of_a_known_category_is_an_error_and_an_own_category_is_kept
     with _pytest.raises(InvalidInput):
         mem.update_fact(fact.id, user="ana", category="corection")
     assert mem.fact(fact.id).original_category == "beverages"
+
+
+def test_a_closed_memory_refuses_to_be_used_instead_of_writing_behind_its_owners_back(tmp_path):
+    from reverie import StoreError
+
+    mem = Memory(tmp_path / "home", background=False)
+    mem.remember("Keeps bees", user="ana")
+    mem.close()
+    for use in (lambda: mem.recall("bees", user="ana"), lambda: mem.remember("Likes tea", user="ana"),
+                lambda: mem.add(["We talked"], user="ana")):
+        with pytest.raises(StoreError, match="is closed"):
+            use()
+    with Memory(tmp_path / "home", background=False) as again:
+        assert [f.content for f in again.facts(user="ana")] == ["Keeps bees"]

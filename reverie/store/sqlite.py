@@ -553,6 +553,7 @@ class SQLiteStore(Store):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_ms = busy_timeout_ms
         self._synchronous = SYNCHRONOUS[durability]
+        self._closed = False
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -568,6 +569,8 @@ class SQLiteStore(Store):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            if self._closed:  # a closed store opens no connection again behind its owner's back
+                raise StoreError(f"the store at {self.path} is closed: open it (a Memory) again to use it")
             try:
                 conn = sqlite3.connect(
                     self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_ms / 1000
@@ -641,6 +644,7 @@ class SQLiteStore(Store):
         return int(self._x("SELECT version FROM schema_version").fetchone()[0])
 
     def close(self) -> None:
+        self._closed = True
         self._checkpointer.stop()
         with self._lock:
             for conn in self._connections:
