@@ -201,12 +201,13 @@ def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profi
     if not isinstance(summary, str):
         raise InvalidInput("summary must be text", field="summary")
     check_unicode(summary, "summary")
-    check_profile_length(summary, ctx.settings.max_profile_chars, "summary",
+    text = redact(summary.strip())  # what is stored is held to the limit (a marker may be longer)
+    check_profile_length(text, ctx.settings.max_profile_chars, "summary",
                          ": keep it to a few sentences, and store the rest as facts")
     journal = Journal(user=user, action="edit")
     with ctx.store.transaction():
         journal.watch_profile(ctx.store)
-        ctx.store.put_profile_section(user, section, redact(summary.strip()), utcnow())
+        ctx.store.put_profile_section(user, section, text, utcnow())
         journal.commit(ctx.store)
     return ctx.store.get_profile(user)
 

@@ -92,6 +92,11 @@ def test_a_hand_edit_past_the_limit_is_refused_and_changes_nothing(mem):
         mem.set_profile("user.workContext", "x " * 400, user="ana")
     assert err.value.field == "summary" and "max_profile_chars" in str(err.value)
     assert mem.profile(user="ana").user.work_context.summary == "Works as a nurse"
+    # the limit holds for what is stored: a short email becomes a longer marker
+    near = "w" * (mem.settings.max_profile_chars - 7) + " x@y.co"
+    with pytest.raises(InvalidInput):
+        mem.set_profile("user.workContext", near, user="ana")
+    assert mem.profile(user="ana").user.work_context.summary == "Works as a nurse"
 
 
 def test_an_import_past_the_limit_is_refused_when_strict_and_kept_newest_when_not(mem):
