@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from reverie.errors import AccessDenied, InvalidInput, NotFound
 from reverie.inputs import check_user
 from reverie.models import new_id, utcnow
+from reverie.redact import redact
 from reverie.store.base import ApiKey, Store
 
 PREFIX = "rv_"
@@ -41,8 +42,10 @@ def create_key(store: Store, *, user: str, name: str = "", admin: bool = False) 
     user = check_user(user)
     if not isinstance(name, str) or len(name) > 200:
         raise InvalidInput("name must be text of at most 200 characters", field="name")
+    # a label is shown wherever keys are listed: an address or a secret typed into it is not kept
+    name = redact(name.strip())
     secret = PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey(id=new_id("key"), user=user, name=name.strip(), admin=bool(admin), created_at=utcnow())
+    key = ApiKey(id=new_id("key"), user=user, name=name, admin=bool(admin), created_at=utcnow())
     with store.transaction():
         store.put_api_key(key, hash_key(store, secret))
     return NewKey(secret=secret, key=key)
@@ -81,7 +84,7 @@ def authorize(store: Store, secret: str | None, *, user: str | None = None) -> s
     if user is None or user == key.user:
         return key.user
     if not key.admin:
-        raise AccessDenied(f"this key reaches only {key.user!r}'s memory; naming a user needs an admin key", status=403)
+        raise AccessDenied(f"this key reaches only {key.user}'s memory; naming a user needs an admin key", status=403)
     return check_user(user)
 
 

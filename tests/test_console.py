@@ -365,7 +365,7 @@ def test_memory_md_editor_saves_through_sync_and_refuses_a_stale_edit(setup):
     after = ana.get("/console/memory").text
     assert "1 edited" in after and any(f.content == "Drinks jasmine tea" for f in memory.facts(user="ana"))
     stale = ana.post("/console/memory", {"text": text.replace("jasmine", "green"), "base": base}, page="/console/memory")
-    assert "changed since this edit began" in ana.get(stale.headers["location"]).text
+    assert stale.status_code == 409 and "changed since this edit began" in stale.text
     assert not any("green" in f.content for f in memory.facts(user="ana"))
 
 
@@ -478,3 +478,212 @@ def test_reverie_console_serves_on_localhost_and_prints_the_url(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert key not in proc.stderr.read()
+
+
+# ------------------------------------------------------------ a refused form keeps what was typed
+def test_a_refused_fact_returns_to_its_filtered_page_with_the_text_typed(setup):
+    memory, app, keys = setup
+    ana = Browser(app, keys["ana"])
+    too_long = ("Keeps a very long note about tea " * 40)[:1223]
+    assert len(too_long) > memory.settings.max_fact_chars
+    page = ana.get("/console/facts?q=zzz&order=recent").text
+    assert 'name="next" value="/console/facts?q=zzz&amp;order=recent"' in page  # the form says where it returns
+    refused = ana.post("/console/facts", {"content": too_long, "category": "preference",
+                                          "next": "/console/facts?q=zzz&order=recent"})
+    assert refused.status_code == 303 and refused.headers["location"] == "/console/facts?q=zzz&order=recent"
+    back = ana.get(refused.headers["location"]).text
+    assert "max_fact_chars" in back
+    assert f'name="content" rows="2" required placeholder="e.g. Prefers the conclusion first">{too_long}</textarea>' in back
+    assert '<option value="preference" selected>' in back and 'id="q" name="q" type="search" value="zzz"' in back
+    assert memory.facts(user="ana") == []
+    # shown once: the next visit has an empty box again
+    assert too_long not in ana.get("/console/facts?q=zzz&order=recent").text
+
+
+def test_a_refused_form_without_next_returns_to_the_referring_page_and_query(setup):
+    memory, app, keys = setup
+    fact = memory.remember("Plays the oboe", user="ana")
+    ana = Browser(app, keys["ana"])
+    # the Referer's query is kept
+    token = csrf_of(ana.get("/console/facts").text)
+    refused = ana.client.post("/console/facts", data={"content": "", "csrf": token},
+                              headers={"Referer": f"{BASE}/console/facts?q=oboe&status=all"})
+    assert refused.headers["location"] == "/console/facts?q=oboe&status=all"
+    # no Referer, no next: the page the post belongs to (never the overview), the edit kept
+    edit = ana.post(f"/console/facts/{fact.id}", {"content": "Plays the oboe and the flute", "confidence": "lots"})
+    assert edit.status_code == 303 and edit.headers["location"] == f"/console/facts/{fact.id}"
+    page = ana.get(edit.headers["location"]).text
+    assert "confidence must be a number" in page and ">Plays the oboe and the flute</textarea>" in page
+    assert 'value="lots"' in page and memory.fact(fact.id).content == "Plays the oboe"
+    forget = ana.post("/console/facts/fact_0000/forget")
+    assert forget.headers["location"] == "/console/facts/fact_0000"
+    undo = ana.post("/console/changes/chg_0000/undo")
+    assert undo.headers["location"] == "/console/dreams"
+
+
+def test_a_refused_profile_edit_keeps_the_text_in_its_own_section(setup):
+    memory, app, keys = setup
+    memory.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    ana = Browser(app, keys["ana"])
+    typed = "word " * 200
+    refused = ana.post("/console/profile", {"section": "user.topOfMind", "summary": typed,
+                                            "next": "/console/profile#user.topOfMind"})
+    assert refused.headers["location"] == "/console/profile#user.topOfMind"
+    page = ana.get("/console/profile").text
+    kept = re.findall(r'data-section="([^"]+)">([^<]*)</textarea>', page)
+    assert dict(kept)["user.topOfMind"] == typed.strip() or dict(kept)["user.topOfMind"] == typed
+    assert sum(1 for _, text in kept if text.startswith("word word")) == 1  # only in that section's form
+
+
+def test_a_memory_md_conflict_keeps_the_users_text_beside_the_current_version(setup):
+    memory, app, keys = setup
+    memory.remember("Drinks oolong tea", user="ana", category="preference")
+    memory.dream(user="ana", force=True)
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/memory").text
+    base = re.search(r'name="base" value="([0-9a-f]+)"', page).group(1)
+    original = memory.memory_md(user="ana")
+    # another tab saves first
+    memory.save_memory_md(original.replace("Drinks oolong tea", "Drinks jasmine tea"), user="ana", base=base)
+    mine = original.replace("Drinks oolong tea", "Drinks matcha every morning")
+    refused = ana.post("/console/memory", {"text": mine, "base": base}, page="/console/memory")
+    assert refused.status_code == 409
+    html = refused.text
+    assert "changed since this edit began" in html and "Your text is kept in the editor" in html
+    editor = re.search(r'<textarea id="md-text"[^>]*>(.*?)</textarea>', html, re.S).group(1)
+    assert "Drinks matcha every morning" in editor and "jasmine" not in editor
+    assert "Drinks jasmine tea" in re.search(r'id="md-current".*?</details>', html, re.S).group(0)
+    assert not any("matcha" in f.content for f in memory.facts(user="ana"))
+    # saving from here, having seen both, takes the user's text in
+    new_base = re.search(r'name="base" value="([0-9a-f]+)"', html).group(1)
+    assert ana.post("/console/memory", {"text": editor.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+                                        .replace("&#34;", '"').replace("&#39;", "'"), "base": new_base},
+                    page="/console/memory").status_code == 303
+    assert any("matcha" in f.content for f in memory.facts(user="ana"))
+
+
+# ------------------------------------------------------------ messages say what happened
+def test_remember_says_whether_it_reinforced_or_replaced(setup):
+    memory, app, keys = setup
+    known = memory.remember("Likes green tea", user="ana", category="preference")
+    older = memory.remember("Takes 5 mg of melatonin at night", user="ana", category="context")
+    ana = Browser(app, keys["ana"])
+    again = ana.post("/console/facts", {"content": "likes green tea", "category": "context"}, page="/console/facts")
+    assert again.headers["location"] == f"/console/facts/{known.id}"
+    said = ana.get(again.headers["location"]).text
+    assert "Already known: reinforced “Likes green tea” (now [1x])" in said and "stays preference" in said
+    assert "Remembered." not in said
+    newer = ana.post("/console/facts", {"content": "Takes 10 mg of melatonin at night", "category": "context"},
+                     page="/console/facts")
+    said = ana.get(newer.headers["location"]).text
+    assert "Remembered; it replaces “Takes 5 mg of melatonin at night” (archived)." in said
+    assert memory.fact(older.id).status == "archived"
+    fresh = ana.post("/console/facts", {"content": "Keeps bees", "category": "other"}, page="/console/facts")
+    assert "Remembered." in ana.get(fresh.headers["location"]).text
+
+
+def test_restore_brings_a_pending_fact_back_pending_with_undo(setup):
+    memory, app, keys = setup
+    fact = memory.remember("Maybe learning Welsh", user="ana")
+    memory.update_fact(fact.id, user="ana", status="pending")
+    ana = Browser(app, keys["ana"])
+    ana.post(f"/console/facts/{fact.id}/forget")
+    assert memory.fact(fact.id).status == "archived"
+    restored = ana.post(f"/console/facts/{fact.id}/restore")
+    assert memory.fact(fact.id).status == "pending"
+    page = ana.get(restored.headers["location"]).text
+    assert "Restored “Maybe learning Welsh” (pending)." in page
+    undo = re.search(r'action="/console/changes/(chg_[0-9a-f]+)/undo"', page).group(1)
+    ana.post(f"/console/changes/{undo}/undo")
+    assert memory.fact(fact.id).status == "archived"
+
+
+def test_forget_restore_and_bulk_archive_say_when_nothing_happened(setup):
+    memory, app, keys = setup
+    facts = [memory.remember(text, user="ana") for text in ("Keeps bees", "Plays the cello", "Reads Borges")]
+    memory.forget(facts[0].id, user="ana")
+    before = memory.fact(facts[0].id)
+    ana = Browser(app, keys["ana"])
+    forgot = ana.get(ana.post(f"/console/facts/{facts[0].id}/forget").headers["location"]).text
+    assert "“Keeps bees” was archived already: nothing changed." in forgot and "Forgot" not in forgot
+    assert memory.fact(facts[0].id).updated_at == before.updated_at
+    restored = ana.get(ana.post(f"/console/facts/{facts[1].id}/restore").headers["location"]).text
+    assert "“Plays the cello” is consolidated, not archived: nothing to restore." in restored
+    assert "Restored" not in restored
+    ids = [f.id for f in facts]
+    memory.forget(facts[1].id, user="ana")
+    some = ana.post("/console/facts/archive", {"ids": ids, "confirm": "yes", "next": "/console/facts"})
+    said = ana.get(some.headers["location"]).text
+    assert "Archived 1 fact (2 were archived already)" in said
+    none = ana.post("/console/facts/archive", {"ids": ids, "confirm": "yes", "next": "/console/facts"})
+    said = ana.get(none.headers["location"]).text
+    assert "Nothing archived: all 3 facts were archived already." in said and "Archived 3" not in said
+    episode = memory.add([{"role": "user", "content": "hello there"}], user="ana")[0]
+    again = ana.get(ana.post(f"/console/episodes/{episode.id}/restore").headers["location"]).text
+    assert "This episode is not archived: nothing to restore." in again and "Episode restored." not in again
+
+
+def test_a_key_label_is_redacted(setup):
+    memory, app, keys = setup
+    admin = Browser(app, keys["admin"])
+    made = admin.post("/console/keys", {"user": "carol", "name": "carol@example.com sk-abcdefghijklmnopqrstuvwxyz123456"},
+                      page="/console/keys")
+    assert made.status_code == 200
+    for html in (made.text, admin.get("/console/keys").text):
+        assert "carol@example.com" not in html and "sk-abcdefghijklmnopqrstuvwxyz123456" not in html
+    label = next(k.name for k in memory.store.list_api_keys() if k.user == "carol")
+    assert label == "[email] [api-key]"
+
+
+def test_the_dream_status_answers_json_even_for_an_error(setup):
+    memory, app, keys = setup
+    ana = Browser(app, keys["ana"])
+    # the page's script reads JSON, errors included
+    missing = ana.get("/console/dreams/runs/dream_nothing")
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/json")
+    assert "dream_nothing" in missing.json()["error"]
+    run = memory.dream(user="bob", force=True)
+    other = ana.get(f"/console/dreams/runs/{run.id}")
+    assert other.status_code == 404 and "error" in other.json()
+    signed_out = Browser(app).get("/console/dreams/runs/dream_nothing")
+    assert signed_out.status_code == 401 and "error" in signed_out.json()
+
+
+def test_a_plain_keys_refusal_names_its_user_plainly(setup):
+    _, app, keys = setup
+    refused = Browser(app, keys["ana"]).get("/console/facts?user=bob")
+    assert refused.status_code == 403 and "this key reaches only ana&#39;s memory" in refused.text
+
+
+def test_the_switch_form_with_no_user_asks_to_choose_one(setup):
+    _, app, keys = setup
+    admin = Browser(app, keys["admin"])
+    empty = admin.post("/console/user", {"user": "  ", "next": "/console/facts"})
+    assert empty.headers["location"] == "/console/facts"
+    page = admin.get("/console/facts").text
+    assert "choose a user" in page and "pass user=" not in page
+
+
+def test_the_status_filter_error_names_every_choice(setup):
+    _, app, keys = setup
+    bad = Browser(app, keys["ana"]).get("/console/facts?status=gone")
+    assert bad.status_code == 400 and "archived or all" in bad.text
+
+
+def test_fact_search_trims_spaces(setup):
+    memory, app, keys = setup
+    for text in ("Drinks tea at breakfast", "Grows tea in the garden", "Collects antique tea pots"):
+        memory.remember(text, user="ana")
+    assert len(memory.facts(user="ana")) == 3
+    page = Browser(app, keys["ana"]).get("/console/facts?q=++tea++").text
+    assert len(re.findall(r'data-fact="', page)) == 3 and 'name="q" type="search" value="tea"' in page
+
+
+def test_tag_merge_says_the_real_tag_names(setup):
+    memory, app, keys = setup
+    memory.remember("Edits code in helix", user="ana", tags=["helix", "python"])
+    memory.remember("Writes Python daily", user="ana", tags=["python"])
+    ana = Browser(app, keys["ana"])
+    merged = ana.post("/console/tags/merge", {"old": "HELIX", "new": "Python", "next": "/console/tags"})
+    page = ana.get(merged.headers["location"]).text
+    assert "Merged “helix” into “python”" in page and "HELIX" not in page

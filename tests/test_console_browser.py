@@ -313,7 +313,7 @@ def test_a_user_key_cannot_reach_another_users_pages(tab, server):
     assert tab.page.locator("#switch-user").count() == 0  # no user switcher for a plain key
     assert "Bob keeps a private journal" in (tab.go("/console/facts") and tab.text("#facts-table"))
     response = tab.go("/console/facts?user=ana")
-    assert response.status == 403 and "reaches only 'bob'" in tab.text("#error-message")
+    assert response.status == 403 and "reaches only bob's memory" in tab.text("#error-message")
     tab.go("/console/facts")
     assert "helix" not in tab.text()
     # by form: a hand-made post to switch users, with bob's own CSRF token

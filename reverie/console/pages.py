@@ -19,20 +19,25 @@ from fastapi.responses import JSONResponse
 from reverie.console.web import (
     PREFIX,
     Console,
+    NeedSignIn,
     View,
     check_csrf,
     local_path,
+    message_of,
+    status_of,
     view_of,
 )
+from reverie.curation import remembered
 from reverie.dream import MAX_DAYS, describe
-from reverie.errors import AccessDenied, InvalidInput, NotFound
+from reverie.errors import AccessDenied, Conflict, InvalidInput, NotFound, ReverieError
 from reverie.journal import recorded
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.memory_md import text_sha
-from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode
+from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode, utcnow
 from reverie.recall import RecallItem
 from reverie.scheduler import Scheduler
 from reverie.store.base import FACT_ORDERS
+from reverie.tags import normalize_tag
 from reverie.text import clip_line
 
 if TYPE_CHECKING:
@@ -60,6 +65,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
         check_csrf(view, form)
         view.form = {k: v for k, v in form.multi_items() if isinstance(v, str)}
         view.form_lists = {k: [v for v in form.getlist(k) if isinstance(v, str)] for k in form.keys()}
+        request.state.console_view = view  # a refused post returns to its page with these fields
         return view
 
     # ------------------------------------------------------------ sign-in
@@ -88,7 +94,10 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/user")
     def switch_user(view: View = Depends(posted)) -> Response:
-        view.use_session(console.sessions.switch(view.session, view.form.get("user", "").strip()))
+        named = view.form.get("user", "").strip()
+        if not named:
+            raise InvalidInput("choose a user to show", field="user")
+        view.use_session(console.sessions.switch(view.session, named))
         return view.redirect(local_path(view.form.get("next")) or PREFIX, flash=f"Showing {view.user}'s memory.")
 
     # ------------------------------------------------------------ overview
@@ -130,6 +139,10 @@ def add_routes(router: APIRouter, console: Console) -> None:
     ) -> Response:
         user = view.user
         order = order if order in FACT_ORDERS else "uses"
+        if status not in FACT_STATUS_FILTERS:
+            raise InvalidInput("status must be pending, consolidated, archived or all (or none: the live facts)",
+                               field="status")
+        q = q.strip()
         result = memory.fact_page(user=user, status=status or None, category=category or None, contains=q or None,
                                   order=order, after=after or None, limit=PAGE)
         filters = {"q": q, "category": category, "status": status, "order": order if order != "uses" else ""}
@@ -142,9 +155,22 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/facts")
     def remember(view: View = Depends(posted)) -> Response:
-        fact = memory.remember(view.form.get("content", ""), user=view.user,
-                               category=view.form.get("category") or "other")
-        return view.redirect(f"{PREFIX}/facts/{fact.id}", flash="Remembered.")
+        user = view.user
+        category = view.form.get("category") or "other"
+        started = utcnow()
+        fact = memory.remember(view.form.get("content", ""), user=user, category=category)
+        outcome = remembered(fact, started)
+        if outcome == "reinforced":
+            said = (f"Already known: reinforced “{_short(fact.content)}” (now [{fact.uses}x]); the wording you typed "
+                    "was not kept" + (f", and the fact stays {fact.category}" if fact.category != category.strip().lower()
+                                      else "") + ".")
+        elif outcome == "superseded" and fact.supersedes:
+            older = _or_none(lambda: memory.fact(fact.supersedes or "", user=user))
+            said = (f"Remembered; it replaces “{_short(older.content)}” (archived)." if older is not None
+                    else "Remembered; it replaces an older fact (archived).")
+        else:
+            said = "Remembered."
+        return view.redirect(f"{PREFIX}/facts/{fact.id}", flash=said)
 
     @router.post("/facts/archive")
     def bulk_archive(view: View = Depends(posted)) -> Response:
@@ -156,11 +182,18 @@ def add_routes(router: APIRouter, console: Console) -> None:
         if view.form.get("confirm") != "yes":
             return view.render("confirm_archive.html", title="Archive facts", facts=chosen,
                                back=local_path(view.form.get("next")) or f"{PREFIX}/facts")
-        for fact in chosen:
+        live = [fact for fact in chosen if fact.status != "archived"]
+        for fact in live:
             memory.forget(fact.id, user=user)
-        return view.redirect(local_path(view.form.get("next")) or f"{PREFIX}/facts",
-                             flash=f"Archived {len(chosen)} fact{'s' if len(chosen) != 1 else ''}; restore any of them "
-                                   "from the Archived filter.")
+        already = len(chosen) - len(live)
+        if not live:
+            said = (f"Nothing archived: {'all ' if already > 1 else ''}{_count(already, 'fact')} "
+                    f"{'was' if already == 1 else 'were'} archived already.")
+        else:
+            said = (f"Archived {_count(len(live), 'fact')}"
+                    + (f" ({already} {'was' if already == 1 else 'were'} archived already)" if already else "")
+                    + "; restore any of them from the Archived filter.")
+        return view.redirect(local_path(view.form.get("next")) or f"{PREFIX}/facts", flash=said)
 
     @router.get("/facts/{fact_id}")
     def fact(fact_id: str, view: View = Depends(page)) -> Response:
@@ -193,14 +226,22 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/facts/{fact_id}/forget")
     def forget(fact_id: str, view: View = Depends(posted)) -> Response:
+        back = view.back(f"{PREFIX}/facts/{fact_id}")
+        fact = memory.fact(fact_id, user=view.user)
+        if fact.status == "archived":
+            return view.redirect(back, flash=f"“{_short(fact.content)}” was archived already: nothing changed.")
         fact = memory.forget(fact_id, user=view.user)
-        return view.redirect(view.back(f"{PREFIX}/facts/{fact_id}"), flash=f"Forgot “{_short(fact.content)}” "
-                             "(archived: Restore brings it back).")
+        return view.redirect(back, flash=f"Forgot “{_short(fact.content)}” (archived: Restore brings it back).")
 
     @router.post("/facts/{fact_id}/restore")
     def restore(fact_id: str, view: View = Depends(posted)) -> Response:
-        fact = memory.update_fact(fact_id, user=view.user, status="consolidated")
-        return view.redirect(view.back(f"{PREFIX}/facts/{fact_id}"), flash=f"Restored “{_short(fact.content)}”.")
+        back = view.back(f"{PREFIX}/facts/{fact_id}")
+        fact = memory.fact(fact_id, user=view.user)
+        if fact.status != "archived":
+            return view.redirect(back, flash=f"“{_short(fact.content)}” is {fact.status}, not archived: nothing to "
+                                             "restore.")
+        fact, change = recorded(lambda: memory.restore_fact(fact_id, user=view.user))
+        return view.redirect(back, flash=f"Restored “{_short(fact.content)}” ({fact.status}).", undo=change)
 
     @router.post("/facts/{fact_id}/confirm")
     def confirm(fact_id: str, view: View = Depends(posted)) -> Response:
@@ -242,8 +283,11 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/episodes/{episode_id}/restore")
     def restore_episode(episode_id: str, view: View = Depends(posted)) -> Response:
+        back = view.back(f"{PREFIX}/episodes/{episode_id}")
+        if not memory.episode(episode_id, user=view.user).archived:
+            return view.redirect(back, flash="This episode is not archived: nothing to restore.")
         memory.restore(episode_id, user=view.user)
-        return view.redirect(view.back(f"{PREFIX}/episodes/{episode_id}"), flash="Episode restored.")
+        return view.redirect(back, flash="Episode restored.")
 
     # ------------------------------------------------------------ notes and MEMORY.md
     @router.get("/notes")
@@ -258,21 +302,41 @@ def add_routes(router: APIRouter, console: Console) -> None:
             first_url=view.url("/notes", date=date) if after else "",
         )
 
-    @router.get("/memory")
-    def memory_md(view: View = Depends(page)) -> Response:
+    def memory_page(view: View, *, typed: str | None = None, base: str | None = None, error: str = "",
+                    conflict: bool = False, status: int = 200) -> Response:
+        """The MEMORY.md page; after a refused save, ``typed`` (the text sent) stays in the editor."""
         user = view.user
         text = memory.memory_md(user=user)
         last = memory.store.last_dream_run(user, status="done")
         report = (last.report or {}) if last else {}
         undone = any(c.id == report.get("journal") and c.undone_at for c in memory.changes(user=user, limit=100))
+        current_base = text_sha(text) if text else ""
         return view.render(
-            "memory_md.html", title="MEMORY.md", text=text or memory.memory_md_view(user=user), exists=bool(text),
-            base=text_sha(text) if text else "", last_dream=last, report=report, undone=undone,
+            "memory_md.html", status=status, title="MEMORY.md", text=text or memory.memory_md_view(user=user),
+            exists=bool(text), base=current_base if base is None else base, last_dream=last, report=report,
+            undone=undone, typed=typed, error=error, conflict=conflict, current=text,
         )
+
+    @router.get("/memory")
+    def memory_md(view: View = Depends(page)) -> Response:
+        return memory_page(view)
 
     @router.post("/memory")
     def save_memory_md(view: View = Depends(posted)) -> Response:
-        report = memory.save_memory_md(view.form.get("text", ""), user=view.user, base=view.form.get("base") or None)
+        typed = view.form.get("text", "")
+        try:
+            report = memory.save_memory_md(typed, user=view.user, base=view.form.get("base") or None)
+        except Conflict as exc:
+            # edited elsewhere meanwhile: nothing was written. The page answers at once (a text of
+            # any length), the text sent kept in the editor beside what MEMORY.md holds now; a
+            # save from here starts from that version (and replaces it with this text)
+            return memory_page(view, typed=typed, conflict=True, status=status_of(exc), error=(
+                "MEMORY.md changed since this edit began (a dream, or an edit in another tab): nothing was saved. Your text is kept in the editor below, and what MEMORY.md "
+                "holds now is shown beside it: compare them, then save your text to replace that version, or "
+                "reload the page to start again from it."))
+        except InvalidInput as exc:
+            return memory_page(view, typed=typed, base=view.form.get("base", ""), status=status_of(exc),
+                               error=f"{message_of(exc)} Nothing was saved; your text is kept in the editor below.")
         said = (f"{len(report.edited)} edited, {len(report.added)} added, {len(report.deleted)} deleted"
                 + (f", {len(report.profile)} profile section(s)" if report.profile else "")
                 + (f"; {len(report.refused)} line(s) not taken in, longer than max_fact_chars: "
@@ -313,8 +377,15 @@ def add_routes(router: APIRouter, console: Console) -> None:
         return view.redirect(view.url("/dreams", run=run.id), flash=f"Dreaming over the last {days} day(s)…")
 
     @router.get("/dreams/runs/{run_id}")
-    def dream_run(run_id: str, view: View = Depends(page)) -> Response:
-        run = memory.dream_status(run_id, user=view.user)
+    def dream_run(run_id: str, request: Request) -> Response:
+        # a JSON answer, errors included: the page's script reads it
+        try:
+            view = view_of(console, request)
+            run = memory.dream_status(run_id, user=view.user)
+        except NeedSignIn:
+            return JSONResponse({"error": "signed out: sign in again to follow the dream"}, status_code=401)
+        except ReverieError as exc:
+            return JSONResponse({"error": message_of(exc)}, status_code=status_of(exc))
         body = {"id": run.id, "status": run.status, "text": describe(run),
                 "done": run.status not in ("queued", "running")}
         return view.finish(JSONResponse(body))
@@ -341,7 +412,12 @@ def add_routes(router: APIRouter, console: Console) -> None:
     def merge(view: View = Depends(posted)) -> Response:
         old, new = view.form.get("old", "").strip(), view.form.get("new", "").strip()
         moved = memory.merge_tags(old, new, user=view.user)
-        return view.redirect(view.back(f"{PREFIX}/tags"), flash=f"Merged “{old}” into “{new}”: {moved} item(s) moved.")
+        # the names the tags really have ("HELIX" is the tag helix), read back after the merge
+        merged = memory.store.get_tags(view.user, [normalize_tag(old)]).get(normalize_tag(old))
+        source = merged.name if merged is not None else normalize_tag(old)
+        target = (merged.merged_to if merged is not None else None) or normalize_tag(new)
+        return view.redirect(view.back(f"{PREFIX}/tags"),
+                             flash=f"Merged “{source}” into “{target}”: {moved} item(s) moved.")
 
     @router.post("/tags/status")
     def tag_status(view: View = Depends(posted)) -> Response:
@@ -407,6 +483,10 @@ def _or_none(read: Any) -> Any:
         return read()
     except NotFound:
         return None
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _short(text: str, limit: int = 60) -> str:

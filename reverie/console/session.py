@@ -113,7 +113,7 @@ class Sessions:
         if session.user is None:
             raise AccessDenied("sign in first")
         if user != session.key_user and not session.admin:
-            raise AccessDenied(f"this key reaches only {session.key_user!r}'s memory; showing another user "
+            raise AccessDenied(f"this key reaches only {session.key_user}'s memory; showing another user "
                                "needs an admin key", status=403)
         return user
 

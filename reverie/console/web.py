@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
@@ -39,6 +40,12 @@ PACKAGE = Path(str(resources.files("reverie.console")))
 TEMPLATES = PACKAGE / "templates"
 STATIC = PACKAGE / "static"
 PREFIX = "/console"
+# a flash cookie's value at most (the browser keeps a cookie of up to 4,096 bytes, name and all)
+FLASH_BYTES = 3800
+# form fields never carried back into a refused form: the token, where it returns, an API key
+_NOT_KEPT = frozenset({"csrf", "next", "key", "confirm"})
+# a form post's last path segment that names an action on the page above it
+_ACTIONS = frozenset({"forget", "restore", "confirm", "feedback", "undo", "revoke", "merge", "status", "archive"})
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -166,6 +173,19 @@ class View:
     def use_session(self, session: Session) -> None:
         self.session, self.fresh = session, True
 
+    def typed(self, action: str, name: str, default: Any = "", **match: str) -> Any:
+        """What was typed in field ``name`` of the form posting to ``action`` when that post was
+        just refused (carried back with the error message), else ``default``. ``match``: other
+        fields the refused post must have had (the profile section of one of several forms)."""
+        draft = (self.flash or {}).get("draft")
+        if not isinstance(draft, dict) or draft.get("action") != action:
+            return default
+        fields = draft.get("fields")
+        if not isinstance(fields, dict) or any(fields.get(k) != v for k, v in match.items()):
+            return default
+        value = fields.get(name)
+        return value if isinstance(value, str) else default
+
     # ------------------------------------------------------------ answers
     def render(self, template: str, *, status: int = 200, title: str = "", **context: Any) -> Response:
         page = self.console.env.get_template(template).render(
@@ -175,10 +195,27 @@ class View:
         )
         return self.finish(HTMLResponse(page, status_code=status))
 
-    def redirect(self, to: str, *, flash: str | None = None, error: bool = False, undo: str | None = None) -> Response:
+    def redirect(
+        self, to: str, *, flash: str | None = None, error: bool = False, undo: str | None = None,
+        draft: dict[str, Any] | None = None,
+    ) -> Response:
+        """A 303 to ``to`` with a message for the next page; ``draft`` (``{"action": path,
+        "fields": {...}}``, a refused form's values) goes with it so that the form shows them
+        again, as far as a cookie holds them."""
         response = RedirectResponse(to, status_code=303)
         if flash:
-            value = base64.urlsafe_b64encode(json.dumps({"text": flash, "error": error, "undo": undo}).encode()).decode()
+            message: dict[str, Any] = {"text": flash, "error": error, "undo": undo}
+            value = _pack(message)
+            if draft and draft.get("fields"):
+                fields = dict(draft["fields"])
+                while fields:
+                    value = _pack({**message, "draft": {**draft, "fields": fields}})
+                    if len(value) <= FLASH_BYTES:
+                        break
+                    # too long for a cookie: drop the longest field (said in the message)
+                    del fields[max(fields, key=lambda k: len(fields[k]))]
+                    message["text"] = flash + " (What you typed was too long to keep here: it is not in the form.)"
+                    value = _pack(message)
             response.set_cookie(FLASH_COOKIE, self.console.sessions.sign(value), httponly=True, samesite="strict",
                                 path=PREFIX, secure=self.request.url.scheme == "https", max_age=60)
         return self.finish(response)
@@ -209,6 +246,14 @@ def set_session_cookie(console: Console, request: Request, response: Response, s
     )
 
 
+def _pack(message: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(json.dumps(message, ensure_ascii=False).encode(), 9)).decode()
+
+
+def _unpack(raw: str) -> Any:
+    return json.loads(zlib.decompress(base64.urlsafe_b64decode(raw)))
+
+
 def local_path(value: str | None) -> str | None:
     """``value`` if it is a path inside the console (never another site)."""
     if not value or not value.startswith(PREFIX) or value.startswith("//") or "\\" in value:
@@ -224,8 +269,9 @@ def view_of(console: Console, request: Request) -> View:
     raw = console.sessions.unsign(request.cookies.get(FLASH_COOKIE))
     if raw:
         try:
-            view.flash = json.loads(base64.urlsafe_b64decode(raw))
-        except ValueError:
+            flash = _unpack(raw)
+            view.flash = flash if isinstance(flash, dict) else None
+        except (ValueError, zlib.error):
             view.flash = None
     named = request.query_params.get("user")
     if named and view.session.signed_in and named != view.session.user:
@@ -277,15 +323,44 @@ def _secure(response: Response) -> Response:
 
 def _error(request: Request, exc: ReverieError) -> Response:
     console: Console = request.app.state.reverie_console
-    view = view_of_safely(console, request)
+    # the view of a form post that was read (its fields), or one made again from the request
+    posted = getattr(request.state, "console_view", None)
+    view = posted if isinstance(posted, View) else view_of_safely(console, request)
     status = status_of(exc)
     if request.method == "POST" and status != 403 and view.session.signed_in:
-        referer = local_path(urlsplit(request.headers.get("referer", "")).path or None)
-        back = local_path(request.query_params.get("next")) or referer or PREFIX
-        return view.redirect(back, flash=message_of(exc), error=True)
+        return view.redirect(refused_back(view), flash=message_of(exc), error=True, draft=draft_of(view))
     if status == 401 and not view.session.signed_in:
         return _secure(RedirectResponse(f"{PREFIX}/sign-in", status_code=303))
     return view.render("error.html", status=status, title="Error", message=message_of(exc), status_code=status)
+
+
+def refused_back(view: View) -> str:
+    """Where a refused form post returns: the page the form came from, filters and all (the
+    form's ``next`` field, a ``?next=``, the Referer, or the page the post's path belongs to)."""
+    request = view.request
+    referer = urlsplit(request.headers.get("referer", ""))
+    came_from = local_path(referer.path + (f"?{referer.query}" if referer.query else "") or None)
+    return view.back("") or came_from or page_of(request.url.path)
+
+
+def page_of(path: str) -> str:
+    """The console page a form post's path belongs to: /facts/ID/forget → /facts/ID,
+    /tags/merge → /tags, /changes/ID/undo → /dreams."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) > 2 and parts[-1] in _ACTIONS:
+        parts.pop()
+    page = "/".join(parts)
+    if page.startswith(f"{PREFIX}/changes") or page in (f"{PREFIX}/user", f"{PREFIX}/sign-out"):
+        return f"{PREFIX}/dreams" if page.startswith(f"{PREFIX}/changes") else PREFIX
+    if page.startswith(f"{PREFIX}/keys/"):
+        return f"{PREFIX}/keys"
+    return local_path(page) or PREFIX
+
+
+def draft_of(view: View) -> dict[str, Any] | None:
+    """A refused form's typed values, for the form to show again (never its token or a key)."""
+    fields = {k: v for k, v in view.form.items() if k not in _NOT_KEPT and len(view.form_lists.get(k, [])) <= 1}
+    return {"action": view.request.url.path, "fields": fields} if fields else None
 
 
 def view_of_safely(console: Console, request: Request) -> View:

@@ -11,7 +11,12 @@ function followDream(box) {
   function poll() {
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (response) {
-        if (!response.ok) { throw new Error("status " + response.status); }
+        if (!response.ok) {
+          // the console answers an error as JSON too: {"error": "..."}
+          return response.json().catch(function () { return {}; }).then(function (body) {
+            throw new Error(body && body.error ? body.error : "status " + response.status);
+          });
+        }
         return response.json();
       })
       .then(function (run) {
@@ -29,8 +34,10 @@ function followDream(box) {
           window.setTimeout(poll, 400);
         }
       })
-      .catch(function () {
-        text.textContent = "Lost track of the dream; reload the page to see where it is.";
+      .catch(function (error) {
+        text.textContent = error && error.message && error.message.indexOf("status ") !== 0
+          ? "Cannot follow the dream: " + error.message
+          : "Lost track of the dream; reload the page to see where it is.";
       });
   }
   poll();
