@@ -169,10 +169,10 @@ def migrate_home(ctx: Context, to: str, *, dry_run: bool = False, compare_export
             return report
         target = PostgresStore(to)
         try:
-            taken = target.users() or [k.user for k in target.list_api_keys()]
-            if taken:
+            filled = target.filled_tables()  # any row of any table: a migration never merges two memories
+            if filled:
                 raise StoreError(
-                    f"{report.target} already holds a memory (users {', '.join(sorted(set(taken))[:5])}); "
+                    f"{report.target} already holds a memory (rows in {', '.join(filled)}); nothing was copied: "
                     "migrate into an empty database, or name a new schema with ?schema=NAME"
                 )
             for key, value in source.install_meta():

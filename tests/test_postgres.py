@@ -9,6 +9,7 @@ import threading
 import time
 from contextlib import closing
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -831,3 +832,20 @@ def test_a_failing_upkeep_pass_warns_once_and_the_store_goes_on(caplog):
     finally:
         store.close()
         drop_schema(name)
+
+
+def test_the_dream_command_names_where_the_documents_are(tmp_path, pg_url):
+    home = tmp_path / "home"
+    assert cli("remember", "Prefers tea over coffee", "--user", "ana", "--home", str(home), "--store", pg_url).exit_code == 0
+    shown = cli("dream", "--user", "ana", "--force", "--home", str(home), "--store", pg_url)
+    assert shown.exit_code == 0, shown.output
+    assert "MEMORY.md: MEMORY.md of ana, in the store" in shown.output and str(home) not in shown.output
+    mirrored = tmp_path / "mirrored"
+    mirrored.mkdir()
+    (mirrored / "config.toml").write_text(f'store = "{pg_url}"\nmirror_dir = "{tmp_path / "mirror"}"\n', encoding="utf-8")
+    shown = cli("dream", "--user", "ana", "--force", "--home", str(mirrored))
+    assert shown.exit_code == 0, shown.output
+    paths = [line.split(": ", 1)[1] for line in shown.output.splitlines()
+             if line.startswith(("MEMORY.md: ", "diary: "))]
+    assert len(paths) == 2 and all(p.startswith(str(tmp_path / "mirror")) for p in paths), shown.output
+    assert all(Path(p).is_file() for p in paths)

@@ -56,9 +56,15 @@ def dream(
         else:
             console.print(escape(describe(run)))
             report = DreamReport.model_validate(run.report or {})
+            files = mem.files  # with a shared store, the documents are rows, and files only in a mirror
             for label, path in (("MEMORY.md", report.memory_md), ("diary", report.diary)):
-                if path:  # reports name files inside the home; a person wants the whole path
-                    console.print(f"[dim]{label}:[/] {escape(str(mem.home / path))}")
+                if not path:
+                    continue
+                if files.store is not None and files.mirror is None:
+                    name = path.split("/", 2)[-1] if path.startswith("users/") else path
+                    console.print(f"[dim]{label}:[/] {escape(name)} of {escape(user)}, in the store (no file)")
+                else:  # reports name files inside the home (or the mirror); a person wants the whole path
+                    console.print(f"[dim]{label}:[/] {escape(str(files.home / path))}")
         if run.status == "failed":
             raise typer.Exit(1)
 

@@ -47,7 +47,8 @@ SELECT c.relname,
     OR s.n_ins_since_vacuum > current_setting('autovacuum_vacuum_insert_threshold')::float8
       + current_setting('autovacuum_vacuum_insert_scale_factor')::float8 * greatest(c.reltuples, 0),
   s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
-      + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
+      + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0),
+  s.schemaname
 FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND c.relname = ANY(%s)
   AND (current_setting('autovacuum') = 'off' OR coalesce(c.reloptions, '{}') @> ARRAY['autovacuum_enabled=false'])
@@ -91,7 +92,8 @@ class Upkeep(Background):
             due: list[tuple[str, bool, bool]] = []
             try:
                 rows = conn.execute(DUE, (self.tables,)).fetchall()
-                due = [(str(t), bool(v), bool(a)) for t, v, a in rows if v or a]
+                due = [(str(t), bool(v), bool(a)) for t, v, a, _ in rows if v or a]
+                schemas = {str(t): str(n) for t, _, _, n in rows}
                 if due:
                     # at autovacuum's pace (its cost delay; a manual VACUUM's default is none), so
                     # that a writer beside it is not starved of the server's I/O
@@ -101,7 +103,8 @@ class Upkeep(Background):
                 for table, vacuum, analyze in due:
                     if halt is not None and halt.is_set():
                         break
-                    name = '"' + table.replace('"', '""') + '"'
+                    # named in the store's schema: never another schema's table of the same name
+                    name = ".".join('"' + part.replace('"', '""') + '"' for part in (schemas[table], table))
                     # VACUUM (ANALYZE) when both are due; a table being vacuumed elsewhere is skipped
                     statement = f"VACUUM (SKIP_LOCKED{', ANALYZE' if analyze else ''}) {name}" if vacuum else \
                         f"ANALYZE (SKIP_LOCKED) {name}"

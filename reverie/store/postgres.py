@@ -42,7 +42,7 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote
 
 from reverie.errors import StoreBusy, StoreError
 from reverie.models import (
@@ -149,31 +149,78 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL without its password (for messages and logs): the password of its user part
+    and the value of any ``password`` (or ``sslpassword``) query parameter, each shown as
+    ``***``. A string operation, read the way libpq reads a URL (the user part ends at the
+    first ``@`` before a ``/``), that keeps the URL's shape as written (several hosts, an
+    IPv6 address in brackets, a port that is no number) and never raises."""
+    if not isinstance(url, str):
         return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    if "://" not in url:  # a "key=value ..." connection string
+        return _KV_PASSWORD.sub(r"\1***", url)
+    host = _userinfo_end(url)
+    out, rest = url[:host], url[host:]
+    if out.endswith("@"):
+        scheme = out.index("://") + 3
+        colon = out.find(":", scheme)
+        if colon >= 0:
+            out = out[:colon] + ":***@"
+    query = rest.find("?")
+    if query < 0:
+        return out + rest
+    params = []
+    for param in rest[query + 1:].split("&"):
+        key, eq, _ = param.partition("=")
+        if eq and unquote(key).strip().lower().endswith("password"):
+            param = key + "=***"
+        params.append(param)
+    return out + rest[: query + 1] + "&".join(params)
+
+
+_KV_PASSWORD = re.compile(r"(\b\w*password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
     """``postgresql://...?schema=NAME`` -> (the URL without it, NAME): reverie's own
-    parameter (libpq has none) for keeping reverie's tables in a schema of their own."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((v for k, v in query if k == "schema"), None)
-    rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
-    return urlunsplit(parts._replace(query=rest)), schema or None
+    parameter (libpq has none) for keeping reverie's tables in a schema of their own. The
+    rest of the URL stays exactly as written (``postgresql:///db?host=...`` keeps its
+    empty host, every other parameter its own encoding)."""
+    mark = _query_mark(url)
+    if mark < 0:
+        return url, None
+    schema: str | None = None
+    rest: list[str] = []
+    for param in url[mark + 1:].split("&"):
+        key, _, value = param.partition("=")
+        if unquote(key) == "schema":
+            schema = unquote(value)
+        elif param:
+            rest.append(param)
+    base = url[:mark]
+    return (base + "?" + "&".join(rest) if rest else base), schema or None
+
+
+def _userinfo_end(url: str) -> int:
+    """Where a URL's host part starts: after ``user[:password]@`` (libpq takes the first ``@``
+    before a ``/`` to end it), else after ``scheme://``; 0 when there is no scheme."""
+    scheme = url.find("://")
+    if scheme < 0:
+        return 0
+    start = scheme + 3
+    slash = url.find("/", start)
+    at = url.find("@", start, slash if slash >= 0 else len(url))
+    return at + 1 if at >= 0 else start
+
+
+def _query_mark(url: str) -> int:
+    """The index of the ``?`` that starts a URL's parameters (one in its password does not), or -1."""
+    return url.find("?", _userinfo_end(url))
 
 
 def with_schema(url: str, schema: str) -> str:
     """``url`` naming ``schema`` (see :func:`split_schema`)."""
     base, _ = split_schema(url)
-    parts = urlsplit(base)
-    query = parse_qsl(parts.query, keep_blank_values=True) + [("schema", schema)]
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+    return base + ("&" if "?" in base else "?") + "schema=" + quote(schema, safe="")
 
 
 @contextmanager
@@ -608,16 +655,11 @@ def _tag_sizes(conn: "Connection[Any]") -> None:
 
 
 def _gin_indexes(conn: "Connection[Any]") -> None:
-    """GIN indexes on (user_id, tsv) through btree_gin when it can be had (a trusted
-    extension since PostgreSQL 13), else on tsv alone."""
-    lead = "user_id, "
+    """GIN indexes on (user_id, tsv) through btree_gin when the database has it, else on tsv alone."""
+    # the extension is not created: a store changes nothing outside its own schema, and these
+    # indexes live only until migration 6 drops them
     installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'").fetchone()
-    if installed is None:
-        try:
-            with conn.transaction():  # a savepoint: no right to create it leaves the upgrade intact
-                conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public")
-        except Exception:
-            lead = ""
+    lead = "user_id, " if installed is not None else ""
     for kind in _KINDS:
         table = _TABLE[kind]
         conn.execute(f"CREATE INDEX {table}_fts ON {table} USING gin ({lead}tsv)")
@@ -687,6 +729,9 @@ class PostgresStore(Store):
         self.url = url
         self.where = redact_url(url)
         conninfo, self.schema = split_schema(url)
+        if self.schema is not None:
+            _ident(self.schema)  # a name that is no plain identifier fails here, before any connection
+        self._probe(conninfo, timeout)
         self._local = threading.local()
         # how many times the statement helpers (_q, _q_all, _do, _count, _many: every read of
         # recall's) waited for the server's answer to a statement or a pipeline of them, not
@@ -706,7 +751,11 @@ class PostgresStore(Store):
             # never analyzed) costs milliseconds and never pays off
             conn.execute("SET jit = off")
             if schema:
-                conn.execute(f"SET search_path TO {_ident(schema)}, public")
+                # the store's schema alone: a name it does not hold (a migration's DROP ... IF
+                # EXISTS of a table not made yet) must never reach another schema's, such as
+                # public's store. Nothing of reverie's lives in public: extensions' operator
+                # classes and catalog functions are found without the search path
+                conn.execute(f"SET search_path TO {_ident(schema)}")
 
         pool: "ConnectionPool[Any]" = ConnectionPool(
             conninfo, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, configure=configure,
@@ -716,7 +765,7 @@ class PostgresStore(Store):
             pool.open(wait=True, timeout=timeout)
         except Exception as exc:
             pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {exc}") from exc
+            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {self._reason(exc)}") from exc
         self._pool = pool
         # vacuum and statistics where the server's autovacuum does not keep them (pg_upkeep)
         self._upkeep = Upkeep(pool.connection, TABLES)
@@ -725,6 +774,36 @@ class PostgresStore(Store):
         except BaseException:
             pool.close()
             raise
+
+    def _probe(self, conninfo: str, timeout: float) -> None:
+        """One connection made directly before the pool opens, so that a URL that cannot
+        connect (a wrong host, a closed port, a missing database or role) fails at once with
+        libpq's own reason on one line, instead of the pool's retries for ``timeout`` seconds
+        and their log lines."""
+        psycopg = self._psycopg
+        try:
+            given = psycopg.conninfo.conninfo_to_dict(conninfo)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {self._reason(exc)}") from None
+        wait = {} if given.get("connect_timeout") else {"connect_timeout": max(1, min(int(timeout), 5))}
+        try:
+            psycopg.connect(conninfo, **wait).close()
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {self._reason(exc)}") from None
+
+    def _reason(self, exc: BaseException) -> str:
+        """An error's message on one line, with no password of the URL's in it."""
+        text = " ".join(str(exc).split())
+        try:
+            given = self._psycopg.conninfo.conninfo_to_dict(split_schema(self.url)[0])
+        except Exception:
+            given = {}
+        # libpq does not quote a password back, but a message never shows one (one of a
+        # character or two would only garble it)
+        secrets = {str(v) for k, v in given.items() if k.endswith("password") and len(str(v or "")) > 2}
+        for secret in sorted(secrets, key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return text
 
     # ------------------------------------------------------------ connections
     def _in_tx(self) -> bool:
@@ -872,12 +951,25 @@ class PostgresStore(Store):
         return rows
 
     def _migrate(self) -> None:
-        with self.transaction():
-            conn = self._local.conn
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key("migrate"),))
-            if self.schema:
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.schema)}")
-            migrate_schema(conn, MIGRATIONS, self.where, "%s")
+        try:
+            with self.transaction():
+                conn = self._local.conn
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key("migrate"),))
+                if self.schema:
+                    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.schema)}")
+                else:  # the schema the tables are made in, alone: no DROP ... IF EXISTS reaches past it
+                    conn.execute("SELECT set_config('search_path', quote_ident(current_schema()), true) "
+                                 "WHERE current_schema() IS NOT NULL")
+                migrate_schema(conn, MIGRATIONS, self.where, "%s")
+        except self._psycopg.errors.DuplicateTable as exc:
+            # another application's table (or index) with one of reverie's names, in the schema the
+            # store would make its own: nothing was made (the upgrade is one transaction)
+            where = f"schema {self.schema!r}" if self.schema else "the database's default schema (public)"
+            raise StoreError(
+                f"the PostgreSQL store at {self.where} cannot create its tables: {where} already holds a "
+                f"table of another application with a name reverie uses ({' '.join(str(exc).split())}); keep "
+                "reverie's tables in a schema of their own: add ?schema=NAME to the URL"
+            ) from None
 
     def schema_version(self) -> int:
         row = self._one("SELECT version FROM schema_version")
@@ -894,6 +986,13 @@ class PostgresStore(Store):
                 pass  # a broken session: closing it is all there is to do
             conn.close()
         self._pool.close()
+
+    def filled_tables(self) -> list[str]:
+        """The store's tables that hold a row (its schema version aside), in one read of at most
+        one row each: none in a store nothing was written to."""
+        tables = [t for t in TABLES if t != "schema_version"]
+        sql = " UNION ALL ".join(f"SELECT '{t}' WHERE EXISTS (SELECT 1 FROM {t})" for t in tables)
+        return sorted(str(r[0]) for r in self._q(sql))
 
     def users(self) -> list[str]:
         rows = self._q(
