@@ -137,7 +137,9 @@ class UserFiles:
             final = self.confine(user, path)
             if final.is_file():
                 text = final.read_text(encoding="utf-8")
-                if text != stored:
+                # a mirror holding what this folder was last written is stale, not edited (another
+                # replica's mirror may have written the store since): only a change by hand counts
+                if text != stored and _sha(text) != _read_or_none(_written_mark(final)):
                     return text
         return stored
 
@@ -165,7 +167,25 @@ class UserFiles:
             if self.mirror is None:
                 return path
         write_atomic(final, text, durable=durable)
+        if self.store is not None:  # a mirror: remember what was written, to tell a hand edit from it
+            write_atomic(_written_mark(final), _sha(text), durable=False)
         return path
+
+
+def _written_mark(final: Path) -> Path:
+    """Beside a mirrored document, the digest of the text last written to it."""
+    return final.with_name(f".{final.name}.written")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def remove_tree(root: Path) -> int:

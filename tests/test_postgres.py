@@ -132,6 +132,29 @@ def say(mem: Memory, text: str, at: datetime, user: str = "ana", thread: str = "
             thread=thread)
 
 
+def test_a_stale_mirror_of_another_replica_does_not_undo_an_edit_made_through_this_one(tmp_path, pg_url):
+    # two replicas, each with a mirror folder of its own: B's mirror still holds what B wrote
+    # before A's edit; B's next dream must not take B's stale file for a hand edit
+    a = Memory(tmp_path / "a", background=False, store=pg_url, mirror_dir=tmp_path / "mirror-a")
+    b = Memory(tmp_path / "b", background=False, store=pg_url, mirror_dir=tmp_path / "mirror-b")
+    try:
+        b.remember("Hates mushrooms in any form", user="ana", category="preference")
+        assert b.dream(user="ana", days=30, now=DAY).status == "done"
+        text = a.memory_md(user="ana")
+        edited = a.save_memory_md(text.replace("Hates mushrooms in any form", "Hates mushrooms and olives"),
+                                  user="ana")
+        assert [line.content for line in edited.edited] == ["Hates mushrooms and olives"]
+        assert b.dream(user="ana", days=30, now=DAY, force=True).status == "done"
+        assert [f.content for f in b.facts(user="ana")] == ["Hates mushrooms and olives"]
+        # a hand edit of B's mirror file still counts
+        md = tmp_path / "mirror-b" / "users" / "ana" / "MEMORY.md"
+        md.write_text(md.read_text(encoding="utf-8").replace("and olives", "and capers"), encoding="utf-8")
+        assert [line.content for line in b.sync(user="ana").edited] == ["Hates mushrooms and capers"]
+    finally:
+        a.close()
+        b.close()
+
+
 def test_without_a_mirror_documents_live_in_the_store_and_every_replica_sees_them(tmp_path, pg_url):
     first = Memory(tmp_path / "one", background=False, store=pg_url)
     second = Memory(tmp_path / "two", background=False, store=pg_url)
@@ -849,3 +872,15 @@ def test_the_dream_command_names_where_the_documents_are(tmp_path, pg_url):
              if line.startswith(("MEMORY.md: ", "diary: "))]
     assert len(paths) == 2 and all(p.startswith(str(tmp_path / "mirror")) for p in paths), shown.output
     assert all(Path(p).is_file() for p in paths)
+
+
+def test_a_closed_store_refuses_to_be_used(tmp_path, pg_url):
+    from reverie import StoreError
+
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    mem.remember("Keeps bees", user="ana")
+    mem.close()
+    with pytest.raises(StoreError, match="is closed"):
+        mem.recall("bees", user="ana")
+    with pytest.raises(StoreError, match="is closed"):
+        mem.remember("Likes tea", user="ana")

@@ -732,6 +732,7 @@ class PostgresStore(Store):
         if self.schema is not None:
             _ident(self.schema)  # a name that is no plain identifier fails here, before any connection
         self._probe(conninfo, timeout)
+        self._closed = False
         self._local = threading.local()
         # how many times the statement helpers (_q, _q_all, _do, _count, _many: every read of
         # recall's) waited for the server's answer to a statement or a pipeline of them, not
@@ -815,7 +816,7 @@ class PostgresStore(Store):
             yield self._local.conn
             return
         try:
-            with self._pool.connection() as conn:
+            with self._pooled() as conn:
                 yield conn
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
@@ -847,7 +848,7 @@ class PostgresStore(Store):
                 local.depth -= 1
             return
         try:
-            with self._pool.connection() as conn:
+            with self._pooled() as conn:
                 local.conn, local.depth, local.locked, local.pipe = conn, 1, set(), None
                 try:
                     # batch: pipeline mode, statements sent without waiting for each answer, so
@@ -975,7 +976,17 @@ class PostgresStore(Store):
         row = self._one("SELECT version FROM schema_version")
         return int(row[0]) if row else 0
 
+    def _check_open(self) -> None:
+        if self._closed:  # the pool's own error would name no store
+            raise StoreError(f"the store at {self.where} is closed: open it (a Memory) again to use it")
+
+    def _pooled(self) -> Any:
+        """A connection of the pool (the store must be open)."""
+        self._check_open()
+        return self._pool.connection()
+
     def close(self) -> None:
+        self._closed = True
         self._upkeep.stop()
         with self._held_lock:
             held, self._held = list(self._held), set()
@@ -1259,6 +1270,7 @@ class PostgresStore(Store):
     def try_lock(self, name: str) -> Callable[[], None] | None:
         """A session advisory lock on its own pooled connection: held until released, or
         until this process dies and its connection with it."""
+        self._check_open()
         conn = self._pool.getconn()
         try:
             row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(name),)).fetchone()
