@@ -83,6 +83,11 @@ class Memory:
         if isinstance(store, str):
             overrides["store"] = store
             store = None
+        if settings is not None and (overrides or (home is not None and Path(home) != Path(settings.home))):
+            # a settings object is used whole: what is given beside it would be dropped unread
+            given = sorted(overrides) + (["home"] if home is not None and Path(home) != Path(settings.home) else [])
+            raise InvalidInput(f"{', '.join(given)} given beside settings=: put them in the settings "
+                               "(Settings.load(home, ...)) instead", field=given[0])
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         if store is None and not is_postgres_url(self.settings.store):

@@ -54,3 +54,42 @@ def test_an_async_turn_completes_or_is_interrupted(home):
                 await mem.recall("", user="ana")
 
     anyio.run(main)
+
+
+def test_every_public_memory_method_is_an_async_memory_coroutine(home):
+    import inspect
+
+    from reverie import Memory
+
+    public = {name for name, value in vars(Memory).items() if not name.startswith("_") and callable(value)}
+    # turn is an async context manager (tested above), close is aclose
+    expected = public - {"turn", "close"}
+    assert {"set_tag_status", "save_memory_md", "episode_page", "migrate_to"} <= expected
+    mem = AsyncMemory(home, background=False)
+    try:
+        missing = sorted(name for name in expected if not inspect.iscoroutinefunction(getattr(mem, name, None)))
+        assert missing == []
+        assert inspect.iscoroutinefunction(mem.aclose)
+    finally:
+        mem.memory.close()
+
+
+def test_the_page_tag_and_memory_md_coroutines_reach_memory(home):
+    async def main() -> None:
+        async with AsyncMemory(home, background=False) as mem:
+            fact = await mem.remember("Ana drinks green tea every morning", user="ana", tags=["tea"])
+            page = await mem.fact_page(user="ana")
+            assert [f.id for f in page.items] == [fact.id]
+            assert (await mem.set_tag_status("tea", "deprecated", user="ana")).status == "deprecated"
+            tags = await mem.tag_page(user="ana", status="deprecated")
+            assert [t["name"] for t in tags.items] == ["tea"]
+            await mem.add([{"role": "user", "content": "I moved to Porto"}], user="ana")
+            assert len((await mem.episode_page(user="ana")).items) == 1
+            await mem.dream(user="ana")
+            text = await mem.memory_md(user="ana")
+            assert "green tea" in text
+            report = await mem.save_memory_md(text.replace("green tea", "black tea"), user="ana")
+            assert report.edited and "black tea" in await mem.memory_md(user="ana")
+            assert (await mem.change_page(user="ana")).items
+
+    anyio.run(main)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from reverie import Memory
 from reverie.integrations.langchain import ReverieChatMessageHistory, ReverieRetriever
@@ -48,3 +48,54 @@ def test_the_langchain_example_runs_offline(tmp_path):
     assert any("Lisbon" in line for line in lines[2:])  # the retriever finds what the chat said
     with Memory(tmp_path / "home", background=False) as memory:
         assert len(memory.episodes(user="ana", thread="travel")) == 2
+
+
+def test_langchain_history_keeps_the_text_of_content_blocks(mem):
+    history = ReverieChatMessageHistory(mem, user="ana", thread="blocks")
+    history.add_messages([
+        HumanMessage(content=[{"type": "text", "text": "What is in "}, "this picture?",
+                              {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]),
+        AIMessage([{"type": "text", "text": "answer"}]),
+        AIMessage([{"type": "image_url", "image_url": {"url": "https://example.com/dog.png"}}]),  # no words
+    ])
+    assert [(m.type, m.content) for m in history.messages] == [("human", "What is in this picture?"), ("ai", "answer")]
+    (episode,) = mem.episodes(user="ana", thread="blocks")
+    assert [m.content for m in episode.messages] == ["What is in this picture?", "answer"]
+
+
+def test_langchain_tool_output_is_the_agents_side_and_comes_back_as_a_tool_message(mem):
+    history = ReverieChatMessageHistory(mem, user="ana", thread="tools")
+    history.add_messages([
+        HumanMessage(content="What's the weather where I am?"),
+        ToolMessage(content="I live in Reykjavik and I love volcanoes", tool_call_id="call_1", name="lookup"),
+        AIMessage(content="It is cold in Reykjavik today."),
+    ])
+    (episode,) = mem.episodes(user="ana", thread="tools")
+    assert [(m.role, m.speaker) for m in episode.messages] == [("user", None), ("tool", "lookup"), ("assistant", None)]
+    back = history.messages
+    assert [m.type for m in back] == ["human", "tool", "ai"]
+    assert isinstance(back[1], ToolMessage) and back[1].name == "lookup"
+    assert back[1].content == "I live in Reykjavik and I love volcanoes"
+    mem.flush(user="ana")
+    learned = [f.content for f in mem.facts(user="ana")] + [
+        s.summary for s in mem.profile(user="ana").sections().values()]
+    assert not any("Reykjavik" in line or "volcano" in line for line in learned)  # not what ana said
+
+
+def test_langchain_message_names_are_kept_as_speakers_and_come_back(mem):
+    history = ReverieChatMessageHistory(mem, user="ana", thread="names")
+    history.add_messages([HumanMessage(content="Can we meet on Friday?", name="bob"),
+                          AIMessage(content="Friday works.", name="planner")])
+    (episode,) = mem.episodes(user="ana", thread="names")
+    assert [m.speaker for m in episode.messages] == ["bob", "planner"]
+    assert [(m.type, m.name, m.content) for m in history.messages] == [
+        ("human", "bob", "Can we meet on Friday?"), ("ai", "planner", "Friday works.")]
+
+
+def test_langchain_retriever_leaves_the_profile_out(mem):
+    mem.set_profile("user.workContext", "Ana leads the billing team at a bank in Lisbon", user="ana")
+    mem.remember("Ana is allergic to peanuts", user="ana", category="constraint")
+    docs = ReverieRetriever(memory=mem, user="ana", k=1).invoke("what is ana allergic to?")
+    assert [d.metadata["kind"] for d in docs] == ["fact"] and "peanuts" in docs[0].page_content
+    everything = ReverieRetriever(memory=mem, user="ana", k=10).invoke("billing team bank Lisbon")
+    assert all(d.metadata["kind"] != "profile" for d in everything)

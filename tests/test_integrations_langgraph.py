@@ -330,3 +330,12 @@ def test_items_move_with_an_export_and_an_import(store, mem, tmp_path):
         other.import_(mem.export(user="ana"), user="ana")
         item = ReverieStore(other).get(ANA, "home")
         assert item is not None and item.value == {"content": "Lives in Porto", "since": 2021}
+
+
+def test_search_leaves_the_profile_out(store, mem):
+    mem.set_profile("user.workContext", "Ana leads the billing team at a bank in Lisbon", user="ana")
+    store.put(ANA, "diet", {"content": "Ana is vegetarian", "category": "constraint"})
+    (first,) = store.search(ANA, query="what does ana eat? vegetarian", limit=1)
+    assert first.key == "diet"
+    found = store.search(ANA, query="billing team bank Lisbon")
+    assert all(item.value.get("kind") != "profile" for item in found)

@@ -33,8 +33,10 @@ duplicate folded by ``consolidate``, an older value superseded) leaves the store
 
 **Search.** With a ``query``, ``search`` runs reverie's recall and returns what it delivers,
 best first, with recall's score: facts as their items, and what reverie recalls besides
-facts (episodes, notes, knowledge, the profile) as read-only items of the user's namespace,
-key the reverie id and value ``{"content": line, "kind": kind}``. Without a query it lists
+facts (episodes, notes, knowledge) as read-only items of the user's namespace, key the
+reverie id and value ``{"content": line, "kind": kind}``. The profile's lines are left out:
+recall delivers them first whatever the query, and they would take the places of what it
+found (``memory_block`` has them, and ``Memory.profile``). Without a query it lists
 the namespace's facts, oldest first. ``filter`` (exact values, ``$eq $ne $gt $gte $lt $lte``),
 ``limit`` and ``offset`` apply to the values either way. Items live in their own namespace
 and those under it: ``("memories", "ana")`` finds ana's agents' facts too.
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
@@ -71,7 +73,6 @@ from reverie.recall import RecallItem
 from reverie.redact import find_sensitive, redact_obj
 from reverie.tags import TagWriter
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # a profile section never dated
 # the value fields that hold a memory's text, first found wins
 TEXT_FIELDS = ("content", "text", "memory", "data")
 _COMPARE = {
@@ -213,7 +214,9 @@ class ReverieStore(BaseStore):
 
     def _recalled(self, user: str, agent: str | None, query: str) -> list[SearchItem]:
         result = self.memory.recall(query, user=user, agent=agent, budget=self.budget, track=False)
-        lines = [line for line in result.items if line.score > 0]
+        # an item scored 0 matched nothing; the profile's lines lead every recall at 1.0
+        # whatever the query (as the MCP search tool, they are left out)
+        lines = [line for line in result.items if line.score > 0 and line.kind != "profile"]
         facts = self.memory.store.get_facts(line.id for line in lines if line.kind == "fact")
         times = self._times(user, [line for line in lines if line.kind != "fact"]) if agent is None else {}
         out: list[SearchItem] = []
@@ -222,7 +225,7 @@ class ReverieStore(BaseStore):
                 fact = facts.get(line.id)
                 if fact is not None and fact.user == user and (agent is None or fact.agent == agent):
                     out.append(self._item(fact, score=line.score))
-            elif (line.kind, line.id) in times:  # episodes, notes, knowledge, profile: the user's namespace
+            elif (line.kind, line.id) in times:  # episodes, notes, knowledge: the user's namespace
                 created, updated = times[(line.kind, line.id)]
                 out.append(SearchItem(self._namespace(user, None), line.id, {"content": line.text, "kind": line.kind},
                                       created, updated, score=line.score))
@@ -239,13 +242,6 @@ class ReverieStore(BaseStore):
             times[("note", note.id)] = (note.created_at, note.created_at)
         for doc in store.get_knowledge(ids["knowledge"]).values():
             times[("knowledge", doc.id)] = (doc.created_at, doc.updated_at)
-        if any(line.kind == "profile" for line in lines):
-            sections = store.get_profile(user).sections()
-            for line in lines:
-                section = sections.get(line.id) if line.kind == "profile" else None
-                if section is not None:
-                    at = section.updated_at or EPOCH
-                    times[("profile", line.id)] = (at, at)
         return times
 
     def _item(self, fact: Fact, score: float | None = None) -> SearchItem:
