@@ -34,7 +34,7 @@ from reverie.engines.base import (
 from reverie.errors import EngineError, StoreBusy
 from reverie.facts import clip_learned
 from reverie.heap import paused_gc
-from reverie.inputs import normalize_category
+from reverie.inputs import LABEL_MAX, normalize_category
 from reverie.messages import clip, is_trivial
 from reverie.models import AGENT_ROLES
 from reverie.models import (
@@ -49,7 +49,7 @@ from reverie.models import (
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
 from reverie.profiles import fit_section, note_trimmed
-from reverie.redact import redact
+from reverie.redact import redact, redact_label
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
@@ -68,6 +68,11 @@ RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
 # a batch the store turned away as busy (another writer held it) is tried again this much later
 BUSY_RETRY_SECONDS = 5.0
+# what an engine's answer may put on one item, whatever it says: a summary is a line, an
+# overview a few sentences (both feed the day's notes and every dream's prompt), a few tags
+MAX_SUMMARY_CHARS = 1000
+MAX_OVERVIEW_CHARS = 4000
+MAX_ITEM_TAGS = 16
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -330,8 +335,9 @@ class Learner:
         """``ids`` failed (their error is recorded); they and the ``later`` ones not tried
         yet wait in the queue again, with a growing delay."""
         LEARNING_FAILURES.inc()
-        log.warning("engine failed for %d episodes of %s, will retry: %s", len(ids), key, exc)
-        self.store.mark_learned(ids, learned=False, error=str(exc)[:500])
+        said = redact(str(exc))  # what an endpoint answered may hold a secret: logged and stored
+        log.warning("engine failed for %d episodes of %s, will retry: %s", len(ids), key, said)
+        self.store.mark_learned(ids, learned=False, error=said[:500])
         pending.attempts += 1
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
         self._requeue(key, [*ids, *(later or [])], delay, pending.attempts)
@@ -411,7 +417,9 @@ class Learner:
                     )
                 )
             done = summarized()
-        summaries = {ep.id: trivial[ep.id] if ep.id in trivial else done[ep.id] for ep in episodes}
+        summaries = {ep.id: _bounded(trivial[ep.id] if ep.id in trivial else done[ep.id]) for ep in episodes}
+        for new in extraction.new_facts:
+            new.tags = new.tags[:MAX_ITEM_TAGS]
         # the tags that will be written: the episodes' and the new facts' (a conversation-level
         # tag an engine may add lands on no item, so it is not governed either)
         names = {normalize_tag(t) for s in summaries.values() for t in s.tags}
@@ -557,6 +565,19 @@ def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
     """The turns a learned fact rests on: those it was drawn from, else its episodes' turns."""
     drawn = [sid for e in episodes for sid in e.sources_of(attribute(content, e.messages))]
     return drawn or [sid for e in episodes for sid in e.source_ids]
+
+
+def _bounded(summary: EpisodeSummary) -> EpisodeSummary:
+    """An engine's summary within :data:`MAX_SUMMARY_CHARS` / :data:`MAX_OVERVIEW_CHARS` and
+    :data:`MAX_ITEM_TAGS`, its scene labels redacted and short (an endpoint may answer
+    anything: a scene holding an email, a 600,000-character summary, 500 tags)."""
+    return summary.model_copy(update={
+        "summary": clip(summary.summary, MAX_SUMMARY_CHARS),
+        "overview": clip(summary.overview, MAX_OVERVIEW_CHARS),
+        "tags": summary.tags[:MAX_ITEM_TAGS],
+        "scene": redact_label(summary.scene)[:LABEL_MAX] or "general",
+        "sub_scene": redact_label(summary.sub_scene)[:LABEL_MAX],
+    })
 
 
 def _chunks(episodes: list[Episode], max_chars: int | None) -> Iterator[tuple[int, list[Episode]]]:

@@ -29,6 +29,7 @@ from reverie.errors import EngineError, StoreBusy, StoreError
 from reverie.learn import POLL_BATCH, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, Learner, _chunks
 from reverie.models import Episode
 from reverie.observe import LEARNING_FAILURES
+from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 
 log = logging.getLogger("reverie.learn")
@@ -162,10 +163,11 @@ class ClaimingLearner(Learner):
                     except EngineError as exc:
                         LEARNING_FAILURES.inc()
                         rest = [e.id for e in episodes[start:]]
-                        log.warning("engine failed for %d episodes of %s, will retry: %s", len(rest), refs[0].user, exc)
+                        said = redact(str(exc))  # an endpoint's answer may hold a secret
+                        log.warning("engine failed for %d episodes of %s, will retry: %s", len(rest), refs[0].user, said)
                         done.set()
                         self.store.release_learning(
-                            self.owner, rest, error=str(exc)[:500], retry_base=RETRY_BASE_SECONDS,
+                            self.owner, rest, error=said[:500], retry_base=RETRY_BASE_SECONDS,
                             retry_max=RETRY_MAX_SECONDS,
                         )
                         return learned, True

@@ -16,10 +16,11 @@ from datetime import datetime
 from types import TracebackType
 
 from reverie.errors import Conflict, NotFound
-from reverie.inputs import clean_text
+from reverie.inputs import LABEL_MAX, clean_text
 from reverie.learn import Learner
-from reverie.models import Episode, EpisodeStatus, Message, as_utc, utcnow
+from reverie.models import Episode, EpisodeStatus, Message, Perception, as_utc, utcnow
 from reverie.recall import Recall, Recaller
+from reverie.redact import redact_label
 from reverie.store.base import Store
 
 log = logging.getLogger("reverie.turn")
@@ -111,8 +112,8 @@ class Turn:
             store.put_episode(episode)
         recall = recaller.recall(text, user=user, budget=budget, thread=None, agent=agent, at=when,
                                  explain=False, track=True)
-        episode.perception = recall.perception
-        episode.scene, episode.sub_scene = recall.perception.scene, recall.perception.sub_scene
+        episode.perception = stored_perception(recall.perception)
+        episode.scene, episode.sub_scene = episode.perception.scene, episode.perception.sub_scene
         with store.transaction():
             current = store.get_episode(episode.id)
             if current is not None and current.status == "pending":
@@ -162,3 +163,17 @@ class Turn:
     ) -> None:
         if self.episode.status == "pending":
             self._close("failed" if exc_type else "interrupted")
+
+
+def stored_perception(p: Perception) -> Perception:
+    """A perception as an episode keeps it: an engine's labels redacted and short, as every
+    write path holds what it stores (an endpoint may answer a scene holding an email)."""
+    def label(text: str) -> str:
+        return redact_label(text)[:LABEL_MAX]
+
+    return p.model_copy(update={
+        "scene": label(p.scene) or "general", "sub_scene": label(p.sub_scene), "intent": label(p.intent),
+        "emotion": label(p.emotion), "keyphrases": [label(k) for k in p.keyphrases[:32]],
+        "tags": [label(t) for t in p.tags[:32]],
+        "time_refs": [r.model_copy(update={"text": label(r.text)}) for r in p.time_refs[:32]],
+    })

@@ -291,12 +291,15 @@ def test_confidence_is_coerced_into_zero_to_one_and_unknown_categories_pass(fake
         {"content": "a", "confidence": 1.7},
         {"content": "b", "confidence": -0.2},
         {"content": "c", "confidence": "85%"},
-        {"content": "d", "confidence": "very sure"},
-        {"content": "e", "confidence": None, "category": "tech_stack", "area": None},
+        {"content": "d", "confidence": "very sure"},  # no number: none (0), not the default 0.8
+        {"content": "e", "confidence": None, "category": "tech_stack", "area": None},  # left out: the default
+        {"content": "f", "confidence": "low"},
+        {"content": "g", "confidence": "High"},
+        {"content": "h", "confidence": True},
     ]
     fake_openai.push({"newFacts": facts})
     extraction = make_engine(fake_openai).extract(ExtractRequest(messages=[Message(content="hi")]))
-    assert [f.confidence for f in extraction.new_facts] == [1.0, 0.0, 0.85, 0.8, 0.8]
+    assert [f.confidence for f in extraction.new_facts] == [1.0, 0.0, 0.85, 0.0, 0.8, 0.3, 0.9, 0.0]
     assert extraction.new_facts[4].category == "tech_stack"
 
 
@@ -422,3 +425,54 @@ def test_answer_keys_match_whatever_their_case_or_separators(fake_openai):
                       "facts-to-reinforce": ["fact_1"]})
     extraction = parse_answer(raw, Extraction)
     assert extraction.new_facts[0].content == "Lives in Lisbon" and extraction.facts_to_reinforce == ["fact_1"]
+
+
+# ---------------------------------------------------------------- what an endpoint says is held to the rules
+
+SECRET_EMAIL, SECRET_KEY = "bob.jones@corp.io", "sk-proj-ZZZZabcdefghijklmnop1234567890"
+
+
+def _llm_memory(home, fake, **engines):
+    from reverie import Memory
+
+    return Memory(home, background=False, engines=engines,
+                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0})
+
+
+def test_a_summary_answer_is_redacted_and_bounded_whatever_it_says(tmp_path, fake_openai):
+    fake_openai.respond_by_step({"summarize": {
+        "summary": "We moved billing " + "very " * 2000, "overview": "x " * 300_000,
+        "scene": f"{SECRET_EMAIL} {SECRET_KEY}", "sub_scene": "+1 415 555 0199",
+        "tags": [f"tag{i}" for i in range(500)]}})
+    with _llm_memory(tmp_path / "home", fake_openai, summarize="openai") as mem:
+        mem.add([{"role": "user", "content": "We moved billing to Postgres last week"},
+                 {"role": "assistant", "content": "Good move."}], user="ana")
+        mem.flush(user="ana")
+        [episode] = mem.episodes(user="ana")
+        stored = episode.model_dump_json()
+        assert SECRET_EMAIL not in stored and SECRET_KEY not in stored and "555 0199" not in stored
+        assert len(episode.summary) <= 1000 and len(episode.overview) <= 4000 and len(episode.tags) <= 16
+        assert len(mem.tags(user="ana")) <= 16
+
+
+def test_a_perception_answer_is_stored_redacted(tmp_path, fake_openai):
+    fake_openai.respond_by_step({"perceive": {
+        "route": "deep", "scene": f"{SECRET_EMAIL}", "sub_scene": SECRET_KEY, "intent": SECRET_EMAIL,
+        "keyphrases": [SECRET_KEY]}})
+    with _llm_memory(tmp_path / "home", fake_openai, perceive="openai") as mem:
+        with mem.turn("What did we decide about billing?", user="ana") as turn:
+            turn.complete("Postgres.")
+        stored = mem.episodes(user="ana")[0].model_dump_json()
+        assert SECRET_EMAIL not in stored and SECRET_KEY not in stored
+
+
+def test_an_endpoint_error_that_echoes_a_key_is_stored_and_reported_redacted(tmp_path, fake_openai):
+    from tests.fake_openai import Reply
+
+    fake_openai.push(*[Reply.error(500, f"upstream exploded; your key {SECRET_KEY} is bad")] * 4)
+    with _llm_memory(tmp_path / "home", fake_openai, extract="openai") as mem:
+        mem.add(["We moved billing to Postgres last week"], user="ana")
+        mem.flush(user="ana")
+        waiting, error = mem.learning_backlog(user="ana")
+        assert waiting == 1 and error and SECRET_KEY not in error
+        assert SECRET_KEY not in " ".join(mem.health(user="ana").reasons)

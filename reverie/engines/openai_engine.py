@@ -49,6 +49,7 @@ from reverie.engines.base import (
 )
 from reverie.errors import EngineError, InvalidInput
 from reverie.models import AREAS, CATEGORIES, Perception
+from reverie.redact import redact
 
 if TYPE_CHECKING:
     import openai
@@ -184,17 +185,17 @@ class OpenAIEngine:
                     raw = self._complete(step, messages)
                 return parse_answer(raw, answer_model)
             except _Transient as exc:
-                problem = str(exc)
+                problem = redact(str(exc))  # an endpoint's error may echo a key: logged and stored
                 if attempt + 1 < attempts:
                     pause = self.backoff * 2**attempt
                     logger.info("%s: %s; retrying in %.2fs", step, problem, pause)
                     time.sleep(pause)
             except _BadAnswer as exc:
-                problem = str(exc)
+                problem = redact(str(exc))
                 logger.info("%s: unusable answer (%s)", step, problem)
                 messages = [system, user, *_correction(raw, problem)]
         if raw:
-            logger.warning("%s: last raw answer from %s: %s", step, self.model, _truncate(raw, _RAW_LOG_CHARS))
+            logger.warning("%s: last raw answer from %s: %s", step, self.model, redact(_truncate(raw, _RAW_LOG_CHARS)))
         elif problem:  # no answer at all: the endpoint is down or failing, not the model confused
             self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, problem
         raise EngineError(
@@ -278,23 +279,28 @@ def _clean(value: Any) -> Any:
         return value
     cleaned = {key: _clean(item) for key, item in value.items() if item is not None}
     if "confidence" in cleaned:
-        confidence = _confidence(cleaned.pop("confidence"))
-        if confidence is not None:
-            cleaned["confidence"] = confidence
+        cleaned["confidence"] = _confidence(cleaned.pop("confidence"))
     return cleaned
 
 
-def _confidence(value: Any) -> float | None:
+# a confidence said in words; any other value that is no number counts as none at all (0: a
+# fact the model would not rate is not kept, where the default 0.8 would have kept it)
+_CONFIDENCE_WORDS = {"high": 0.9, "medium": 0.6, "moderate": 0.6, "low": 0.3}
+
+
+def _confidence(value: Any) -> float:
     if isinstance(value, bool):
-        return None
+        return 0.0
+    if isinstance(value, str) and value.strip().lower() in _CONFIDENCE_WORDS:
+        return _CONFIDENCE_WORDS[value.strip().lower()]
     try:
         if isinstance(value, str) and value.strip().endswith("%"):
             number = float(value.strip()[:-1]) / 100
         else:
             number = float(value)
     except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else min(1.0, max(0.0, number))
+        return 0.0
+    return 0.0 if math.isnan(number) else min(1.0, max(0.0, number))
 
 
 def _fold(key: str) -> str:
