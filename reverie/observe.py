@@ -81,10 +81,12 @@ def metrics_text() -> bytes:
     return generate_latest(REGISTRY)
 
 
-def configure_logging(level: str | None = None) -> None:
-    """Send ``reverie.*`` logs to stderr at ``level`` (default ``$REVERIE_LOG``; debug, info,
-    warning, error or trace). Hosts that configure logging themselves need not call it."""
-    name = (level or os.environ.get("REVERIE_LOG") or "").strip().upper()
+def configure_logging(level: str | None = None, *, default: str | None = None) -> None:
+    """Send ``reverie.*`` logs to stderr at ``level`` (else ``$REVERIE_LOG``, else ``default``;
+    debug, info, warning, error or trace), one plain line each and only there (not also
+    through a handler another library put on the root logger). Hosts that configure logging
+    themselves need not call it."""
+    name = (level or os.environ.get("REVERIE_LOG") or default or "").strip().upper()
     if not name:
         return
     value = TRACE if name == "TRACE" else logging.getLevelName(name)
@@ -97,6 +99,7 @@ def configure_logging(level: str | None = None) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         handler._reverie = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+    logger.propagate = False
 
 
 def _size(value: Any) -> int:

@@ -62,3 +62,21 @@ def test_engine_steps_are_logged_at_debug_and_in_full_redacted_at_trace(tmp_path
     )
     assert "reverie.engine" not in quiet.stderr
     logging.getLogger("reverie").handlers.clear()
+
+
+def test_a_record_is_logged_once_on_one_line_beside_the_mcp_sdks_root_handler():
+    # the MCP SDK configures the root logger (a wrapping handler); reverie's own handler must
+    # not let its records reach that one too (each was printed twice, one of them wrapped)
+    script = (
+        "import logging; from reverie import Memory; import tempfile\n"
+        "from reverie.server.mcp_server import create_mcp\n"
+        "from reverie.observe import configure_logging\n"
+        "create_mcp(Memory(tempfile.mkdtemp(), background=False), user='ana')\n"
+        "configure_logging('warning')\n"
+        "logging.getLogger('reverie.learn').warning('engine failed for %d episodes, ' + 'x' * 200, 3)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines() if "engine failed" in line or "xxxx" in line]
+    assert len(lines) == 1 and "WARNING reverie.learn: engine failed for 3 episodes" in lines[0]

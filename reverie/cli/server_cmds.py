@@ -29,6 +29,7 @@ from reverie.cli.common import (
     open_memory,
 )
 from reverie.keys import create_key, list_keys, revoke_key
+from reverie.observe import configure_logging
 from reverie.scheduler import Scheduler
 
 # reverie.server (FastAPI, uvicorn, the MCP SDK) is imported by the commands that serve, not
@@ -65,6 +66,8 @@ def serve(
         err_console.print(f"[bold red]error:[/] --no-auth is allowed only on {' or '.join(LOCAL_HOSTS)}, not {host}")
         raise typer.Exit(2)
     learn = "poll" if workers > 1 else "here"
+    # a server's log: one plain line a record (the MCP SDK puts a wrapping handler on the root)
+    configure_logging(default="warning")
     with contextlib.ExitStack() as stack:
         mem = stack.enter_context(open_memory(home, engine=engine, base_url=base_url, model=model,
                                               api_key=api_key, background=True, learn=learn, server=True))
