@@ -85,3 +85,13 @@ def test_migrate_needs_a_postgres_url_and_a_home(home, pg_url):
         mem.remember("Likes tea", user="ana")
     assert "postgresql://" in json.loads(migrate(home, "--to", "mysql://x").output)["error"]
     assert json.loads(migrate(home / "none", "--to", pg_url).output)["type"] == "NotFound"
+
+
+def test_migrate_reads_the_home_when_reverie_store_already_names_the_target(home, pg_url, monkeypatch):
+    # docs/postgres.md: set REVERIE_STORE to the new database, then migrate the home into it
+    with Memory(home, background=False) as mem:
+        mem.remember("Keeps bees on the roof", user="ana")
+    monkeypatch.setenv("REVERIE_STORE", pg_url)
+    dry = migrate(home, "--to", pg_url, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.output)["users"]["ana"]["facts"] == 1

@@ -73,6 +73,11 @@ def chosen_store() -> str | None:
     return _STORE.get()
 
 
+def drop_chosen_store() -> None:
+    """This command reads the home's own store, whatever ``--store`` / ``$REVERIE_STORE`` said."""
+    _STORE.set(None)
+
+
 app = typer.Typer(
     cls=_EveryCommandTakesStore,
     name="reverie",

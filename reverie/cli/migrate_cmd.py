@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from reverie.cli.common import Home, Json, Table, app, console, emit_json, fail_cleanly, open_memory
+from reverie.cli.common import (
+    Home,
+    Json,
+    Table,
+    app,
+    chosen_store,
+    console,
+    drop_chosen_store,
+    emit_json,
+    fail_cleanly,
+    open_memory,
+)
 from reverie.store.postgres import redact_url
 
 
@@ -21,8 +34,15 @@ def migrate(
 ) -> None:
     """Copy a SQLite home (every user, API key, journal and document) into PostgreSQL, then check
     the copy: rows of every kind counted on both sides, and each user's export compared."""
-    with fail_cleanly(), open_memory(home, create=False) as mem:
-        report = mem.migrate_to(to, dry_run=dry_run)
+    with contextlib.ExitStack() as stack:
+        if chosen_store() == to:
+            # `export REVERIE_STORE=<target>` before migrating (the order docs/postgres.md gives)
+            # names the target, not the SQLite home that is copied
+            drop_chosen_store()
+            if os.environ.get("REVERIE_STORE") == to:
+                stack.callback(os.environ.__setitem__, "REVERIE_STORE", os.environ.pop("REVERIE_STORE"))
+        with fail_cleanly(), open_memory(home, create=False) as mem:
+            report = mem.migrate_to(to, dry_run=dry_run)
     if as_json:
         emit_json(report.as_dict())
         return
