@@ -42,6 +42,7 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     drop: bool = False
+    retry_after: str | None = None  # an error's Retry-After header
 
     @classmethod
     def json(cls, obj: Any) -> Reply:
@@ -257,14 +258,16 @@ class FakeOpenAI:
                 if reply.delay and fake._closing.wait(reply.delay):
                     return
                 if reply.status != 200:
-                    self._send(reply.status, _error_body(reply.status, reply.content))
+                    self._send(reply.status, _error_body(reply.status, reply.content), reply.retry_after)
                 else:
                     self._send(200, fake._completion(body, reply.content))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], retry_after: str | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    if retry_after is not None:
+                        self.send_header("Retry-After", retry_after)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

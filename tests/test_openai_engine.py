@@ -476,3 +476,29 @@ def test_an_endpoint_error_that_echoes_a_key_is_stored_and_reported_redacted(tmp
         waiting, error = mem.learning_backlog(user="ana")
         assert waiting == 1 and error and SECRET_KEY not in error
         assert SECRET_KEY not in " ".join(mem.health(user="ana").reasons)
+
+
+def test_a_429_is_asked_again_after_the_pause_its_retry_after_names(fake_openai):
+    import time
+
+    from tests.fake_openai import Reply
+
+    fake_openai.push(Reply(content="slow down", status=429, retry_after="1"), {"summary": "Billing moved"})
+    engine = make_engine(fake_openai, max_retries=1)  # backoff 0.001 s: the header sets the pause
+    started = time.monotonic()
+    engine.summarize(SummarizeRequest(messages=[Message(content="We moved billing to Postgres")]))
+    assert 1.0 <= time.monotonic() - started < 5 and len(fake_openai.requests) == 2
+
+
+def test_perception_on_a_recalls_path_asks_once_and_falls_back(tmp_path, fake_openai):
+    from tests.fake_openai import Reply
+
+    fake_openai.push(Reply(content="{}", delay=3))
+    from reverie import Memory
+
+    with Memory(tmp_path / "home", background=False, engines={"perceive": "openai"},
+                llm={"base_url": fake_openai.base_url, "model": "fake-model", "timeout": 1, "max_retries": 2}) as mem:
+        mem.remember("Billing moved to Postgres", user="ana")
+        found = mem.recall("Where did billing move?", user="ana")
+        assert "Postgres" in found.context  # the heuristic engine perceived instead
+        assert len(fake_openai.requests) == 1  # not 1 + max_retries tries on the recall's path

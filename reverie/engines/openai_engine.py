@@ -71,7 +71,29 @@ class _BadAnswer(Exception):
 
 
 class _Transient(Exception):
-    """A failure worth retrying after a pause: timeout, lost connection, 429, 5xx."""
+    """A failure worth retrying after a pause: timeout, lost connection, 429, 5xx; ``after``:
+    the pause the server asked for (a 429's or 503's Retry-After), if it said one."""
+
+    def __init__(self, message: str, after: float | None = None):
+        super().__init__(message)
+        self.after = after
+
+
+# a recall waits at most this long on perception from an endpoint, and asks once: past it,
+# the heuristic engine perceives (learning, in the background, waits and retries instead)
+PERCEIVE_TIMEOUT_SECONDS = 5.0
+# the longest Retry-After a learning call waits out before asking again
+MAX_RETRY_AFTER_SECONDS = 60.0
+
+
+def _retry_after(exc: Any) -> float | None:
+    """A Retry-After in seconds (the HTTP-date form is not read), within the cap."""
+    value = getattr(getattr(exc, "response", None), "headers", {}).get("retry-after")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None or seconds < 0 else min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 class OpenAIEngine:
@@ -176,7 +198,8 @@ class OpenAIEngine:
         system = {"role": "system", "content": _system_prompt(step, answer_model, values)}
         user = {"role": "user", "content": data}
         messages = [system, user]
-        attempts = self.max_retries + 1
+        # perception is on a recall's path: one short try, then the heuristic engine
+        attempts = 1 if step == "perceive" else self.max_retries + 1
         problem = ""
         for attempt in range(attempts):
             raw = ""
@@ -187,7 +210,7 @@ class OpenAIEngine:
             except _Transient as exc:
                 problem = redact(str(exc))  # an endpoint's error may echo a key: logged and stored
                 if attempt + 1 < attempts:
-                    pause = self.backoff * 2**attempt
+                    pause = max(self.backoff * 2**attempt, exc.after or 0.0)
                     logger.info("%s: %s; retrying in %.2fs", step, problem, pause)
                     time.sleep(pause)
             except _BadAnswer as exc:
@@ -206,17 +229,19 @@ class OpenAIEngine:
     def _complete(self, step: str, messages: list[dict[str, str]]) -> str:
         import openai  # loaded by __init__ already: a dictionary lookup
 
+        timeout = min(self.timeout, PERCEIVE_TIMEOUT_SECONDS) if step == "perceive" else self.timeout
+        client = self._client.with_options(timeout=timeout) if timeout != self.timeout else self._client
         try:
-            completion = self._client.chat.completions.create(
+            completion = client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature  # type: ignore[arg-type]
             )
         except openai.APITimeoutError as exc:
-            raise _Transient(f"no answer within {self.timeout}s") from exc
+            raise _Transient(f"no answer within {timeout:g}s") from exc
         except openai.APIConnectionError as exc:
             raise _Transient(f"connection failed ({exc.__cause__ or exc})") from exc
         except openai.APIStatusError as exc:
             if exc.status_code == 429 or exc.status_code >= 500:
-                raise _Transient(f"the server is busy or failing ({exc.message})") from exc
+                raise _Transient(f"the server is busy or failing ({exc.message})", _retry_after(exc)) from exc
             raise EngineError(
                 f"{step}: {self.base_url} refused the request ({exc.message}); "
                 "check the base URL, the model name and the API key"
