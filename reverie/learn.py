@@ -180,11 +180,13 @@ class Learner:
         self.requeue_unlearned(user)
         return self._drain(user)
 
-    def _drain(self, user: str | None = None) -> int:
-        """Learn everything queued now. The threads of one user and agent are learned as one
-        batch: a flush after ingesting many threads makes a few engine calls, not one each."""
+    def _drain(self, user: str | None = None, *, retrying: bool = True) -> int:
+        """Learn everything queued now (``retrying=False``: but what waits for a retry after
+        a failure). The threads of one user and agent are learned as one batch: a flush after
+        ingesting many threads makes a few engine calls, not one each."""
         with self._cond:
-            keys = [k for k in self._queue if user is None or k[0] == user]
+            keys = [k for k in self._queue if (user is None or k[0] == user)
+                    and (retrying or not self._queue[k].attempts)]
             first: dict[tuple[str, str | None], Key] = {}
             for key in keys:
                 lead = first.setdefault((key[0], key[1]), key)
@@ -213,7 +215,9 @@ class Learner:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         if drain:
-            self._drain()
+            # what failed and waits for its retry stays in the store, unlearned, for the next
+            # start: closing does not call a failing endpoint once more
+            self._drain(retrying=False)
 
     def _run(self) -> None:
         while True:

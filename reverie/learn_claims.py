@@ -88,22 +88,22 @@ class ClaimingLearner(Learner):
             loop.join(timeout=10)
         super().stop(drain=drain)
 
-    def _drain(self, user: str | None = None) -> int:
+    def _drain(self, user: str | None = None, *, retrying: bool = True) -> int:
         """Claim and learn everything completed now (of ``user``), debounce or not, failed
-        ones too; what another replica holds is left to it. While the engines wait on an
+        ones too (unless not ``retrying``: at close); what another replica holds is left to it. While the engines wait on an
         endpoint, ``learn_threads`` loops claim at once (each stops at its first failure)."""
         loops = self.settings.learn_threads if user is None and self._parallel() else 1
         if loops > 1:
             with ThreadPoolExecutor(max_workers=loops, thread_name_prefix="reverie-flush") as pool:
-                return sum(pool.map(self._claim_all, [None] * loops))
-        return self._claim_all(user)
+                return sum(pool.map(lambda _: self._claim_all(None, retrying), range(loops)))
+        return self._claim_all(user, retrying)
 
-    def _claim_all(self, user: str | None) -> int:
+    def _claim_all(self, user: str | None, retrying: bool = True) -> int:
         learned = 0
         while True:
             refs = self.store.claim_learning(
                 self.owner, lease_seconds=self.lease, debounce_seconds=0.0, limit=POLL_BATCH, user=user,
-                retry_now=True,
+                retry_now=retrying,
             )
             if not refs:
                 return learned

@@ -432,11 +432,12 @@ def test_answer_keys_match_whatever_their_case_or_separators(fake_openai):
 SECRET_EMAIL, SECRET_KEY = "bob.jones@corp.io", "sk-proj-ZZZZabcdefghijklmnop1234567890"
 
 
-def _llm_memory(home, fake, **engines):
+def _llm_memory(home, fake, *, breaker_seconds=30, **engines):
     from reverie import Memory
 
     return Memory(home, background=False, engines=engines,
-                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0})
+                  llm={"base_url": fake.base_url, "model": "fake-model", "max_retries": 0,
+                       "breaker_seconds": breaker_seconds})
 
 
 def test_a_summary_answer_is_redacted_and_bounded_whatever_it_says(tmp_path, fake_openai):
@@ -502,3 +503,21 @@ def test_perception_on_a_recalls_path_asks_once_and_falls_back(tmp_path, fake_op
         found = mem.recall("Where did billing move?", user="ana")
         assert "Postgres" in found.context  # the heuristic engine perceived instead
         assert len(fake_openai.requests) == 1  # not 1 + max_retries tries on the recall's path
+
+
+def test_closing_does_not_call_a_failing_endpoint_once_more(tmp_path, fake_openai):
+    from tests.fake_openai import Reply
+
+    fake_openai.push(*[Reply.error(500, "down")] * 10)
+    # no breaker: only the learner's own rule keeps closing from asking again
+    mem = _llm_memory(tmp_path / "home", fake_openai, breaker_seconds=0, extract="openai")
+    mem.add(["We moved billing to Postgres last week"], user="ana")
+    mem.flush(user="ana")
+    asked = len(fake_openai.requests)
+    assert asked >= 1 and mem.learning_backlog(user="ana")[0] == 1
+    mem.close()
+    assert len(fake_openai.requests) == asked  # the episode waits, unlearned, for the next start
+    from reverie import Memory
+
+    with Memory(tmp_path / "home", background=False) as again:  # the heuristic engine, next time
+        assert again.flush(user="ana") == 1
