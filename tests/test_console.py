@@ -649,10 +649,14 @@ def test_the_dream_status_answers_json_even_for_an_error(setup):
     assert signed_out.status_code == 401 and "error" in signed_out.json()
 
 
-def test_a_plain_keys_refusal_names_its_user_plainly(setup):
+@pytest.mark.parametrize("path, status, said", [
+    ("/console/facts?user=bob", 403, "this key reaches only ana&#39;s memory"),  # no quotes round the name
+    ("/console/facts?status=gone", 400, "archived or all"),  # every choice of the filter
+])
+def test_a_refused_page_says_plainly_why(setup, path, status, said):
     _, app, keys = setup
-    refused = Browser(app, keys["ana"]).get("/console/facts?user=bob")
-    assert refused.status_code == 403 and "this key reaches only ana&#39;s memory" in refused.text
+    refused = Browser(app, keys["ana"]).get(path)
+    assert refused.status_code == status and said in refused.text
 
 
 def test_the_switch_form_with_no_user_asks_to_choose_one(setup):
@@ -662,12 +666,6 @@ def test_the_switch_form_with_no_user_asks_to_choose_one(setup):
     assert empty.headers["location"] == "/console/facts"
     page = admin.get("/console/facts").text
     assert "choose a user" in page and "pass user=" not in page
-
-
-def test_the_status_filter_error_names_every_choice(setup):
-    _, app, keys = setup
-    bad = Browser(app, keys["ana"]).get("/console/facts?status=gone")
-    assert bad.status_code == 400 and "archived or all" in bad.text
 
 
 def test_fact_search_trims_spaces(setup):

@@ -738,26 +738,15 @@ def test_an_imported_episode_without_its_messages_is_learned_without_failing(tmp
 
 
 def test_flushes_racing_over_the_same_episodes_learn_each_once_without_failing(tmp_path):
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     with Memory(tmp_path / "home", background=False) as mem:
         for round_ in range(5):
             mem.add([{"role": "user", "content": f"I always want the conclusion first, note {round_} {j}"}
                      for j in range(30)], user="ana", group="message")
-            errors: list[BaseException] = []
-
-            def flush() -> None:
-                try:
-                    mem.flush()
-                except BaseException as exc:  # noqa: BLE001 - the test reports any failure
-                    errors.append(exc)
-
-            threads = [threading.Thread(target=flush) for _ in range(3)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            assert errors == []
+            with ThreadPoolExecutor(max_workers=3) as pool:
+                for done in [pool.submit(mem.flush) for _ in range(3)]:
+                    done.result()  # a flush that failed raises here
         assert mem.learning_backlog(user="ana") == (0, "")
         assert all(e.learned for e in mem.episodes(user="ana", limit=None))
 
