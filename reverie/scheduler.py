@@ -94,6 +94,15 @@ class Scheduler:
                 runs = list(pool.map(dream, users))
         else:
             runs = [dream(user) for user in users]
+        failed = [run.user for run in runs if run is not None and run.status == "failed"]
+        if failed and not settings.offline("distill"):
+            # an endpoint that failed once (a learning batch of the flush, a dream) holds every
+            # call for its breaker's window: try those dreams once more after it, not next night
+            log.info("nightly dreams failed for %d user(s); trying again in %.0fs", len(failed),
+                     settings.llm.breaker_seconds)
+            if not self._stop.wait(settings.llm.breaker_seconds + 0.5):
+                again = {user: dream(user) for user in failed}
+                runs = [again.get(run.user, run) if run is not None else None for run in runs]
         return [run for run in runs if run is not None]
 
     def start(self) -> "Scheduler":

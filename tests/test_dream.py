@@ -467,3 +467,19 @@ def test_a_dream_promotes_the_pending_fact_its_note_repeats_instead_of_adding_a_
         assert mem.dream(user="ana").status == "done"
         live = mem.facts(user="ana")
         assert [(f.id, f.status) for f in live] == [(learned.id, "consolidated")]
+
+
+def test_a_nightly_dream_the_endpoints_breaker_held_is_tried_again_after_it(home, fake_openai):
+    # the night's flush or first dream met a failing endpoint: its breaker holds every call for
+    # a while; the dream runs after it that night, not the next one
+    fake_openai.push(Reply.error(500, "down"))
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0,
+                      "breaker_seconds": 1})
+    fake_openai.respond_by_step({"distill": keep_all_and_add({})})
+    try:
+        mem.remember("Prefers tea over coffee in the morning", user="ana", category="preference")
+        [run] = Scheduler(mem).run_once(now=day(0, 23))
+        assert run.status == "done", run.error
+    finally:
+        mem.close()
