@@ -19,6 +19,7 @@ and a value out of its range are an InvalidInput naming the setting.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import tomllib
@@ -30,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from reverie.errors import InvalidInput
 from reverie.models import ENGINE_STEPS as STEPS
 from reverie.models import MAX_BUDGET
+
+log = logging.getLogger("reverie.settings")
 
 ENGINE_NAMES = ("heuristic", "openai")
 # a server's usage counts are written together this often: with a write per recall, each
@@ -298,7 +301,19 @@ def _from_environment() -> dict[str, Any]:
         value = os.environ.get(f"REVERIE_ENGINE_{step.upper()}")
         if value:
             env.setdefault("engines", {})[step] = value
+    known = ({f"REVERIE_{s}" for s in simple.values()} | {f"REVERIE_LLM_{n.upper()}" for n in LLMSettings.model_fields}
+             | {f"REVERIE_ENGINE_{s.upper()}" for s in STEPS} | _OTHER_VARIABLES)
+    for name in sorted(n for n in os.environ if n.startswith("REVERIE_") and n not in known):
+        # not refused (another program may own a REVERIE_ name), but never silently ignored
+        near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
+        if near:
+            log.warning("%s is no setting and is ignored: did you mean %s?", name, near[0])
     return env
+
+
+# REVERIE_ variables read elsewhere: the CLI's, the server workers', the tests'
+_OTHER_VARIABLES = frozenset({"REVERIE_HOME", "REVERIE_USER", "REVERIE_LOG", "REVERIE_SERVE_WORKER",
+                              "REVERIE_TEST_POSTGRES", "REVERIE_SCREENSHOTS"})
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:

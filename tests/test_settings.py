@@ -131,3 +131,18 @@ def test_a_home_or_setting_given_beside_a_settings_object_is_refused_not_dropped
         Memory(settings=settings, background=False, budget=300)
     with Memory(tmp_path / "y", settings=settings, background=False) as mem:  # the same home is fine
         assert mem.home == tmp_path / "y"
+
+
+def test_a_misspelled_environment_variable_is_named_in_a_warning_not_silently_ignored(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from reverie.settings import Settings
+
+    monkeypatch.setenv("REVERIE_DEBOUNCE_SECNDS", "1")
+    monkeypatch.setenv("REVERIE_SOMETHING_ELSE_ENTIRELY", "x")  # another program's: no near setting
+    monkeypatch.setattr(logging.getLogger("reverie"), "propagate", True)  # a served app's logging may be on
+    with caplog.at_level(logging.WARNING, logger="reverie.settings"):
+        settings = Settings.load(tmp_path)
+    assert settings.debounce_seconds == 30.0
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["REVERIE_DEBOUNCE_SECNDS is no setting and is ignored: did you mean REVERIE_DEBOUNCE_SECONDS?"]
