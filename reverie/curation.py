@@ -17,6 +17,7 @@ from reverie.inputs import (
     LABEL_MAX,
     check_category,
     check_confidence,
+    check_reason,
     check_tags,
     check_text,
     check_unicode,
@@ -239,7 +240,7 @@ def feedback(ctx: Context, episode_id: str, status: str, *, reason: str = "", us
         raise InvalidInput(f"status must be one of {', '.join(FEEDBACK_STATUSES)}", field="status")
     with ctx.store.transaction():
         ep = get_episode(ctx, episode_id, user=user)
-        ep.feedback = Feedback(status=status, reason=redact(check_text(reason, "reason") or ""))  # type: ignore[arg-type]
+        ep.feedback = Feedback(status=status, reason=redact(check_reason(reason)))  # type: ignore[arg-type]
         ctx.store.put_episode(ep, reindex=False)
     return ep
 

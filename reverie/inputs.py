@@ -27,8 +27,11 @@ from reverie.models import CATEGORIES, MAX_BUDGET, as_utc, check_day
 from reverie.text import normalize_space
 
 USER_MAX = 64
-# threads, agents, projects, speakers, roles, message ids: short labels
+# threads, agents, projects, speakers, roles, message ids, tags: short labels
 LABEL_MAX = 200
+# the tags a caller puts on one item, and a feedback's reason
+MAX_TAGS = 32
+MAX_REASON_CHARS = 2000
 _USER_RE = re.compile(r"[^\W_][\w.-]*")
 # control characters other than tab and line breaks carry no meaning in memory text
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -46,6 +49,7 @@ __all__ = [
     "check_json",
     "check_messages",
     "check_query",
+    "check_reason",
     "check_tags",
     "check_text",
     "check_time",
@@ -232,13 +236,27 @@ def check_messages(messages: Any) -> list[Any]:
 
 
 def check_tags(tags: Any) -> list[str]:
+    """Feature tags a caller gives: at most :data:`MAX_TAGS` of at most :data:`LABEL_MAX`
+    characters each."""
     if tags is None:
         return []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidInput("tags must be a list of words", field="tags")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"tags holds {len(tags)} tags; an item takes at most {MAX_TAGS}", field="tags")
     for tag in tags:
         check_unicode(tag, "tags")
+        if len(tag) > LABEL_MAX:
+            raise InvalidInput(f"a tag is at most {LABEL_MAX} characters, not {len(tag):,}", field="tags")
     return tags
+
+
+def check_reason(value: Any) -> str:
+    """Why a person gave feedback: optional text of at most :data:`MAX_REASON_CHARS`."""
+    text = check_text(value, "reason") or ""
+    if len(text) > MAX_REASON_CHARS:
+        raise InvalidInput(f"reason is {len(text):,} characters; at most {MAX_REASON_CHARS:,}", field="reason")
+    return text
 
 
 def check_category(category: str | None) -> tuple[str, str | None]:

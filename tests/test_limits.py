@@ -275,3 +275,16 @@ def test_fuzzed_text_never_gets_a_500_and_a_rejection_changes_nothing(api, conte
         if r.status_code >= 400:
             assert state(memory) == before, (method, path, body, r.text)
             assert r.json().get("field") or r.json().get("detail")
+
+
+def test_tags_and_a_feedback_reason_have_their_limits(mem):
+    with pytest.raises(InvalidInput, match="an item takes at most 32"):
+        mem.remember("Plays the cello", user="ana", tags=[f"t{i}" for i in range(33)])
+    with pytest.raises(InvalidInput, match="a tag is at most 200 characters"):
+        mem.remember("Plays the cello", user="ana", tags=["x" * 201])
+    assert mem.facts(user="ana") == []
+    [episode] = mem.add(["We talked about the cello"], user="ana")
+    with pytest.raises(InvalidInput, match="reason is 2,001 characters"):
+        mem.feedback(episode.id, "confirmed", reason="r" * 2001, user="ana")
+    assert mem.episode(episode.id, user="ana").feedback is None
+    mem.feedback(episode.id, "confirmed", reason="helpful", user="ana")
