@@ -43,7 +43,7 @@ from reverie.models import (
 )
 from reverie.profiles import check_profile_length
 from reverie.redact import redact
-from reverie.store.base import FACT_ORDERS, Page
+from reverie.store.base import FACT_ORDERS, ITEM_KINDS, Page
 from reverie.tags import TagWriter, normalize_tag
 
 FACT_STATUSES = ("pending", "consolidated", "archived")
@@ -325,7 +325,20 @@ def merge_tags(ctx: Context, old: str, new: str, *, user: str) -> int:
     for name, field in ((old, "old"), (new, "new")):
         if not isinstance(name, str) or not name.strip():
             raise InvalidInput(f"{field} must be a tag name", field=field)
-    return TagWriter(ctx.store, user).merge(old, new)
+    journal = Journal(user=user, action="tags")  # undo gives OLD its items back
+    source_name, target_name = normalize_tag(old), normalize_tag(new)
+    with ctx.store.transaction():
+        tags = ctx.store.get_tags(user, [source_name, target_name])
+        source, target = tags.get(source_name), tags.get(target_name)
+        if source is not None and target is not None and source.name != target.name:
+            moved = ctx.store.postings(user, [source.name], ITEM_KINDS)
+            kept = {(p.kind, p.id) for p in ctx.store.postings(user, [target.name], ITEM_KINDS)}
+            journal.watch_tags([target])
+            journal.merged(source, target.name, [(p.kind, p.id, p.weight) for p in moved],
+                           [(p.kind, p.id) for p in moved if (p.kind, p.id) in kept])
+        count = TagWriter(ctx.store, user).merge(old, new)  # refuses what cannot be merged
+        journal.commit(ctx.store)
+    return count
 
 
 def stats(ctx: Context, users: list[str]) -> dict[str, Any]:

@@ -28,11 +28,14 @@ def journal_key(journal_id: str) -> str:
     return f"journal:{journal_id}"
 
 
-ChangeKind = Literal["fact", "episode", "profile", "tag"]
+ChangeKind = Literal["fact", "episode", "profile", "tag", "merge"]
 
 
 class Change(Model):
-    kind: ChangeKind  # a profile change's id is the section name, a tag's its name
+    # a profile change's id is the section name, a tag's its name; a merge's the merged tag's,
+    # its ``before`` the tag it went into ("into"), its status, and the postings it moved
+    # ("moved": [kind, item id, weight]) but for those the tag it went into had already ("kept")
+    kind: ChangeKind
     id: str
     before: dict[str, Any] | None = None  # None: the operation created it
 
@@ -54,6 +57,7 @@ class Journal(Model):
     undone_at: datetime | None = None
     _before: dict[tuple[ChangeKind, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
     _created: list[str] = PrivateAttr(default_factory=list)
+    _merges: list[Change] = PrivateAttr(default_factory=list)
 
     def watch(self, items: Iterable[Fact | Episode]) -> None:
         for item in items:
@@ -70,6 +74,12 @@ class Journal(Model):
 
     def created(self, fact: Fact) -> None:
         self._created.append(fact.id)
+
+    def merged(self, source: Tag, target: str, moved: list[tuple[str, str, float]], kept: list[tuple[str, str]]) -> None:
+        """``source`` (as it was) is about to be merged into ``target``: its postings move."""
+        self._merges.append(Change(kind="merge", id=source.name, before={
+            "into": target, "status": source.status, "moved": [list(m) for m in moved], "kept": [list(k) for k in kept],
+        }))
 
     def commit(self, store: Store) -> "Journal":
         """Record what changed (inside the caller's transaction); nothing changed, nothing saved."""
@@ -89,6 +99,7 @@ class Journal(Model):
             if key in now and now[key] != before and key[1] not in created
         ]
         self.changes += [Change(kind="fact", id=i) for i in dict.fromkeys(self._created)]
+        self.changes += self._merges
         snapshot = store.get_meta(SNAPSHOT.format(user=self.user))
         self.memory_md_before = list(json.loads(snapshot)["facts"]) if snapshot else None
         if self.changes:

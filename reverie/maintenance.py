@@ -427,8 +427,9 @@ def _change_set(journal: Journal) -> ChangeSet:
 
 
 def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
-    """Put back what one journaled operation (a dream, consolidate, tidy, sync or clean)
-    changed: changed items return to their earlier state, items it created are archived."""
+    """Put back what one journaled operation (a dream, consolidate, tidy, sync, clean, an edit
+    or a tag merge) changed: changed items return to their earlier state, items it created
+    are archived, a merged tag gets its items back."""
     raw = ctx.store.get_meta(journal_key(journal_id))
     journal = Journal.model_validate_json(raw) if raw else None
     if journal is None or journal.user != user:
@@ -444,6 +445,16 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
             if change.kind == "episode":
                 ctx.store.put_episode(Episode.model_validate(change.before))
                 report.restored += 1
+            elif change.kind == "merge":
+                before = change.before or {}
+                merged = ctx.store.get_tags(user, [change.id]).get(change.id)
+                if merged is not None:  # its postings back from the tag it went into, then itself
+                    moved = [(str(k), str(i), float(w)) for k, i, w in before.get("moved", [])]
+                    kept = [(str(k), str(i)) for k, i in before.get("kept", [])]
+                    ctx.store.unretag(user, change.id, str(before.get("into", "")), moved, kept)
+                    merged.merged_to, merged.updated_at = None, now
+                    TagWriter(ctx.store, user).set_status(merged, str(before.get("status", "active")))
+                    report.restored += 1
             elif change.kind == "tag":
                 tags = ctx.store.get_tags(user, [change.id])
                 if change.id in tags:

@@ -386,7 +386,13 @@ def test_tags_deprecate_with_undo_and_merge(setup):
     assert merged.status_code == 303
     tags = {t["name"]: t for t in memory.tags(user="ana")}
     assert tags["trekking"]["status"] == "merged" and tags["trekking"]["merged_to"] == "hiking"
-    assert "Merged “trekking” into “hiking”" in ana.get("/console/tags").text
+    page = ana.get("/console/tags").text
+    assert "Merged “trekking” into “hiking”" in page
+    # the merge is journaled: its Undo gives trekking its items back
+    undo = re.search(r'action="/console/changes/(chg_[0-9a-f]+)/undo"', page).group(1)
+    ana.post(f"/console/changes/{undo}/undo", page="/console/tags")
+    tags = {t["name"]: t for t in memory.tags(user="ana")}
+    assert tags["trekking"]["status"] != "merged" and tags["trekking"]["items"] == 1
 
 
 def test_an_undo_offered_after_a_write_takes_back_that_write_or_none(setup):

@@ -370,3 +370,20 @@ def test_clean_retires_tags_that_never_recurred_and_undo_brings_them_back(bmem):
     assert {t["name"]: t["status"] for t in mem.tags(user="ana")} == {"jazz": "active", "theremin": "deprecated"}
     mem.undo(report.journal, user="ana")
     assert {t["name"]: t["status"] for t in mem.tags(user="ana")}["theremin"] == "active"
+
+
+def test_a_tag_merge_is_journaled_and_undo_gives_the_merged_tag_its_items_back(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    trek = mem.remember("Went trekking in Nepal", user="ana", tags=["trekking"])
+    both = mem.remember("Trekked and hiked the Alps", user="ana", tags=["trekking", "hiking"])
+    hike = mem.remember("Hikes every summer", user="ana", tags=["hiking"])
+    assert mem.merge_tags("trekking", "hiking", user="ana") == 1  # `both` had hiking already
+    tags = {t["name"]: t for t in mem.tags(user="ana")}
+    assert tags["trekking"]["status"] == "merged" and tags["hiking"]["items"] == 3
+    [change] = [c for c in mem.changes(user="ana") if c.action == "tags"]
+    mem.undo(change.id, user="ana")
+    tags = {t["name"]: t for t in mem.tags(user="ana")}
+    assert tags["trekking"]["status"] != "merged" and tags["trekking"]["merged_to"] is None
+    assert tags["trekking"]["items"] == 2 and tags["hiking"]["items"] == 2
+    carrying = {p.id for p in mem.store.postings("ana", ["trekking"], ["fact"])}
+    assert carrying == {trek.id, both.id} and hike.id not in carrying

@@ -18,6 +18,7 @@ import pytest
 from reverie import InvalidInput, Memory, StoreBusy, StoreError
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
+from reverie.store.base import ITEM_KINDS
 from reverie.text import terms
 from tests.pg import drop_schema, new_schema
 
@@ -462,9 +463,16 @@ def test_tags_postings_counts_relations_and_retag(store):
     assert store.relation_levels("ana", pairs) == {("tea", "drinks"): "synonym", ("drinks", "tea"): "synonym"}
     assert store.relation_levels("bob", pairs) == {} and store.relation_levels("ana", []) == {}
 
+    before = {t: sorted(store.postings("ana", [t], ITEM_KINDS)) for t in ("coffee", "drinks")}
+    moved = [(p.kind, p.id, p.weight) for p in before["coffee"]]
+    kept = [(p.kind, p.id) for p in before["coffee"] if (p.kind, p.id) in {(q.kind, q.id) for q in before["drinks"]}]
     assert store.retag("ana", "coffee", "drinks") == 1
     assert store.tag_counts("ana", ["coffee", "drinks"]) == {"drinks": 5}
     assert store.postings("bob", ["tea"], ["episode"]) == []
+    # a merge taken back: each tag carries what it carried before, and the counts follow
+    store.unretag("ana", "coffee", "drinks", moved, kept)
+    assert {t: sorted(store.postings("ana", [t], ITEM_KINDS)) for t in ("coffee", "drinks")} == before
+    assert store.tag_counts("ana", ["coffee", "drinks"]) == {t: len(p) for t, p in before.items() if p}
 
 
 def test_tag_sizes_follow_every_write_of_the_postings(store):

@@ -411,13 +411,13 @@ def add_routes(router: APIRouter, console: Console) -> None:
     @router.post("/tags/merge")
     def merge(view: View = Depends(posted)) -> Response:
         old, new = view.form.get("old", "").strip(), view.form.get("new", "").strip()
-        moved = memory.merge_tags(old, new, user=view.user)
+        moved, change = recorded(lambda: memory.merge_tags(old, new, user=view.user))
         # the names the tags really have ("HELIX" is the tag helix), read back after the merge
         merged = memory.store.get_tags(view.user, [normalize_tag(old)]).get(normalize_tag(old))
         source = merged.name if merged is not None else normalize_tag(old)
         target = (merged.merged_to if merged is not None else None) or normalize_tag(new)
         return view.redirect(view.back(f"{PREFIX}/tags"),
-                             flash=f"Merged “{source}” into “{target}”: {moved} item(s) moved.")
+                             flash=f"Merged “{source}” into “{target}”: {moved} item(s) moved.", undo=change)
 
     @router.post("/tags/status")
     def tag_status(view: View = Depends(posted)) -> Response:

@@ -802,6 +802,12 @@ class Store(ABC):
     def retag(self, user: str, old: str, new: str) -> int:
         """Move every posting of ``old`` to ``new`` (tag merge); returns how many moved."""
 
+    @abstractmethod
+    def unretag(self, user: str, old: str, new: str, moved: Sequence[tuple[str, str, float]],
+                kept: Iterable[tuple[str, str]]) -> None:
+        """Take back a :meth:`retag`: ``old`` carries the ``moved`` postings (kind, item id,
+        weight) again, and ``new`` no longer does, but on the items it carried before (``kept``)."""
+
     # ------------------------------------------------------------ runs, keys, settings
     @abstractmethod
     def put_dream_run(self, run: DreamRun) -> None: ...

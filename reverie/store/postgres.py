@@ -1835,6 +1835,16 @@ class PostgresStore(Store):
             self._do("DELETE FROM item_tags WHERE user_id = %s AND tag = %s", (user, old))
         return moved
 
+    def unretag(self, user: str, old: str, new: str, moved: Sequence[tuple[str, str, float]],
+                kept: Iterable[tuple[str, str]]) -> None:
+        keep = set(kept)
+        with self.transaction():
+            self._lock([user])
+            self._many("INSERT INTO item_tags (user_id, tag, kind, item_id, weight) VALUES (%s, %s, %s, %s, %s) "
+                       "ON CONFLICT DO NOTHING", [(user, old, kind, item, weight) for kind, item, weight in moved])
+            self._many("DELETE FROM item_tags WHERE user_id = %s AND tag = %s AND kind = %s AND item_id = %s",
+                       [(user, new, kind, item) for kind, item, _ in moved if (kind, item) not in keep])
+
     def load_postings(self, user: str, rows: Sequence[tuple[str, str, str, float]]) -> None:
         """New (tag, kind, item id, weight) postings appended in this order (one COPY: a
         migration keeps the order they were tagged in, which bounded posting reads follow)."""

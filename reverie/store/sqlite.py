@@ -1453,6 +1453,16 @@ class SQLiteStore(Store):
             self._x("DELETE FROM item_tags WHERE user = ? AND tag = ?", (user, old))
         return moved
 
+    def unretag(self, user: str, old: str, new: str, moved: Sequence[tuple[str, str, float]],
+                kept: Iterable[tuple[str, str]]) -> None:
+        keep = set(kept)
+        with self.transaction():
+            conn = self._conn()
+            conn.executemany("INSERT OR IGNORE INTO item_tags (user, tag, kind, item_id, weight) VALUES (?, ?, ?, ?, ?)",
+                             [(user, old, kind, item, weight) for kind, item, weight in moved])
+            conn.executemany("DELETE FROM item_tags WHERE user = ? AND tag = ? AND kind = ? AND item_id = ?",
+                             [(user, new, kind, item) for kind, item, _ in moved if (kind, item) not in keep])
+
     # ------------------------------------------------------------ runs, keys, meta
     def put_dream_run(self, run: DreamRun) -> None:
         body = json.dumps(
