@@ -225,17 +225,21 @@ class Memory:
             self.learner.enqueue(episodes)
             return episodes
 
+        parts = 0
+
         def learn_part() -> None:
-            nonlocal learned
+            nonlocal learned, parts
+            parts += 1
             learned += self.flush(user=user)
 
         # a large file streams in: each part is learned before the next is read, so neither
         # the messages nor the learning queue grow with the file
         report = ingest(source, add=add, on_progress=on_progress, after_part=learn_part if learn else None)
         if learn:
-            if on_progress is not None:
-                on_progress("learning")
-            learned += self.flush(user=user)
+            if not parts:  # each part was learned as it came: a flush again would only retry
+                if on_progress is not None:  # a failing endpoint's batches once more
+                    on_progress("learning")
+                learned += self.flush(user=user)
             report.learned = learned
         counts = self.stats(user=user)["users"][user]
         report.facts, report.tags = counts["facts"], counts["tags"]

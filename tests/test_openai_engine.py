@@ -521,3 +521,14 @@ def test_closing_does_not_call_a_failing_endpoint_once_more(tmp_path, fake_opena
 
     with Memory(tmp_path / "home", background=False) as again:  # the heuristic engine, next time
         assert again.flush(user="ana") == 1
+
+
+def test_an_ingest_asks_a_failing_endpoint_once_a_part(tmp_path, fake_openai):
+    fake_openai.respond_by_step({"extract": "not json at all", "summarize": {"summary": "Billing moved"}})
+    talk = tmp_path / "talk.txt"
+    talk.write_text("ana: We moved billing to Postgres last week\nbot: Good move.\n", encoding="utf-8")
+    with _llm_memory(tmp_path / "home", fake_openai, breaker_seconds=0, extract="openai") as mem:
+        report = mem.ingest(talk, user="ana")
+        extracts = [r for r in fake_openai.requests if "reverie-step: extract" in json.dumps(r.body)]
+        assert len(extracts) == 1 and report.learned == 0  # one part, one try (max_retries 0)
+        assert mem.learning_backlog(user="ana")[0] == 1
