@@ -8,8 +8,7 @@ arguments; each write is one transaction through the one fact writer.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
@@ -45,6 +44,8 @@ from reverie.profiles import check_profile_length
 from reverie.redact import redact
 from reverie.store.base import FACT_ORDERS, ITEM_KINDS, Page
 from reverie.tags import TagWriter, normalize_tag
+
+_Stored = TypeVar("_Stored", Fact, KnowledgeDoc)
 
 FACT_STATUSES = ("pending", "consolidated", "archived")
 TAG_STATUSES = ("unexamined", "active", "deprecated", "merged")
@@ -92,13 +93,21 @@ def remember(
     return stored
 
 
-def remembered(fact: Fact, started: datetime) -> str:
-    """What :func:`remember` did with a line, for the caller to hear: ``created`` (a new fact),
-    ``superseded`` (a new fact that archived the older value it updates) or ``reinforced``
-    (a near-duplicate of a stored fact: that fact gained a use; this wording was not kept)."""
-    if fact.created_at < started:
-        return "reinforced"
-    return "superseded" if fact.supersedes else "created"
+def created_by(write: Callable[[], _Stored]) -> tuple[_Stored, bool]:
+    """``write()``'s item and whether that call created it: a write that found its item
+    stored already (a near-duplicate fact, the same knowledge document) returns that one."""
+    started = utcnow()
+    item = write()
+    return item, item.created_at >= started
+
+
+def remembered(write: Callable[[], Fact]) -> tuple[Fact, str]:
+    """``write()`` (a :func:`remember`) and what it did with the line, for the caller to hear:
+    ``created`` (a new fact), ``superseded`` (a new fact that archived the older value it
+    updates) or ``reinforced`` (a near-duplicate of a stored fact: that fact gained a use;
+    this wording was not kept)."""
+    fact, new = created_by(write)
+    return fact, ("superseded" if fact.supersedes else "created") if new else "reinforced"
 
 
 def _known_category(category: str | None) -> str | None:

@@ -347,25 +347,17 @@ def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]
     are read lazily, one line at a time; a JSON file is parsed whole, so JSONL is the
     format for large exports."""
     thread = path.stem
+    check_utf8(path)
     if path.suffix == ".jsonl":
-        check_utf8(path)
         yield thread, FileLines(path, _jsonl_messages)
     elif path.suffix == ".json":
-        data_bytes = path.read_bytes()
         try:
-            text = data_bytes.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            start = exc.start + (3 if data_bytes.startswith(codecs.BOM_UTF8) else 0)
-            raise not_utf8(path, data_bytes, start, data_bytes.count(b"\n", 0, start) + 1) from None
-        del data_bytes
-        try:
-            data = json.loads(text)
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path.name} is not valid JSON: {exc}", field="$") from exc
         for conv in _from_json(data, thread, path.name):
             yield conv.thread, conv.messages
     else:
-        check_utf8(path)
         yield thread, FileLines(path, _line_messages)
 
 
@@ -407,10 +399,10 @@ def check_utf8(path: Path) -> None:
             lines += chunk.count(b"\n")
 
 
-def not_utf8(path: Path, data: bytes, at: int, line: int, byte: bytes | None = None) -> InvalidInput:
-    """The error for a file that is not UTF-8 text: which byte, on which line."""
-    byte = data[at:at + 1] if byte is None else byte
-    utf16 = " (it looks like UTF-16)" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
+def not_utf8(path: Path, head: bytes, at: int, line: int, byte: bytes) -> InvalidInput:
+    """The error for a file that is not UTF-8 text (``head``: its first bytes): which byte, on
+    which line."""
+    utf16 = " (it looks like UTF-16)" if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
     what = f"0x{byte.hex()} " if byte else ""
     return InvalidInput(
         f"{path.name} is not UTF-8 text{utf16}: byte {what}at offset {at} (line {line}) is not UTF-8; "

@@ -59,6 +59,7 @@ __all__ = [
     "clean_id",
     "clean_label",
     "clean_text",
+    "fit_label",
     "normalize_category",
 ]
 
@@ -169,25 +170,32 @@ def clean_label(value: str, field: str) -> str: ...
 def clean_label(value: object, field: str) -> str | None: ...
 def clean_label(value: object, field: str) -> str | None:
     """Threads, agents, speakers, roles, projects: short labels, stored without secrets."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
-    if len(value) > LABEL_MAX:
-        raise InvalidInput(f"{field} is {len(value):,} characters; a label is at most {LABEL_MAX}", field=field)
-    return _redact.redact_label(_CONTROL.sub("", check_unicode(value, field)).strip())
+    text = _short_text(value, field, "a label", numbers=False)
+    return None if text is None else _redact.redact_label(text)
+
+
+def fit_label(text: str) -> str:
+    """A label an engine answered (a scene, an intent, a keyphrase), as one is stored:
+    redacted and at most :data:`LABEL_MAX` characters, whatever the engine said."""
+    return _redact.redact_label(text)[:LABEL_MAX]
 
 
 def check_id(value: object, field: str) -> str | None:
     """An id as text: text or a whole number, control characters dropped, at most
     :data:`LABEL_MAX` characters (:func:`clean_id` then keeps personal data out of it)."""
+    return _short_text(value, field, "an id", numbers=True)
+
+
+def _short_text(value: object, field: str, what: str, *, numbers: bool) -> str | None:
+    """A label's or an id's text: text (or, with ``numbers``, a whole number), valid Unicode,
+    control characters dropped, blanks trimmed, at most :data:`LABEL_MAX` characters."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if isinstance(value, bool) or not isinstance(value, (str, int) if numbers else str):
         raise InvalidInput(f"{field} must be text, not {type(value).__name__}", field=field)
     text = _CONTROL.sub("", check_unicode(str(value), field)).strip()
     if len(text) > LABEL_MAX:
-        raise InvalidInput(f"{field} is {len(text):,} characters; an id is at most {LABEL_MAX}", field=field)
+        raise InvalidInput(f"{field} is {len(text):,} characters; {what} is at most {LABEL_MAX}", field=field)
     return text
 
 

@@ -34,10 +34,10 @@ from reverie.engines.base import (
 from reverie.errors import EngineError, StoreBusy
 from reverie.facts import clip_learned
 from reverie.heap import paused_gc
-from reverie.inputs import LABEL_MAX, normalize_category
+from reverie.inputs import fit_label, normalize_category
 from reverie.messages import clip, is_trivial
-from reverie.models import AGENT_ROLES
 from reverie.models import (
+    AGENT_ROLES,
     AREAS,
     PROFILE_SECTIONS,
     Episode,
@@ -49,7 +49,7 @@ from reverie.models import (
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
 from reverie.profiles import fit_section, note_trimmed
-from reverie.redact import redact, redact_label
+from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
@@ -338,9 +338,7 @@ class Learner:
     ) -> None:
         """``ids`` failed (their error is recorded); they and the ``later`` ones not tried
         yet wait in the queue again, with a growing delay."""
-        LEARNING_FAILURES.inc()
-        said = redact(str(exc))  # what an endpoint answered may hold a secret: logged and stored
-        log.warning("engine failed for %d episodes of %s, will retry: %s", len(ids), key, said)
+        said = failed(exc, len(ids), key)
         self.store.mark_learned(ids, learned=False, error=said[:500])
         pending.attempts += 1
         delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (pending.attempts - 1))
@@ -571,6 +569,15 @@ def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
     return drawn or [sid for e in episodes for sid in e.source_ids]
 
 
+def failed(exc: Exception, episodes: int, whose: object) -> str:
+    """A learning batch failed: counted, logged, and its error as it may be kept (redacted:
+    what an endpoint answered may echo a key)."""
+    LEARNING_FAILURES.inc()
+    said = redact(str(exc))
+    log.warning("engine failed for %d episodes of %s, will retry: %s", episodes, whose, said)
+    return said
+
+
 def _bounded(summary: EpisodeSummary) -> EpisodeSummary:
     """An engine's summary within :data:`MAX_SUMMARY_CHARS` / :data:`MAX_OVERVIEW_CHARS` and
     :data:`MAX_ITEM_TAGS`, its scene labels redacted and short (an endpoint may answer
@@ -579,8 +586,8 @@ def _bounded(summary: EpisodeSummary) -> EpisodeSummary:
         "summary": clip(summary.summary, MAX_SUMMARY_CHARS),
         "overview": clip(summary.overview, MAX_OVERVIEW_CHARS),
         "tags": summary.tags[:MAX_ITEM_TAGS],
-        "scene": redact_label(summary.scene)[:LABEL_MAX] or "general",
-        "sub_scene": redact_label(summary.sub_scene)[:LABEL_MAX],
+        "scene": fit_label(summary.scene) or "general",
+        "sub_scene": fit_label(summary.sub_scene),
     })
 
 

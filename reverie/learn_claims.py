@@ -26,10 +26,8 @@ from typing import Iterable
 
 from reverie.context import Context
 from reverie.errors import EngineError, StoreBusy, StoreError
-from reverie.learn import POLL_BATCH, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, Learner, _chunks
+from reverie.learn import POLL_BATCH, RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, Learner, _chunks, failed
 from reverie.models import Episode
-from reverie.observe import LEARNING_FAILURES
-from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 
 log = logging.getLogger("reverie.learn")
@@ -90,8 +88,9 @@ class ClaimingLearner(Learner):
 
     def _drain(self, user: str | None = None, *, retrying: bool = True) -> int:
         """Claim and learn everything completed now (of ``user``), debounce or not, failed
-        ones too (unless not ``retrying``: at close); what another replica holds is left to it. While the engines wait on an
-        endpoint, ``learn_threads`` loops claim at once (each stops at its first failure)."""
+        ones too (unless not ``retrying``: at close); what another replica holds is left to
+        it. While the engines wait on an endpoint, ``learn_threads`` loops claim at once (each
+        stops at its first failure)."""
         loops = self.settings.learn_threads if user is None and self._parallel() else 1
         if loops > 1:
             with ThreadPoolExecutor(max_workers=loops, thread_name_prefix="reverie-flush") as pool:
@@ -161,10 +160,8 @@ class ClaimingLearner(Learner):
                     try:
                         self.learn(chunk)
                     except EngineError as exc:
-                        LEARNING_FAILURES.inc()
                         rest = [e.id for e in episodes[start:]]
-                        said = redact(str(exc))  # an endpoint's answer may hold a secret
-                        log.warning("engine failed for %d episodes of %s, will retry: %s", len(rest), refs[0].user, said)
+                        said = failed(exc, len(rest), refs[0].user)
                         done.set()
                         self.store.release_learning(
                             self.owner, rest, error=said[:500], retry_base=RETRY_BASE_SECONDS,

@@ -23,7 +23,6 @@ Messages = Iterable[RawMessage]
 
 # where a message may carry its time, first found wins
 TIME_FIELDS = ("at", "timestamp", "created_at", "time")
-# roles whose words are the agent's, not the user's
 # a speaker field that names a role, not a person
 ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user"}
 TRIVIAL = re.compile(

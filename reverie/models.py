@@ -74,6 +74,7 @@ def check_day(value: object) -> str:
         raise ValueError(f"{value!r} is not a real calendar day") from exc
     return value
 
+
 # the roles of messages the agent's side wrote: never what the user said
 AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
 # the steps an engine does, each configurable on its own (settings.engines)

@@ -16,11 +16,10 @@ from datetime import datetime
 from types import TracebackType
 
 from reverie.errors import Conflict, NotFound
-from reverie.inputs import LABEL_MAX, clean_text
+from reverie.inputs import MAX_TAGS, clean_text, fit_label
 from reverie.learn import Learner
 from reverie.models import Episode, EpisodeStatus, Message, Perception, as_utc, utcnow
 from reverie.recall import Recall, Recaller
-from reverie.redact import redact_label
 from reverie.store.base import Store
 
 log = logging.getLogger("reverie.turn")
@@ -168,12 +167,9 @@ class Turn:
 def stored_perception(p: Perception) -> Perception:
     """A perception as an episode keeps it: an engine's labels redacted and short, as every
     write path holds what it stores (an endpoint may answer a scene holding an email)."""
-    def label(text: str) -> str:
-        return redact_label(text)[:LABEL_MAX]
-
     return p.model_copy(update={
-        "scene": label(p.scene) or "general", "sub_scene": label(p.sub_scene), "intent": label(p.intent),
-        "emotion": label(p.emotion), "keyphrases": [label(k) for k in p.keyphrases[:32]],
-        "tags": [label(t) for t in p.tags[:32]],
-        "time_refs": [r.model_copy(update={"text": label(r.text)}) for r in p.time_refs[:32]],
+        "scene": fit_label(p.scene) or "general", "sub_scene": fit_label(p.sub_scene), "intent": fit_label(p.intent),
+        "emotion": fit_label(p.emotion), "keyphrases": [fit_label(k) for k in p.keyphrases[:MAX_TAGS]],
+        "tags": [fit_label(t) for t in p.tags[:MAX_TAGS]],
+        "time_refs": [r.model_copy(update={"text": fit_label(r.text)}) for r in p.time_refs[:MAX_TAGS]],
     })

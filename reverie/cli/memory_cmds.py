@@ -28,9 +28,8 @@ from reverie.cli.common import (
     open_memory,
     say,
 )
-from reverie.curation import remembered
+from reverie.curation import created_by, remembered
 from reverie.errors import InvalidInput
-from reverie.models import utcnow
 from reverie.recall import Recall
 
 tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
@@ -82,9 +81,7 @@ def remember(
 ) -> None:
     """Store a fact you vouch for (a near-duplicate reinforces the existing one)."""
     with open_memory(home) as mem:
-        started = utcnow()
-        fact = mem.remember(content, user=user, category=category, area=area)
-        outcome = remembered(fact, started)
+        fact, outcome = remembered(lambda: mem.remember(content, user=user, category=category, area=area))
         # a near-duplicate is not stored twice: the stored line gains a use, and the caller hears so
         verb = "already known, reinforced" if outcome == "reinforced" else "remembered"
         replaced = f" (replaces {fact.supersedes}, now archived)" if outcome == "superseded" else ""
@@ -397,10 +394,9 @@ def knowledge_add(
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{file.name} is not UTF-8 text (byte {exc.start}: {exc.reason})", field="file") from exc
         heading = next((line.lstrip("# ").strip() for line in body.splitlines() if line.startswith("#")), None)
-        started = utcnow()
-        doc = mem.add_knowledge(title or heading or file.stem, body, user=user, tags=tag or [], scope=scope,
-                                agent=agent, project=project)
-        verb = "added" if doc.created_at >= started else "already stored, nothing added:"
+        doc, new = created_by(lambda: mem.add_knowledge(title or heading or file.stem, body, user=user, tags=tag or [],
+                                                        scope=scope, agent=agent, project=project))
+        verb = "added" if new else "already stored, nothing added:"
         say(doc, as_json, f"{verb} {doc.id}: {escape(doc.title)}")
 
 

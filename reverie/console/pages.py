@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -33,15 +33,12 @@ from reverie.errors import AccessDenied, Conflict, InvalidInput, NotFound, Rever
 from reverie.journal import recorded
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.memory_md import text_sha
-from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode, utcnow
+from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode
 from reverie.recall import RecallItem
 from reverie.scheduler import Scheduler
 from reverie.store.base import FACT_ORDERS
 from reverie.tags import normalize_tag
 from reverie.text import clip_line
-
-if TYPE_CHECKING:
-    from reverie.memory import Memory
 
 PAGE = 50
 TAG_PAGE = 60
@@ -157,9 +154,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
     def remember(view: View = Depends(posted)) -> Response:
         user = view.user
         category = view.form.get("category") or "other"
-        started = utcnow()
-        fact = memory.remember(view.form.get("content", ""), user=user, category=category)
-        outcome = remembered(fact, started)
+        fact, outcome = remembered(lambda: memory.remember(view.form.get("content", ""), user=user, category=category))
         if outcome == "reinforced":
             said = (f"Already known: reinforced “{_short(fact.content)}” (now [{fact.uses}x]); the wording you typed "
                     "was not kept" + (f", and the fact stays {fact.category}" if fact.category != category.strip().lower()

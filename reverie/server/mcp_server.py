@@ -25,7 +25,7 @@ from pydantic import Field
 from reverie.curation import remembered
 from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
-from reverie.models import FeedbackStatus, utcnow
+from reverie.models import FeedbackStatus
 from reverie.recall import neutralize
 from reverie.server.shapes import TurnCompleted, TurnOpened
 from reverie.version import __version__
@@ -133,9 +133,8 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         the stored fact gained a use and is returned, this wording was not kept)."""
 
         def store(user: str) -> dict[str, Any]:
-            started = utcnow()
-            fact = memory.remember(content, user=user, category=category)
-            return {**fact.model_dump(mode="json", by_alias=True), "outcome": remembered(fact, started)}
+            fact, outcome = remembered(lambda: memory.remember(content, user=user, category=category))
+            return {**fact.model_dump(mode="json", by_alias=True), "outcome": outcome}
 
         return _answer(store)
 

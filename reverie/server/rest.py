@@ -32,7 +32,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from reverie.console import mount_console, mount_docs
-from reverie.curation import remembered
+from reverie.curation import created_by, remembered
 from reverie.errors import (
     AccessDenied,
     Conflict,
@@ -57,7 +57,6 @@ from reverie.models import (
     KnowledgeScope,
     Profile,
     TagStatus,
-    utcnow,
 )
 from reverie.observe import metrics_text
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
@@ -406,9 +405,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         when it archived the older value it updates; a near-duplicate reinforces the stored
         fact instead (200, ``outcome`` ``reinforced``: that fact is returned, this wording is
         not kept)."""
-        started = utcnow()
-        fact = memory.remember(body.content, user=user, **body.model_dump(exclude={"content"}))
-        outcome = remembered(fact, started)
+        fact, outcome = remembered(lambda: memory.remember(body.content, user=user, **body.model_dump(exclude={"content"})))
         if outcome == "reinforced":
             response.status_code = 200
         return RememberedFact.model_validate({**fact.model_dump(), "outcome": outcome})
@@ -539,10 +536,9 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def add_knowledge(body: KnowledgeIn, response: Response, user: str = caller) -> KnowledgeDoc:
         """A whole markdown document (a reusable pattern), recalled when matched; the same
         document again is a 200 with the stored one (nothing added)."""
-        started = utcnow()
-        doc = memory.add_knowledge(body.title, body.body, user=user, tags=body.tags, scope=body.scope,
-                                   agent=body.agent, project=body.project)
-        if doc.created_at < started:
+        doc, new = created_by(lambda: memory.add_knowledge(body.title, body.body, user=user, tags=body.tags,
+                                                           scope=body.scope, agent=body.agent, project=body.project))
+        if not new:
             response.status_code = 200
         return doc
 

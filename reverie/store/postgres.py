@@ -784,10 +784,7 @@ class PostgresStore(Store):
         psycopg = self._psycopg
         try:
             given = psycopg.conninfo.conninfo_to_dict(conninfo)
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {self._reason(exc)}") from None
-        wait = {} if given.get("connect_timeout") else {"connect_timeout": max(1, min(int(timeout), 5))}
-        try:
+            wait = {} if given.get("connect_timeout") else {"connect_timeout": max(1, min(int(timeout), 5))}
             psycopg.connect(conninfo, **wait).close()
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL at {self.where}: {self._reason(exc)}") from None
