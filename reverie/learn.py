@@ -44,6 +44,7 @@ from reverie.models import (
     Fact,
     Message,
     Provenance,
+    speaks_for_profile,
     utcnow,
 )
 from reverie.notes import mirror_notes, put_episode_notes
@@ -495,7 +496,11 @@ class Learner:
         episode_ids = {e.id for e in episodes}
         by_id = {e.id: e for e in episodes}
         trimmed: dict[str, int] = {}
-        for group, sections in (("user", ex.user), ("history", ex.history)):
+        speakers = len(self._user_speakers(episodes))
+        # the user's profile describes one person: whatever an engine says, a talk among
+        # several named people, none marked as the user, does not write it (their facts do)
+        profiled = any(speaks_for_profile(m, speakers) for e in episodes for m in e.messages)
+        for group, sections in (("user", ex.user if profiled else {}), ("history", ex.history)):
             for key, update in sections.items():
                 name = f"{group}.{key}"
                 summary = redact(normalize_space(update.summary))

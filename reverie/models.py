@@ -77,6 +77,15 @@ def check_day(value: object) -> str:
 
 # the roles of messages the agent's side wrote: never what the user said
 AGENT_ROLES = frozenset({"assistant", "agent", "bot", "system", "tool"})
+
+
+def speaks_for_profile(message: Message, speakers: int) -> bool:
+    """Whether ``message`` may change the user's profile, which describes one person: a line
+    marked as the user's (role ``user``), or any line of a talk with at most one named
+    ``speakers`` (the user's own). In a talk among several named people where none is marked
+    as the user ("Jon: I'm a banker", "Gina: I run a store"), no one of them is known to be
+    the user: what each says is learned as facts that name them, and the profile is left alone."""
+    return message.role not in AGENT_ROLES and (message.role == "user" or speakers <= 1)
 # the steps an engine does, each configurable on its own (settings.engines)
 ENGINE_STEPS: tuple[str, ...] = ("perceive", "extract", "summarize", "distill", "tidy", "govern_tags")
 

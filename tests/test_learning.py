@@ -193,6 +193,52 @@ def test_profile_updates_only_with_should_update(home, fake_openai):
     mem.close()
 
 
+def test_a_talk_among_several_named_people_never_writes_the_profile_whatever_the_model_says(home, fake_openai):
+    # the profile describes one person: in a talk of Jon and Gina, neither marked as the
+    # user, a model's "works as a banker" is no one's profile; the facts name whose they are
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        user={"workContext": {"summary": "Works as a banker", "shouldUpdate": True}},
+        history={"recentMonths": {"summary": "Jon lost his job and opened a dance studio", "shouldUpdate": True}},
+        newFacts=[{"content": "Jon: works as a banker", "category": "identity", "confidence": 0.9}],
+    )})
+    mem = _openai(home, fake_openai)
+    mem.add([{"speaker": "Jon", "content": "I work as a banker."}, {"speaker": "Gina", "content": "Nice!"}], user="ana")
+    mem.flush()
+    profile = mem.profile(user="ana")
+    assert profile.user.work_context.summary == ""
+    assert profile.history.recent_months.summary == "Jon lost his job and opened a dance studio"  # what happened
+    assert [f.content for f in mem.facts(user="ana")] == ["Jon: works as a banker"]
+    system = next(r for r in fake_openai.chat_requests if r.step == "extract").message("system")
+    assert "The user is Gina, Jon" in system and "`user` profile sections stay unchanged" in system
+    # the same model answer for the user's own turn is theirs
+    with mem.turn("I work as a banker.", user="ana") as turn:
+        turn.complete("Noted.")
+    mem.flush()
+    assert mem.profile(user="ana").user.work_context.summary == "Works as a banker"
+    mem.close()
+
+
+def test_the_heuristic_profile_comes_from_the_user_s_lines_only(home):
+    with Memory(home, background=False) as mem:
+        # two named people, neither marked as the user: facts for each, named; no profile
+        mem.add([{"speaker": "Jon", "content": "I work as a banker at a big firm."},
+                 {"speaker": "Gina", "content": "I work as a designer at a small studio."}], user="ana", thread="t1")
+        mem.flush(user="ana")
+        facts = sorted(f.content for f in mem.facts(user="ana"))
+        assert facts == ["Gina: Works as a designer at a small studio", "Jon: Works as a banker at a big firm"]
+        assert mem.profile(user="ana").user.work_context.summary == ""
+        # one of them marked as the user: theirs is the profile, the other's is not
+        mem.add([{"speaker": "Jon", "role": "user", "content": "I live in Lisbon now."},
+                 {"speaker": "Gina", "content": "I live in Porto now."}], user="ana", thread="t2")
+        mem.flush(user="ana")
+        personal = mem.profile(user="ana").user.personal_context.summary
+        assert "Lisbon" in personal and "Porto" not in personal
+        # a talk of one named speaker is theirs
+        mem.add([{"speaker": "Jon", "content": "I work as a pilot for a small airline."}], user="bo", thread="t3")
+        mem.flush(user="bo")
+        assert "pilot" in mem.profile(user="bo").user.work_context.summary
+
+
 def test_a_model_s_overlong_profile_section_keeps_its_newest_sentences_and_says_so(home, fake_openai):
     sentences = [f"Worked on project {n} for the billing team." for n in range(40)]
     fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(user={

@@ -449,9 +449,16 @@ def _extract_input(request: ExtractRequest) -> str:
 
 
 def _user_speakers(names: list[str]) -> str:
+    if len(names) > 1:
+        return (
+            f"The user is {', '.join(names)}: several people talk here, and none of them is known "
+            "to be the one person the profile describes. Each new fact names whose it is "
+            "(\"Ana: works as a nurse\"), and the `user` profile sections stay unchanged "
+            "(`shouldUpdate: false`); `history` may tell what happened to them."
+        )
     if names:
         return (
-            f"The user is {', '.join(names)}. Other speakers are people the user talks with: "
+            f"The user is {names[0]}. Other speakers are people the user talks with: "
             "remember what matters about the user, and others only as they matter to the user."
         )
     return (

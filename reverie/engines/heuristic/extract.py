@@ -26,7 +26,7 @@ from reverie.engines.heuristic.phrases import analyze, keyphrases, rank
 from reverie.engines.heuristic.signals import Signal, sentence_signals
 from reverie.engines.heuristic.timerefs import resolve_time_refs
 from reverie.engines.heuristic.words import overlap, sentences
-from reverie.models import AGENT_ROLES, AREAS, Message, Profile
+from reverie.models import AGENT_ROLES, AREAS, Message, Profile, speaks_for_profile
 from reverie.profiles import PROFILE_PARTS
 from reverie.text import has_cjk, jaccard, stem, term_set
 
@@ -97,10 +97,12 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
     return merged
 
 
-def _section_updates(signals: list[Signal], profile: Profile) -> dict[str, SectionUpdate]:
+def _section_updates(signals: list[Signal], own: set[int], profile: Profile) -> dict[str, SectionUpdate]:
+    """The profile sections the signals at positions ``own`` (said by the user, see
+    :func:`reverie.models.speaks_for_profile`) change."""
     additions: dict[str, list[str]] = {}
-    for sig in signals:
-        if sig.section and sig.confidence >= 0.85 and not _not_now(sig.content):
+    for i, sig in enumerate(signals):
+        if i in own and sig.section and sig.confidence >= 0.85 and not _not_now(sig.content):
             additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
     updates: dict[str, SectionUpdate] = {}
     for section, lines in additions.items():
@@ -145,10 +147,12 @@ def _positions(mask: int) -> Iterator[int]:
         mask ^= low
 
 
-def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], list[str]]:
-    """The signals of the user's messages, twins merged, and the sentences of those messages."""
+def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], list[str]]:
+    """The signals of the user's messages, twins merged; the positions of those that may
+    change the profile; and the sentences of those messages."""
     speakers = {s.casefold() for s in request.user_speakers}
     signals: list[Signal] = []
+    own: set[int] = set()
     by_term: dict[str, int] = {}  # term -> the signals that hold it (bits of their positions): a twin shares one
     said: list[str] = []
     for i, message in enumerate(request.messages):
@@ -156,22 +160,26 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], list[str]]:
             continue
         message_said = sentences(message.content)
         said += message_said
+        profiled = speaks_for_profile(message, len(speakers))
         source = request.episode_ids[i] if i < len(request.episode_ids) else message.source_id
         for sig in sentence_signals(message_said):
             terms = term_set(sig.content)
             near = _positions(_union(by_term, terms))
-            twin = next((signals[j] for j in near if overlap(term_set(signals[j].content), terms) >= 0.6), None)
-            target = twin or sig
-            if twin is None:
-                bit = 1 << len(signals)
+            at = next((j for j in near if overlap(term_set(signals[j].content), terms) >= 0.6), None)
+            if at is None:
+                at, target = len(signals), sig
+                bit = 1 << at
                 for t in terms:
                     by_term[t] = by_term.get(t, 0) | bit
                 signals.append(sig)
             else:
-                twin.confidence = max(twin.confidence, sig.confidence)
+                target = signals[at]  # a twin
+                target.confidence = max(target.confidence, sig.confidence)
+            if profiled:
+                own.add(at)
             if source and source not in target.sources:
                 target.sources.append(source)
-    return signals, said
+    return signals, own, said
 
 
 _TWIN = 0.6  # a stored fact this close says the same: reinforce it
@@ -235,7 +243,7 @@ def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Ext
 
 
 def extract(request: ExtractRequest) -> Extraction:
-    signals, said = _collect_signals(request)
+    signals, own, said = _collect_signals(request)
     # the keyphrases of the user's messages as one text, whose sentences are theirs (none spans a line)
     result = Extraction(tags=rank([analyze(sentence) for sentence in said], 4))
     if not signals:
@@ -249,5 +257,5 @@ def extract(request: ExtractRequest) -> Extraction:
             content=sig.content, category=sig.category, confidence=sig.confidence,
             area=_area(sig.content, sig.category), tags=_fact_tags(sig.content, sig.category), sources=sig.sources,
         ))
-    result.user = _section_updates(signals, request.profile)
+    result.user = _section_updates(signals, own, request.profile)
     return result
