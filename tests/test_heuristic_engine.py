@@ -293,6 +293,8 @@ def test_cognitive_style_already_known_is_not_rewritten():
     "I love that you chose pottery for your art.",
     "I love it, it brings us closer.",
     "Till next time, then.",
+    "I worked in the garden with Theo over the holidays.",  # something done, not a job
+    "I work in the backyard every Sunday.",
 ])
 def test_temporary_generic_and_question_lines_are_not_facts(text):
     assert extract(text).new_facts == []
@@ -319,6 +321,7 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("I'm from Sweden", "Is from Sweden", "identity"),
     ("I no longer use emacs", "No longer uses emacs", "correction"),
     ("I run a bakery in Porto", "Runs a bakery in Porto", "identity"),
+    ("I work in a hospital in Lyon", "Works in a hospital in Lyon", "identity"),
 ])
 def test_signal_rules(text, content, category):
     (fact,) = extract(text).new_facts

@@ -370,7 +370,9 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
     _rule("identity", "i'm|am", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
           r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
-    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+(?P<v>work(?:s|ed)?\s+(?:as|at|for|in))\s+(?P<x>.+)", 0.9, "{V} {x}",
+    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
+          # "worked in the garden" is something done, not a job
+          r"(?!\s+(?:the|my|our|their|a)\s+(?:garden|yard|backyard|allotment|vegetable patch)s?\b)))\s+(?P<x>.+)", 0.9, "{V} {x}",
           "workContext"),
     _rule("identity", "run|runs|own|owns|manage|manages|founded|co-founded|lead|leads",
           r"\b(?:i|we|(?:the )?user)\s+(?:also\s+)?(?P<v>runs?|owns?|manages?|founded|co-founded|leads?)\s+"
