@@ -397,7 +397,7 @@ def fact_page(
         raise InvalidInput(f"order must be one of {', '.join(FACT_ORDERS)}", field="order")
     statuses: str | tuple[str, ...] | None = FACT_STATUSES if status == "all" else _check_status(status, FACT_STATUSES)
     return ctx.store.page_facts(
-        user, status=statuses, category=check_text(category, "category"), contains=check_text(contains, "contains"),
+        user, status=statuses, category=_known_category(category), contains=check_text(contains, "contains"),
         order=order, after=check_text(after, "after"), limit=check_limit(limit, 1000),
     )
 
@@ -413,7 +413,8 @@ def tag_page(
     ctx: Context, *, user: str, status: str | None = None, after: str | None = None, limit: int = 100,
 ) -> Page[dict[str, Any]]:
     """The tag dictionary by name, one page at a time, each tag as :func:`describe_tags` shows it."""
-    page = ctx.store.page_tags(user, status=check_text(status, "status"), after=check_text(after, "after"),
+    page = ctx.store.page_tags(user, status=_check_status(check_text(status, "status"), TAG_STATUSES),
+                               after=check_text(after, "after"),
                                limit=check_limit(limit, 1000))
     return Page(_describe(ctx, user, page.items), page.next)
 

@@ -270,3 +270,36 @@ def test_a_command_that_does_not_serve_starts_without_the_server_stack():
              "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_facts_and_tags_list_a_page_at_a_time_and_say_how_to_go_on(home):
+    with Memory(home, background=False) as mem:
+        for n in range(5):
+            mem.remember(f"Project orbit{n} runs on module kestrel{n}", user="ana", tags=[f"orbit{n}"])
+        every = {f.id for f in mem.facts(user="ana")}
+    seen: set[str] = set()
+    args = ["facts", "--user", "ana", "--limit", "2", "--json"]
+    while True:
+        result = run(*args, home=home)
+        assert result.exit_code == 0
+        page = json.loads(result.stdout)
+        assert len(page) <= 2 and not seen & {f["id"] for f in page}
+        seen |= {f["id"] for f in page}
+        found = re.search(r"more: reverie facts .*--after (\S+)", result.stderr)
+        if found is None:
+            break
+        args = ["facts", "--user", "ana", "--limit", "2", "--json", "--after", found.group(1)]
+    assert seen == every
+    tags = run("tags", "list", "--user", "ana", "--limit", "2", home=home)
+    assert tags.exit_code == 0 and "orbit0" in tags.stdout and "orbit2" not in tags.stdout
+    assert "more: reverie tags list --user ana" in tags.stderr
+
+
+def test_notes_prints_the_latest_day_with_notes(home):
+    with Memory(home, background=False) as mem:
+        for day in ("2024-05-01", "2024-05-03", "2024-05-02"):
+            mem.add([{"role": "user", "content": f"I always want the summary first, said on {day}",
+                      "at": f"{day}T10:00:00Z"}], user="ana", thread=day)
+        mem.flush(user="ana")
+    result = run("notes", "--user", "ana", home=home)
+    assert result.exit_code == 0 and result.stdout.startswith("2024-05-03") and "2024-05-02" not in result.stdout

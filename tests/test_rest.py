@@ -328,6 +328,57 @@ def test_another_users_dream_run_is_404(ana, bob):
     assert bob.get(run["status_url"]).status_code == 404
 
 
+def _walk(client: httpx.Client, path: str, **params) -> list[list[dict]]:
+    """Every page of a list, following each page's Link rel="next" to the end."""
+    pages, r = [], client.get(path, params=params)
+    while True:
+        assert r.status_code == 200, r.text
+        pages.append(r.json())
+        following = r.links.get("next", {}).get("url")
+        if following is None:
+            return pages
+        r = client.get(following)
+
+
+def test_lists_that_grow_come_a_page_at_a_time_and_the_pages_hold_each_item_once(api, admin):
+    mem = api.memory
+    for n in range(105):  # more than the overview's 100, each its own fact (no near-duplicates)
+        mem.remember(f"Project orbit{n} runs on module kestrel{n} with sensor lumen{n}", user="pager")
+    days = [f"2024-05-0{d}T10:00:00Z" for d in range(1, 6)]
+    for n, day in enumerate(days):
+        mem.add([{"role": "user", "content": f"I always want a summary of topic tundra{n} first", "at": day}],
+                user="pager", thread=f"t{n}")
+    mem.flush(user="pager")
+
+    every = mem.facts(user="pager")
+    facts = _walk(admin, "/api/memory/facts", user="pager", limit=40)
+    assert len(every) > 105 and [len(p) for p in facts] == [40, 40, len(every) - 80]
+    assert sorted(f["id"] for p in facts for f in p) == sorted(f.id for f in every)
+    uses = [f["uses"] for p in facts for f in p]
+    assert uses == sorted(uses, reverse=True)  # most used first, across pages
+
+    notes = _walk(admin, "/api/memory/notes", user="pager", limit=2)
+    dates = [n["date"] for p in notes for n in p]
+    assert len(dates) == len(mem.notes(user="pager")) == 5 and dates == sorted(dates, reverse=True)
+
+    episodes = _walk(admin, "/api/memory/episodes", user="pager", limit=2)
+    assert [e["id"] for p in episodes for e in p] == [e.id for e in mem.episodes(user="pager", limit=None)]
+
+    tags = _walk(admin, "/api/tags", user="pager", limit=3)
+    names = [t["name"] for p in tags for t in p]
+    assert len(names) > 3 and names == sorted(t["name"] for t in mem.tags(user="pager"))
+
+    overview = admin.get("/api/memory", params={"user": "pager"}).json()
+    assert len(overview["facts"]) == 100 and overview["counts"]["facts"] == len(every)
+    rest = _walk(admin, "/api/memory/facts", user="pager", after=overview["facts_next"])
+    assert {f["id"] for f in overview["facts"]} | {f["id"] for p in rest for f in p} == {f.id for f in mem.facts(user="pager")}
+
+    r = admin.get("/api/memory/facts", params={"user": "pager", "after": "not-a-cursor"})
+    assert r.status_code == 400 and r.json()["field"] == "after"
+    for limit in (0, 1001):
+        assert admin.get("/api/memory/notes", params={"user": "pager", "limit": limit}).status_code == 422
+
+
 def test_notes_and_diaries_by_date(ana):
     ana.post("/api/memory/flush")
     notes = ana.get("/api/memory/notes").json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -155,6 +156,8 @@ def _note_json(value: bool) -> bool:
 
 
 Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (errors too).", callback=_note_json)]
+Limit = Annotated[int, typer.Option("--limit", min=1, max=1000, help="How many to print (1-1000).")]
+After = Annotated[Optional[str], typer.Option("--after", help="Go on from where a listing stopped (the cursor it printed).")]
 Engine = Annotated[str | None, typer.Option("--engine", help="Engine for every step: heuristic or openai.")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")]
 Model = Annotated[str | None, typer.Option("--model", help="Model name for the openai engine.")]
@@ -237,6 +240,24 @@ def _json_requested() -> bool:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def command_line(name: str, **options: Any) -> str:
+    """``reverie NAME --option value ...`` of the options given (None and False left out)."""
+    parts = ["reverie", *name.split()]
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        parts.append("--" + key.replace("_", "-"))
+        if value is not True:
+            parts.append(shlex.quote(str(value)))
+    return " ".join(parts)
+
+
+def more(cursor: str | None, command: str) -> None:
+    """A listing that stopped at --limit says how to go on (on stderr, so --json stays a list)."""
+    if cursor is not None:
+        err_console.print(f"more: {command} --after {cursor}", highlight=False, soft_wrap=True)
 
 
 def say(data: Any, as_json: bool, text: str | Iterable[str]) -> None:

@@ -222,9 +222,10 @@ def undo(
 def notes(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
     """Print the daily notes of one day (default: the latest day with notes)."""
     with open_memory(home, create=False) as mem:
-        lines = mem.notes(user=user, date=date)
-        day = date or (lines[-1].date if lines else None)
-        lines = [n for n in lines if n.date == day]
+        # the latest day with notes: the first line of the newest-first pages (not every note)
+        newest = mem.note_page(user=user, limit=1).items if date is None else []
+        day = date or (newest[0].date if newest else None)
+        lines = mem.notes(user=user, date=day) if day else []
         if as_json:
             emit_json(dump(lines))
         elif not lines:

@@ -11,20 +11,24 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from reverie.cli.common import (
+    After,
     ApiKey,
     BaseUrl,
     Engine,
     Home,
     Json,
+    Limit,
     Model,
     Table,
     User,
     app,
+    command_line,
     console,
     dump,
     emit_json,
     err_console,
     fail_cleanly,
+    more,
     open_memory,
     say,
 )
@@ -95,20 +99,24 @@ def facts(
     home: Home = None,
     status: Annotated[Optional[str], typer.Option(help="pending, consolidated or archived (default: both live tiers).")] = None,
     category: Annotated[Optional[str], typer.Option(help="Only this category.")] = None,
+    limit: Limit = 100,
+    after: After = None,
     as_json: Json = False,
 ) -> None:
-    """List facts, most used first."""
+    """List facts, most used first, --limit at a time (the next command to run is printed)."""
     with open_memory(home, create=False) as mem:
-        items = mem.facts(user=user, status=status, category=category)
+        page = mem.fact_page(user=user, status=status, category=category, after=after, limit=limit)
+        items = page.items
         if as_json:
             emit_json(dump(items))
-            return
-        table = Table(title=f"facts of {user}", show_lines=False)
-        for col in ("id", "uses", "status", "category", "conf", "content"):
-            table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col == "id")
-        for f in items:
-            table.add_row(f.id, f"[{f.uses}x]", f.status, f.category, f"{f.confidence:.2f}", escape(f.content))
-        console.print(table)
+        else:
+            table = Table(title=f"facts of {user}", show_lines=False)
+            for col in ("id", "uses", "status", "category", "conf", "content"):
+                table.add_column(col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col == "id")
+            for f in items:
+                table.add_row(f.id, f"[{f.uses}x]", f.status, f.category, f"{f.confidence:.2f}", escape(f.content))
+            console.print(table)
+        more(page.next, command_line("facts", user=user, home=home, status=status, category=category, limit=limit))
 
 
 @app.command()
@@ -339,21 +347,25 @@ def tags_list(
     user: User,
     home: Home = None,
     status: Annotated[Optional[str], typer.Option(help="unexamined, active, deprecated or merged.")] = None,
+    limit: Limit = 100,
+    after: After = None,
     as_json: Json = False,
 ) -> None:
-    """List tags with their status and how many items carry them."""
+    """List tags by name with their status and how many items carry them, --limit at a time."""
     with open_memory(home, create=False) as mem:
-        tags = mem.tags(user=user, status=status)
+        page = mem.tag_page(user=user, status=status, after=after, limit=limit)
+        tags = page.items
         if as_json:
             emit_json(tags)
-            return
-        table = Table(title=f"tags of {user}")
-        for col in ("name", "status", "items", "relations", "merged to"):
-            table.add_column(col)
-        for t in tags:
-            rel = ", ".join(f"{r['target']} ({r['level']})" for r in t["relations"])
-            table.add_row(t["name"], t["status"], str(t["items"]), rel, t["merged_to"] or "")
-        console.print(table)
+        else:
+            table = Table(title=f"tags of {user}")
+            for col in ("name", "status", "items", "relations", "merged to"):
+                table.add_column(col)
+            for t in tags:
+                rel = ", ".join(f"{r['target']} ({r['level']})" for r in t["relations"])
+                table.add_row(t["name"], t["status"], str(t["items"]), rel, t["merged_to"] or "")
+            console.print(table)
+        more(page.next, command_line("tags list", user=user, home=home, status=status, limit=limit))
 
 
 @tags_app.command("merge")

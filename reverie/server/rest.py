@@ -65,6 +65,7 @@ from reverie.version import __version__
 
 if TYPE_CHECKING:
     from reverie.memory import Memory
+    from reverie.store.base import Page
 
 _STATUS: tuple[tuple[type[ReverieError], int], ...] = (
     (InvalidInput, 400),
@@ -359,16 +360,34 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     return app
 
 
+# a list that grows with the store comes a page at a time: ``limit`` items (at most
+# PAGE_LIMIT), and when there are more, a ``Link: <...&after=CURSOR>; rel="next"`` header
+PAGE_LIMIT = 1000
+AFTER = Query(None, max_length=2000, description="The cursor of the page before (from the `Link` header's rel=\"next\").")
+
+
+def _page(request: Request, response: Response, page: Page[Any]) -> list[Any]:
+    """A page's items; the URL of the next page, when there is one, in a ``Link`` header
+    (the same path and query, the cursor as ``after``)."""
+    if page.next is not None:
+        query = QueryParams({**request.query_params, "after": page.next})
+        response.headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
+    return page.items
+
+
 def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     """Every endpoint: parse, call the library once, return what it returned."""
 
     @app.get("/api/memory", tags=["memory"])
     def overview(user: str = caller) -> dict[str, Any]:
-        """The profile, the live facts and counts."""
+        """The profile, the 100 most used live facts (``facts_next``: the cursor of the rest,
+        for ``GET /api/memory/facts?after=``, or null) and counts."""
+        facts = memory.fact_page(user=user, limit=100)
         encoded: dict[str, Any] = jsonable_encoder({
             "user": user,
             "profile": memory.profile(user=user),
-            "facts": memory.facts(user=user),
+            "facts": facts.items,
+            "facts_next": facts.next,
             "counts": memory.stats(user=user)["users"][user],
         })
         return encoded
@@ -392,11 +411,17 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
 
     @app.get("/api/memory/facts", response_model=list[Fact], tags=["facts"])
     def list_facts(
+        request: Request,
+        response: Response,
         user: str = caller,
         status: FactStatus | None = Query(None, description="pending, consolidated or archived"),
         category: str | None = None,
+        limit: int = Query(100, ge=1, le=PAGE_LIMIT),
+        after: str | None = AFTER,
     ) -> list[Fact]:
-        return memory.facts(user=user, status=status, category=category)
+        """Facts, most used first, a page at a time (the next page's URL in ``Link``)."""
+        return _page(request, response, memory.fact_page(user=user, status=status, category=category,
+                                                         after=after, limit=limit))
 
     @app.post("/api/memory/facts", response_model=RememberedFact, status_code=201, tags=["facts"],
               responses={200: {"description": "A near-duplicate: the stored fact was reinforced (outcome 'reinforced')"}})
@@ -432,12 +457,17 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
 
     @app.get("/api/memory/episodes", response_model=list[Episode], tags=["episodes"])
     def list_episodes(
+        request: Request,
+        response: Response,
         user: str = caller,
         thread: str | None = None,
         status: EpisodeStatus | None = Query(None, description="pending, completed, interrupted or failed"),
-        limit: int = Query(50, ge=1, le=1000),
+        limit: int = Query(50, ge=1, le=PAGE_LIMIT),
+        after: str | None = AFTER,
     ) -> list[Episode]:
-        return memory.episodes(user=user, thread=thread, status=status, limit=limit)
+        """Episodes, newest first, a page at a time (the next page's URL in ``Link``)."""
+        return _page(request, response, memory.episode_page(user=user, thread=thread, status=status,
+                                                            after=after, limit=limit))
 
     @app.post("/api/memory/recall", tags=["recall"], response_model=dict[str, Any])
     def recall(body: RecallIn, user: str = caller) -> Response:
@@ -496,8 +526,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return found
 
     @app.get("/api/memory/notes", tags=["notes"])
-    def notes(user: str = caller) -> Any:
-        return jsonable_encoder(memory.notes(user=user))
+    def notes(
+        request: Request, response: Response, user: str = caller,
+        limit: int = Query(100, ge=1, le=PAGE_LIMIT), after: str | None = AFTER,
+    ) -> Any:
+        """Daily-note lines, the newest day first (a day's lines in the order written), a page
+        at a time (the next page's URL in ``Link``)."""
+        return jsonable_encoder(_page(request, response, memory.note_page(user=user, after=after, limit=limit)))
 
     @app.get("/api/memory/notes/{date}", tags=["notes"])
     def notes_of(date: str = DATE, user: str = caller) -> Any:
@@ -518,9 +553,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return jsonable_encoder(memory.health(user=user))
 
     @app.get("/api/memory/changes", tags=["maintenance"])
-    def changes(user: str = caller, limit: int = Query(50, ge=1, le=1000)) -> Any:
-        """Journaled operations (dreams, consolidate, tidy, sync, clean, capacity), newest first."""
-        return jsonable_encoder(memory.changes(user=user, limit=limit))
+    def changes(
+        request: Request, response: Response, user: str = caller,
+        limit: int = Query(50, ge=1, le=PAGE_LIMIT), after: str | None = AFTER,
+    ) -> Any:
+        """Journaled operations (dreams, consolidate, tidy, sync, clean, capacity), newest first,
+        a page at a time (the next page's URL in ``Link``)."""
+        return jsonable_encoder(_page(request, response, memory.change_page(user=user, after=after, limit=limit)))
 
     @app.post("/api/memory/changes/{change_id}/undo", tags=["maintenance"])
     def undo(change_id: str, user: str = caller) -> Any:
@@ -543,8 +582,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return doc
 
     @app.get("/api/tags", tags=["tags"])
-    def tags(user: str = caller, status: TagStatus | None = Query(None, description="unexamined, active, deprecated or merged")) -> list[dict[str, Any]]:
-        return memory.tags(user=user, status=status)
+    def tags(
+        request: Request, response: Response, user: str = caller,
+        status: TagStatus | None = Query(None, description="unexamined, active, deprecated or merged"),
+        limit: int = Query(100, ge=1, le=PAGE_LIMIT), after: str | None = AFTER,
+    ) -> list[dict[str, Any]]:
+        """The tag dictionary by name, a page at a time (the next page's URL in ``Link``)."""
+        return _page(request, response, memory.tag_page(user=user, status=status, after=after, limit=limit))
 
     @app.post("/api/memory/flush", tags=["memory"])
     def flush(user: str = caller) -> dict[str, int]:
