@@ -35,7 +35,7 @@ R = TypeVar("R")
 # which is ``aclose``; tests/test_aio.py checks that none is missing)
 METHODS = (
     "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "restore_fact", "reinforce",
-    "profile", "set_profile", "episodes", "episode", "feedback", "add_knowledge", "knowledge", "tags", "merge_tags",
+    "profile", "set_profile", "episodes", "threads", "episode", "feedback", "add_knowledge", "knowledge", "tags", "merge_tags",
     "set_tag_status", "episode_page", "fact_page", "note_page", "tag_page", "change_page",
     "recall", "flush", "learning_backlog", "export", "import_", "stats", "users", "delete_user", "dream",
     "dream_status", "chat_command", "notes", "diaries", "memory_md", "memory_md_view", "save_memory_md", "consolidate",

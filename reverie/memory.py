@@ -315,6 +315,11 @@ class Memory:
         return curation.list_episodes(self.ctx, user=check_user(user), thread=thread, status=status, limit=limit,
                                       archived=archived)
 
+    def threads(self, *, user: str, limit: int = 200) -> list[str]:
+        """The user's most recently active threads, newest first (at most ``limit``, 1-1000;
+        those of the newest 5,000 episodes: a bounded read however many threads there are)."""
+        return self.store.recent_threads(check_user(user), curation.check_limit(limit, 1000))
+
     def episode(self, episode_id: str, *, user: str | None = None) -> Episode:
         return curation.get_episode(self.ctx, episode_id, user=user)
 

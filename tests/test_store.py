@@ -34,6 +34,16 @@ def _day(n: int) -> datetime:
     return datetime(2024, 5, 1, 12, tzinfo=timezone.utc) + timedelta(days=n)
 
 
+def test_recent_threads_are_the_most_recently_active_first_each_once(store):
+    for n, thread in enumerate(["old", "mid", "old", "new", "mid", "new", "newest"]):
+        store.put_episode(Episode(user="ana", thread=thread, status="completed", user_text=f"note {n}",
+                                  occurred_at=_day(n)))
+    store.put_episode(Episode(user="bob", thread="bobs", status="completed", user_text="x", occurred_at=_day(9)))
+    assert store.recent_threads("ana") == ["newest", "new", "mid", "old"]
+    assert store.recent_threads("ana", limit=2) == ["newest", "new"]
+    assert store.recent_threads("nobody") == []
+
+
 # ---------------------------------------------------------------- schema and transactions
 
 

@@ -260,7 +260,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
         filters = {"thread": thread, "status": status, "until": until, "archived": archived}
         return view.render(
             "timeline.html", title="Timeline", days=days, filters=filters, statuses=EPISODE_STATUSES,
-            threads=memory.stats(user=user)["users"][user]["threads"], feedback=FEEDBACK_STATUSES,
+            threads=_threads(memory, user, thread), feedback=FEEDBACK_STATUSES,
             next_url=view.url("/timeline", **filters, after=result.next) if result.next else "",
             first_url=view.url("/timeline", **filters) if after else "",
         )
@@ -443,7 +443,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
         return view.render(
             "recall.html", title="Recall playground", result=result, message=message, thread=thread, budget=budget,
             at=at, default_budget=memory.settings.budget, bars=[score_bars(i) for i in result.items] if result else [],
-            threads=memory.stats(user=user)["users"][user]["threads"],
+            threads=_threads(memory, user, thread),
         )
 
     # ------------------------------------------------------------ keys (admin keys only)
@@ -473,6 +473,12 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
 
 # ------------------------------------------------------------ helpers
+def _threads(memory: Any, user: str, chosen: str) -> list[str]:
+    """The threads a filter offers: the user's most recently active, and the one chosen."""
+    threads = memory.threads(user=user)
+    return threads if not chosen or chosen in threads else [chosen, *threads]
+
+
 def _or_none(read: Any) -> Any:
     try:
         return read()

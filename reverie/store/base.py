@@ -43,6 +43,17 @@ Item = Episode | Fact | Note | KnowledgeDoc
 EVERY_WORD_PAST_WINDOW = frozenset({"episode", "fact", "knowledge"})
 # how a page of facts may be ordered (each descending, newest first on ties)
 FACT_ORDERS: tuple[str, ...] = ("uses", "recent", "last_used", "confidence")
+RECENT_THREAD_EPISODES = 5000  # how far back Store.recent_threads reads
+
+
+def first_distinct(values: Iterable[str], limit: int) -> list[str]:
+    """The first ``limit`` distinct values, in the order given."""
+    out: dict[str, None] = {}
+    for value in values:
+        out[value] = None
+        if len(out) >= limit:
+            break
+    return list(out)
 _T = TypeVar("_T")
 
 
@@ -470,6 +481,12 @@ class Store(ABC):
         limit: int | None = None,
         newest_first: bool = True,
     ) -> list[Episode]: ...
+
+    @abstractmethod
+    def recent_threads(self, user: str, limit: int = 200) -> list[str]:
+        """The threads of the user's newest episodes, the most recently active first, at most
+        ``limit`` of them (read from the newest RECENT_THREAD_EPISODES episodes: a bounded
+        read, whatever the store holds)."""
 
     @abstractmethod
     def pending_turns(self) -> list[Episode]:

@@ -60,6 +60,8 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    RECENT_THREAD_EPISODES,
+    first_distinct,
     FACT_ORDERS,
     best_first,
     best_hits,
@@ -1143,6 +1145,12 @@ class PostgresStore(Store):
             sql += " LIMIT %s"
             params.append(limit)
         return [self._episode(r) for r in self._q(sql, params)]
+
+    def recent_threads(self, user: str, limit: int = 200) -> list[str]:
+        self._lock([user])
+        rows = self._q("SELECT thread FROM episodes WHERE user_id = %s ORDER BY occurred_at DESC LIMIT %s",
+                       (user, RECENT_THREAD_EPISODES))
+        return first_distinct((r[0] for r in rows), limit)
 
     def pending_turns(self) -> list[Episode]:
         rows = self._q(f"SELECT {self._EP_COLS} FROM episodes WHERE status = 'pending' ORDER BY pk")

@@ -36,6 +36,8 @@ from reverie.models import (
 )
 from reverie.store.base import (
     EVERY_WORD_PAST_WINDOW,
+    RECENT_THREAD_EPISODES,
+    first_distinct,
     MAX_LEXEME_BYTES,
     best_hits,
     migrate_schema,
@@ -739,6 +741,11 @@ class SQLiteStore(Store):
             sql += " LIMIT ?"
             params.append(limit)
         return [self._episode(r) for r in self._x(sql, params)]
+
+    def recent_threads(self, user: str, limit: int = 200) -> list[str]:
+        rows = self._x("SELECT thread FROM episodes WHERE user = ? ORDER BY occurred_at DESC LIMIT ?",
+                       (user, RECENT_THREAD_EPISODES))
+        return first_distinct((r[0] for r in rows), limit)
 
     def counts(self, user: str) -> dict[str, Any]:
         def tally(sql: str) -> dict[str, int]:
