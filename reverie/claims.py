@@ -23,6 +23,7 @@ vim / emacs).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -642,6 +643,43 @@ def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
         for a, i in enumerate(members):
             for j in members[a + 1:]:
                 pairs.add((i, j))
+    return sorted(pairs)
+
+
+def duplicate_pairs(texts: list[str], duplicate_at: float) -> list[tuple[int, int]] | None:
+    """The pairs ``(i, j)``, ``i < j``, of ``texts`` that :func:`stored_relation` may call
+    duplicates at ``duplicate_at``, found through an index; None when any pair may be
+    (``duplicate_at`` <= 0).
+
+    A duplicate is the same line but for case, spacing and "the user", or a pair whose terms
+    (or whose values-normalised atoms) have a Jaccard of at least ``duplicate_at``. Two sets
+    that close share one of each set's first ``|x| - ceil(t |x|) + 1`` members, rarest first
+    (prefix filtering), so at 0.9 a line is indexed under its one or two rarest terms, not
+    half of them as for :func:`related_pairs`, and no duplicate is missed."""
+    if duplicate_at <= 0:
+        return None
+    lines = [_USER_SUBJECT.sub("", t) for t in texts]
+    readings = [_reading(line) for line in lines]
+    index: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        index.setdefault(f"x:{exact_key(line)}", []).append(i)
+    for space, sets in (("t", [r.tokens for r in readings]), ("a", [r.atoms for r in readings])):
+        frequency: Counter[str] = Counter(m for members in sets for m in members)
+        for i, members in enumerate(sets):
+            if not members:  # two empty sets are alike (a Jaccard of 1)
+                index.setdefault(f"{space}:", []).append(i)
+                continue
+            ordered = sorted(members, key=lambda m: (frequency[m], m))
+            # (a hair under t |x|: 0.9 * 10 is 9.000000000000002 in floating point)
+            prefix = len(ordered) - math.ceil(duplicate_at * len(ordered) - 1e-9) + 1
+            for member in ordered[:prefix]:
+                index.setdefault(f"{space}:{member}", []).append(i)
+    pairs: set[tuple[int, int]] = set()
+    for group in index.values():
+        for a, i in enumerate(group):
+            for j in group[a + 1:]:
+                if i != j:
+                    pairs.add((min(i, j), max(i, j)))
     return sorted(pairs)
 
 

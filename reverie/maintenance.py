@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reverie.claims import NEGATION, related_pairs, stored_relation
+from reverie.claims import NEGATION, duplicate_pairs, related_pairs, stored_relation
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
@@ -65,12 +65,22 @@ def consolidate(ctx: Context, *, user: str, dry_run: bool = False) -> Consolidat
         ctx.store.list_facts(user),
         key=lambda f: (-f.uses, f.status != "consolidated", -f.confidence, f.created_at),
     )
+    at = ctx.settings.consolidate_jaccard
+    # each fact is judged against the groups whose first fact it may duplicate (an index of
+    # their rarest terms), in the order the groups began: not against every group
+    pairs = duplicate_pairs([f.content for f in facts], at)
+    near: dict[int, list[int]] | None = None
+    if pairs is not None:
+        near = {}
+        for i, j in pairs:
+            near.setdefault(j, []).append(i)  # i < j: i came first, and may have begun a group
     groups: list[tuple[Fact, list[Fact]]] = []
-    for fact in facts:
-        home = next(
-            (g for g in groups if stored_relation(fact.content, g[0].content, ctx.settings.consolidate_jaccard) == "duplicate"), None
-        )
+    began: dict[int, int] = {}  # the fact that began a group -> the group's place
+    for n, fact in enumerate(facts):
+        places = range(len(groups)) if near is None else sorted(began[i] for i in near.get(n, ()) if i in began)
+        home = next((groups[g] for g in places if stored_relation(fact.content, groups[g][0].content, at) == "duplicate"), None)
         if home is None:
+            began[n] = len(groups)
             groups.append((fact, []))
         else:
             home[1].append(fact)
@@ -331,21 +341,35 @@ def episode_weight(episode: Episode, now: datetime) -> float:
     return weight
 
 
+CLEAN_PAGE = 1000  # episodes clean weighs at a time
+
+
 def clean(ctx: Context, *, user: str, dry_run: bool = False, now: datetime | None = None) -> CleanReport:
     """Archive (never delete) episodes whose weight fell under ``settings.clean_weight_threshold``
     and that are older than ``settings.clean_min_age_days``; ``restore`` brings one back."""
     now = as_utc(now) if now else utcnow()
     settings = ctx.settings
-    episodes = [e for e in ctx.store.list_episodes(user, archived=False) if e.status != "pending"]
     faded = []
-    for ep in episodes:
-        age = _days_unused(ep, now)
-        weight = episode_weight(ep, now)
-        if age >= settings.clean_min_age_days and weight < settings.clean_weight_threshold:
-            faded.append((ep, CleanItem(episode_id=ep.id, weight=round(weight, 4), age_days=round(age, 1),
-                                        summary=ep.summary or ep.user_text[:120])))
+    weighed = 0
+    # a page of episodes at a time: only the faded ones stay in memory, not the whole store
+    # (100k episodes read at once held 884 MB)
+    after: str | None = None
+    while True:
+        page = ctx.store.page_episodes(user, archived=False, after=after, limit=CLEAN_PAGE)
+        for ep in page.items:
+            if ep.status == "pending":
+                continue
+            weighed += 1
+            age = _days_unused(ep, now)
+            weight = episode_weight(ep, now)
+            if age >= settings.clean_min_age_days and weight < settings.clean_weight_threshold:
+                faded.append((ep, CleanItem(episode_id=ep.id, weight=round(weight, 4), age_days=round(age, 1),
+                                            summary=ep.summary or ep.user_text[:120])))
+        if page.next is None:
+            break
+        after = page.next
     lonely = _lonely_tags(ctx, user, now)
-    report = CleanReport(archived=[item for _, item in faded], kept=len(episodes) - len(faded), dry_run=dry_run,
+    report = CleanReport(archived=[item for _, item in faded], kept=weighed - len(faded), dry_run=dry_run,
                          retired_tags=[t.name for t in lonely])
     if dry_run or not (faded or lonely):
         return report

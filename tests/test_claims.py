@@ -190,6 +190,29 @@ def test_related_pairs_finds_every_pair_the_judge_relates_without_trying_them_al
     assert len(candidates) < len(lines) * (len(lines) - 1) // 4  # an index read, not all pairs
 
 
+@pytest.mark.parametrize("threshold", [0.3, 0.6, 0.9, 1.0])
+def test_duplicate_pairs_hold_every_pair_the_judge_calls_a_duplicate_at_any_threshold(threshold):
+    import random
+    from itertools import combinations
+
+    from reverie.claims import duplicate_pairs, stored_relation
+
+    rng = random.Random(7)
+    words = ["tea", "coffee", "hiking", "rust", "go", "jazz", "chess", "kayak", "garden", "novels", "trains", "maps"]
+    lines = list(dict.fromkeys(text for pair in PAIRS for text in pair[:2]))
+    for n in range(150):  # near-duplicates: the same words, a few more or fewer, "the user", case
+        picked = rng.sample(words, rng.randint(1, 5))
+        line = f"{rng.choice(['Likes', 'Enjoys', 'Has 2', 'Wants'])} {' and '.join(picked)}"
+        lines.append(rng.choice([line, line.upper(), f"The user {line.lower()}", f"{line} {n % 3}"]))
+    every = {(i, j) for i, j in combinations(range(len(lines)), 2)
+             if stored_relation(lines[i], lines[j], threshold) == "duplicate"}
+    candidates = duplicate_pairs(lines, threshold)
+    assert candidates is not None and every and every <= set(candidates)
+    if threshold >= 0.9:
+        assert len(candidates) < len(lines) * (len(lines) - 1) // 8  # an index read, not all pairs
+    assert duplicate_pairs(lines, 0.0) is None  # every pair may be one: the caller tries them all
+
+
 def test_the_judges_keys_find_every_line_it_relates_and_leave_most_lines_unjudged():
     from reverie.facts import LiveTexts
     from reverie.store.base import FactText

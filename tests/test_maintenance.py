@@ -186,6 +186,23 @@ def test_clean_archives_faded_episodes_and_restore_brings_them_back(bmem):
     assert [h.id for h in mem.store.search("ana", ["harbour"], ["episode"], 5)] == [old.id]
 
 
+def test_clean_weighs_every_episode_a_page_at_a_time(bmem, monkeypatch):
+    import reverie.maintenance as maintenance
+
+    mem = bmem
+    monkeypatch.setattr(maintenance, "CLEAN_PAGE", 3)  # seven episodes: three pages
+    faded = []
+    for n in range(7):
+        when = NOW - timedelta(days=100 if n % 2 else 5)
+        ep = stored_back_then(mem, mem.add([f"I mentioned topic{n} once"], user="ana", at=when)[0], when)
+        if n % 2:
+            faded.append(ep.id)
+    with mem.turn("a turn still pending", user="ana"):
+        report = mem.clean(user="ana", now=NOW)  # the pending turn is neither weighed nor archived
+    assert sorted(i.episode_id for i in report.archived) == sorted(faded) and report.kept == 7 - len(faded)
+    assert sorted(e.id for e in mem.episodes(user="ana", archived=True, limit=None)) == sorted(faded)
+
+
 def test_clean_and_restore_from_the_cli(home):
     with Memory(home, background=False) as mem:
         when = datetime.now(timezone.utc) - timedelta(days=200)
