@@ -18,7 +18,7 @@ import logging
 import weakref
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from reverie import curation, dream, maintenance, memory_md, migrate, notes, portability
 from reverie.context import Context
@@ -417,8 +417,15 @@ class Memory:
 
     # ------------------------------------------------------------ export / import, counts
     def export(self, *, user: str) -> dict[str, Any]:
-        """The whole memory of the user as one JSON envelope."""
+        """The whole memory of the user as one JSON envelope (held in memory: for a large
+        memory, :meth:`export_to` writes the same envelope a page at a time)."""
         return portability.export_user(self.ctx, check_user(user))
+
+    def export_to(self, out: IO[str], *, user: str) -> None:
+        """Write the user's export envelope (the JSON of :meth:`export`) to a text file, read
+        and written a page at a time: bounded memory whatever the memory holds."""
+        for chunk in portability.export_chunks(self.ctx, check_user(user)):
+            out.write(chunk)
 
     def import_(self, data: dict[str, Any] | str, *, user: str) -> dict[str, int]:
         """Import an export envelope (or a deer-flow memory.json), all or nothing: missing

@@ -22,7 +22,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from pydantic import ValidationError
 
@@ -85,20 +85,74 @@ class _Parsed:
     mode: _Mode
 
 
-def export_user(ctx: Context, user: str) -> dict[str, Any]:
-    store = ctx.store
-    facts = store.list_facts(user, status=("pending", "consolidated", "archived"))
-    episodes = store.list_episodes(user, archived=None, newest_first=False)
-    return {
+EXPORT_PAGE = 1000  # items an export reads at a time
+
+
+def _envelope(ctx: Context, user: str) -> tuple[dict[str, Any], dict[str, Iterator[dict[str, Any]]]]:
+    """An export's head (version, time, user, profile) and its sections as streams of items:
+    facts, episodes and notes in the order they were stored, read a page at a time (archived
+    ones too), then the knowledge documents."""
+    head = {
         "version": EXPORT_VERSION,
         "exportedAt": utcnow().isoformat(),
         "user": user,
-        "profile": store.get_profile(user).to_json(),
-        "facts": [f.model_dump(mode="json") for f in facts],
-        "episodes": [e.model_dump(mode="json", exclude={"owner"}) for e in episodes],
-        "notes": [n.model_dump(mode="json") for n in store.list_notes(user)],
-        "knowledge": [k.model_dump(mode="json") for k in store.list_knowledge(user)],
+        "profile": ctx.store.get_profile(user).to_json(),
     }
+    return head, {
+        "facts": (f.model_dump(mode="json") for f in _stored(ctx, "fact", user)),
+        "episodes": (e.model_dump(mode="json", exclude={"owner"}) for e in _stored(ctx, "episode", user)),
+        "notes": (n.model_dump(mode="json") for n in _stored(ctx, "note", user)),
+        "knowledge": (k.model_dump(mode="json") for k in ctx.store.list_knowledge(user)),
+    }
+
+
+def _stored(ctx: Context, kind: str, user: str) -> Iterator[Any]:
+    after = 0
+    while True:
+        rows = ctx.store.stored_after(kind, user, after, EXPORT_PAGE)
+        for _, item in rows:
+            yield item
+        if len(rows) < EXPORT_PAGE:
+            return
+        after = rows[-1][0]
+
+
+def export_user(ctx: Context, user: str) -> dict[str, Any]:
+    """The user's whole memory as one envelope, in memory (see :func:`export_chunks` for one
+    that does not hold it all)."""
+    head, sections = _envelope(ctx, user)
+    return {**head, **{name: list(items) for name, items in sections.items()}}
+
+
+EXPORT_CHUNK_CHARS = 1 << 16  # what export_chunks gathers before it hands a piece on
+
+
+def export_chunks(ctx: Context, user: str) -> Iterator[str]:
+    """The envelope of :func:`export_user` as JSON text, piece by piece (about 64K characters
+    each): one item a line, read a page at a time, so that a memory of any size is exported in
+    bounded memory (a file, an HTTP response). Joined, the pieces are one JSON object."""
+    gathered: list[str] = []
+    size = 0
+    for piece in _export_pieces(ctx, user):
+        gathered.append(piece)
+        size += len(piece)
+        if size >= EXPORT_CHUNK_CHARS:
+            yield "".join(gathered)
+            gathered, size = [], 0
+    if gathered:
+        yield "".join(gathered)
+
+
+def _export_pieces(ctx: Context, user: str) -> Iterator[str]:
+    head, sections = _envelope(ctx, user)
+    yield "{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},\n" for k, v in head.items())
+    for n, (name, items) in enumerate(sections.items()):
+        yield f"  {json.dumps(name)}: ["
+        first = True
+        for item in items:
+            yield ("\n    " if first else ",\n    ") + json.dumps(item, ensure_ascii=False)
+            first = False
+        yield ("]" if first else "\n  ]") + (",\n" if n < len(sections) - 1 else "\n}\n")
 
 
 def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: bool = True) -> dict[str, int]:

@@ -47,6 +47,32 @@ def test_export_import_export_is_identical_apart_from_timestamps(tmp_path, backe
     assert set(exported) == {"version", "exportedAt", "user", "profile", "facts", "episodes", "notes", "knowledge"}
 
 
+def test_an_export_streamed_a_page_at_a_time_is_the_same_envelope(bmem, monkeypatch, tmp_path):
+    import io
+
+    import reverie.portability as portability
+
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 3)  # several pages of each kind
+    monkeypatch.setattr(portability, "EXPORT_CHUNK_CHARS", 100)  # and pieces cut anywhere
+    for n in range(8):
+        bmem.remember(f"Project orbit{n} runs on module kestrel{n}", user="ana")
+        bmem.add([{"role": "user", "content": f"I always want topic tundra{n} summarised first",
+                   "at": f"2024-05-0{n % 5 + 1}T10:00:00Z"}], user="ana", thread=f"t{n}")
+    bmem.flush(user="ana")
+    bmem.forget(bmem.facts(user="ana")[0].id, user="ana")  # an archived fact is exported too
+    whole = bmem.export(user="ana")
+    out = io.StringIO()
+    bmem.export_to(out, user="ana")
+    streamed = json.loads(out.getvalue())
+    assert list(streamed) == list(whole)  # the same sections in the same order
+    assert _strip_times(streamed) == _strip_times(whole)
+    assert len(whole["episodes"]) == 8 and len(whole["facts"]) >= 9 and len(whole["notes"]) == 8
+    # an empty memory is a valid envelope too
+    empty = io.StringIO()
+    bmem.export_to(empty, user="nobody")
+    assert json.loads(empty.getvalue())["facts"] == []
+
+
 def test_deerflow_memory_json_imports_profile_and_facts(mem):
     deerflow = {
         "version": "1.0",

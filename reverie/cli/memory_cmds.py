@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -298,18 +299,24 @@ def export_cmd(
     home: Home = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
 ) -> None:
-    """Export a user's whole memory as one JSON envelope."""
+    """Export a user's whole memory as one JSON envelope (written as it is read: any size)."""
     with open_memory(home, create=False) as mem:
-        text = json.dumps(mem.export(user=user), ensure_ascii=False, indent=2)
-        if output:
-            try:
-                output.write_text(text + "\n", encoding="utf-8")
-            except OSError as exc:  # a missing folder, a folder given as the file, no permission
-                raise InvalidInput(f"cannot write the export to {output}: {exc.strerror or exc}",
-                                   field="output") from exc
-            console.print(f"exported to {output}")
-        else:
-            print(text)
+        if output is None:
+            mem.export_to(sys.stdout, user=user)
+            return
+        partial = output.with_name(f".{output.name}.partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                mem.export_to(out, user=user)
+            os.replace(partial, output)  # a failed export leaves no half-written file
+        except OSError as exc:  # a missing folder, a folder given as the file, no permission
+            partial.unlink(missing_ok=True)
+            raise InvalidInput(f"cannot write the export to {output}: {exc.strerror or exc}",
+                               field="output") from exc
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        console.print(f"exported to {output}")
 
 
 @app.command("import")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
 import anyio.to_thread
@@ -19,7 +20,7 @@ from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -44,6 +45,7 @@ from reverie.errors import (
     StoreError,
 )
 from reverie.ingest import IngestReport
+from reverie.portability import export_chunks
 from reverie.inputs import check_user
 from reverie.keys import authorize
 from reverie.models import (
@@ -538,10 +540,14 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def notes_of(date: str = DATE, user: str = caller) -> Any:
         return jsonable_encoder(memory.notes(user=user, date=date))
 
-    @app.get("/api/memory/export", tags=["portability"])
-    def export(user: str = caller) -> dict[str, Any]:
-        """The whole memory of the user as one JSON envelope."""
-        return memory.export(user=user)
+    @app.get("/api/memory/export", tags=["portability"], response_class=StreamingResponse,
+             responses={200: {"content": {"application/json": {}}, "description": "The export envelope"}})
+    def export(user: str = caller) -> StreamingResponse:
+        """The whole memory of the user as one JSON envelope, sent as it is read (a page at a
+        time: a memory of any size in bounded memory)."""
+        chunks = export_chunks(memory.ctx, user)
+        first = next(chunks)  # the head: a store that fails to read fails here, with a status
+        return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
     @app.post("/api/memory/import", tags=["portability"])
     def import_(data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."), user: str = caller) -> dict[str, Any]:

@@ -483,6 +483,12 @@ class Store(ABC):
     ) -> list[Episode]: ...
 
     @abstractmethod
+    def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
+        """The user's items of ``kind`` (episode, fact or note, archived ones too) in the order
+        they were first stored: the ``limit`` after position ``after`` (0 before the first),
+        each with its position. A whole kind read a page at a time, as an export streams it."""
+
+    @abstractmethod
     def recent_threads(self, user: str, limit: int = 200) -> list[str]:
         """The threads of the user's newest episodes, the most recently active first, at most
         ``limit`` of them (read from the newest RECENT_THREAD_EPISODES episodes: a bounded

@@ -1146,6 +1146,15 @@ class PostgresStore(Store):
             params.append(limit)
         return [self._episode(r) for r in self._q(sql, params)]
 
+    def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
+        self._lock([user])
+        parse: dict[str, Callable[[tuple[Any, ...]], Any]] = {
+            "episode": self._episode, "fact": self._fact, "note": self._note}
+        table = {"episode": "episodes", "fact": "facts", "note": "notes"}[kind]
+        rows = self._q(f"SELECT pk, {_ITEM_COLS[kind]} FROM {table} WHERE user_id = %s AND pk > %s ORDER BY pk LIMIT %s",
+                       (user, after, limit))
+        return [(row[0], parse[kind](row[1:])) for row in rows]
+
     def recent_threads(self, user: str, limit: int = 200) -> list[str]:
         self._lock([user])
         rows = self._q("SELECT thread FROM episodes WHERE user_id = %s ORDER BY occurred_at DESC LIMIT %s",

@@ -742,6 +742,13 @@ class SQLiteStore(Store):
             params.append(limit)
         return [self._episode(r) for r in self._x(sql, params)]
 
+    def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
+        parse: dict[str, Callable[[sqlite3.Row], Any]] = {
+            "episode": self._episode, "fact": self._fact, "note": lambda r: Note.model_validate_json(r["body"])}
+        rows = self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE user = ? AND pk > ? ORDER BY pk LIMIT ?",
+                       (user, after, limit))
+        return [(row["pk"], parse[kind](row)) for row in rows]
+
     def recent_threads(self, user: str, limit: int = 200) -> list[str]:
         rows = self._x("SELECT thread FROM episodes WHERE user = ? ORDER BY occurred_at DESC LIMIT ?",
                        (user, RECENT_THREAD_EPISODES))
