@@ -37,7 +37,7 @@ METHODS = (
     "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "restore_fact", "reinforce",
     "profile", "set_profile", "episodes", "threads", "episode", "feedback", "add_knowledge", "knowledge", "tags", "merge_tags",
     "set_tag_status", "episode_page", "fact_page", "note_page", "tag_page", "change_page",
-    "recall", "flush", "learning_backlog", "export", "export_to", "import_", "stats", "users", "delete_user", "dream",
+    "recall", "flush", "learning_backlog", "export", "export_to", "import_", "import_file", "stats", "users", "delete_user", "dream",
     "dream_status", "chat_command", "notes", "diaries", "memory_md", "memory_md_view", "save_memory_md", "consolidate",
     "tidy", "clean", "restore", "health", "sync", "migrate_to", "changes", "undo",
 )

@@ -435,6 +435,11 @@ class Memory:
         the first import wrote (counted in ``replaced``) instead of adding copies."""
         return portability.import_user(self.ctx, data, check_user(user))
 
+    def import_file(self, path: str | Path, *, user: str) -> dict[str, int]:
+        """:meth:`import_` of a file. An export envelope is read and written a page of items
+        at a time, in one transaction: bounded memory whatever the file's size."""
+        return portability.import_file(self.ctx, Path(path), check_user(user))
+
     def stats(self, *, user: str | None = None) -> dict[str, Any]:
         """Counts per user (every user without ``user``)."""
         return curation.stats(self.ctx, [check_user(user)] if user else self.store.users())

@@ -22,7 +22,8 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterator, TypeVar
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic import ValidationError
 
@@ -189,6 +190,176 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
     return counts
 
 
+# ------------------------------------------------------------ streaming an import file
+
+IMPORT_PAGE = 1000  # items an import reads, checks and writes at a time
+MAX_IMPORT_ITEM_CHARS = 64 << 20  # one item (or head value) of an import file, at most
+_STREAMED = SECTIONS[1:]  # the sections whose items an import file streams
+
+
+class _JsonStream:
+    """A JSON text read from a file a megabyte at a time, one value at a time."""
+
+    def __init__(self, fp: IO[str]):
+        self.fp, self.buf, self.pos, self.eof = fp, "", 0, False
+        self.decoder = json.JSONDecoder()
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            more = self.fp.read(1 << 20)
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"import is not UTF-8 text: {exc.reason} at byte {exc.start}", field="$") from exc
+        if not more:
+            self.eof = True
+            return False
+        self.buf, self.pos = self.buf[self.pos:] + more, 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\n\r":
+                self.pos += 1
+            if self.pos < len(self.buf) or not self._fill():
+                return self.buf[self.pos:self.pos + 1]
+
+    def take(self, char: str, where: str) -> None:
+        if self.peek() != char:
+            raise InvalidInput(f"import is not valid JSON: expected {char!r} {where}", field="$")
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos <= MAX_IMPORT_ITEM_CHARS and self._fill():
+                    continue  # the value goes on past what was read
+                raise InvalidInput(f"import is not valid JSON: {exc}", field="$") from exc
+            except RecursionError as exc:
+                raise InvalidInput("import is nested too deeply", field="$") from exc
+            if end == len(self.buf) and self._fill():
+                continue  # a number may go on ("12" of "125")
+            self.pos = end
+            return value
+
+
+def _events(fp: IO[str]) -> Iterator[tuple[str, str, Any]]:
+    """A top-level JSON object as ("field", key, value), and for a key of a streamed section
+    whose value is an array, ("item", key, item) for each of its items."""
+    s = _JsonStream(fp)
+    s.take("{", "at the start")
+    if s.peek() == "}":
+        s.pos += 1
+    else:
+        while True:
+            key = s.value()
+            if not isinstance(key, str):
+                raise InvalidInput("import is not valid JSON: an object's key is not a string", field="$")
+            s.take(":", f"after {key!r}")
+            if key in _STREAMED and s.peek() == "[":
+                s.pos += 1
+                yield "field", key, []
+                if s.peek() == "]":
+                    s.pos += 1
+                else:
+                    while True:
+                        yield "item", key, s.value()
+                        if s.peek() == ",":
+                            s.pos += 1
+                            continue
+                        s.take("]", f"after an item of {key!r}")
+                        break
+            else:
+                yield "field", key, s.value()
+            if s.peek() == ",":
+                s.pos += 1
+                continue
+            s.take("}", f"after {key!r}")
+            break
+    if s.peek():
+        raise InvalidInput("import is not valid JSON: extra data after the object", field="$")
+
+
+def import_file(ctx: Context, path: Path, user: str, *, strict: bool = True) -> dict[str, int]:
+    """Import the file at ``path``, as :func:`import_user` imports its text. A reverie export
+    envelope is read twice, an item at a time: once for its head (version, user, profile)
+    and which sections it has, then a page of items at a time, each page checked and written
+    as it is read, all in one transaction (a refused item takes back everything): memory is
+    bounded whatever the file's size. Anything else (a deer-flow memory.json) is read whole."""
+    head = _scan(path)
+    if head is None:
+        return import_user(ctx, _read_text(path), user, strict=strict)
+    check_json(head, ctx.settings.max_import_depth)
+    mode = _Mode(strict)
+    parsed = _parse_envelope(redact_obj(head), user, mode)  # its sections are read below
+    trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, strict)
+    mode.corrected += len(trimmed)
+    counts = _apply(ctx, user, parsed, _pages(ctx, path, user, mode))
+    if not strict:
+        counts["corrected"] = mode.corrected
+        counts["skipped"] = mode.skipped
+    if trimmed:
+        with ctx.store.transaction():
+            note_trimmed(ctx.store, user, trimmed, utcnow())
+    return counts
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"import is not UTF-8 text: {exc.reason} at byte {exc.start}", field="$") from exc
+
+
+def _scan(path: Path) -> dict[str, Any] | None:
+    """An envelope's fields but the items of its sections (each an empty list here), read
+    without holding the items; None for a file that is not an object or is deer-flow's."""
+    with path.open(encoding="utf-8") as fp:
+        if _JsonStream(fp).peek() != "{":
+            return None
+        fp.seek(0)
+        head = {key: value for event, key, value in _events(fp) if event == "field"}
+    return None if _is_deerflow(head) else head
+
+
+def _pages(ctx: Context, path: Path, user: str, mode: _Mode) -> Iterator[_Parsed]:
+    """The items of the envelope's sections, IMPORT_PAGE at a time, each checked (nesting,
+    Unicode, redaction, values, a fact's length) as :func:`import_user` checks them."""
+    depth = ctx.settings.max_import_depth
+    with path.open(encoding="utf-8") as fp:
+        section, start, batch = "", 0, list[Any]()
+        for event, key, value in _events(fp):
+            if event != "item":
+                continue
+            if key != section or len(batch) >= IMPORT_PAGE:
+                if batch:
+                    yield _page(ctx, section, start, batch, user, mode, depth)
+                start = start + len(batch) if key == section else 0
+                section, batch = key, []
+            batch.append(value)
+        if batch:
+            yield _page(ctx, section, start, batch, user, mode, depth)
+
+
+def _page(ctx: Context, section: str, start: int, batch: list[Any], user: str, mode: _Mode, depth: int) -> _Parsed:
+    # an item is checked where the envelope would hold it: two levels down (the envelope, the list)
+    for n, raw in enumerate(batch, start):
+        check_json({f"{section}[{n}]": raw}, depth - 1)
+    parse: dict[str, Callable[[dict[str, Any], str, str, _Mode], Any]] = {
+        "facts": _fact, "episodes": _model(Episode), "notes": _model(Note), "knowledge": _model(KnowledgeDoc),
+    }
+    items = _items(redact_obj(batch), section, user, mode, parse[section], start)
+    page = _Parsed(profile=Profile(), facts=[], episodes=[], notes=[], knowledge=[], mode=mode)
+    setattr(page, section, items)
+    if section == "facts":
+        _check_fact_length(page, ctx.settings.max_fact_chars, mode.strict, start)
+    return page
+
+
 def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str, int]:
     """A section past max_profile_chars: refused when strict, else its newest parts kept
     (counted for health, as the learning line does)."""
@@ -202,9 +373,9 @@ def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str
     return trimmed
 
 
-def _check_fact_length(parsed: _Parsed, limit: int, strict: bool) -> None:
+def _check_fact_length(parsed: _Parsed, limit: int, strict: bool, start: int = 0) -> None:
     kept: list[Fact] = []
-    for index, fact in enumerate(parsed.facts):
+    for index, fact in enumerate(parsed.facts, start):
         if len(fact.content) <= limit:
             kept.append(fact)
             continue
@@ -376,10 +547,11 @@ def _coerce_confidence(value: Any) -> float:
 
 def _items(
     raw_items: list[Any], section: str, user: str, mode: _Mode,
-    parse: Callable[[dict[str, Any], str, str, _Mode], _Item],
+    parse: Callable[[dict[str, Any], str, str, _Mode], _Item], start: int = 0,
 ) -> list[_Item]:
+    """The items of a section, each checked; ``start``: the place of the first in the file."""
     out: list[_Item] = []
-    for index, raw in enumerate(raw_items):
+    for index, raw in enumerate(raw_items, start):
         where = f"{section}[{index}]"
         try:
             if not isinstance(raw, dict):
@@ -439,12 +611,22 @@ class _Ids:
     already ``user``'s (written by an earlier import of the file) is taken even when the
     original has become free since, so the rows are found again, not copied."""
 
-    def __init__(self, ctx: Context, user: str, wanted: dict[str, set[str]]):
+    def __init__(self, ctx: Context, user: str):
         self.store = ctx.store
         self.user = user
         self.owner: dict[str, dict[str, str]] = {kind: {} for kind in _KINDS}
         self.ids: dict[tuple[str, str], str] = {}
-        self._look({kind: {i for o in ids for i in (o, _mapped_id(user, o, kind, 0))} for kind, ids in wanted.items()})
+
+    def forget(self) -> None:
+        """Drop what was looked up and resolved: once a page's items are written, looking an
+        id up again gives the same answer (the rules depend on who holds which id), so a
+        streamed import keeps one page's ids, not every id of the file."""
+        self.owner = {kind: {} for kind in _KINDS}
+        self.ids.clear()
+
+    def want(self, wanted: dict[str, set[str]]) -> None:
+        """Look up who holds these ids (and their first mapped ids) in one read a kind."""
+        self._look({kind: {i for o in ids for i in (o, _mapped_id(self.user, o, kind, 0))} for kind, ids in wanted.items()})
 
     def _look(self, ids: dict[str, set[str]]) -> None:
         getters: dict[str, Callable[[list[str]], dict[str, Any]]] = {
@@ -490,9 +672,9 @@ class _Ids:
         return self._owner(kind, item_id) == self.user
 
 
-def _map_ids(ctx: Context, user: str, parsed: _Parsed) -> tuple[_Ids, set[tuple[str, str]]]:
-    """Give every item its id in ``user``'s memory and map the ids items name; returns the
-    mapper and the (kind, id) of the items that were already there."""
+def _map_ids(ids: _Ids, parsed: _Parsed, there: set[tuple[str, str]]) -> None:
+    """Give every item its id in the user's memory and map the ids items name; adds to
+    ``there`` the (kind, id) of the items that were already there."""
     wanted: dict[str, set[str]] = {kind: set() for kind in _KINDS}
     for fact in parsed.facts:
         wanted["fact"].update([fact.id, *fact.provenance.facts, *(i for i in (fact.supersedes, fact.superseded_by) if i)])
@@ -503,8 +685,7 @@ def _map_ids(ctx: Context, user: str, parsed: _Parsed) -> tuple[_Ids, set[tuple[
         wanted["note"].add(note.id)
         wanted["ep"].update(note.episodes)
     wanted["kn"].update(doc.id for doc in parsed.knowledge)
-    ids = _Ids(ctx, user, wanted)
-    there: set[tuple[str, str]] = set()
+    ids.want(wanted)
 
     def own(kind: str, item: _Item) -> None:
         item.id = ids(kind, item.id)
@@ -526,33 +707,46 @@ def _map_ids(ctx: Context, user: str, parsed: _Parsed) -> tuple[_Ids, set[tuple[
         note.episodes = [ids("ep", i) for i in note.episodes]
     for doc in parsed.knowledge:
         own("kn", doc)
-    return ids, there
 
 
-def _apply(ctx: Context, user: str, parsed: _Parsed) -> dict[str, int]:
+def _apply(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = ()) -> dict[str, int]:
+    """Write ``parsed`` and then each of ``pages`` (a streamed file's items, a page at a time),
+    in one transaction: a page that is refused takes back everything."""
     store = ctx.store
     writer = TagWriter(store, user)
     counts = {name: 0 for name in SECTIONS}
+    ids, there = _Ids(ctx, user), set[tuple[str, str]]()
+    days: set[str] = set()
     with store.transaction(batch=True):  # an import is many writes, all or nothing
-        _, there = _map_ids(ctx, user, parsed)  # read before anything is written
+        _map_ids(ids, parsed, there)  # read before anything of them is written
         for name, section in parsed.profile.sections().items():
             if section.summary:
                 store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())
                 counts["profile"] += 1
-        for fact in parsed.facts:
-            ctx.facts.index_fact(fact, fact.tags, writer=writer)
-            counts["facts"] += 1
-        for ep in parsed.episodes:
-            ep.tags = writer.ensure(ep.tags)
-            store.put_episode(ep)
-            store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
-            counts["episodes"] += 1
-        for note in parsed.notes:
-            store.put_note(note)
-            counts["notes"] += 1
-        for doc in parsed.knowledge:
-            ctx.facts.index_knowledge(doc)
-            counts["knowledge"] += 1
-    mirror_notes(ctx.store, ctx.files, user, {n.date for n in parsed.notes})
+        _write_items(ctx, writer, parsed, counts, days)
+        for page in pages:
+            ids.forget()
+            _map_ids(ids, page, there)
+            _write_items(ctx, writer, page, counts, days)
+    mirror_notes(ctx.store, ctx.files, user, days)
     counts["replaced"] = len(there)
     return counts
+
+
+def _write_items(ctx: Context, writer: TagWriter, parsed: _Parsed, counts: dict[str, int], days: set[str]) -> None:
+    store, user = ctx.store, writer.user
+    for fact in parsed.facts:
+        ctx.facts.index_fact(fact, fact.tags, writer=writer)
+        counts["facts"] += 1
+    for ep in parsed.episodes:
+        ep.tags = writer.ensure(ep.tags)
+        store.put_episode(ep)
+        store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
+        counts["episodes"] += 1
+    for note in parsed.notes:
+        store.put_note(note)
+        days.add(note.date)
+        counts["notes"] += 1
+    for doc in parsed.knowledge:
+        ctx.facts.index_knowledge(doc)
+        counts["knowledge"] += 1

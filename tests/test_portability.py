@@ -90,6 +90,11 @@ def test_deerflow_memory_json_imports_profile_and_facts(mem):
         ],
     }
     mem.import_(deerflow, user="ana")
+    # the same file read from disk (not an envelope to stream: read whole, as deer-flow's)
+    path = mem.home / "memory.json"
+    path.write_text(json.dumps({**deerflow, "facts": deerflow["facts"][:1]}), encoding="utf-8")
+    assert mem.import_file(path, user="cy")["facts"] == 1
+    assert mem.profile(user="cy").user.work_context.summary == "Builds agents in Python"
     profile = mem.profile(user="ana")
     assert profile.user.work_context.summary == "Builds agents in Python"
     assert profile.user.cognitive_style.summary == "Conclusion first, then details"

@@ -178,3 +178,55 @@ def test_a_lenient_import_says_what_it_corrected(mem, caplog):
         assert path in caplog.text
     [fact] = mem.facts(user="ana")
     assert (fact.status, fact.confidence) == ("consolidated", 1.0)
+
+
+def test_a_file_imported_a_page_at_a_time_is_the_same_import(tmp_path, backend, monkeypatch):
+    import reverie.portability as portability
+
+    monkeypatch.setattr(portability, "IMPORT_PAGE", 2)  # BOB's sections cut into pages
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 2)
+    many = json.loads(json.dumps(BOB))
+    many["episodes"] += [{**BOB["episodes"][0], "id": f"ep_more{n}", "user_text": f"More bread talk {n}"}
+                         for n in range(5)]
+    many["facts"][0]["provenance"]["episodes"] += ["ep_more4"]  # a fact names an episode of a later page
+    mem = Memory(tmp_path / "h", background=False, store=backend)
+    mem.import_(many, user="bob")
+    path = tmp_path / "bob.json"
+    with path.open("w", encoding="utf-8") as out:
+        mem.export_to(out, user="bob")
+
+    # into another user (bob holds every id: all are mapped), from the file and from its text
+    streamed = [mem.import_file(path, user="bob2"), mem.import_file(path, user="bob2")]
+    whole = mem.import_(path.read_text(encoding="utf-8"), user="bob3")
+    assert streamed[0] == {**whole, "replaced": 0} and streamed[1] == {**whole, "replaced": sum(
+        whole[s] for s in ("facts", "episodes", "notes", "knowledge"))}
+    two, three = mem.export(user="bob2"), mem.export(user="bob3")
+    assert len(two["episodes"]) == 6 and not _ids(two) & _ids(mem.export(user="bob"))
+    by_id = {ep["id"]: ep["user_text"] for ep in two["episodes"]}
+    fact = next(f for f in two["facts"] if f["content"] == "Bakes sourdough every Sunday")
+    assert [by_id[e] for e in fact["provenance"]["episodes"]] == ["I bake sourdough on Sundays", "More bread talk 4"]
+    assert [len(two[s]) for s in ("facts", "episodes", "notes", "knowledge")] == \
+        [len(three[s]) for s in ("facts", "episodes", "notes", "knowledge")]
+
+    # a bad value on the last page: nothing of the earlier pages stays
+    bad = json.loads(path.read_text(encoding="utf-8"))
+    bad["episodes"][-1]["created_at"] = "2026-02-30T00:00:00Z"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(InvalidInput) as refused:
+        mem.import_file(path, user="carl")
+    assert refused.value.field.startswith("episodes[5]")
+    assert mem.export(user="carl")["episodes"] == [] and mem.facts(user="carl") == []
+    mem.close()
+
+
+def test_an_import_file_that_is_not_json_or_not_utf8_is_refused_clearly(tmp_path):
+    mem = Memory(tmp_path / "h", background=False)
+    for body, said in ((b'{"version": 1, "facts": [{"content": "a"}, ', "not valid JSON"),
+                       (b'{"version": 1} extra', "extra data"),
+                       (b'{"version": 1, "facts": [{"content": "caf\xe9"}]}', "not UTF-8")):
+        path = tmp_path / "f.json"
+        path.write_bytes(body)
+        with pytest.raises(InvalidInput, match=said):
+            mem.import_file(path, user="ana")
+    assert mem.facts(user="ana") == []
+    mem.close()

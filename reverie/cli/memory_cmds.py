@@ -328,7 +328,7 @@ def import_cmd(
 ) -> None:
     """Import an export (or a deer-flow memory.json); all or nothing."""
     with open_memory(home) as mem:
-        counts = mem.import_(file.read_text(encoding="utf-8"), user=user)
+        counts = mem.import_file(file, user=user)
         say(counts, as_json, "imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 
