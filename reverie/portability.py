@@ -238,6 +238,9 @@ class _JsonStream:
             except json.JSONDecodeError as exc:
                 if len(self.buf) - self.pos <= MAX_IMPORT_ITEM_CHARS and self._fill():
                     continue  # the value goes on past what was read
+                if not self.eof:
+                    raise InvalidInput(f"import has a value of more than {MAX_IMPORT_ITEM_CHARS >> 20} MB (or one that "
+                                       f"is not valid JSON): {exc}", field="$") from exc
                 raise InvalidInput(f"import is not valid JSON: {exc}", field="$") from exc
             except RecursionError as exc:
                 raise InvalidInput("import is nested too deeply", field="$") from exc
@@ -310,7 +313,7 @@ def import_file(ctx: Context, path: Path, user: str, *, strict: bool = True) -> 
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte order mark is no part of the JSON
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"import is not UTF-8 text: {exc.reason} at byte {exc.start}", field="$") from exc
 
@@ -318,7 +321,7 @@ def _read_text(path: Path) -> str:
 def _scan(path: Path) -> dict[str, Any] | None:
     """An envelope's fields but the items of its sections (each an empty list here), read
     without holding the items; None for a file that is not an object or is deer-flow's."""
-    with path.open(encoding="utf-8") as fp:
+    with path.open(encoding="utf-8-sig") as fp:
         if _JsonStream(fp).peek() != "{":
             return None
         fp.seek(0)
@@ -330,7 +333,7 @@ def _pages(ctx: Context, path: Path, user: str, mode: _Mode) -> Iterator[_Parsed
     """The items of the envelope's sections, IMPORT_PAGE at a time, each checked (nesting,
     Unicode, redaction, values, a fact's length) as :func:`import_user` checks them."""
     depth = ctx.settings.max_import_depth
-    with path.open(encoding="utf-8") as fp:
+    with path.open(encoding="utf-8-sig") as fp:
         section, start, batch = "", 0, list[Any]()
         for event, key, value in _events(fp):
             if event != "item":

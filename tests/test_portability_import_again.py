@@ -219,8 +219,18 @@ def test_a_file_imported_a_page_at_a_time_is_the_same_import(tmp_path, backend, 
     mem.close()
 
 
-def test_an_import_file_that_is_not_json_or_not_utf8_is_refused_clearly(tmp_path):
+def test_an_import_file_that_is_not_json_or_not_utf8_is_refused_clearly(tmp_path, monkeypatch):
+    import reverie.portability as portability
+
+    monkeypatch.setattr(portability, "MAX_IMPORT_ITEM_CHARS", 2 << 20)
     mem = Memory(tmp_path / "h", background=False)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"version": 1, "facts": [{"content": "x" * (3 << 20)}]}), encoding="utf-8")
+    with pytest.raises(InvalidInput, match="a value of more than 2 MB"):
+        mem.import_file(big, user="ana")
+    bom = tmp_path / "bom.json"  # a byte order mark (as some editors save) is read past
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(BOB).encode("utf-8"))
+    assert mem.import_file(bom, user="bo")["facts"] == 2
     for body, said in ((b'{"version": 1, "facts": [{"content": "a"}, ', "not valid JSON"),
                        (b'{"version": 1} extra', "extra data"),
                        (b'{"version": 1, "facts": [{"content": "caf\xe9"}]}', "not UTF-8")):
