@@ -178,10 +178,16 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
     else:
         parsed = _parse_envelope(envelope, user, mode)
     _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
-    trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, strict)
+    return _import(ctx, user, parsed)
+
+
+def _import(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = ()) -> dict[str, int]:
+    """Write a checked import (and the ``pages`` of a streamed file's items) and report it."""
+    mode = parsed.mode
+    trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, mode.strict)
     mode.corrected += len(trimmed)
-    counts = _apply(ctx, user, parsed)
-    if not strict:
+    counts = _apply(ctx, user, parsed, pages)
+    if not mode.strict:  # (a page's corrections are counted as it is written)
         counts["corrected"] = mode.corrected
         counts["skipped"] = mode.skipped
     if trimmed:
@@ -299,16 +305,7 @@ def import_file(ctx: Context, path: Path, user: str, *, strict: bool = True) -> 
     check_json(head, ctx.settings.max_import_depth)
     mode = _Mode(strict)
     parsed = _parse_envelope(redact_obj(head), user, mode)  # its sections are read below
-    trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, strict)
-    mode.corrected += len(trimmed)
-    counts = _apply(ctx, user, parsed, _pages(ctx, path, user, mode))
-    if not strict:
-        counts["corrected"] = mode.corrected
-        counts["skipped"] = mode.skipped
-    if trimmed:
-        with ctx.store.transaction():
-            note_trimmed(ctx.store, user, trimmed, utcnow())
-    return counts
+    return _import(ctx, user, parsed, _pages(ctx, path, user, mode))
 
 
 def _read_text(path: Path) -> str:
