@@ -745,7 +745,9 @@ class SQLiteStore(Store):
     def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
         parse: dict[str, Callable[[sqlite3.Row], Any]] = {
             "episode": self._episode, "fact": self._fact, "note": lambda r: Note.model_validate_json(r["body"])}
-        rows = self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE user = ? AND pk > ? ORDER BY pk LIMIT ?",
+        # along the rowid from ``after`` (the unary + keeps the planner off the user's indexes,
+        # none of which is in pk order: with them every page read and sorted all the user's rows)
+        rows = self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE +user = ? AND pk > ? ORDER BY pk LIMIT ?",
                        (user, after, limit))
         return [(row["pk"], parse[kind](row)) for row in rows]
 
