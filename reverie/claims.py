@@ -638,6 +638,12 @@ def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
         keys.add(f"r:{' '.join(sorted(rest))}")  # the bare lines (no rest) share one key
         for key in keys:
             index.setdefault(key, []).append(i)
+    return _pairs_within(index)
+
+
+def _pairs_within(index: dict[str, list[int]]) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, that share a key of ``index`` (each key's positions
+    ascending, as the index was built in order)."""
     pairs: set[tuple[int, int]] = set()
     for members in index.values():
         for a, i in enumerate(members):
@@ -674,13 +680,7 @@ def duplicate_pairs(texts: list[str], duplicate_at: float) -> list[tuple[int, in
             prefix = len(ordered) - math.ceil(duplicate_at * len(ordered) - 1e-9) + 1
             for member in ordered[:prefix]:
                 index.setdefault(f"{space}:{member}", []).append(i)
-    pairs: set[tuple[int, int]] = set()
-    for group in index.values():
-        for a, i in enumerate(group):
-            for j in group[a + 1:]:
-                if i != j:
-                    pairs.add((min(i, j), max(i, j)))
-    return sorted(pairs)
+    return _pairs_within(index)
 
 
 # what is true only for now ("the server is running on port 8080", "我现在在开会") is no

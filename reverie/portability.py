@@ -236,6 +236,20 @@ class _JsonStream:
             raise InvalidInput(f"import is not valid JSON: expected {char!r} {where}", field="$")
         self.pos += 1
 
+    def elements(self, close: str, where: str) -> Iterator[None]:
+        """After an opening bracket or brace: once for each element (the caller reads it), up
+        to the ``close`` that ends them."""
+        if self.peek() == close:
+            self.pos += 1
+            return
+        while True:
+            yield
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            self.take(close, where)
+            return
+
     def value(self) -> Any:
         self.peek()
         while True:
@@ -261,34 +275,18 @@ def _events(fp: IO[str]) -> Iterator[tuple[str, str, Any]]:
     whose value is an array, ("item", key, item) for each of its items."""
     s = _JsonStream(fp)
     s.take("{", "at the start")
-    if s.peek() == "}":
-        s.pos += 1
-    else:
-        while True:
-            key = s.value()
-            if not isinstance(key, str):
-                raise InvalidInput("import is not valid JSON: an object's key is not a string", field="$")
-            s.take(":", f"after {key!r}")
-            if key in _STREAMED and s.peek() == "[":
-                s.pos += 1
-                yield "field", key, []
-                if s.peek() == "]":
-                    s.pos += 1
-                else:
-                    while True:
-                        yield "item", key, s.value()
-                        if s.peek() == ",":
-                            s.pos += 1
-                            continue
-                        s.take("]", f"after an item of {key!r}")
-                        break
-            else:
-                yield "field", key, s.value()
-            if s.peek() == ",":
-                s.pos += 1
-                continue
-            s.take("}", f"after {key!r}")
-            break
+    for _ in s.elements("}", "after a field of the envelope"):
+        key = s.value()
+        if not isinstance(key, str):
+            raise InvalidInput("import is not valid JSON: an object's key is not a string", field="$")
+        s.take(":", f"after {key!r}")
+        if key in _STREAMED and s.peek() == "[":
+            s.take("[", f"after {key!r}")
+            yield "field", key, []
+            for _ in s.elements("]", f"after an item of {key!r}"):
+                yield "item", key, s.value()
+        else:
+            yield "field", key, s.value()
     if s.peek():
         raise InvalidInput("import is not valid JSON: extra data after the object", field="$")
 
