@@ -229,9 +229,10 @@ class Recaller:
         query = clip(query, self.ctx.settings.max_query_chars)
         perception = self.perceive(query, now)
         query_terms = terms(query)
+        asked_about = names_in(query)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
-        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND)
+        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND, names=asked_about)
         names = list(perception.keyphrases) + query_terms  # what may name a tag
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         # the best text matches (their tags lead further), the tags the query names and the
@@ -242,7 +243,7 @@ class Recaller:
         loaded.update((i, ep) for i, ep in first.items["episode"].items() if isinstance(ep, Episode))
         roots = resolve(self.store, user, names, found=first.tags)
         candidates, matched = self._match(user, names, hits, top_episodes, roots, perception, loaded)
-        scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, names_in(query))
+        scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, asked_about)
         profile = first.profile
         assert profile is not None  # asked for above
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]

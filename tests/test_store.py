@@ -18,7 +18,7 @@ import pytest
 from reverie import InvalidInput, Memory, StoreBusy, StoreError
 from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
-from reverie.store.base import ITEM_KINDS
+from reverie.store.base import ITEM_KINDS, NAME_DEPTH
 from reverie.text import terms
 from tests.pg import drop_schema, new_schema
 
@@ -185,6 +185,50 @@ def test_search_skips_archived_facts_and_covers_notes_and_knowledge(store):
     assert sorted(h.kind for h in hits) == ["fact", "knowledge", "note"]
     assert [h.id for h in hits if h.kind == "fact"] == [live.id]
     assert store.search("ana", ["outdoor"], ["knowledge"], 10)  # tags are indexed too
+
+
+def _named_talk(store, short: int) -> Episode:
+    """A user's store where "Gina" is rare among everything held (other talk, some of it
+    about bringing things), ``short`` short lines of Gina's about dance that say her name
+    again, and one of hers about what dance brings: the evidence, returned."""
+    def ep(speaker: str, text: str) -> Episode:
+        return Episode(user="ana", status="completed", messages=[Message(speaker=speaker, content=text)])
+    for n in range(600):
+        store.put_episode(ep("Jon", f"remember to bring the snacks for match {n}" if n % 5 == 0
+                             else f"match {n} starts at noon"))
+    for n in range(short):
+        store.put_episode(ep("Gina", f"Gina, Gina: dance {n}"))
+    evidence = ep("Gina", "dance brings freedom")
+    store.put_episode(evidence)
+    return evidence
+
+
+def test_a_name_most_of_the_best_matches_hold_leaves_their_order_to_the_other_words(store):
+    # more rows than kept hold the name: it cannot choose among them, and its store-wide idf
+    # ranked them by how often it stands in each (the evidence came last of the best)
+    limit = 3
+    evidence = _named_talk(store, NAME_DEPTH * limit - 1)
+    query = terms("How does Gina describe the feeling that dance brings?")
+    assert evidence.id not in [h.id for h in store.search("ana", query, ["episode"], limit)]
+    hits = store.search("ana", query, ["episode"], limit, names=["gina"])
+    assert hits[0].id == evidence.id
+    # those kept hold the name, and say which of the query's words they hold
+    assert all(h.held is not None and "gina" in h.held for h in hits)
+    assert hits[0].held == {"gina", "dance", "bring"}
+    # a name the query does not search for, or a search of the name alone, changes nothing
+    assert store.search("ana", query, ["episode"], limit, names=["jon"]) == store.search("ana", query, ["episode"], limit)
+    assert store.search("ana", ["gina"], ["episode"], limit, names=["gina"]) == store.search("ana", ["gina"], ["episode"], limit)
+
+
+def test_a_name_few_of_the_best_matches_hold_still_ranks_them(store):
+    limit = 3
+    _named_talk(store, NAME_DEPTH * limit - 1)
+    max_the_dog = Episode(user="ana", status="completed", messages=[Message(speaker="Jon", content="Max and I dance")])
+    store.put_episode(max_the_dog)
+    query = terms("When did Max dance?")
+    hits = store.search("ana", query, ["episode"], limit, names=["max"])
+    assert hits == store.search("ana", query, ["episode"], limit)
+    assert hits[0].id == max_the_dog.id
 
 
 def test_index_tokens_are_the_words_full_text_holds_for_the_users_items(store):

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
+from typing import AbstractSet, Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput, StoreError
 from reverie.models import (
@@ -289,6 +289,45 @@ def best_hits(
         if len(hits) >= limit:
             break
     return hits[:limit]
+
+
+# a search whose query names someone looks at its best this many times ``limit`` matches for
+# names that no longer tell them apart (see common_names)
+NAME_DEPTH = 2
+
+
+def best_rows(ranked: Mapping[int, float], count: int) -> list[int]:
+    """The best ``count`` rows of a search (pk -> score), in :func:`best_first`'s order."""
+    if len(ranked) > count:  # (the rows at or above the count's score, then only those sorted)
+        cut = sorted(ranked.values(), reverse=True)[count - 1]
+        return [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items() if score >= cut])[:count]]
+    return [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
+
+
+def common_names(
+    names: Mapping[str, Sequence[str]], holding: Mapping[str, AbstractSet[int]], limit: int,
+) -> tuple[list[str], set[int]]:
+    """The query's ``names`` (term -> its full-text tokens) that more than ``limit`` of the
+    best matches hold (``holding``: token -> which of the best matches hold it), and the
+    rows that hold one of them.
+
+    Such a name cannot decide which ``limit`` matches are kept: more of them hold it than
+    are kept. Its store-wide idf says only how rare it is among everything else the user
+    holds, and beside a large store of other talk the name of the person a conversation is
+    about is rare there while nearly every one of that conversation's matches holds it: the
+    matches would be ordered by how often that person speaks in each, and how short it is,
+    instead of by the query's other words. A store keeps the matches that hold the name and
+    orders them by their other words (a name few of them hold, "Max" the dog, still counts:
+    it tells them apart)."""
+    common: list[str] = []
+    rows: set[int] = set()
+    for name, tokens in names.items():
+        if tokens:
+            held = set.intersection(*(set(holding.get(t, ())) for t in tokens))
+            if len(held) > limit:
+                common.append(name)
+                rows |= held
+    return common, rows
 
 
 def fts5_idf(rows: int, hits: int) -> float:
@@ -624,12 +663,19 @@ class Store(ABC):
 
     # ------------------------------------------------------------ search and usage
     @abstractmethod
-    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+    def search(
+        self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int, *, names: Iterable[str] = (),
+    ) -> list[Hit]:
         """BM25 over the items' indexed text: the best ``limit`` of each kind, best first
         within a kind (scores of different kinds do not compare). Only completed,
         unarchived episodes and unarchived facts are returned. A hit's ``held``, when
         given, is the :func:`query_tokens` its text holds: what :meth:`index_tokens` would
-        say of it, intersected with them."""
+        say of it, intersected with them.
+
+        ``names``: the query terms that name whom the query asks about. When more than
+        ``limit`` of a kind's best ``NAME_DEPTH * limit`` matches hold one of them
+        (:func:`common_names`), the kind's hits are those of its best matches that hold
+        such a name, ranked by the query's other terms."""
 
     @abstractmethod
     def index_tokens(self, kind: str, user: str, ids: Iterable[str]) -> dict[str, frozenset[str]]:

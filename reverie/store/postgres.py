@@ -65,6 +65,9 @@ from reverie.store.base import (
     FACT_ORDERS,
     best_first,
     best_hits,
+    best_rows,
+    common_names,
+    NAME_DEPTH,
     migrate_schema,
     with_counters,
     OWNER_TOKENS,
@@ -682,6 +685,29 @@ def _gin_write_through(conn: "Connection[Any]") -> None:
                 conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
         except Exception:
             pass  # the next vacuum merges it
+
+
+def _past_names(
+    ranked: dict[int, float], rows: Mapping[int, tuple[int, list[tuple[int, int]]]], lexemes: list[str],
+    query_terms: list[str], names: Mapping[str, list[str]], idf: Sequence[float], avgdl: float, limit: int,
+) -> dict[int, float]:
+    """Of the best NAME_DEPTH * ``limit`` rows of ``ranked``, those that hold one of the
+    ``names`` more than ``limit`` of them hold (:func:`~reverie.store.base.common_names`),
+    ranked by the query's other lexemes; ``ranked`` itself when there is no such name (as
+    the SQLite store ranks them)."""
+    best = best_rows(ranked, NAME_DEPTH * limit)
+    if len(best) <= limit:
+        return ranked
+    holding: dict[str, set[int]] = {}
+    for pk in best:
+        for i, _ in rows[pk][1]:
+            holding.setdefault(lexemes[i], set()).add(pk)
+    common, kept = common_names(names, holding, limit)
+    rest = set(query_tokens(t for t in query_terms if t not in common))
+    if not common or not rest:
+        return ranked
+    return bm25(((pk, rows[pk][0], [p for p in rows[pk][1] if lexemes[p[0]] in rest]) for pk in best if pk in kept),
+                idf, avgdl)
 
 
 def _held_tokens(
@@ -1531,7 +1557,9 @@ class PostgresStore(Store):
         "WHERE user_id = %(user)s AND kind = ANY(%(kinds)s)"
     )
 
-    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+    def search(
+        self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int, *, names: Iterable[str] = (),
+    ) -> list[Hit]:
         """BM25 over each kind, bounded the way the SQLite store bounds it: while the query
         matches fewer than SEARCH_WINDOW of the user's items of a kind, every match is ranked;
         past that, all terms over the newest SEARCH_WINDOW matches and the rare terms (in at
@@ -1544,6 +1572,7 @@ class PostgresStore(Store):
         newest SEARCH_WINDOW of each lexeme it holds; a rare lexeme's read is all of its
         matches; the document frequencies come from ``term_sizes``."""
         lexemes = query_tokens(query_terms)
+        named = {n: fts_tokens(n) for n in dict.fromkeys(names) if n in query_terms}
         kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
         if not lexemes or not kinds:
             return []
@@ -1604,6 +1633,8 @@ class PostgresStore(Store):
                                for pk in held), idf, avgdl)
                 for pk, score in scores.items():
                     ranked[pk] = max(score, ranked.get(pk, score))
+            if named and len(ranked) > limit:
+                ranked = _past_names(ranked, rows, lexemes, query_terms, named, idf, avgdl, limit)
             searched.append((kind, ranked, _held_tokens(lexemes, rows, whole)))
         return self._live_best(user, searched, limit)
 

@@ -40,6 +40,9 @@ from reverie.store.base import (
     first_distinct,
     MAX_LEXEME_BYTES,
     best_hits,
+    best_rows,
+    common_names,
+    NAME_DEPTH,
     migrate_schema,
     with_counters,
     OWNER_TOKENS,
@@ -449,10 +452,16 @@ def _token_scores(
 ) -> dict[int, float]:
     """rowid -> FTS5's BM25 of each row of ``found`` (rowid, text): each phrase (a token, or
     a list of tokens) with its idf, the row's frequencies read from its tokens."""
+    return _split_scores(((rowid, fts_tokens(text or "")) for rowid, text in found), scoring, avgdl)
+
+
+def _split_scores(
+    found: Iterable[tuple[int, list[str]]], scoring: list[tuple[float, str | list[str]]], avgdl: float,
+) -> dict[int, float]:
+    """:func:`_token_scores` of rows already split into their tokens: (rowid, tokens)."""
     out: dict[int, float] = {}
     norms: dict[int, float] = {}  # by row length: rows of one length share it
-    for rowid, text in found:
-        held = fts_tokens(text or "")
+    for rowid, held in found:
         size = len(held) + OWNER_TOKENS
         norm = norms.get(size)
         if norm is None:
@@ -1117,14 +1126,17 @@ class SQLiteStore(Store):
         return {row["id"]: KnowledgeDoc.model_validate_json(row["body"]) for row in self._rows("knowledge", ids)}
 
     # ------------------------------------------------------------ search and usage
-    def search(self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int) -> list[Hit]:
+    def search(
+        self, user: str, query_terms: list[str], kinds: Iterable[str], limit: int, *, names: Iterable[str] = (),
+    ) -> list[Hit]:
         match = fts_query(query_terms)
         if not match:
             return []
         tokens = frozenset(query_tokens(query_terms))  # what a hit says it holds is of these
+        named = {n: fts_tokens(n) for n in dict.fromkeys(names) if n in query_terms}
         hits: list[Hit] = []
         for kind in kinds:
-            hits += self._search_kind(kind, user, query_terms, match, limit, tokens)
+            hits += self._search_kind(kind, user, query_terms, match, limit, tokens, named)
         return hits
 
     def _owner(self, kind: str, user: str) -> str | None:
@@ -1146,6 +1158,7 @@ class SQLiteStore(Store):
 
     def _search_kind(
         self, kind: str, user: str, query_terms: list[str], match: str, limit: int, tokens: frozenset[str],
+        names: Mapping[str, list[str]],
     ) -> list[Hit]:
         """BM25 over one kind (``match`` names the user: only their rows are read). While the
         query matches fewer than SEARCH_WINDOW of the rows searched, every match is ranked.
@@ -1184,11 +1197,18 @@ class SQLiteStore(Store):
                     ranked[pk] = max(score, ranked.get(pk, score))
             elif rare:  # every word rare: their matches are all the matches (the window's among them)
                 ranked = self._scored(fts, owned(match, owner), words, last)
+        known: dict[int, frozenset[str]] = {}  # what the rows _past_names read hold of ``tokens``
+        if names and len(ranked) > limit:
+            ranked = self._past_names(fts, ranked, words, names, limit, last, tokens, known)
         # the best, looked up a batch at a time until `limit` are the user's live rows; of
         # equal scores the older first, as SQLite's sort of the rows in their order
         # with each row's indexed text: which query ``tokens`` it holds (Hit.held), so that
         # recall need not read the text again
         def lookup(batch: list[int]) -> dict[int, tuple[str, frozenset[str] | None]]:
+            if known and all(pk in known for pk in batch):
+                return {pk: (item_id, known[pk]) for pk, item_id in self._tuples(
+                    f"SELECT m.pk, m.id FROM {main} m WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}",
+                    [*batch, user])}
             rows = self._tuples(f"SELECT m.pk, m.id, c.c0 FROM {main} m JOIN {fts}_content c ON c.id = m.pk "
                                 f"WHERE m.pk IN ({_in(batch)}) AND +m.user = ? {live}", [*batch, user])
             return {pk: (item_id, tokens.intersection(fts_tokens(text or ""))) for pk, item_id, text in rows}
@@ -1225,6 +1245,45 @@ class SQLiteStore(Store):
         if len(words) == len(scoring) and _plain_rows(found):
             return _plain_scores(found, words, avgdl)
         return _token_scores(found, scoring, avgdl)
+
+    def _past_names(
+        self, fts: str, ranked: dict[int, float], words: list[str], names: Mapping[str, list[str]], limit: int,
+        last: int, tokens: frozenset[str], known: dict[int, frozenset[str]],
+    ) -> dict[int, float]:
+        """Of the best NAME_DEPTH * ``limit`` rows of ``ranked``, those that hold one of the
+        ``names`` more than ``limit`` of them hold (:func:`~reverie.store.base.common_names`),
+        ranked by the query's other ``words``; ``ranked`` itself when there is no such name.
+        ``known`` is given the query ``tokens`` each row kept holds (its hit's ``held``)."""
+        best = best_rows(ranked, NAME_DEPTH * limit)
+        stats = self._averages(fts)
+        if len(best) <= limit or stats is None:
+            return ranked
+        found = self._tuples(f"SELECT id, c0 FROM {fts}_content WHERE id IN ({_in(best)})", best)
+        # which rows hold each query token: plain index text read by its spaces (see
+        # _plain_scores), other text split into its tokens
+        plain = _plain_rows(found)
+        if plain:
+            padded = [(pk, f" {text} ") for pk, text in found]
+            holding = {t: {pk for pk, text in padded if f" {t} " in text} for t in tokens}
+        else:
+            split = [(pk, frozenset(fts_tokens(text or ""))) for pk, text in found]
+            holding = {t: {pk for pk, held in split if t in held} for t in tokens}
+        common, kept = common_names(names, holding, limit)
+        rest = [phrase for phrase in map(fts_tokens, (w for w in words if w not in common)) if phrase]
+        if not common or not rest:
+            return ranked
+        scoring: list[tuple[float, str | list[str]]] = [
+            (fts5_idf(stats[0], self._doc_count(fts, phrase, last)), phrase[0] if len(phrase) == 1 else phrase)
+            for phrase in rest
+        ]
+        rows = [(pk, text) for pk, text in found if pk in kept]
+        words_only = [(idf, term) for idf, term in scoring if isinstance(term, str)]
+        if plain and len(words_only) == len(scoring):
+            scores = _plain_scores(rows, words_only, stats[1] / stats[0])
+        else:
+            scores = _token_scores(rows, scoring, stats[1] / stats[0])
+        known.update((pk, frozenset(t for t, holders in holding.items() if pk in holders)) for pk in kept)
+        return scores
 
     def _averages(self, fts: str) -> tuple[int, int] | None:
         """FTS5's own totals of ``fts``: (rows, tokens in all columns), read from its averages
