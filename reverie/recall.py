@@ -286,7 +286,7 @@ class Recaller:
             # the strongest tags only lead to candidates, and only theirs are counted: the
             # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
             # related, the best matches' tags) fewer, in proportion to their weight
-            strongest = sorted(expansion.weights, key=lambda t: -expansion.weights[t])[:MAX_EXPANSION_TAGS]
+            strongest = sorted(expansion.weights, key=lambda t: (-expansion.weights[t], t))[:MAX_EXPANSION_TAGS]
             strength: dict[tuple[str, str], float] = {}
             # a tag more items carry than POSTINGS_PER_TAG says little about each (its idf is
             # low): its newest FREQUENT_TAG_POSTINGS stand for it
