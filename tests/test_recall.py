@@ -519,3 +519,26 @@ def test_an_empty_block_costs_no_tokens(tmp_path):
             assert (empty.context, empty.tokens) == ("", 0)
         full = mem.recall("billing cutover", user="ana", budget=500)
         assert full.context and full.tokens > 0
+
+
+def test_a_question_about_someone_most_matches_name_delivers_the_match_its_other_words_fit(bmem):
+    # beside much other talk "Gina" is a rare word, yet more of the question's matches hold it
+    # than the search keeps: her many short lines that say her name again led the search by
+    # the name alone, past the one line that answers (Store.search's ``names``)
+    from reverie.models import Episode, Message
+    from reverie.recall import CANDIDATES_PER_KIND
+    from reverie.store.base import NAME_DEPTH
+
+    def said(speaker: str, text: str) -> Episode:
+        ep = Episode(user="ana", status="completed", learned=True, occurred_at=NOW - timedelta(days=3),
+                     messages=[Message(role="user", speaker=speaker, content=text)])
+        bmem.store.put_episode(ep)
+        return ep
+
+    for n in range(3000):
+        said("Jon", f"remember to bring the snacks for match {n}" if n % 5 == 0 else f"match {n} starts at noon")
+    for n in range(NAME_DEPTH * CANDIDATES_PER_KIND - 1):
+        said("Gina", f"Gina, Gina: dance {n}")
+    evidence = said("Gina", "dance brings freedom after work")
+    result = bmem.recall("How does Gina describe the feeling that dance brings?", user="ana", budget=200, at=NOW)
+    assert result.items[0].id == evidence.id
