@@ -452,16 +452,10 @@ def _token_scores(
 ) -> dict[int, float]:
     """rowid -> FTS5's BM25 of each row of ``found`` (rowid, text): each phrase (a token, or
     a list of tokens) with its idf, the row's frequencies read from its tokens."""
-    return _split_scores(((rowid, fts_tokens(text or "")) for rowid, text in found), scoring, avgdl)
-
-
-def _split_scores(
-    found: Iterable[tuple[int, list[str]]], scoring: list[tuple[float, str | list[str]]], avgdl: float,
-) -> dict[int, float]:
-    """:func:`_token_scores` of rows already split into their tokens: (rowid, tokens)."""
     out: dict[int, float] = {}
     norms: dict[int, float] = {}  # by row length: rows of one length share it
-    for rowid, held in found:
+    for rowid, text in found:
+        held = fts_tokens(text or "")
         size = len(held) + OWNER_TOKENS
         norm = norms.get(size)
         if norm is None:
