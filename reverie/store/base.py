@@ -304,6 +304,11 @@ def best_rows(ranked: Mapping[int, float], count: int) -> list[int]:
     return [pk for _, pk in sorted([(-score, pk) for pk, score in ranked.items()])]
 
 
+def searched_names(names: Iterable[str], query_terms: Sequence[str]) -> dict[str, list[str]]:
+    """Of a search's ``names``, those among its ``query_terms``, each with its full-text tokens."""
+    return {name: fts_tokens(name) for name in dict.fromkeys(names) if name in query_terms}
+
+
 def common_names(
     names: Mapping[str, Sequence[str]], holding: Mapping[str, AbstractSet[int]], limit: int,
 ) -> tuple[list[str], set[int]]:

@@ -67,6 +67,7 @@ from reverie.store.base import (
     best_hits,
     best_rows,
     common_names,
+    searched_names,
     NAME_DEPTH,
     migrate_schema,
     with_counters,
@@ -1572,7 +1573,7 @@ class PostgresStore(Store):
         newest SEARCH_WINDOW of each lexeme it holds; a rare lexeme's read is all of its
         matches; the document frequencies come from ``term_sizes``."""
         lexemes = query_tokens(query_terms)
-        named = {n: fts_tokens(n) for n in dict.fromkeys(names) if n in query_terms}
+        named = searched_names(names, query_terms)
         kinds = [k for k in dict.fromkeys(kinds) if k in _TABLE]
         if not lexemes or not kinds:
             return []

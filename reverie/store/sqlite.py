@@ -42,6 +42,7 @@ from reverie.store.base import (
     best_hits,
     best_rows,
     common_names,
+    searched_names,
     NAME_DEPTH,
     migrate_schema,
     with_counters,
@@ -1127,7 +1128,7 @@ class SQLiteStore(Store):
         if not match:
             return []
         tokens = frozenset(query_tokens(query_terms))  # what a hit says it holds is of these
-        named = {n: fts_tokens(n) for n in dict.fromkeys(names) if n in query_terms}
+        named = searched_names(names, query_terms)
         hits: list[Hit] = []
         for kind in kinds:
             hits += self._search_kind(kind, user, query_terms, match, limit, tokens, named)
@@ -1224,6 +1225,18 @@ class SQLiteStore(Store):
         if stats is None:
             return self._ranks(f"SELECT rowid, bm25({fts}, {BM25_WEIGHTS}) FROM {fts} WHERE {fts} MATCH ?{limit}",
                                (match,))
+        found = self._tuples(
+            f"SELECT f.rowid, c.c0 FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit}) f "
+            f"JOIN {fts}_content c ON c.id = f.rowid", (match,))
+        return self._own_bm25(fts, found, phrases, last, stats)
+
+    def _own_bm25(
+        self, fts: str, found: list[tuple[Any, ...]], phrases: Iterable[str], last: int, stats: tuple[int, int],
+        plain: bool | None = None,
+    ) -> dict[int, float]:
+        """rowid -> FTS5's BM25 of the rows ``found`` (rowid, text) by ``phrases``, with the
+        table's ``stats`` (:meth:`_averages`) and the kept counts; ``plain``: whether the rows
+        are plain index text, when already known (:func:`_plain_rows`)."""
         rows, tokens = stats
         avgdl = tokens / rows
         # each phrase with its idf, a one-token phrase as its token (a phrase of none adds
@@ -1232,11 +1245,8 @@ class SQLiteStore(Store):
             (fts5_idf(rows, self._doc_count(fts, phrase, last)), phrase[0] if len(phrase) == 1 else phrase)
             for phrase in map(fts_tokens, phrases) if phrase
         ]
-        found = self._tuples(
-            f"SELECT f.rowid, c.c0 FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit}) f "
-            f"JOIN {fts}_content c ON c.id = f.rowid", (match,))
         words = [(idf, term) for idf, term in scoring if isinstance(term, str)]
-        if len(words) == len(scoring) and _plain_rows(found):
+        if len(words) == len(scoring) and (_plain_rows(found) if plain is None else plain):
             return _plain_scores(found, words, avgdl)
         return _token_scores(found, scoring, avgdl)
 
@@ -1249,8 +1259,7 @@ class SQLiteStore(Store):
         ranked by the query's other ``words``; ``ranked`` itself when there is no such name.
         ``known`` is given the query ``tokens`` each row kept holds (its hit's ``held``)."""
         best = best_rows(ranked, NAME_DEPTH * limit)
-        stats = self._averages(fts)
-        if len(best) <= limit or stats is None:
+        if len(best) <= limit or (stats := self._averages(fts)) is None:
             return ranked
         found = self._tuples(f"SELECT id, c0 FROM {fts}_content WHERE id IN ({_in(best)})", best)
         # which rows hold each query token: plain index text read by its spaces (see
@@ -1263,21 +1272,11 @@ class SQLiteStore(Store):
             split = [(pk, frozenset(fts_tokens(text or ""))) for pk, text in found]
             holding = {t: {pk for pk, held in split if t in held} for t in tokens}
         common, kept = common_names(names, holding, limit)
-        rest = [phrase for phrase in map(fts_tokens, (w for w in words if w not in common)) if phrase]
-        if not common or not rest:
+        rest = [w for w in words if w not in common]
+        if not common or not any(map(fts_tokens, rest)):
             return ranked
-        scoring: list[tuple[float, str | list[str]]] = [
-            (fts5_idf(stats[0], self._doc_count(fts, phrase, last)), phrase[0] if len(phrase) == 1 else phrase)
-            for phrase in rest
-        ]
-        rows = [(pk, text) for pk, text in found if pk in kept]
-        words_only = [(idf, term) for idf, term in scoring if isinstance(term, str)]
-        if plain and len(words_only) == len(scoring):
-            scores = _plain_scores(rows, words_only, stats[1] / stats[0])
-        else:
-            scores = _token_scores(rows, scoring, stats[1] / stats[0])
         known.update((pk, frozenset(t for t, holders in holding.items() if pk in holders)) for pk in kept)
-        return scores
+        return self._own_bm25(fts, [row for row in found if row[0] in kept], rest, last, stats, plain)
 
     def _averages(self, fts: str) -> tuple[int, int] | None:
         """FTS5's own totals of ``fts``: (rows, tokens in all columns), read from its averages
