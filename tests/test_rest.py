@@ -221,6 +221,7 @@ def test_profile_section_put_then_get_and_overview(ana):
     assert r.status_code == 200
     assert r.json()["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"
     assert ana.get("/api/memory/profile").json()["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"
+    assert ana.post("/api/memory/facts", json={"content": "Sketches plans on paper first"}).status_code == 201
     overview = ana.get("/api/memory").json()
     assert overview["user"] == "ana"
     assert overview["profile"]["user"]["cognitiveStyle"]["summary"] == "Thinks in diagrams"

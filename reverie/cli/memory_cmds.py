@@ -345,7 +345,7 @@ def stats(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only
             table.add_column(col)
         for name, s in data["users"].items():
             tags = ", ".join(f"{k} {v}" for k, v in s["tags"].items())
-            table.add_row(name, str(s["episodes"]), str(s["facts"]), str(s["notes"]), str(s["knowledge"]), tags, str(len(s["threads"])))
+            table.add_row(name, str(s["episodes"]), str(s["facts"]), str(s["notes"]), str(s["knowledge"]), tags, str(s["threads"]))
         console.print(table)
 
 

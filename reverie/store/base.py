@@ -710,13 +710,13 @@ class Store(ABC):
         """The user's undo journals (as stored JSON), newest first."""
 
     def counts(self, user: str) -> dict[str, Any]:
-        """How much the user has: episodes by status (archived ones too) and their threads,
+        """How much the user has: episodes by status (archived ones too) and how many threads,
         facts by status, note lines, knowledge documents, tags by status. The default reads
         every list; a store overrides it with counting queries (SQLiteStore does)."""
         episodes = self.list_episodes(user, archived=None)
         return {
             "episodes_by_status": _tally(e.status for e in episodes),
-            "threads": sorted({e.thread for e in episodes}),
+            "threads": len({e.thread for e in episodes}),
             "facts_by_status": _tally(f.status for f in self.list_facts(user, status=("pending", "consolidated", "archived"))),
             "notes": len(self.list_notes(user)),
             "knowledge": len(self.list_knowledge(user)),

@@ -1945,13 +1945,14 @@ class PostgresStore(Store):
             return {str(r[0]): int(r[1]) for r in rows}
 
         row = self._one(
-            "SELECT (SELECT count(*) FROM notes WHERE user_id = %s), (SELECT count(*) FROM knowledge WHERE user_id = %s)",
-            (user, user),
+            "SELECT (SELECT count(*) FROM notes WHERE user_id = %s), (SELECT count(*) FROM knowledge WHERE user_id = %s), "
+            "(SELECT count(DISTINCT thread) FROM episodes WHERE user_id = %s)",
+            (user, user, user),
         )
         assert row is not None
         return {
             "episodes_by_status": tally("episodes"),
-            "threads": [r[0] for r in self._q("SELECT DISTINCT thread FROM episodes WHERE user_id = %s ORDER BY 1", (user,))],
+            "threads": int(row[2]),
             "facts_by_status": tally("facts"),
             "notes": int(row[0]),
             "knowledge": int(row[1]),

@@ -769,7 +769,7 @@ class SQLiteStore(Store):
 
         return {
             "episodes_by_status": tally("SELECT status, count(*) FROM episodes WHERE user = ? GROUP BY status ORDER BY 1"),
-            "threads": [r[0] for r in self._x("SELECT DISTINCT thread FROM episodes WHERE user = ? ORDER BY 1", (user,))],
+            "threads": one("SELECT count(DISTINCT thread) FROM episodes WHERE user = ?"),
             "facts_by_status": tally("SELECT status, count(*) FROM facts WHERE user = ? GROUP BY status ORDER BY 1"),
             "notes": one("SELECT count(*) FROM notes WHERE user = ?"),
             "knowledge": one("SELECT count(*) FROM knowledge WHERE user = ?"),
