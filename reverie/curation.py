@@ -283,8 +283,7 @@ def add_knowledge(
     doc = KnowledgeDoc(user=user, title=title, body=body, tags=check_tags(tags), scope=scope,  # type: ignore[arg-type]
                        agent=agent, project=project)
     with ctx.store.transaction():
-        same = next((d for d in ctx.store.list_knowledge(user)
-                     if (d.title, d.body, d.scope, d.agent, d.project) == (title, body, scope, agent, project)), None)
+        same = ctx.store.same_knowledge(doc)  # by its digest, from an index
         if same is not None:
             return same
         ctx.facts.index_knowledge(doc)
@@ -407,6 +406,17 @@ def note_page(
 ) -> Page[Note]:
     """Daily-note lines, newest day first, one page at a time."""
     return ctx.store.page_notes(user, date=date, after=check_text(after, "after"), limit=check_limit(limit, 1000))
+
+
+# knowledge documents a page holds at most: each may hold MAX_KNOWLEDGE_CHARS, so a page is
+# at most about 10 MB
+KNOWLEDGE_PAGE_LIMIT = 100
+
+
+def knowledge_page(ctx: Context, *, user: str, after: str | None = None, limit: int = 20) -> Page[KnowledgeDoc]:
+    """Knowledge documents, the newest first, one page of 1 to KNOWLEDGE_PAGE_LIMIT at a time."""
+    return ctx.store.page_knowledge(user, after=check_text(after, "after"),
+                                    limit=check_limit(limit, KNOWLEDGE_PAGE_LIMIT))
 
 
 def tag_page(

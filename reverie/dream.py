@@ -52,7 +52,7 @@ from reverie.models import (
     utcnow,
 )
 from reverie.redact import redact
-from reverie.store.base import DreamRun
+from reverie.store.base import DreamRun, Page, decode_cursor, page_of
 from reverie.text import (
     exact_key,
     normalize_space,
@@ -716,8 +716,27 @@ def _list(items: Iterable[str], limit: int = 5) -> str:
 
 def diaries(ctx: Context, user: str, day: str | None = None) -> dict[str, str]:
     """Dream diaries by date, oldest first (only ``day`` when given)."""
-    found = {p.stem: p for p in ctx.files.listing(user, diary_dir(ctx, user)) if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem)}
-    return {stem: ctx.files.read(user, path) or "" for stem, path in sorted(found.items()) if day is None or stem == day}
+    return {stem: ctx.files.read(user, path) or "" for stem, path in sorted(_diary_files(ctx, user).items())
+            if day is None or stem == day}
+
+
+# dream diaries a page holds at most (a diary is one day's runs: a year of them)
+DIARY_PAGE_LIMIT = 366
+
+
+def diary_page(ctx: Context, user: str, *, after: str | None = None, limit: int = 30) -> Page[tuple[str, str]]:
+    """Dream diaries, the newest day first, ``limit`` (date, markdown) at a time: the days are
+    listed by name and only the page's diaries are read."""
+    last = decode_cursor(after, (str,))
+    days = sorted(_diary_files(ctx, user).items(), reverse=True)
+    if last is not None:
+        days = [d for d in days if d[0] < last[0]]
+    page = page_of(days[: limit + 1], limit, lambda d: (d[0],))
+    return Page([(day, ctx.files.read(user, path) or "") for day, path in page.items], page.next)
+
+
+def _diary_files(ctx: Context, user: str) -> dict[str, Path]:
+    return {p.stem: p for p in ctx.files.listing(user, diary_dir(ctx, user)) if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem)}
 
 
 __all__ = [
@@ -728,6 +747,7 @@ __all__ = [
     "chat_command",
     "describe",
     "diaries",
+    "diary_page",
     "parse_chat_command",
     "run_dream",
 ]

@@ -18,7 +18,7 @@ import logging
 import weakref
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from reverie import curation, dream, maintenance, memory_md, migrate, notes, portability
 from reverie.context import Context
@@ -338,6 +338,8 @@ class Memory:
                                       agent=agent, project=project)
 
     def knowledge(self, *, user: str) -> list[KnowledgeDoc]:
+        """Every knowledge document of the user, oldest first (:meth:`knowledge_page` reads
+        them a page at a time)."""
         return self.store.list_knowledge(check_user(user))
 
     # ------------------------------------------------------------ tags
@@ -375,6 +377,11 @@ class Memory:
         """Daily-note lines, newest day first (a day's lines in the order written)."""
         return curation.note_page(self.ctx, user=check_user(user), date=check_date(date) if date is not None else None,
                                   after=after, limit=limit)
+
+    def knowledge_page(self, *, user: str, after: str | None = None, limit: int = 20) -> Page[KnowledgeDoc]:
+        """Knowledge documents, the newest first, ``limit`` at a time (1-100: each may hold
+        100,000 characters)."""
+        return curation.knowledge_page(self.ctx, user=check_user(user), after=after, limit=limit)
 
     def tag_page(
         self, *, user: str, status: str | None = None, after: str | None = None, limit: int = 100,
@@ -424,8 +431,14 @@ class Memory:
     def export_to(self, out: IO[str], *, user: str) -> None:
         """Write the user's export envelope (the JSON of :meth:`export`) to a text file, read
         and written a page at a time: bounded memory whatever the memory holds."""
-        for chunk in portability.export_chunks(self.ctx, check_user(user)):
+        for chunk in self.export_chunks(user=user):
             out.write(chunk)
+
+    def export_chunks(self, *, user: str) -> Iterator[str]:
+        """The user's export envelope (the JSON of :meth:`export`) as pieces of text, read a
+        page at a time as they are asked for (what a server streams). The first piece, the
+        head, reads the store: a store that fails fails there."""
+        return portability.export_chunks(self.ctx, check_user(user))
 
     def import_(self, data: dict[str, Any] | str, *, user: str) -> dict[str, int]:
         """Import an export envelope (or a deer-flow memory.json), all or nothing: missing
@@ -499,8 +512,14 @@ class Memory:
         )
 
     def diaries(self, *, user: str, date: str | None = None) -> dict[str, str]:
-        """Dream diaries by date (YYYY-MM-DD -> markdown), oldest first."""
+        """Dream diaries by date (YYYY-MM-DD -> markdown), oldest first (:meth:`diary_page`
+        reads them a page at a time)."""
         return dream.diaries(self.ctx, check_user(user), check_date(date) if date is not None else None)
+
+    def diary_page(self, *, user: str, after: str | None = None, limit: int = 30) -> Page[tuple[str, str]]:
+        """Dream diaries as (date, markdown), the newest day first, ``limit`` (1-366) at a time."""
+        return dream.diary_page(self.ctx, check_user(user), after=check_text(after, "after"),
+                                limit=curation.check_limit(limit, dream.DIARY_PAGE_LIMIT))
 
     def memory_md(self, *, user: str) -> str:
         """The text of the user's MEMORY.md ("" before the first dream)."""

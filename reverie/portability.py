@@ -87,12 +87,15 @@ class _Parsed:
 
 
 EXPORT_PAGE = 1000  # items an export reads at a time
+# knowledge documents an export reads at a time: each may hold 100,000 characters, so a page
+# is at most about 5 MB
+EXPORT_KNOWLEDGE_PAGE = 50
 
 
 def _envelope(ctx: Context, user: str) -> tuple[dict[str, Any], dict[str, Iterator[dict[str, Any]]]]:
     """An export's head (version, time, user, profile) and its sections as streams of items:
-    facts, episodes and notes in the order they were stored, read a page at a time (archived
-    ones too), then the knowledge documents."""
+    facts, episodes, notes and knowledge documents in the order they were stored, each kind
+    read a page at a time (archived ones too)."""
     head = {
         "version": EXPORT_VERSION,
         "exportedAt": utcnow().isoformat(),
@@ -103,17 +106,17 @@ def _envelope(ctx: Context, user: str) -> tuple[dict[str, Any], dict[str, Iterat
         "facts": (f.model_dump(mode="json") for f in _stored(ctx, "fact", user)),
         "episodes": (e.model_dump(mode="json", exclude={"owner"}) for e in _stored(ctx, "episode", user)),
         "notes": (n.model_dump(mode="json") for n in _stored(ctx, "note", user)),
-        "knowledge": (k.model_dump(mode="json") for k in ctx.store.list_knowledge(user)),
+        "knowledge": (k.model_dump(mode="json") for k in _stored(ctx, "knowledge", user, EXPORT_KNOWLEDGE_PAGE)),
     }
 
 
-def _stored(ctx: Context, kind: str, user: str) -> Iterator[Any]:
+def _stored(ctx: Context, kind: str, user: str, page: int = EXPORT_PAGE) -> Iterator[Any]:
     after = 0
     while True:
-        rows = ctx.store.stored_after(kind, user, after, EXPORT_PAGE)
+        rows = ctx.store.stored_after(kind, user, after, page)
         for _, item in rows:
             yield item
-        if len(rows) < EXPORT_PAGE:
+        if len(rows) < page:
             return
         after = rows[-1][0]
 

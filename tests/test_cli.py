@@ -295,6 +295,20 @@ def test_facts_and_tags_list_a_page_at_a_time_and_say_how_to_go_on(home):
     assert "more: reverie tags list --user ana" in tags.stderr
 
 
+def test_knowledge_lists_a_page_at_a_time_the_newest_first(home):
+    with Memory(home, background=False) as mem:
+        for n in range(3):
+            mem.add_knowledge(f"Runbook {n}", f"- step {n}", user="ana")
+    first = run("knowledge", "list", "--user", "ana", "--limit", "2", "--json", home=home)
+    assert [d["title"] for d in json.loads(first.stdout)] == ["Runbook 2", "Runbook 1"]
+    found = re.search(r"more: reverie knowledge list --user ana .*--after (\S+)", first.stderr)
+    assert found is not None
+    rest = run("knowledge", "list", "--user", "ana", "--limit", "2", "--json", "--after", found.group(1), home=home)
+    assert [d["title"] for d in json.loads(rest.stdout)] == ["Runbook 0"] and "more:" not in rest.stderr
+    too_many = runner.invoke(app, ["knowledge", "list", "--user", "ana", "--limit", "101", "--home", str(home)])
+    assert too_many.exit_code == 2 and "less than or equal to 100" in too_many.output
+
+
 def test_notes_prints_the_latest_day_with_notes(home):
     with Memory(home, background=False) as mem:
         for day in ("2024-05-01", "2024-05-03", "2024-05-02"):

@@ -425,6 +425,28 @@ def test_dream_now_runs_in_the_background_and_reports(setup):
     assert "days must be a whole number from 1 to 30" in ana.get("/console/dreams").text
 
 
+def test_the_dreams_page_shows_the_newest_diaries_and_links_the_older(setup):
+    from datetime import datetime, timezone
+
+    from reverie.console.pages import DIARY_PAGE
+
+    memory, app, keys = setup
+    days = [f"2024-05-{d:02d}" for d in range(1, DIARY_PAGE + 3)]
+    for day in days:
+        memory.add([{"role": "user", "content": f"I prefer green tea on {day}"}], user="ana", at=f"{day}T09:00:00Z")
+        memory.flush()
+        at = datetime.fromisoformat(f"{day}T12:00:00+00:00")
+        assert memory.dream(user="ana", days=1, force=True, now=at).status == "done"
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/dreams").text
+    shown = re.findall(r"Dream diary, (\d{4}-\d\d-\d\d)", page)
+    assert shown == days[::-1][:DIARY_PAGE]
+    older = re.search(r'href="(/console/dreams\?before=[^"]+)"', page)
+    assert older is not None
+    rest = re.findall(r"Dream diary, (\d{4}-\d\d-\d\d)", ana.get(older.group(1).replace("&amp;", "&")).text)
+    assert rest == days[::-1][DIARY_PAGE:]
+
+
 def test_keys_page_creates_a_key_shown_once_and_revokes(setup):
     memory, app, keys = setup
     admin = Browser(app, keys["admin"])

@@ -413,6 +413,23 @@ def test_a_failing_engine_fails_the_run_and_changes_nothing(home, fake_openai):
 
 # ---------------------------------------------------------------- the CLI
 
+def test_diaries_come_the_newest_day_first_a_page_at_a_time(mem):
+    for n, drink in enumerate(("tea", "coffee", "cocoa", "matcha")):
+        say(mem, f"I prefer {drink} over juice in the morning", DAY0 + timedelta(days=n))
+        mem.flush()
+        assert mem.dream(user="ana", days=1, force=True, now=DAY0 + timedelta(days=n, hours=2)).status == "done"
+    days = [(DAY0 + timedelta(days=n)).date().isoformat() for n in range(4)]
+    first = mem.diary_page(user="ana", limit=3)
+    assert [d for d, _ in first.items] == days[::-1][:3] and first.next is not None
+    assert dict(first.items) == {d: mem.diaries(user="ana")[d] for d in days[1:]}
+    rest = mem.diary_page(user="ana", after=first.next, limit=3)
+    assert [d for d, _ in rest.items] == days[:1] and rest.next is None
+    assert "I read" in rest.items[0][1]
+    with pytest.raises(InvalidInput) as err:
+        mem.diary_page(user="ana", limit=367)
+    assert err.value.field == "limit"
+
+
 def test_dream_notes_and_diary_from_the_cli(home):
     runner = CliRunner()
 

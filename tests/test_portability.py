@@ -53,9 +53,11 @@ def test_an_export_streamed_a_page_at_a_time_is_the_same_envelope(bmem, monkeypa
     import reverie.portability as portability
 
     monkeypatch.setattr(portability, "EXPORT_PAGE", 3)  # several pages of each kind
+    monkeypatch.setattr(portability, "EXPORT_KNOWLEDGE_PAGE", 2)
     monkeypatch.setattr(portability, "EXPORT_CHUNK_CHARS", 100)  # and pieces cut anywhere
     for n in range(8):
         bmem.remember(f"Project orbit{n} runs on module kestrel{n}", user="ana")
+        bmem.add_knowledge(f"Runbook {n}", f"- step {n}", user="ana")
         bmem.add([{"role": "user", "content": f"I always want topic tundra{n} summarised first",
                    "at": f"2024-05-0{n % 5 + 1}T10:00:00Z"}], user="ana", thread=f"t{n}")
     bmem.flush(user="ana")
@@ -67,6 +69,9 @@ def test_an_export_streamed_a_page_at_a_time_is_the_same_envelope(bmem, monkeypa
     assert list(streamed) == list(whole)  # the same sections in the same order
     assert _strip_times(streamed) == _strip_times(whole)
     assert len(whole["episodes"]) == 8 and len(whole["facts"]) >= 9 and len(whole["notes"]) == 8
+    # every knowledge document, in the order stored, whatever the page
+    assert [d["id"] for d in streamed["knowledge"]] == [d.id for d in bmem.knowledge(user="ana")]
+    assert len(streamed["knowledge"]) == 8
     # an empty memory is a valid envelope too
     empty = io.StringIO()
     bmem.export_to(empty, user="nobody")

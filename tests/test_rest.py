@@ -374,6 +374,22 @@ def test_lists_that_grow_come_a_page_at_a_time_and_the_pages_hold_each_item_once
     rest = _walk(admin, "/api/memory/facts", user="pager", after=overview["facts_next"])
     assert {f["id"] for f in overview["facts"]} | {f["id"] for p in rest for f in p} == {f.id for f in mem.facts(user="pager")}
 
+    for n in range(5):
+        mem.add_knowledge(f"Runbook {n}", f"- step {n}", user="pager")
+    knowledge = _walk(admin, "/api/memory/knowledge", user="pager", limit=2)
+    assert [[d["title"] for d in p] for p in knowledge] == [["Runbook 4", "Runbook 3"], ["Runbook 2", "Runbook 1"],
+                                                            ["Runbook 0"]]  # the newest first
+    assert admin.get("/api/memory/knowledge", params={"user": "pager", "limit": 101}).status_code == 422
+
+    from datetime import datetime, timezone
+
+    for d in (1, 2, 3):  # a diary for each of three days
+        run = mem.dream(user="pager", days=1, force=True, now=datetime(2024, 5, d, 12, tzinfo=timezone.utc))
+        assert run.status == "done", run.report
+    diaries = _walk(admin, "/api/memory/diaries", user="pager", limit=2)
+    assert [list(p) for p in diaries] == [["2024-05-03", "2024-05-02"], ["2024-05-01"]]  # the newest day first
+    assert all(text.startswith("# Dream diary") for p in diaries for text in p.values())
+
     r = admin.get("/api/memory/facts", params={"user": "pager", "after": "not-a-cursor"})
     assert r.status_code == 400 and r.json()["field"] == "after"
     for limit in (0, 1001):

@@ -465,6 +465,35 @@ def test_notes_by_date_range_and_knowledge(store):
     assert store.get_knowledge([doc.id])[doc.id].title == "Deploy"
 
 
+def test_knowledge_comes_newest_first_a_page_at_a_time_and_the_same_document_is_found_by_its_digest(store):
+    docs = [KnowledgeDoc(user="ana", title=f"Runbook {n}", body=f"- step {n}", scope="global") for n in range(5)]
+    for doc in docs:
+        store.put_knowledge(doc)
+    store.put_knowledge(KnowledgeDoc(user="bob", title="Runbook 0", body="- step 0"))
+    first = store.page_knowledge("ana", limit=2)
+    assert [d.title for d in first.items] == ["Runbook 4", "Runbook 3"] and first.next is not None
+    rest = store.page_knowledge("ana", after=first.next, limit=10)
+    assert [d.title for d in rest.items] == ["Runbook 2", "Runbook 1", "Runbook 0"] and rest.next is None
+    with pytest.raises(InvalidInput) as err:
+        store.page_knowledge("ana", after="not-a-cursor")
+    assert err.value.field == "after"
+
+    again = KnowledgeDoc(user="ana", title="Runbook 3", body="- step 3")
+    assert store.same_knowledge(again) == docs[3]  # the same title, body, scope, agent and project
+    for other in (KnowledgeDoc(user="ana", title="Runbook 3", body="- step 3 "),
+                  KnowledgeDoc(user="ana", title="Runbook 3", body="- step 3", scope="agent", agent="ops"),
+                  KnowledgeDoc(user="cy", title="Runbook 3", body="- step 3")):
+        assert store.same_knowledge(other) is None
+    docs[3].body = "- step 3, changed"  # an edited document is found by what it says now
+    store.put_knowledge(docs[3])
+    assert store.same_knowledge(again) is None
+    assert store.same_knowledge(KnowledgeDoc(user="ana", title="Runbook 3", body="- step 3, changed")) == docs[3]
+    # an export reads them a page at a time, in the order they were stored
+    pages = [store.stored_after("knowledge", "ana", 0, 3)]
+    pages.append(store.stored_after("knowledge", "ana", pages[0][-1][0], 3))
+    assert [d.title for page in pages for _, d in page] == [d.title for d in docs]
+
+
 def test_a_nul_character_in_text_is_stored_without_error(store):
     store.put_profile_section("ana", "user.topOfMind", "tea\x00time", utcnow())
     store.put_tag(Tag(user="ana", name="te\x00a"))
@@ -719,6 +748,7 @@ def test_pages_walk_every_row_once_in_the_order_of_the_default_pages(store):
         store.put_tag(Tag(user="ana", name=f"tag{n:02d}", status="active" if n % 2 else "unexamined"))
         store.set_meta(f"journal:chg_{n:02d}",
                        f'{{"id": "chg_{n:02d}", "user": "ana", "at": "2024-05-0{1 + n % 4}T10:00:00+00:00"}}')
+        store.put_knowledge(KnowledgeDoc(user="ana", title=f"doc {n}", body=f"- step {n}"))
 
     def walk(read):  # type: ignore[no-untyped-def]
         out, after = [], None
@@ -736,6 +766,7 @@ def test_pages_walk_every_row_once_in_the_order_of_the_default_pages(store):
         lambda s, a: s.page_tags("ana", after=a, limit=4),
         lambda s, a: s.page_tags("ana", status="active", after=a, limit=2),
         lambda s, a: s.page_journals("ana", after=a, limit=3),
+        lambda s, a: s.page_knowledge("ana", after=a, limit=4),
         *(lambda s, a, o=order: s.page_facts("ana", order=o, after=a, limit=3)
           for order in ("uses", "recent", "last_used", "confidence")),
         lambda s, a: s.page_facts("ana", contains="ALPHA", after=a, limit=2),

@@ -240,7 +240,8 @@ def notes(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
 def diary(user: User, home: Home = None, date: Date = None, as_json: Json = False) -> None:
     """Print a dream diary (default: the latest)."""
     with open_memory(home, create=False) as mem:
-        found = mem.diaries(user=user, date=date)
+        # one day's, or the newest: only that diary is read
+        found = mem.diaries(user=user, date=date) if date else dict(mem.diary_page(user=user, limit=1).items)
         day = date or (max(found) if found else None)
         if as_json:
             emit_json({"date": day, "text": found.get(day, "")} if day else {})

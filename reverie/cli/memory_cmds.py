@@ -420,16 +420,23 @@ def knowledge_add(
 
 
 @knowledge_app.command("list")
-def knowledge_list(user: User, home: Home = None, as_json: Json = False) -> None:
-    """List a user's knowledge documents."""
+def knowledge_list(
+    user: User,
+    home: Home = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100, help="Documents a page (1-100: each may hold 100,000 characters).")] = 20,
+    after: After = None,
+    as_json: Json = False,
+) -> None:
+    """List a user's knowledge documents, the newest first, --limit at a time (the next command to run is printed)."""
     with open_memory(home, create=False) as mem:
-        docs = mem.knowledge(user=user)
+        page = mem.knowledge_page(user=user, after=after, limit=limit)
         if as_json:
-            emit_json(dump(docs))
-            return
-        table = Table(title=f"knowledge of {user}")
-        for col in ("id", "title", "scope", "tags"):
-            table.add_column(col, no_wrap=col == "id")
-        for d in docs:
-            table.add_row(d.id, escape(d.title), d.scope, ", ".join(d.tags))
-        console.print(table)
+            emit_json(dump(page.items))
+        else:
+            table = Table(title=f"knowledge of {user}")
+            for col in ("id", "title", "scope", "tags"):
+                table.add_column(col, no_wrap=col == "id")
+            for d in page.items:
+                table.add_row(d.id, escape(d.title), d.scope, ", ".join(d.tags))
+            console.print(table)
+        more(page.next, command_line("knowledge list", user=user, home=home, limit=limit))

@@ -350,14 +350,12 @@ def add_routes(router: APIRouter, console: Console) -> None:
             latest = _or_none(lambda: memory.dream_status(user=user))
             if latest is not None and latest.status in ("queued", "running"):
                 current = latest
-        diaries = memory.diaries(user=user)
-        dates = [d for d in sorted(diaries, reverse=True) if not before or d < before]
-        shown = dates[:DIARY_PAGE]
+        diaries = memory.diary_page(user=user, after=before or None, limit=DIARY_PAGE)
         changes = memory.change_page(user=user, after=after or None, limit=PAGE)
         return view.render(
             "dreams.html", title="Dreams", run=current, run_text=describe(current) if current else "",
-            diaries=[(d, diaries[d]) for d in shown], max_days=MAX_DAYS, days=memory.settings.dream_days,
-            older_diaries=view.url("/dreams", before=shown[-1]) if len(dates) > DIARY_PAGE else "",
+            diaries=diaries.items, max_days=MAX_DAYS, days=memory.settings.dream_days,
+            older_diaries=view.url("/dreams", before=diaries.next) if diaries.next else "",
             newest_diaries=view.url("/dreams") if before else "", changes=changes.items,
             next_changes=view.url("/dreams", before=before, after=changes.next) if changes.next else "",
         )

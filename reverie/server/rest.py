@@ -33,7 +33,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from reverie.console import mount_console, mount_docs
-from reverie.curation import created_by, remembered
+from reverie.curation import KNOWLEDGE_PAGE_LIMIT, created_by, remembered
+from reverie.dream import DIARY_PAGE_LIMIT
 from reverie.errors import (
     AccessDenied,
     Conflict,
@@ -45,7 +46,6 @@ from reverie.errors import (
     StoreError,
 )
 from reverie.ingest import IngestReport
-from reverie.portability import export_chunks
 from reverie.inputs import check_user
 from reverie.keys import authorize
 from reverie.models import (
@@ -515,9 +515,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return jsonable_encoder(memory.dream_status(run_id, user=user))
 
     @app.get("/api/memory/diaries", tags=["dream"])
-    def diaries(user: str = caller) -> dict[str, str]:
-        """Every dream diary, date -> markdown, oldest first."""
-        return memory.diaries(user=user)
+    def diaries(
+        request: Request, response: Response, user: str = caller,
+        limit: int = Query(30, ge=1, le=DIARY_PAGE_LIMIT), after: str | None = AFTER,
+    ) -> dict[str, str]:
+        """Dream diaries, date -> markdown, the newest day first, a page at a time (the next
+        page's URL in ``Link``)."""
+        return dict(_page(request, response, memory.diary_page(user=user, after=after, limit=limit)))
 
     @app.get("/api/memory/diaries/{date}", tags=["dream"])
     def diary(date: str = DATE, user: str = caller) -> dict[str, str]:
@@ -545,7 +549,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def export(user: str = caller) -> StreamingResponse:
         """The whole memory of the user as one JSON envelope, sent as it is read (a page at a
         time: a memory of any size in bounded memory)."""
-        chunks = export_chunks(memory.ctx, user)
+        chunks = memory.export_chunks(user=user)
         first = next(chunks)  # the head: a store that fails to read fails here, with a status
         return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
@@ -573,8 +577,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return jsonable_encoder(memory.undo(change_id, user=user))
 
     @app.get("/api/memory/knowledge", response_model=list[KnowledgeDoc], tags=["knowledge"])
-    def list_knowledge(user: str = caller) -> list[KnowledgeDoc]:
-        return memory.knowledge(user=user)
+    def list_knowledge(
+        request: Request, response: Response, user: str = caller,
+        limit: int = Query(20, ge=1, le=KNOWLEDGE_PAGE_LIMIT), after: str | None = AFTER,
+    ) -> list[KnowledgeDoc]:
+        """Knowledge documents, the newest first, a page at a time (each may hold 100,000
+        characters, so a page holds at most 100; the next page's URL in ``Link``)."""
+        return _page(request, response, memory.knowledge_page(user=user, after=after, limit=limit))
 
     @app.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"],
               responses={200: {"description": "The same document was stored before: that one, nothing added"}})

@@ -87,6 +87,14 @@ def decode_cursor(cursor: str | None, types: Sequence[type]) -> list[Any] | None
     return values
 
 
+def knowledge_digest(doc: KnowledgeDoc) -> str:
+    """What makes a knowledge document the same document again (its title, body, scope, agent
+    and project) as one hash, stored beside it: adding it again finds the stored one by an
+    index, not by reading every document of the user."""
+    key = json.dumps([doc.title, doc.body, doc.scope, doc.agent, doc.project], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def _tally(values: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for value in values:
@@ -528,9 +536,9 @@ class Store(ABC):
 
     @abstractmethod
     def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
-        """The user's items of ``kind`` (episode, fact or note, archived ones too) in the order
-        they were first stored: the ``limit`` after position ``after`` (0 before the first),
-        each with its position. A whole kind read a page at a time, as an export streams it."""
+        """The user's items of ``kind`` (episode, fact, note or knowledge, archived ones too) in
+        the order they were first stored: the ``limit`` after position ``after`` (0 before the
+        first), each with its position. A whole kind read a page at a time, as an export streams it."""
 
     @abstractmethod
     def recent_threads(self, user: str, limit: int = 200) -> list[str]:
@@ -642,7 +650,16 @@ class Store(ABC):
     def put_knowledge(self, doc: KnowledgeDoc) -> None: ...
 
     @abstractmethod
-    def list_knowledge(self, user: str) -> list[KnowledgeDoc]: ...
+    def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
+        """Every knowledge document of the user, oldest first (a whole list: a door that faces
+        users reads :meth:`page_knowledge`)."""
+
+    def same_knowledge(self, doc: KnowledgeDoc) -> KnowledgeDoc | None:
+        """The user's stored document that is ``doc`` again (the same title, body, scope,
+        agent and project: :func:`knowledge_digest`), or None. The default reads every
+        document; a store overrides it with an indexed read of the digest."""
+        digest = knowledge_digest(doc)
+        return next((d for d in self.list_knowledge(doc.user) if knowledge_digest(d) == digest), None)
 
     @abstractmethod
     def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]: ...
@@ -790,6 +807,15 @@ class Store(ABC):
             rows = [r for r in rows if r[0] < last[0] or (r[0] == last[0] and r[1] > last[1])]
         page = page_of(rows[: limit + 1], limit, lambda r: (r[0], r[1]))
         return Page([r[2] for r in page.items], page.next)
+
+    def page_knowledge(self, user: str, *, after: str | None = None, limit: int = 100) -> Page[KnowledgeDoc]:
+        """Knowledge documents, the newest first, ``limit`` at a time."""
+        last = decode_cursor(after, (int,))
+        rows = list(enumerate(self.list_knowledge(user)))[::-1]
+        if last is not None:
+            rows = [r for r in rows if r[0] < last[0]]
+        page = page_of(rows[: limit + 1], limit, lambda r: (r[0],))
+        return Page([r[1] for r in page.items], page.next)
 
     def page_tags(self, user: str, *, status: str | None = None, after: str | None = None, limit: int = 100) -> Page[Tag]:
         """Tags by name, ``limit`` at a time."""

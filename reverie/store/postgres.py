@@ -92,6 +92,7 @@ from reverie.store.base import (
     fts5_norm,
     fts5_term,
     fts_tokens,
+    knowledge_digest,
     knowledge_text,
     meta_user,
     note_text,
@@ -535,7 +536,24 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     ALTER TABLE item_tags ADD CONSTRAINT item_tags_pkey PRIMARY KEY (user_id, kind, item_id, tag);
     DROP INDEX IF EXISTS item_tags_item
     """,
+    # 10: the same knowledge document found by its digest, from an index (see _knowledge_digests)
+    lambda conn: _knowledge_digests(conn),
 ]
+
+
+def _knowledge_digests(conn: "Connection[Any]") -> None:
+    """10: each knowledge document's :func:`~reverie.store.base.knowledge_digest` in a column
+    under a (user_id, digest) index: adding a document finds the same one stored before in
+    one probe, where it read and parsed every document of the user. The documents are read a
+    page at a time to fill it."""
+    conn.execute("ALTER TABLE knowledge ADD COLUMN IF NOT EXISTS digest text NOT NULL DEFAULT ''")
+    last = 0
+    while rows := conn.execute("SELECT pk, body FROM knowledge WHERE pk > %s ORDER BY pk LIMIT 200", (last,)).fetchall():
+        with conn.cursor() as cur:
+            cur.executemany("UPDATE knowledge SET digest = %s WHERE pk = %s",
+                            [(knowledge_digest(KnowledgeDoc.model_validate_json(body)), pk) for pk, body in rows])
+        last = rows[-1][0]
+    conn.execute("CREATE INDEX IF NOT EXISTS knowledge_user_digest ON knowledge (user_id, digest)")
 
 
 def _live_lookups(conn: "Connection[Any]") -> None:
@@ -1176,8 +1194,8 @@ class PostgresStore(Store):
     def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
         self._lock([user])
         parse: dict[str, Callable[[tuple[Any, ...]], Any]] = {
-            "episode": self._episode, "fact": self._fact, "note": self._note}
-        table = {"episode": "episodes", "fact": "facts", "note": "notes"}[kind]
+            "episode": self._episode, "fact": self._fact, "note": self._note, "knowledge": self._knowledge}
+        table = _TABLE[kind]
         rows = self._q(f"SELECT pk, {_ITEM_COLS[kind]} FROM {table} WHERE user_id = %s AND pk > %s ORDER BY pk LIMIT %s",
                        (user, after, limit))
         return [(row[0], parse[kind](row[1:])) for row in rows]
@@ -1503,6 +1521,23 @@ class PostgresStore(Store):
         self._lock([user])
         rows = self._q("SELECT body FROM knowledge WHERE user_id = %s ORDER BY pk", (user,))
         return [KnowledgeDoc.model_validate_json(r[0]) for r in rows]
+
+    def same_knowledge(self, doc: KnowledgeDoc) -> KnowledgeDoc | None:
+        self._lock([doc.user])
+        row = self._one("SELECT body FROM knowledge WHERE user_id = %s AND digest = %s ORDER BY pk LIMIT 1",
+                        (doc.user, knowledge_digest(doc)))
+        return KnowledgeDoc.model_validate_json(row[0]) if row else None
+
+    def page_knowledge(self, user: str, *, after: str | None = None, limit: int = 100) -> Page[KnowledgeDoc]:
+        self._lock([user])
+        last = decode_cursor(after, (int,))
+        sql, params = "SELECT pk, body FROM knowledge WHERE user_id = %s", [user]
+        if last is not None:
+            sql += " AND pk < %s"
+            params.append(last[0])
+        rows = self._q(sql + " ORDER BY pk DESC LIMIT %s", [*params, limit + 1])
+        page = page_of(rows, limit, lambda r: (r[0],))
+        return Page([KnowledgeDoc.model_validate_json(r[1]) for r in page.items], page.next)
 
     def get_knowledge(self, ids: Iterable[str]) -> dict[str, KnowledgeDoc]:
         ids = list(dict.fromkeys(ids))
@@ -2287,7 +2322,7 @@ def _note_columns(note: Note) -> dict[str, Any]:
 
 
 def _knowledge_columns(doc: KnowledgeDoc) -> dict[str, Any]:
-    return {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json()}
+    return {"user_id": doc.user, "id": doc.id, "body": doc.model_dump_json(), "digest": knowledge_digest(doc)}
 
 
 # a row's columns and its full text, by kind: what load_items writes

@@ -64,6 +64,7 @@ from reverie.store.base import (
     episode_text,
     fact_columns,
     fact_text,
+    knowledge_digest,
     knowledge_text,
     note_text,
     fts5_idf,
@@ -244,6 +245,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     lambda conn: _fact_strength(conn),
     # 10: postings keyed by the item they tag, so a batch's new ones land together (see _postings_by_item)
     lambda conn: _postings_by_item(conn),
+    # 11: the same knowledge document found by its digest, from an index (see _knowledge_digests)
+    lambda conn: _knowledge_digests(conn),
 ]
 
 # what else a use moves (the SET clause reads the row as it was: uses + ? is the new count)
@@ -361,6 +364,21 @@ def _postings_by_item(conn: sqlite3.Connection) -> None:
     conn.execute(_NEWEST_INDEX)
     for trigger in (*_COUNTING_TRIGGERS, _SEQUENCING_TRIGGER):
         conn.execute(trigger)
+
+
+def _knowledge_digests(conn: sqlite3.Connection) -> None:
+    """11: each knowledge document's :func:`~reverie.store.base.knowledge_digest` in a column
+    under a (user, digest) index: adding a document finds the same one stored before in one
+    probe, where it read and parsed every document of the user (each up to 100,000
+    characters). The documents are read a page at a time to fill it."""
+    if "digest" not in {row[1] for row in conn.execute("PRAGMA table_info(knowledge)")}:
+        conn.execute("ALTER TABLE knowledge ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+    last = 0
+    while rows := conn.execute("SELECT pk, body FROM knowledge WHERE pk > ? ORDER BY pk LIMIT 200", (last,)).fetchall():
+        conn.executemany("UPDATE knowledge SET digest = ? WHERE pk = ?",
+                         [(knowledge_digest(KnowledgeDoc.model_validate_json(body)), pk) for pk, body in rows])
+        last = rows[-1][0]
+    conn.execute("CREATE INDEX IF NOT EXISTS knowledge_user_digest ON knowledge(user, digest)")
 
 
 def owner_token(user: str) -> str:
@@ -748,7 +766,8 @@ class SQLiteStore(Store):
 
     def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:
         parse: dict[str, Callable[[sqlite3.Row], Any]] = {
-            "episode": self._episode, "fact": self._fact, "note": lambda r: Note.model_validate_json(r["body"])}
+            "episode": self._episode, "fact": self._fact, "note": lambda r: Note.model_validate_json(r["body"]),
+            "knowledge": lambda r: KnowledgeDoc.model_validate_json(r["body"])}
         # along the rowid from ``after`` (the unary + keeps the planner off the user's indexes,
         # none of which is in pk order: with them every page read and sorted all the user's rows)
         rows = self._x(f"SELECT * FROM {_MAIN_TABLE[kind]} WHERE +user = ? AND pk > ? ORDER BY pk LIMIT ?",
@@ -1109,9 +1128,24 @@ class SQLiteStore(Store):
     def put_knowledge(self, doc: KnowledgeDoc) -> None:
         self._write(
             "knowledge",
-            {"id": doc.id, "user": doc.user, "body": doc.model_dump_json()},
+            {"id": doc.id, "user": doc.user, "body": doc.model_dump_json(), "digest": knowledge_digest(doc)},
             knowledge_text(doc),
         )
+
+    def same_knowledge(self, doc: KnowledgeDoc) -> KnowledgeDoc | None:
+        row = self._x("SELECT body FROM knowledge WHERE user = ? AND digest = ? ORDER BY pk LIMIT 1",
+                      (doc.user, knowledge_digest(doc))).fetchone()
+        return KnowledgeDoc.model_validate_json(row[0]) if row else None
+
+    def page_knowledge(self, user: str, *, after: str | None = None, limit: int = 100) -> Page[KnowledgeDoc]:
+        last = decode_cursor(after, (int,))
+        sql, params = "SELECT pk, body FROM knowledge WHERE user = ?", [user]
+        if last is not None:
+            sql += " AND pk < ?"
+            params.append(last[0])
+        rows = self._x(sql + " ORDER BY pk DESC LIMIT ?", [*params, limit + 1]).fetchall()
+        page = page_of(rows, limit, lambda r: (r["pk"],))
+        return Page([KnowledgeDoc.model_validate_json(r["body"]) for r in page.items], page.next)
 
     def list_knowledge(self, user: str) -> list[KnowledgeDoc]:
         rows = self._x("SELECT body FROM knowledge WHERE user = ? ORDER BY pk", (user,))
