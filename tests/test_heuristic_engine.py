@@ -414,6 +414,18 @@ def test_summary_of_a_long_turn_is_one_short_line():
     assert len(result.overview.split()) <= 62
 
 
+@pytest.mark.parametrize("said, told", [
+    ("I drank tea with the team today", "User: drank tea with the team today"),
+    ("I swam across the lake on Sunday", "User: swam across the lake on Sunday"),
+    ("I caught a cold after the trip", "User: caught a cold after the trip"),
+    ("I sold my old bike to a neighbour", "User: sold their old bike to a neighbour"),
+    ("I prefer tea over coffee", "User: prefers tea over coffee"),
+    ("I watch a film every Friday", "User: watches a film every Friday"),
+])
+def test_a_summary_tells_a_past_tense_as_it_was_said_and_a_present_one_in_the_third_person(said, told):
+    assert engine.summarize(SummarizeRequest(messages=[user(said)])).summary == told
+
+
 def test_chinese_summary():
     messages = [user("我上周去了北京出差，见了客户，顺便爬了长城。"),
                 Message(role="assistant", content="听起来很充实！")]

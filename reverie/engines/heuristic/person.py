@@ -14,7 +14,11 @@ _UNCHANGED_VERBS = frozenset(
     """can could will would shall should may might must always never usually often sometimes rarely also
     just still really went was were had did got made saw took came gave found felt thought told said bought ran
     met left knew began wrote heard kept lost won became brought taught sent spent built sat stood paid drove
-    ate fell forgot understood chose picked agreed decided settled meant""".split()
+    ate fell forgot understood chose picked agreed decided settled meant
+    drank swam sang rang sank shrank sprang flew drew grew threw blew wore tore swore rode strove rose arose
+    woke broke spoke stole froze wove hid bit slid lit led fed fled bled sped held slept swept wept crept leapt
+    dealt dreamt knelt lent bent sold caught fought sought hung swung stung clung flung dug stuck struck shook
+    forgave overcame withdrew mistook undertook laid spun shone""".split()
 )
 _IRREGULAR = {"be": "is", "am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't"}
 _PRONOUNS = {"my": "their", "me": "them", "myself": "themselves", "mine": "theirs", "i": "they", "i'm": "they're",
