@@ -3,7 +3,8 @@
     REVERIE_LOG=debug reverie ingest talk.jsonl --user ana     # one log line per engine step
     curl http://127.0.0.1:8765/metrics                         # Prometheus text format
 
-Metrics (one registry for the process, no user or content in any label):
+Metrics (one registry for the process, no user or content in any label; the processes of
+``reverie serve --workers N`` answer with their sum, :func:`share_metrics`):
 ``reverie_recall_seconds`` (histogram), ``reverie_engine_calls_total{step,engine,outcome}``,
 ``reverie_engine_seconds{step,engine}`` (histogram), ``reverie_learning_failures_total``
 and ``reverie_learning_queue`` (episodes waiting in this process's queue).
@@ -18,9 +19,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 import weakref
-from typing import Any, Callable, Protocol
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -29,6 +32,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
 
 from reverie.redact import redact
 
@@ -77,8 +83,107 @@ def watch_queue(queue: _Queue) -> None:
 
 
 def metrics_text() -> bytes:
-    """Every metric in the Prometheus text format."""
-    return generate_latest(REGISTRY)
+    """Every metric in the Prometheus text format: this process's, or with :func:`share_metrics`
+    the sum of every process that shares the folder."""
+    shared = _shared
+    return shared.text() if shared is not None else generate_latest(REGISTRY)
+
+
+# how often each process of a shared folder writes its metrics (and once more as it answers)
+SNAPSHOT_SECONDS = 2.0
+_shared: "SharedMetrics | None" = None
+
+
+class SharedMetrics:
+    """The metrics of the processes of one ``reverie serve --workers N`` as one server's.
+
+    Each process writes its own registry to ``<folder>/<pid>.prom`` (atomically, every
+    SNAPSHOT_SECONDS and whenever it answers ``/metrics``), and ``/metrics`` answers the sum
+    of every file there: counters, histograms and the learning queue added up, so a scrape
+    counts every worker's recalls and the learning process's engine calls, whichever worker
+    answers it. A summed counter never goes back from one scrape to the next: each file only
+    moves forward, and the answering process writes its own first. The file of a process that
+    ended stays, so its counts stay counted, until the server stops (the folder is the
+    server's own)."""
+
+    def __init__(self, folder: Path, *, every: float = SNAPSHOT_SECONDS):
+        self.folder = Path(folder)
+        self.path = self.folder / f"{os.getpid()}.prom"
+        self._stop = threading.Event()
+        self.write()
+        self._thread = threading.Thread(target=self._run, args=(every,), name="reverie-metrics", daemon=True)
+        self._thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.write()
+            except OSError as exc:  # the folder went away (the server is stopping)
+                log.debug("metrics not written: %s", exc)
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_bytes(generate_latest(REGISTRY))
+        os.replace(tmp, self.path)
+
+    def text(self) -> bytes:
+        self.write()
+        texts = []
+        for path in sorted(self.folder.glob("*.prom")):
+            try:
+                texts.append(path.read_text(encoding="utf-8"))
+            except OSError:  # replaced as it was read: its next write counts next time
+                continue
+        return merged_metrics(texts)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def share_metrics(folder: str | Path) -> SharedMetrics:
+    """From now on this process writes its metrics to ``folder`` and answers ``/metrics`` with
+    the sum of every process that writes there (:class:`SharedMetrics`)."""
+    global _shared
+    if _shared is not None:
+        _shared.stop()
+    _shared = SharedMetrics(Path(folder))
+    return _shared
+
+
+def merged_metrics(texts: list[str]) -> bytes:
+    """Prometheus texts of several processes as one: each sample (by name and labels) summed,
+    but a ``_created`` time, which is the earliest."""
+    families: dict[str, Metric] = {}
+    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+    for text in texts:
+        for family in text_string_to_metric_families(text):
+            if family.name not in families:
+                families[family.name] = Metric(family.name, family.documentation, family.type)
+            summed = values.setdefault(family.name, {})
+            for sample in family.samples:
+                key = (sample.name, tuple(sample.labels.items()))
+                if key not in summed:
+                    summed[key] = sample.value
+                elif sample.name.endswith("_created"):
+                    summed[key] = min(summed[key], sample.value)
+                else:
+                    summed[key] += sample.value
+    for name, family in families.items():
+        for (sample_name, labels), value in values[name].items():
+            family.add_sample(sample_name, dict(labels), value)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(list(families.values())))
+    return generate_latest(registry)
+
+
+class _Fixed(Collector):
+    """Metric families already gathered."""
+
+    def __init__(self, families: list[Metric]):
+        self.families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self.families
 
 
 def configure_logging(level: str | None = None, *, default: str | None = None) -> None:

@@ -80,3 +80,34 @@ def test_a_record_is_logged_once_on_one_line_beside_the_mcp_sdks_root_handler():
     assert run.returncode == 0, run.stderr
     lines = [line for line in run.stderr.splitlines() if "engine failed" in line or "xxxx" in line]
     assert len(lines) == 1 and "WARNING reverie.learn: engine failed for 3 episodes" in lines[0]
+
+
+def _process(recalls: list[float], calls: int) -> str:
+    """The metrics text of a process that made these recalls and engine calls (a registry of its own)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    registry = CollectorRegistry()
+    seconds = Histogram("reverie_recall_seconds", "Time to answer one recall.", registry=registry,
+                        buckets=(0.01, 0.1, 1.0))
+    counted = Counter("reverie_engine_calls", "Engine steps.", ("step",), registry=registry)
+    for value in recalls:
+        seconds.observe(value)
+    if calls:
+        counted.labels("summarize").inc(calls)
+    return generate_latest(registry).decode()
+
+
+def test_the_metrics_of_several_processes_are_summed_sample_by_sample():
+    from reverie.observe import merged_metrics
+
+    texts = [_process([0.005, 0.05], 0), _process([0.5], 3), _process([], 0)]
+    merged = merged_metrics(texts).decode()
+    assert metric(merged, "reverie_recall_seconds_count") == 3
+    assert metric(merged, 'reverie_recall_seconds_bucket{le="0.01"}') == 1
+    assert metric(merged, 'reverie_recall_seconds_bucket{le="0.1"}') == 2
+    assert metric(merged, 'reverie_recall_seconds_bucket{le="+Inf"}') == 3
+    assert metric(merged, "reverie_recall_seconds_sum") == 0.555
+    assert metric(merged, 'reverie_engine_calls_total{step="summarize"}') == 3  # the one process that called it
+    created = [metric(t, "reverie_recall_seconds_created") for t in texts]
+    assert metric(merged, "reverie_recall_seconds_created") == min(created)  # the earliest, not a sum
+    assert merged.count("# TYPE reverie_recall_seconds histogram") == 1

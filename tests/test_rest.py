@@ -21,7 +21,7 @@ from reverie.cli import app as cli
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
 from reverie.server.shapes import TurnOpened
-from tests.live_server import free_port, live_server, wait_for
+from tests.live_server import free_port, live_server, wait_for, wait_until
 from tests.pg import drop_schema, new_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -505,6 +505,39 @@ def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_pat
     with Memory(home, background=False) as memory:
         notes = memory.notes(user="default")
         assert len(notes) == len({n.content for n in notes})  # no exchange was learned twice
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of a Prometheus text (0 when it is not there)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+def test_metrics_of_several_workers_add_up_whichever_worker_answers(tmp_path):
+    home = tmp_path / "home"
+    with served(home, "--workers", "2", debounce="0.2") as url:
+        turn = httpx.post(f"{url}/api/turns", json={"message": "I started learning the violin this month"}).json()
+        httpx.post(f"{url}/api/turns/{turn['turn_id']}/complete", json={"reply": "Noted."}).raise_for_status()
+        for n in range(12):  # each on a connection of its own: both workers answer some
+            httpx.post(f"{url}/api/memory/recall", json={"query": f"violin lesson {n}"}).raise_for_status()
+
+        def scrape() -> str:
+            r = httpx.get(f"{url}/metrics")  # a new connection: either worker answers
+            assert r.status_code == 200
+            return r.text
+
+        # the serving parent learned the turn (workers never learn): its engine calls count too
+        wait_until(lambda: _sample(scrape(), "reverie_engine_calls_total", step="summarize") >= 1, 15,
+                   "the learning process's engine calls in /metrics")
+        counts = []
+        for _ in range(10):
+            text = scrape()
+            counts.append(_sample(text, "reverie_recall_seconds_count"))
+            assert _sample(text, "reverie_engine_calls_total", step="summarize") >= 1
+        assert counts == sorted(counts)  # a summed counter never goes back
+        assert counts[-1] >= 12  # every worker's recalls (a turn opened recalls too)
 
 
 def test_knowledge_changes_and_undo_over_rest(api, ana):

@@ -58,6 +58,7 @@ def serve(
     """
     import uvicorn
 
+    from reverie.observe import share_metrics
     from reverie.server.balance import create_file
     from reverie.server.rest import LOCAL_HOSTS, create_app
     from reverie.server.workers import CONFIG_ENV, NoDelayHttpProtocol, settle_heap, worker_config
@@ -81,8 +82,12 @@ def serve(
             # the workers keep their connections even through this file (reverie.server.balance)
             shared = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reverie-serve-")))
             balance = create_file(shared / "balance", workers)
+            # /metrics of any worker: every worker's and this process's, summed (reverie.observe)
+            metrics = shared / "metrics"
+            metrics.mkdir()
+            stack.callback(share_metrics(metrics).stop)
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
-                                                   overrides=overrides, balance=str(balance))
+                                                   overrides=overrides, balance=str(balance), metrics=str(metrics))
             app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
                                                                   "http": NoDelayHttpProtocol}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):

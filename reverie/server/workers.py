@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from reverie.memory import Memory
+from reverie.observe import share_metrics
 from reverie.server.balance import CONNECTION_EXTENSION, Balance, BalanceConnections
 from reverie.server.rest import create_app
 from reverie.settings import Settings
@@ -84,11 +85,13 @@ def settle_heap() -> None:
 
 def worker_config(
     home: str, *, auth: bool, default_user: str, overrides: dict[str, Any], balance: str | None = None,
+    metrics: str | None = None,
 ) -> str:
     """What a worker needs to build its app, as the JSON its environment carries
-    (``balance``: the workers' shared file, :func:`reverie.server.balance.create_file`)."""
+    (``balance``: the workers' shared file, :func:`reverie.server.balance.create_file`;
+    ``metrics``: the folder where every process writes its metrics, :func:`reverie.observe.share_metrics`)."""
     return json.dumps({"home": home, "auth": auth, "user": default_user, "overrides": overrides,
-                       "balance": balance})
+                       "balance": balance, "metrics": metrics})
 
 
 def worker_app() -> FastAPI:
@@ -98,6 +101,8 @@ def worker_app() -> FastAPI:
     settings = Settings.load(config["home"], **config["overrides"]).for_server()
     memory = Memory(settings=settings, background=False, learn="elsewhere")
     app = create_app(memory, auth=config["auth"], default_user=config["user"])
+    if config.get("metrics"):
+        share_metrics(config["metrics"])
     if config.get("balance"):
         global _balance
         try:
