@@ -29,7 +29,7 @@ from reverie.cli.common import (
     open_memory,
 )
 from reverie.keys import create_key, list_keys, revoke_key
-from reverie.observe import configure_logging
+from reverie.observe import configure_logging, share_metrics
 from reverie.scheduler import Scheduler
 
 # reverie.server (FastAPI, uvicorn, the MCP SDK) is imported by the commands that serve, not
@@ -58,7 +58,6 @@ def serve(
     """
     import uvicorn
 
-    from reverie.observe import share_metrics
     from reverie.server.balance import create_file
     from reverie.server.rest import LOCAL_HOSTS, create_app
     from reverie.server.workers import CONFIG_ENV, NoDelayHttpProtocol, settle_heap, worker_config
