@@ -370,14 +370,12 @@ def _knowledge_digests(conn: sqlite3.Connection) -> None:
     """11: each knowledge document's :func:`~reverie.store.base.knowledge_digest` in a column
     under a (user, digest) index: adding a document finds the same one stored before in one
     probe, where it read and parsed every document of the user (each up to 100,000
-    characters). The documents are read a page at a time to fill it."""
+    characters). One statement fills it, a row at a time."""
     if "digest" not in {row[1] for row in conn.execute("PRAGMA table_info(knowledge)")}:
         conn.execute("ALTER TABLE knowledge ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
-    last = 0
-    while rows := conn.execute("SELECT pk, body FROM knowledge WHERE pk > ? ORDER BY pk LIMIT 200", (last,)).fetchall():
-        conn.executemany("UPDATE knowledge SET digest = ? WHERE pk = ?",
-                         [(knowledge_digest(KnowledgeDoc.model_validate_json(body)), pk) for pk, body in rows])
-        last = rows[-1][0]
+    conn.create_function("reverie_knowledge_digest", 1,
+                         lambda body: knowledge_digest(KnowledgeDoc.model_validate_json(body)), deterministic=True)
+    conn.execute("UPDATE knowledge SET digest = reverie_knowledge_digest(body)")
     conn.execute("CREATE INDEX IF NOT EXISTS knowledge_user_digest ON knowledge(user, digest)")
 
 
