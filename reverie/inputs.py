@@ -122,22 +122,46 @@ def clean_fact(text: Any, field: str, limit: int) -> str:
 
 def check_json(value: Any, limit: int) -> None:
     """Refuse a JSON document nested deeper than ``limit``, or holding text that is not valid
-    Unicode; the field is named as a path (``facts[2].content``). Walked without recursion."""
-    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    Unicode; the field is named as a path (``facts[2].content``). Walked without recursion, and
+    a path is spelled only for the field it names."""
+    # a node's place is (its parent's place, key or index), spelled out by _json_path
+    stack: list[tuple[Any, int, _Place]] = [(value, 1, None)]
     while stack:
-        item, depth, where = stack.pop()
+        item, depth, place = stack.pop()
         if isinstance(item, str):
-            check_unicode(item, where)
+            if not item.isascii():
+                check_unicode(item, _json_path(place))
             continue
         if isinstance(item, dict):
-            children = [(v, f"{where}.{check_unicode(str(k), where)}") for k, v in item.items()]
+            children: list[tuple[Any, int, _Place]] = []
+            for k, v in item.items():
+                key = str(k)
+                if not key.isascii():
+                    check_unicode(key, _json_path(place))
+                children.append((v, depth + 1, (place, key)))
         elif isinstance(item, list):
-            children = [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+            children = [(v, depth + 1, (place, i)) for i, v in enumerate(item)]
         else:
             continue
         if depth > limit:
+            where = _json_path(place)
             raise InvalidInput(f"{where} is nested deeper than {limit} levels (max_import_depth)", field=where)
-        stack.extend((child, depth + 1, path.removeprefix("$.")) for child, path in children)
+        stack.extend(children)
+
+
+_Place = tuple[Any, "str | int"] | None
+
+
+def _json_path(place: _Place) -> str:
+    """``facts[2].content`` for a place of :func:`check_json` (``$`` is the document)."""
+    steps: list[str | int] = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    path = "$"
+    for step in reversed(steps):
+        path = f"{path}[{step}]" if isinstance(step, int) else f"{path}.{step}".removeprefix("$.")
+    return path
 
 
 def check_confidence(value: Any) -> float:

@@ -460,9 +460,9 @@ class Learner:
         return sorted({m.speaker for e in episodes for m in e.messages if m.speaker and m.role not in AGENT_ROLES})
 
     def _apply_summaries(self, writer: TagWriter, episodes: list[Episode], plan: _Plan) -> None:
-        live = writer.ensure_map([t for s in plan.summaries.values() for t in s.tags])
         tagged: dict[str, dict[str, float]] = {}
-        for ep in episodes:
+        each = writer.ensure_each([plan.summaries[ep.id].tags for ep in episodes])
+        for ep, tags in zip(episodes, each, strict=True):
             s = plan.summaries[ep.id]
             ep.summary = redact(normalize_space(s.summary))
             ep.overview = redact(normalize_space(s.overview))
@@ -473,7 +473,7 @@ class Learner:
             )
             if s.scene and not ep.scene:
                 ep.scene, ep.sub_scene = s.scene, s.sub_scene
-            ep.tags = list(dict.fromkeys(live[n] for n in map(normalize_tag, s.tags) if n in live))
+            ep.tags = tags
             ep.learned = True
             self.store.put_episode(ep, reindex=False)
             tagged[ep.id] = {t: 1.0 for t in ep.tags}

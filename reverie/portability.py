@@ -739,11 +739,14 @@ def _write_items(ctx: Context, writer: TagWriter, parsed: _Parsed, counts: dict[
     for fact in parsed.facts:
         ctx.facts.index_fact(fact, fact.tags, writer=writer)
         counts["facts"] += 1
-    for ep in parsed.episodes:
-        ep.tags = writer.ensure(ep.tags)
+    # the page's tags are looked up (and made) at once, and its episodes' postings written at once
+    tagged: dict[str, dict[str, float]] = {}
+    for ep, tags in zip(parsed.episodes, writer.ensure_each([ep.tags for ep in parsed.episodes]), strict=True):
+        ep.tags = tags
         store.put_episode(ep)
-        store.set_item_tags(user, "episode", ep.id, {t: 1.0 for t in ep.tags})
+        tagged[ep.id] = {t: 1.0 for t in ep.tags}
         counts["episodes"] += 1
+    store.set_items_tags(user, "episode", tagged)
     for note in parsed.notes:
         store.put_note(note)
         days.add(note.date)

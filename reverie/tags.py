@@ -157,6 +157,11 @@ class TagWriter:
         (and an existing generic tag is deprecated). Returns the live tag names, in order."""
         return list(dict.fromkeys(self.ensure_map(names, dimension=dimension).values()))
 
+    def ensure_each(self, groups: list[list[str]]) -> list[list[str]]:
+        """:meth:`ensure` for each of several items' tag names, read and made at once."""
+        live = self.ensure_map([name for names in groups for name in names])
+        return [list(dict.fromkeys(live[n] for n in map(normalize_tag, names) if n in live)) for names in groups]
+
     def ensure_map(self, names: list[str], *, dimension: TagDimension = "content") -> dict[str, str]:
         """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
         (itself, or the tag it was merged into)."""

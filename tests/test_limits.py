@@ -16,6 +16,7 @@ from reverie import InvalidInput, Memory
 from reverie.bench.inputs import message_of
 from reverie.engines.heuristic import resolve_time_refs
 from reverie.engines.heuristic.timerefs import TIME_PATTERNS
+from reverie.inputs import check_json
 from reverie.keys import create_key
 from reverie.messages import clip
 from reverie.server import create_app
@@ -237,6 +238,21 @@ def test_an_import_nested_900_deep_is_a_400_naming_where(api):
     r = client.post("/api/memory/import", content=b'{"version": 1, "facts": ' + b"[" * 5000 + b"]" * 5000 + b"}")
     assert r.status_code == 400 and r.json()["field"] == "body"
     assert state(memory) == before
+
+
+@pytest.mark.parametrize("doc, limit, field", [
+    ({"facts": [{"content": "ok"}, {"content": "ok", "tags": ["fine", "\u00e9\udc00"]}]}, 10, "facts[1].tags[1]"),
+    ({"facts": [{"k\ud800": 1}]}, 10, "facts[0]"),  # a key names the record that holds it
+    ([["ok", ["x\udfff"]]], 10, "$[0][1][0]"),
+    ({"a": {"b": {"c": []}}}, 3, "a.b.c"),  # the document is level 1
+    ([[["x"]]], 2, "$[0][0]"),
+])
+def test_check_json_names_the_path_of_what_it_refuses(doc, limit, field):
+    with pytest.raises(InvalidInput) as refused:
+        check_json(doc, limit)
+    assert refused.value.field == field and str(refused.value).startswith(field)
+    check_json({"a": {"b": {"c": []}}}, 4)
+    check_json({"caf\u00e9": ["\u674e\u96f7", "\U0001f600"]}, 3)  # text beyond ASCII that is valid passes
 
 
 def test_python_import_nested_deeper_than_the_recursion_limit_is_refused(mem):

@@ -1,6 +1,9 @@
 import time
+from datetime import timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie.redact import KINDS, Finding, find_sensitive, redact, redact_obj
 
@@ -196,6 +199,28 @@ def test_redact_obj_replaces_fields_named_like_secrets():
         "Access-Token": "[token]",
         "token_budget": 500,
     }
+
+
+def test_redact_obj_keeps_time_stamps_and_redacts_what_only_starts_like_one():
+    record = {
+        "created_at": "2026-12-04T23:52:45.123456+00:00", "date": "2026-12-04", "at": "2026-12-04 23:52Z",
+        "note": "2026-12-04 call 13800138000", "role": "user", "speaker": "ann@acme.io",
+    }
+    out = redact_obj([record, record])  # the second time from the cache of short strings
+    assert out[0] == out[1] == {
+        "created_at": "2026-12-04T23:52:45.123456+00:00", "date": "2026-12-04", "at": "2026-12-04 23:52Z",
+        "note": "2026-12-04 call [phone]", "role": "user", "speaker": "[email]",
+    }
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(stamp=st.datetimes(timezones=st.just(timezone.utc)), sep=st.sampled_from(["T", " "]),
+       spec=st.sampled_from(["minutes", "seconds", "milliseconds", "microseconds"]))
+def test_no_detector_claims_a_time_stamp(stamp, sep, spec):
+    # redact_obj passes a whole ISO stamp by unsearched; that stands on this
+    for text in (stamp.isoformat(sep=sep, timespec=spec), stamp.date().isoformat(),
+                 stamp.replace(tzinfo=None).isoformat(sep=sep, timespec=spec)):
+        assert redact(text) == text
 
 
 def test_redact_obj_on_plain_values():
