@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import subprocess
@@ -30,6 +31,26 @@ def test_help_lists_every_command_with_a_description():
     for command in CORE_COMMANDS:
         assert command in result.output
     assert "Store a fact you vouch for" in result.output
+
+
+def _commands(command, path=()):
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_commands_summary_is_one_line_of_its_docstring():
+    # the command lists show a docstring's first paragraph as written: a line break in it
+    # shows as a broken line ("Input stored before" / "(the same file again) ...")
+    import typer
+
+    broken = []
+    for path, command in _commands(typer.main.get_command(app)):
+        doc = inspect.cleandoc(command.callback.__doc__ or "") if command.callback else ""
+        if "\n" in doc.split("\n\n")[0]:
+            broken.append(" ".join(path))
+    assert broken == []
+    assert len(list(_commands(typer.main.get_command(app)))) > 40
 
 
 def test_remember_facts_reinforce_forget_round(home):

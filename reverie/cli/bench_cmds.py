@@ -136,6 +136,7 @@ def scale(
     as_json: Json = False,
 ) -> None:
     """Recall, learning, size and memory as one user's store grows; cached synthetic stores per size.
+
     With --store postgresql://... every size is measured on SQLite and on PostgreSQL side by side."""
 
     sizes = _sizes(episodes)
@@ -181,8 +182,9 @@ def serve_bench(
     ] = "1",
     as_json: Json = False,
 ) -> None:
-    """Recall throughput and latency of `reverie serve --workers N` (or of N replicas over one store,
-    e.g. with --store postgresql://...) with one client and with several."""
+    """Recall throughput and latency of `reverie serve --workers N`, with one client and with several.
+
+    With --replicas N and --store postgresql://..., of N replicas over one store."""
     with fail_cleanly():
         reports = [
             run_serve_bench(home, user=user, workers=w, clients=_counts(clients, "--clients"), requests=requests,
@@ -221,9 +223,10 @@ def endpoint_bench(
     learn_threads: Annotated[str, typer.Option(help="learn_threads values to compare, comma-separated.")] = "4",
     as_json: Json = False,
 ) -> None:
-    """Learning through a slow model: an OpenAI-compatible stand-in on 127.0.0.1 answers each step
-    as the heuristic engine would, after --latency seconds; the same conversations are learned
-    by one flush once per llm.concurrency and learn_threads pair."""
+    """Learning through a slow model, per llm.concurrency and learn_threads pair.
+
+    An OpenAI-compatible stand-in on 127.0.0.1 answers each step as the heuristic engine would,
+    after --latency seconds; the same conversations are learned by one flush once per pair."""
     with fail_cleanly(), err_console.status(f"learning {episodes:,} episodes through the stand-in"):
         report = run_endpoint_bench(episodes=episodes, latency=latency, users=users,
                                     concurrency=_counts(concurrency, "--concurrency"),

@@ -54,8 +54,9 @@ def ingest(
     api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
-    """Ingest a past conversation from a file, then learn from it. Input stored before
-    (the same file again) is recognised and skipped."""
+    """Ingest a past conversation from a file, then learn from it.
+
+    Input stored before (the same file again) is recognised and skipped."""
     with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
         with Progress(console=console, transient=True, disable=as_json) as progress:
             task = progress.add_task("ingesting", total=None)

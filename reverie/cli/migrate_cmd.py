@@ -32,8 +32,9 @@ def migrate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be copied; change nothing.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Copy a SQLite home (every user, API key, journal and document) into PostgreSQL, then check
-    the copy: rows of every kind counted on both sides, and each user's export compared."""
+    """Copy a SQLite home (every user, API key, journal and document) into PostgreSQL and check it.
+
+    The check counts rows of every kind on both sides and compares each user's export."""
     with contextlib.ExitStack() as stack:
         if chosen_store() == to:
             # `export REVERIE_STORE=<target>` before migrating (the order docs/postgres.md gives)
