@@ -91,6 +91,45 @@ def test_ingest_then_facts_profile_episodes(home, tmp_path):
     assert "talk" in human
 
 
+def test_profile_set_and_clear_a_section_and_undo_takes_it_back(home, tmp_path):
+    # a talk among named people, learned before the profile was the user's own, left
+    # another person's job in it: the CLI corrects it as the console and REST can
+    convo = tmp_path / "talk.json"
+    convo.write_text(json.dumps([{"role": "user", "content": "I'm a data engineer at a bank."},
+                                 {"role": "assistant", "content": "Nice."}]), encoding="utf-8")
+    run("ingest", str(convo), "--user", "ana", home=home)
+    before = json.loads(run("profile", "--user", "ana", "--json", home=home).output)["user"]["workContext"]
+    assert "data engineer" in before["summary"].lower()
+
+    done = json.loads(run("profile", "--user", "ana", "--set", "user.workContext",
+                          "Teaches maths in Lyon, mail ana@example.com", "--json", home=home).output)
+    assert done["section"] == "user.workContext" and done["change"].startswith("chg_")
+    assert done["profile"]["user"]["workContext"]["summary"] == "Teaches maths in Lyon, mail [email]"
+
+    shown = run("profile", "--user", "ana", "--clear", "user.workContext", home=home)
+    assert shown.exit_code == 0
+    change = re.search(r"cleared user\.workContext \(undo: reverie undo (chg_\w+) --user ana\)", shown.output)
+    assert change, shown.output
+    assert json.loads(run("profile", "--user", "ana", "--json", home=home).output)["user"]["workContext"]["summary"] == ""
+
+    assert run("undo", change.group(1), "--user", "ana", home=home).exit_code == 0
+    back = json.loads(run("profile", "--user", "ana", "--json", home=home).output)["user"]["workContext"]
+    assert back["summary"] == "Teaches maths in Lyon, mail [email]"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--set", "user.job", "x"], "unknown profile section 'user.job'"),
+    (["--set", "user.workContext", "x", "--clear", "user.topOfMind"], "give one of them"),
+    (["--set", "user.workContext", "x" * 5000], "characters"),
+])
+def test_profile_edits_refused_say_why_and_change_nothing(home, args, says):
+    run("profile", "--user", "ana", "--set", "user.topOfMind", "Moving to Porto", home=home)
+    before = json.loads(run("profile", "--user", "ana", "--json", home=home).output)
+    result = runner.invoke(app, ["profile", "--user", "ana", *args, "--home", str(home)])
+    assert result.exit_code == 2 and says in result.output, result.output
+    assert json.loads(run("profile", "--user", "ana", "--json", home=home).output) == before
+
+
 def test_ingest_of_a_broken_file_says_what_is_wrong(home, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")

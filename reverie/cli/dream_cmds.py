@@ -207,12 +207,12 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
 
 @app.command()
 def undo(
-    change_id: Annotated[str, typer.Argument(help="The id a dream, consolidate, tidy, sync or clean reported.")],
+    change_id: Annotated[str, typer.Argument(help="The id a dream, consolidate, tidy, sync, clean or profile edit reported.")],
     user: User,
     home: Home = None,
     as_json: Json = False,
 ) -> None:
-    """Take back a dream, consolidate, tidy, sync or clean."""
+    """Take back a dream, consolidate, tidy, sync, clean or profile edit."""
     with open_memory(home) as mem:
         report = mem.undo(change_id, user=user)
         say(report, as_json, f"undid {report.action} {report.journal}: {report.restored} restored, {report.archived} archived")

@@ -35,6 +35,7 @@ from reverie.cli.common import (
 )
 from reverie.curation import created_by, remembered
 from reverie.errors import InvalidInput
+from reverie.journal import recorded
 from reverie.recall import Recall
 
 tags_app = typer.Typer(help="The feature-tag dictionary: list and merge tags.", no_args_is_help=True)
@@ -122,12 +123,30 @@ def facts(
 
 
 @app.command()
-def profile(user: User, home: Home = None, as_json: Json = False) -> None:
-    """Show the structured profile (work, personal, top of mind, thinking style, history)."""
-    with open_memory(home, create=False) as mem:
+def profile(
+    user: User,
+    home: Home = None,
+    set_section: Annotated[Optional[tuple[str, str]], typer.Option(
+        "--set", metavar="SECTION TEXT",
+        help="Write one section by hand, e.g. --set user.workContext 'Teaches maths in Lyon' (undo takes it back).",
+    )] = None,
+    clear: Annotated[Optional[str], typer.Option(
+        "--clear", metavar="SECTION", help="Empty one section, e.g. a job learned from someone else's words.",
+    )] = None,
+    as_json: Json = False,
+) -> None:
+    """Show the structured profile (work, personal, top of mind, thinking style, history); --set or --clear a section."""
+    if set_section is not None and clear is not None:
+        with fail_cleanly():
+            raise InvalidInput("--set and --clear each change one section: give one of them", field="set")
+    edit = set_section if set_section is not None else (clear, "") if clear is not None else None
+    with open_memory(home, create=edit is not None) as mem:
+        change = None
+        if edit is not None:
+            _, change = recorded(lambda: mem.set_profile(edit[0], edit[1], user=user))
         prof = mem.profile(user=user)
         if as_json:
-            emit_json(prof.to_json())
+            emit_json(prof.to_json() if edit is None else {"section": edit[0], "change": change, "profile": prof.to_json()})
             return
         table = Table(title=f"profile of {user}")
         table.add_column("section")
@@ -137,6 +156,9 @@ def profile(user: User, home: Home = None, as_json: Json = False) -> None:
             updated = section.updated_at.strftime("%Y-%m-%d %H:%M") if section.updated_at else ""
             table.add_row(name, escape(section.summary) or "[dim]-[/]", updated)
         console.print(table)
+        if edit is not None:
+            what = "cleared" if not edit[1] else "set"
+            console.print(f"{what} {escape(edit[0])}" + (f" (undo: reverie undo {change} --user {user})" if change else ""))
 
 
 @app.command()
