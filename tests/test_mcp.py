@@ -94,6 +94,15 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
         assert await call(client, "forget", id=fact["id"]) == {"id": fact["id"], "status": "archived"}
         assert "no fact" in await error(client, "forget", id="fact_missing")
         assert "limit" in await error(client, "search", query="snack", limit=0)
+        # arguments that do not fit a tool's schema are refused in one line naming each field
+        assert await error(client, "search", query="snack", limit=0) == (
+            "search: limit: Input should be greater than or equal to 1")
+        assert await error(client, "search", query=5, limit="many") == (
+            "search: query: Input should be a valid string; "
+            "limit: Input should be a valid integer, unable to parse string as an integer")
+        assert await error(client, "remember") == "remember: content: Field required"
+        assert await error(client, "ingest", messages=["hi"]) == (
+            "ingest: messages.0: Input should be a valid dictionary")
 
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
         assert resources == {"memory://MEMORY.md", "memory://profile"}

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from reverie.curation import remembered
 from reverie.errors import InvalidInput, ReverieError
@@ -82,11 +82,32 @@ def _answer(action: Callable[[str], Any]) -> str:
         raise ToolError(str(exc)) from exc
 
 
+class _Server(MCPServer):
+    """The SDK's server, whose answer to arguments that do not fit a tool's schema is one
+    line per tool that names each field ("search: limit: Input should be greater than or
+    equal to 1"), as reverie's other errors are, not pydantic's several lines and link."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"{name}: {_arguments_refused(exc.__cause__)}") from exc.__cause__
+
+
+def _arguments_refused(error: ValidationError) -> str:
+    """Each refused argument and why, on one line (the values are left out: they are the caller's)."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
+    )
+
+
 def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     """An MCP server over ``memory``: for ``user`` alone (stdio), or with ``user=None``
     for the HTTP door, where each request's API key names the user."""
     # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
-    server = MCPServer("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _Server("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     server.middleware.append(_BindUser(check_user(user) if user is not None else None))
     def tool(
         *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
