@@ -518,6 +518,9 @@ class Learner:
             found = self.store.get_fact(removal.id)
             if found is not None and found.user == user and found.status != "archived":
                 removed.append((found, removal.reason))
+        # an engine cites the lines it read: an episode id, or a message's own id where it has
+        # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself
+        lines = {sid: e.id for e in reversed(episodes) for sid in e.source_ids} | {e.id: e.id for e in episodes}
         added: list[Fact] = []
         for new in ex.new_facts:
             if new.confidence < self.settings.fact_confidence_threshold:
@@ -526,7 +529,9 @@ class Learner:
             if not content or is_temporary(content) or is_trivial(content):
                 continue
             content = clip_learned(content)
-            sources = [s for s in new.sources if s in episode_ids] or list(episode_ids)
+            cited = [s for s in new.sources if s in lines]
+            sources = list(dict.fromkeys(lines[s] for s in cited)) or list(episode_ids)
+            turns = list(dict.fromkeys(s for s in cited if s not in episode_ids))
             content = _name_the_speaker(content, [by_id[e] for e in sources])
             category, original = normalize_category(new.category)
             fact = Fact(
@@ -541,7 +546,7 @@ class Learner:
                 provenance=Provenance(
                     origin="learned",
                     episodes=sources,
-                    source_ids=_fact_sources(content, [by_id[e] for e in sources]),
+                    source_ids=turns or _fact_sources(content, [by_id[e] for e in sources]),
                 ),
                 created_at=now,
                 updated_at=now,

@@ -532,3 +532,43 @@ def test_an_ingest_asks_a_failing_endpoint_once_a_part(tmp_path, fake_openai):
         extracts = [r for r in fake_openai.requests if "reverie-step: extract" in json.dumps(r.body)]
         assert len(extracts) == 1 and report.learned == 0  # one part, one try (max_retries 0)
         assert mem.learning_backlog(user="ana")[0] == 1
+
+
+def test_a_fact_rests_on_the_lines_the_model_cites_by_their_message_ids(tmp_path, fake_openai):
+    # a message with its own id (a LoCoMo dia_id, an imported message id) reaches the model as
+    # "[D1:3] ...": the model cites that, and the fact rests on that turn and its episode, not
+    # on every episode of the batch
+    cited = {"D2:1": "Goes climbing every Sunday", "D3:2": "Adopted a cat named Miso"}
+    fake_openai.respond_by_step({
+        "summarize": {"summary": "A chat", "overview": "A chat.", "tags": ["chat"]},
+        "extract": {"newFacts": [
+            {"content": content, "category": "context", "confidence": 0.9, "sources": [line]}
+            for line, content in cited.items()
+        ] + [{"content": "Reads Japanese novels", "category": "context", "confidence": 0.9,
+              "sources": ["no-such-line"]}]},
+        "govern_tags": {},
+    })
+    talk = [
+        {"role": "user", "content": "Work was long today.", "id": "D1:1"},
+        {"role": "assistant", "content": "Rest well.", "id": "D1:2"},
+        {"role": "user", "content": "I go climbing every Sunday now.", "id": "D2:1"},
+        {"role": "assistant", "content": "Nice.", "id": "D2:2"},
+        {"role": "user", "content": "Guess what, I adopted a cat!", "id": "D3:1"},
+        {"role": "user", "content": "Her name is Miso.", "id": "D3:2"},
+        {"role": "assistant", "content": "Lovely.", "id": "D3:3"},
+        {"role": "user", "content": "I read Japanese novels at night.", "id": "D4:1"},
+        {"role": "assistant", "content": "Which ones?", "id": "D4:2"},
+    ]
+    with _llm_memory(tmp_path / "home", fake_openai, summarize="openai", extract="openai",
+                     govern_tags="openai") as mem:
+        mem.add(talk, user="ana")
+        mem.flush(user="ana")
+        episodes = {tuple(ep.source_ids): ep.id for ep in mem.episodes(user="ana", limit=None)}
+        assert len(episodes) == 4
+        facts = {f.content: f.provenance for f in mem.facts(user="ana", status="pending")}
+        climbing, cat = facts["Goes climbing every Sunday"], facts["Adopted a cat named Miso"]
+        assert climbing.episodes == [episodes[("D2:1", "D2:2")]] and climbing.source_ids == ["D2:1"]
+        assert cat.episodes == [episodes[("D3:1", "D3:2", "D3:3")]] and cat.source_ids == ["D3:2"]
+        # a line the batch does not hold is no evidence: the fact's own words find its turn
+        novels = facts["Reads Japanese novels"]
+        assert novels.source_ids == ["D4:1"] and set(novels.episodes) == set(episodes.values())
