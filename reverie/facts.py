@@ -16,7 +16,7 @@ import re
 import threading
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from reverie.claims import fact_relation, judge_keys
 from reverie.journal import Journal
@@ -203,7 +203,8 @@ class FactWriter:
                 twin = self.store.get_fact(old.id)
                 if twin is not None:
                     self._supersede(conflicts, fact)
-                    return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at)
+                    return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at,
+                                               sources=fact.provenance.source_ids)
             if found == "conflict" and old.category == fact.category:
                 conflicts.append(old.id)
         self._supersede(conflicts, fact)
@@ -230,11 +231,12 @@ class FactWriter:
             return self.store.fact_texts(fact.user)
         return self.store.fact_texts(fact.user, terms(fact.content), RELATED_FACTS)
 
-    def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime) -> Fact:
-        """[Nx] + 1, remembering which episodes said it again."""
+    def reinforce_fact(self, fact: Fact, episodes: list[str], now: datetime, *, sources: Sequence[str] = ()) -> Fact:
+        """[Nx] + 1, remembering which episodes (and turns: ``sources``) said it again."""
         fact.uses += 1
         fact.last_used_at = fact.updated_at = now
         fact.provenance.episodes = list(dict.fromkeys(fact.provenance.episodes + episodes))
+        fact.provenance.source_ids = list(dict.fromkeys([*fact.provenance.source_ids, *sources]))
         fact.provenance.bound()
         self._put(fact)
         return fact

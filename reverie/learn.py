@@ -510,9 +510,14 @@ class Learner:
                     self.store.put_profile_section(user, name, summary, now)
         note_trimmed(self.store, user, trimmed, now)
         facts = self.store.get_facts(ex.facts_to_reinforce)
+        bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]] = {}  # episodes' words, once a batch
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":
-                self.facts.reinforce_fact(fact, list(episode_ids), now)
+                # the episodes and turns that say it again (none found: the batch's episodes,
+                # as an engine names no lines for a reinforcement)
+                saying = _said_again(fact.content, episodes, bags)
+                self.facts.reinforce_fact(fact, [e.id for e, _ in saying] or list(episode_ids), now,
+                                          sources=[sid for e, drawn in saying for sid in e.sources_of(drawn)])
         removed = []
         for removal in ex.facts_to_remove:
             found = self.store.get_fact(removal.id)
@@ -557,6 +562,30 @@ class Learner:
             successor = next((f for f in added if f.category == fact.category), added[0] if added else None)
             self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
         self.facts.enforce_capacity(user, now)
+
+
+def _said_again(
+    content: str, episodes: list[Episode], bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]],
+) -> list[tuple[Episode, list[int]]]:
+    """The episodes with messages ``content`` is drawn from (:func:`attribute`), and those messages."""
+    words = token_set(content)
+    found = []
+    for episode in episodes:
+        each, every = _bags(episode, bags)
+        if words & every:  # no message holds a line without a word of it
+            drawn = attribute(content, episode.messages, bags=each)
+            if drawn:
+                found.append((episode, drawn))
+    return found
+
+
+def _bags(episode: Episode, bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]]) -> tuple[
+        list[frozenset[str]], frozenset[str]]:
+    """The words of each of ``episode``'s messages, and all of them, kept in ``bags`` for the batch."""
+    if episode.id not in bags:
+        each = [token_set(m.content) for m in episode.messages]
+        bags[episode.id] = each, frozenset().union(*each)
+    return bags[episode.id]
 
 
 def _name_the_speaker(content: str, episodes: list[Episode]) -> str:

@@ -159,6 +159,42 @@ def test_engine_reinforce_and_remove_lists_are_applied(home, fake_openai):
     mem.close()
 
 
+def test_a_reinforced_fact_remembers_the_episodes_and_turns_that_said_it_again(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    keep = mem.remember("Works at a logistics startup", user="ana", category="identity")
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS,
+                                 "extract": _extraction(factsToReinforce=[keep.id])})
+    talk = [
+        {"role": "user", "content": "The weather turned cold this week.", "id": "t1"},
+        {"role": "assistant", "content": "Stay warm.", "id": "t2"},
+        {"role": "user", "content": "Busy days: I still work at the logistics startup.", "id": "t3"},
+        {"role": "assistant", "content": "Sounds busy.", "id": "t4"},
+        {"role": "user", "content": "I baked bread on Sunday.", "id": "t5"},
+        {"role": "assistant", "content": "Yum.", "id": "t6"},
+    ]
+    mem.add(talk, user="ana")
+    mem.flush()
+    said_again = next(e for e in mem.episodes(user="ana", limit=None) if "t3" in e.source_ids)
+    fact = mem.fact(keep.id)
+    assert fact.uses == 1
+    # the one episode, and the one turn, whose words hold it: not every episode of the batch
+    assert fact.provenance.episodes == [said_again.id] and fact.provenance.source_ids == ["t3"]
+    mem.close()
+
+
+def test_a_near_duplicate_new_fact_gives_the_fact_it_repeats_its_turns(mem):
+    mem.add([{"role": "user", "content": "I prefer tea over coffee in the morning.", "id": "a1"},
+             {"role": "assistant", "content": "Noted.", "id": "a2"}], user="ana", thread="one")
+    mem.flush()
+    [fact] = [f for f in mem.facts(user="ana", status="pending") if "tea" in f.content]
+    mem.add([{"role": "user", "content": "Remember, I prefer tea over coffee in the morning.", "id": "b1"},
+             {"role": "assistant", "content": "Sure.", "id": "b2"}], user="ana", thread="two")
+    mem.flush()
+    again = mem.fact(fact.id)
+    assert again.uses == 1 and again.provenance.source_ids == ["a1", "b1"]
+    assert len(again.provenance.episodes) == 2
+
+
 def test_capacity_archives_the_weakest_but_keeps_corrections(home):
     mem = Memory(home, background=False, fact_capacity=3)
     # learned facts (capacity never evicts what a person stated: see test_capacity.py)
