@@ -535,7 +535,9 @@ class Learner:
                 continue
             content = clip_learned(content)
             cited = [s for s in new.sources if s in lines]
-            sources = list(dict.fromkeys(lines[s] for s in cited)) or list(episode_ids)
+            # no line cited that the batch holds: the episodes its words are drawn from, else all
+            sources = list(dict.fromkeys(lines[s] for s in cited)) or [
+                e.id for e, _ in _said_again(content, episodes, bags)] or list(episode_ids)
             turns = list(dict.fromkeys(s for s in cited if s not in episode_ids))
             content = _name_the_speaker(content, [by_id[e] for e in sources])
             category, original = normalize_category(new.category)

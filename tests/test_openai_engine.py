@@ -571,4 +571,4 @@ def test_a_fact_rests_on_the_lines_the_model_cites_by_their_message_ids(tmp_path
         assert cat.episodes == [episodes[("D3:1", "D3:2", "D3:3")]] and cat.source_ids == ["D3:2"]
         # a line the batch does not hold is no evidence: the fact's own words find its turn
         novels = facts["Reads Japanese novels"]
-        assert novels.source_ids == ["D4:1"] and set(novels.episodes) == set(episodes.values())
+        assert novels.source_ids == ["D4:1"] and novels.episodes == [episodes[("D4:1", "D4:2")]]
