@@ -181,6 +181,8 @@ _NOT_A_PASSWORD = frozenset(
     """.split()
 )
 _ENGLISH_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ive", "ful", "ous", "less", "tion")
+# Values a form or a note gives for "no password here" ("Password: N/A", "password: ****").
+_NO_VALUE = re.compile(r"(?i:n/?a|tb[ad]|nil|unset|-+|—|\?+|\*+|x{3,})")
 
 
 def _plain_word(value: str) -> bool:
@@ -227,6 +229,8 @@ def _password_ok(m: re.Match[str]) -> bool:
         return _symbolic_secret(value)
     if quoted is not None:
         return True
+    if _NO_VALUE.fullmatch(value.rstrip(".,;:!")):
+        return False
     # "password is 8 characters", "密码是6位数": a length, not a password.
     return not (value.isdigit() and len(value) < 4) and not _plain_word(value)
 

@@ -62,11 +62,16 @@ CAUGHT = [
     ("Authorization: Bearer abc123def456ghi789jkl", "abc123def456ghi789jkl", "token"),
     (f"the session cookie holds {JWT}", JWT, "token"),
     ("token: 9f8e7d6c5b4a3210", "9f8e7d6c5b4a3210", "token"),
+    ("password: NA2024x", "NA2024x", "password"),  # begins like "NA" (none), and is one
     ("访问令牌是 ab12cd34ef56gh78", "ab12cd34ef56gh78", "token"),
     (f"deploy key:\n{PEM}\nkeep it safe", PEM, "private-key"),
 ]
 
 LEFT_ALONE = [
+    "Password: N/A",  # what a form says when there is none
+    "wifi password: TBD, ask the landlord",
+    "password: ****",
+    "Password: -",
     "I forgot my password",
     "I forgot my password again, can you help me reset it?",
     "the token budget is 2000",
