@@ -510,7 +510,7 @@ class Learner:
                     self.store.put_profile_section(user, name, summary, now)
         note_trimmed(self.store, user, trimmed, now)
         facts = self.store.get_facts(ex.facts_to_reinforce)
-        bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]] = {}  # episodes' words, once a batch
+        bags: _Bags = {}  # the episodes' words, read once a batch
         for fact in facts.values():
             if fact.user == user and fact.status != "archived":
                 # the episodes and turns that say it again (none found: the batch's episodes,
@@ -566,9 +566,11 @@ class Learner:
         self.facts.enforce_capacity(user, now)
 
 
-def _said_again(
-    content: str, episodes: list[Episode], bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]],
-) -> list[tuple[Episode, list[int]]]:
+# an episode id -> the words of each of its messages, and all of them
+_Bags = dict[str, tuple[list[frozenset[str]], frozenset[str]]]
+
+
+def _said_again(content: str, episodes: list[Episode], bags: _Bags) -> list[tuple[Episode, list[int]]]:
     """The episodes with messages ``content`` is drawn from (:func:`attribute`), and those messages."""
     words = token_set(content)
     found = []
@@ -581,8 +583,7 @@ def _said_again(
     return found
 
 
-def _bags(episode: Episode, bags: dict[str, tuple[list[frozenset[str]], frozenset[str]]]) -> tuple[
-        list[frozenset[str]], frozenset[str]]:
+def _bags(episode: Episode, bags: _Bags) -> tuple[list[frozenset[str]], frozenset[str]]:
     """The words of each of ``episode``'s messages, and all of them, kept in ``bags`` for the batch."""
     if episode.id not in bags:
         each = [token_set(m.content) for m in episode.messages]
