@@ -448,10 +448,14 @@ class Memory:
         the first import wrote (counted in ``replaced``) instead of adding copies."""
         return portability.import_user(self.ctx, data, check_user(user))
 
-    def import_file(self, path: str | Path, *, user: str) -> dict[str, int]:
+    def import_file(
+        self, path: str | Path, *, user: str, on_progress: Callable[[dict[str, int]], None] | None = None,
+    ) -> dict[str, int]:
         """:meth:`import_` of a file. An export envelope is read and written a page of items
-        at a time, in one transaction: bounded memory whatever the file's size."""
-        return portability.import_file(self.ctx, Path(path), check_user(user))
+        at a time, in one transaction: bounded memory whatever the file's size.
+        ``on_progress(counts)`` is told the counts so far after each page (not yet committed:
+        the import is all or nothing)."""
+        return portability.import_file(self.ctx, Path(path), check_user(user), on_page=on_progress)
 
     def stats(self, *, user: str | None = None) -> dict[str, Any]:
         """Counts per user (every user without ``user``)."""

@@ -184,12 +184,14 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
     return _import(ctx, user, parsed)
 
 
-def _import(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = ()) -> dict[str, int]:
+def _import(
+    ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = (), on_page: OnPage | None = None,
+) -> dict[str, int]:
     """Write a checked import (and the ``pages`` of a streamed file's items) and report it."""
     mode = parsed.mode
     trimmed = _check_profile_length(parsed, ctx.settings.max_profile_chars, mode.strict)
     mode.corrected += len(trimmed)
-    counts = _apply(ctx, user, parsed, pages)
+    counts = _apply(ctx, user, parsed, pages, on_page)
     if not mode.strict:  # (a page's corrections are counted as it is written)
         counts["corrected"] = mode.corrected
         counts["skipped"] = mode.skipped
@@ -202,6 +204,7 @@ def _import(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] =
 # ------------------------------------------------------------ streaming an import file
 
 IMPORT_PAGE = 1000  # items an import reads, checks and writes at a time
+OnPage = Callable[[dict[str, int]], None]  # told the counts so far after each page of a file
 MAX_IMPORT_ITEM_CHARS = 64 << 20  # one item (or head value) of an import file, at most
 _STREAMED = SECTIONS[1:]  # the sections whose items an import file streams
 
@@ -294,19 +297,22 @@ def _events(fp: IO[str]) -> Iterator[tuple[str, str, Any]]:
         raise InvalidInput("import is not valid JSON: extra data after the object", field="$")
 
 
-def import_file(ctx: Context, path: Path, user: str, *, strict: bool = True) -> dict[str, int]:
+def import_file(
+    ctx: Context, path: Path, user: str, *, strict: bool = True, on_page: OnPage | None = None,
+) -> dict[str, int]:
     """Import the file at ``path``, as :func:`import_user` imports its text. A reverie export
     envelope is read twice, an item at a time: once for its head (version, user, profile)
     and which sections it has, then a page of items at a time, each page checked and written
     as it is read, all in one transaction (a refused item takes back everything): memory is
-    bounded whatever the file's size. Anything else (a deer-flow memory.json) is read whole."""
+    bounded whatever the file's size. Anything else (a deer-flow memory.json) is read whole.
+    ``on_page(counts)``: after each page is written (in the transaction: not yet committed)."""
     head = _scan(path)
     if head is None:
         return import_user(ctx, _read_text(path), user, strict=strict)
     check_json(head, ctx.settings.max_import_depth)
     mode = _Mode(strict)
     parsed = _parse_envelope(redact_obj(head), user, mode)  # its sections are read below
-    return _import(ctx, user, parsed, _pages(ctx, path, user, mode))
+    return _import(ctx, user, parsed, _pages(ctx, path, user, mode), on_page)
 
 
 def _read_text(path: Path) -> str:
@@ -710,7 +716,9 @@ def _map_ids(ids: _Ids, parsed: _Parsed, there: set[tuple[str, str]]) -> None:
         own("kn", doc)
 
 
-def _apply(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = ()) -> dict[str, int]:
+def _apply(
+    ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = (), on_page: OnPage | None = None,
+) -> dict[str, int]:
     """Write ``parsed`` and then each of ``pages`` (a streamed file's items, a page at a time),
     in one transaction: a page that is refused takes back everything."""
     store = ctx.store
@@ -729,6 +737,8 @@ def _apply(ctx: Context, user: str, parsed: _Parsed, pages: Iterable[_Parsed] = 
             ids.forget()
             _map_ids(ids, page, there)
             _write_items(ctx, writer, page, counts, days)
+            if on_page is not None:
+                on_page(dict(counts))
     mirror_notes(ctx.store, ctx.files, user, days)
     counts["replaced"] = len(there)
     return counts

@@ -219,6 +219,23 @@ def test_a_file_imported_a_page_at_a_time_is_the_same_import(tmp_path, backend, 
     mem.close()
 
 
+def test_an_import_file_tells_its_progress_after_each_page(tmp_path, monkeypatch):
+    import reverie.portability as portability
+
+    monkeypatch.setattr(portability, "IMPORT_PAGE", 2)
+    many = json.loads(json.dumps(BOB))
+    many["episodes"] += [{**BOB["episodes"][0], "id": f"ep_more{n}", "user_text": f"More bread talk {n}"}
+                         for n in range(5)]
+    path = tmp_path / "bob.json"
+    path.write_text(json.dumps(many), encoding="utf-8")
+    told: list[dict[str, int]] = []
+    with Memory(tmp_path / "h", background=False) as mem:
+        counts = mem.import_file(path, user="bob", on_progress=told.append)
+    assert len(told) >= 4  # 6 episodes two at a time, and the other sections' pages
+    assert [t["episodes"] for t in told] == sorted(t["episodes"] for t in told)
+    assert told[-1] == {k: v for k, v in counts.items() if k != "replaced"} and told[-1]["episodes"] == 6
+
+
 def test_an_import_file_that_is_not_json_or_not_utf8_is_refused_clearly(tmp_path, monkeypatch):
     import reverie.portability as portability
 

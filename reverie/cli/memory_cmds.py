@@ -351,7 +351,14 @@ def import_cmd(
 ) -> None:
     """Import an export (or a deer-flow memory.json); all or nothing."""
     with open_memory(home) as mem:
-        counts = mem.import_file(file, user=user)
+        with Progress(console=err_console, transient=True, disable=as_json) as progress:
+            task = progress.add_task(f"importing {file.name}", total=None)
+
+            def shown(counts: dict[str, int]) -> None:
+                done = ", ".join(f"{v:,} {k}" for k, v in counts.items() if v and k != "replaced")
+                progress.update(task, description=f"importing {file.name}: {done} (not yet committed)")
+
+            counts = mem.import_file(file, user=user, on_progress=shown)
         say(counts, as_json, "imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 
