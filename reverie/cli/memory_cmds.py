@@ -356,7 +356,7 @@ def import_cmd(
 
             def shown(counts: dict[str, int]) -> None:
                 done = ", ".join(f"{v:,} {k}" for k, v in counts.items() if v and k != "replaced")
-                progress.update(task, description=f"importing {file.name}: {done} (not yet committed)")
+                progress.update(task, description=f"importing {file.name}: {done}")
 
             counts = mem.import_file(file, user=user, on_progress=shown)
         say(counts, as_json, "imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
