@@ -561,9 +561,18 @@ class Learner:
             if self.facts.add_fact(writer, fact, new.tags) is fact:
                 added.append(fact)
         for fact, reason in removed:
-            successor = next((f for f in added if f.category == fact.category), added[0] if added else None)
-            self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
+            self.facts.archive_fact(fact, reason or "removed by the learning line", _successor(fact, added), now)
         self.facts.enforce_capacity(user, now)
+
+
+def _successor(removed: Fact, added: list[Fact]) -> Fact | None:
+    """The new fact that takes a removed one's place: of its category and sharing the most
+    words with it, else the one sharing the most words; none when no new fact relates to it."""
+    words = token_set(removed.content)
+    best = max(added, key=lambda f: (f.category == removed.category, len(words & token_set(f.content))), default=None)
+    if best is None or (best.category != removed.category and not words & token_set(best.content)):
+        return None
+    return best
 
 
 # an episode id -> the words of each of its messages, and all of them

@@ -159,6 +159,26 @@ def test_engine_reinforce_and_remove_lists_are_applied(home, fake_openai):
     mem.close()
 
 
+def test_a_removed_fact_links_the_new_fact_that_takes_its_place(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    editor = mem.remember("Uses neovim daily", user="ana", category="preference")
+    city = mem.remember("Lives in Berlin", user="ana", category="context")
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        newFacts=[{"content": "Likes green tea", "category": "preference", "confidence": 0.95},
+                  {"content": "Uses helix daily", "category": "preference", "confidence": 0.95}],
+        factsToRemove=[{"id": editor.id, "reason": "switched to helix"},
+                       {"id": city.id, "reason": "moved away"}],
+    )})
+    mem.add([{"role": "user", "content": "I like green tea. I switched to helix. I moved away from Berlin."}],
+            user="ana")
+    mem.flush()
+    # of the same category, the one that shares its words; nothing relates to the city: no link
+    assert mem.fact(mem.fact(editor.id).superseded_by).content == "Uses helix daily"
+    gone = mem.fact(city.id)
+    assert gone.status == "archived" and gone.archived_reason == "moved away" and gone.superseded_by is None
+    mem.close()
+
+
 def test_a_reinforced_fact_remembers_the_episodes_and_turns_that_said_it_again(home, fake_openai):
     mem = _openai(home, fake_openai)
     keep = mem.remember("Works at a logistics startup", user="ana", category="identity")
