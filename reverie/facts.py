@@ -37,6 +37,8 @@ FULL_SCAN_FACTS = 500
 RELATED_FACTS = 50
 OVER_CAPACITY = "over capacity"
 CAPACITY_META = "capacity:{user}"
+# what an engine proposed that learning did not keep as a fact, by reason (health says so)
+SKIPPED_META = "facts-skipped:{user}"
 # origins of facts a person vouched for: never evicted by capacity
 VOUCHED = frozenset({"manual", "import", "sync"})
 
@@ -61,6 +63,25 @@ def capacity_record(store: Store, user: str) -> dict[str, Any]:
     """What capacity evicted for ``user`` so far: evicted (total), last_at, last_count, last_journal."""
     raw = store.get_meta(CAPACITY_META.format(user=user))
     return dict(json.loads(raw)) if raw else {}
+
+
+def skipped_record(store: Store, user: str) -> dict[str, Any]:
+    """The facts engines proposed for ``user`` that learning did not keep, so far:
+    {"facts": total, "last_at", "reasons": {reason: count}}."""
+    raw = store.get_meta(SKIPPED_META.format(user=user))
+    return dict(json.loads(raw)) if raw else {}
+
+
+def note_skipped(store: Store, user: str, skipped: dict[str, int], now: datetime) -> None:
+    """Count proposed facts not kept, by reason (inside the caller's transaction)."""
+    if not skipped:
+        return
+    record = skipped_record(store, user)
+    reasons = dict(record.get("reasons", {}))
+    for reason, count in skipped.items():
+        reasons[reason] = int(reasons.get(reason, 0)) + count
+    record.update(facts=int(record.get("facts", 0)) + sum(skipped.values()), last_at=now.isoformat(), reasons=reasons)
+    store.set_meta(SKIPPED_META.format(user=user), json.dumps(record, sort_keys=True))
 
 
 class FactLine(Model):

@@ -27,12 +27,13 @@ from reverie.engines.base import (
     ExtractRequest,
     FactRef,
     GovernRequest,
+    NewFact,
     SummarizeRequest,
     TagDecisions,
     TagInfo,
 )
 from reverie.errors import EngineError, StoreBusy
-from reverie.facts import clip_learned
+from reverie.facts import clip_learned, note_skipped
 from reverie.heap import paused_gc
 from reverie.inputs import fit_label, normalize_category
 from reverie.messages import clip, is_trivial
@@ -527,11 +528,12 @@ class Learner:
         # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself
         lines = {sid: e.id for e in reversed(episodes) for sid in e.source_ids} | {e.id: e.id for e in episodes}
         added: list[Fact] = []
+        skipped: dict[str, int] = {}  # proposed facts not kept, by reason: counted for health
         for new in ex.new_facts:
-            if new.confidence < self.settings.fact_confidence_threshold:
-                continue
             content = normalize_space(redact(new.content))
-            if not content or is_temporary(content) or is_trivial(content):
+            reason = _not_kept(new, content, self.settings.fact_confidence_threshold)
+            if reason:
+                skipped[reason] = skipped.get(reason, 0) + 1
                 continue
             content = clip_learned(content)
             cited = [s for s in new.sources if s in lines]
@@ -562,7 +564,21 @@ class Learner:
                 added.append(fact)
         for fact, reason in removed:
             self.facts.archive_fact(fact, reason or "removed by the learning line", _successor(fact, added), now)
+        note_skipped(self.store, user, skipped, now)
         self.facts.enforce_capacity(user, now)
+
+
+def _not_kept(new: NewFact, content: str, threshold: float) -> str:
+    """Why an engine's proposed fact is not kept ("" when it is)."""
+    if new.confidence < threshold:
+        return "below fact_confidence_threshold"
+    if not content:
+        return "empty once redacted"
+    if is_temporary(content):
+        return "temporary state"
+    if is_trivial(content):
+        return "trivial"
+    return ""
 
 
 def _successor(removed: Fact, added: list[Fact]) -> Fact | None:

@@ -25,7 +25,7 @@ from reverie.claims import NEGATION, duplicate_pairs, related_pairs, stored_rela
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
-from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers
+from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers, skipped_record
 from reverie.journal import Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
@@ -535,6 +535,8 @@ class HealthReport(Model):
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
     # profile parts that gave way to newer ones past max_profile_chars, so far, by section
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
+    # facts engines proposed that learning did not keep, so far, by reason
+    facts_skipped: dict[str, int] = Field(default_factory=dict)
 
 
 # thresholds of the verdict (the seed names the signs, not the numbers)
@@ -562,7 +564,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             report.duplicates.append([fact_line(a), fact_line(b)])
         elif found == "conflict" and a.category == b.category:
             report.contradictions.append([fact_line(a), fact_line(b)])
-    report.pending_facts = len(ctx.store.list_facts(user, status="pending"))
+    report.pending_facts = ctx.store.count_facts(user) - len(facts)  # live are pending or consolidated
     report.unlearned_episodes, report.learning_error = ctx.store.learning_backlog(user)
     for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
@@ -572,8 +574,17 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     report.last_eviction = evictions.get("last_journal")
     trimmed = trimmed_record(ctx.store, user)
     report.profile_trimmed = {str(k): int(v) for k, v in dict(trimmed.get("sections", {})).items()}
+    skipped = skipped_record(ctx.store, user)
+    report.facts_skipped = {str(k): int(v) for k, v in dict(skipped.get("reasons", {})).items()}
     report.reasons = _verdict(report)
     report.healthy = not report.reasons
+    if report.facts_skipped:
+        report.advice.append(
+            f"{sum(report.facts_skipped.values())} fact(s) the engine proposed were not kept ("
+            + ", ".join(f"{n} {reason}" for reason, n in sorted(report.facts_skipped.items()))
+            + f"; fact_confidence_threshold is {ctx.settings.fact_confidence_threshold}; the last on "
+            f"{str(skipped.get('last_at', ''))[:10]}): the episodes they came from stay in memory"
+        )
     if report.profile_trimmed:
         report.advice.append(
             f"{sum(report.profile_trimmed.values())} older part(s) of the profile gave way to newer ones "

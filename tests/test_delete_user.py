@@ -4,6 +4,7 @@ of anyone else is touched."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timezone
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from reverie import InvalidInput, Memory
 from reverie.cli import app
+from reverie.facts import note_skipped
 from reverie.keys import create_key
 from reverie.server import create_app
 from tests.live_server import live_server
@@ -28,6 +30,8 @@ def fill(memory: Memory, user: str, word: str) -> None:
     memory.dream(user=user, days=30, force=True)
     memory.set_profile("user.topOfMind", f"Planning {word}", user=user)
     create_key(memory.store, user=user)
+    with memory.store.transaction():  # what health counts of a user lives in per-user meta keys
+        note_skipped(memory.store, user, {"trivial": 1}, datetime.now(timezone.utc))
 
 
 def rows_mentioning(db, needles: tuple[str, ...], user: str | None = None) -> list[str]:
@@ -61,6 +65,10 @@ def test_delete_user_removes_every_row_and_file_and_keeps_the_others(home):
             side.pop("exportedAt")
         assert after_bob == before_bob
     assert rows_mentioning(home / "reverie.db", (MARK, '"ana"'), user="ana") == []
+    conn = sqlite3.connect(home / "reverie.db")
+    keys = [k for (k,) in conn.execute("SELECT key FROM meta")]
+    conn.close()
+    assert "facts-skipped:bob" in keys and not [k for k in keys if k.endswith(":ana")]
     assert not (home / "users" / "ana").exists() and (home / "users" / "bob").is_dir()
     assert not any(MARK in p.read_text(encoding="utf-8", errors="ignore") for p in home.rglob("*.md"))
 

@@ -113,6 +113,12 @@ def test_facts_below_the_confidence_threshold_are_dropped(home, fake_openai):
     assert [f.content for f in mem.facts(user="ana")] == ["Uses helix as editor"]
     fact = mem.facts(user="ana")[0]
     assert fact.status == "pending" and fact.provenance.origin == "learned" and fact.provenance.episodes
+    # not lost without a word: health counts what was not kept, and why
+    report = mem.health(user="ana")
+    assert report.facts_skipped == {"below fact_confidence_threshold": 1}
+    assert any("1 fact(s) the engine proposed were not kept (1 below fact_confidence_threshold" in a
+               for a in report.advice)
+    assert report.pending_facts == 1
     mem.close()
 
 
@@ -126,6 +132,10 @@ def test_temporary_state_is_not_a_fact(home, fake_openai):
     mem.add([{"role": "user", "content": "server on 3000 today; we deploy blue-green"}], user="ana")
     mem.flush()
     assert [f.content for f in mem.facts(user="ana")] == ["Deploys with blue-green releases"]
+    assert mem.health(user="ana").facts_skipped == {"temporary state": 2}
+    mem.add([{"role": "user", "content": "the server moved to port 4000 today"}], user="ana")
+    mem.flush()
+    assert mem.health(user="ana").facts_skipped == {"temporary state": 4}  # counted so far
     mem.close()
 
 
