@@ -560,11 +560,13 @@ class Memory:
         """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
         return memory_md.sync(self.ctx, user=check_user(user))
 
-    def migrate_to(self, url: str, *, dry_run: bool = False) -> MigrateReport:
+    def migrate_to(
+        self, url: str, *, dry_run: bool = False, on_progress: Callable[[str], None] | None = None,
+    ) -> MigrateReport:
         """Copy this SQLite home (every user, key, journal and document) into the empty
         PostgreSQL database ``url`` and check the copy (counts, and each user's export);
-        ``dry_run`` only counts what would be copied."""
-        return migrate.migrate_home(self.ctx, url, dry_run=dry_run)
+        ``dry_run`` only counts what would be copied. ``on_progress(step)`` is told each step."""
+        return migrate.migrate_home(self.ctx, url, dry_run=dry_run, on_progress=on_progress)
 
     def save_memory_md(self, text: str, *, user: str, base: str | None = None) -> SyncReport:
         """Write an edited MEMORY.md and :meth:`sync` it. ``base``: the sha256 of the text the

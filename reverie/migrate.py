@@ -9,7 +9,7 @@ documents, MEMORY.md and the dream diaries, which were files and become rows. Id
 the order of everything stay as they were, so recall ranks the same afterwards.
 
 Each user is copied in one transaction. Then the copy is checked: the rows of every
-kind counted on both sides, and each user's export (:func:`~reverie.portability.export_user`),
+kind counted on both sides, and each user's export (:func:`~reverie.portability.differing_parts`),
 API keys, journals and documents compared. The target must be empty (a new database,
 or a new ``?schema=``): a migration never merges into another memory. ``dry_run``
 counts what would be copied and touches nothing.
@@ -28,7 +28,7 @@ from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound, StoreError
 from reverie.files import UserFiles
 from reverie.models import Tag
-from reverie.portability import export_user
+from reverie.portability import differing_parts
 from reverie.store.base import USER_META_PREFIXES, ApiKey, Store, meta_user
 from reverie.store.postgres import PostgresStore, is_postgres_url, redact_url
 
@@ -147,10 +147,15 @@ def _meta_user(key: str, value: str) -> str | None:
     return None
 
 
-def migrate_home(ctx: Context, to: str, *, dry_run: bool = False, compare_exports: bool = True) -> MigrateReport:
+def migrate_home(
+    ctx: Context, to: str, *, dry_run: bool = False, compare_exports: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+) -> MigrateReport:
     """Copy the SQLite home of ``ctx`` into the PostgreSQL database ``to`` and check the copy:
     the rows of every kind counted on both sides and, unless ``compare_exports`` is False (a
-    benchmark's copy of a million synthetic episodes), every user's export compared."""
+    benchmark's copy of a million synthetic episodes), every user's export compared.
+    ``on_progress(step)`` is told each step as it begins ("copying ana (1 of 3)")."""
+    said = on_progress or (lambda step: None)
     if not is_postgres_url(to):
         raise InvalidInput("--to must be a postgresql:// URL", field="to")
     if ctx.store.shared:
@@ -178,10 +183,11 @@ def migrate_home(ctx: Context, to: str, *, dry_run: bool = False, compare_export
             for key, value in source.install_meta():
                 target.set_meta(key, value)
             _copy_keys(source, target)
-            for user in users:
+            for n, user in enumerate(users, 1):
+                said(f"copying {user} ({n} of {len(users)})")
                 with target.transaction():
                     _copy_user(source, target, user)
-            _verify(source, target, users, report, compare_exports=compare_exports)
+            _verify(source, target, users, report, compare_exports=compare_exports, said=said)
         finally:
             target.close()
     finally:
@@ -260,8 +266,10 @@ def _copy_user(source: _Source, target: PostgresStore, user: str) -> None:
 
 def _verify(
     source: _Source, target: PostgresStore, users: list[str], report: MigrateReport, *, compare_exports: bool = True,
+    said: Callable[[str], None] = lambda step: None,
 ) -> None:
     """Counts of every kind, and each user's export, keys, journals and documents, compared."""
+    said("counting the rows of the copy")
     problems = report.problems
     copied = target.row_counts()
     for user in users:
@@ -278,12 +286,10 @@ def _verify(
         if copy is None or copy.id != key.id:
             problems.append(f"API key {key.id} does not verify in the copy")
     target_ctx = Context.build(target, source.ctx.settings, UserFiles(source.ctx.files.home, store=target))
-    for user in users if compare_exports else []:
-        mine, theirs = export_user(source.ctx, user), export_user(target_ctx, user)
-        mine.pop("exportedAt", None)
-        theirs.pop("exportedAt", None)
-        if mine != theirs:
-            differing = [k for k in mine if mine.get(k) != theirs.get(k)]
+    for n, user in enumerate(users if compare_exports else [], 1):
+        said(f"checking {user}'s export ({n} of {len(users)})")
+        differing = differing_parts(source.ctx, target_ctx, user)
+        if differing:
             problems.append(f"{user}: the export differs in {', '.join(differing)}")
         if source.store.list_journals(user, 1_000_000) != target.list_journals(user, 1_000_000):
             problems.append(f"{user}: the undo journals differ")

@@ -18,6 +18,7 @@ provenance, a note's episodes, supersedes) are mapped the same way.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from dataclasses import dataclass
@@ -126,6 +127,20 @@ def export_user(ctx: Context, user: str) -> dict[str, Any]:
     that does not hold it all)."""
     head, sections = _envelope(ctx, user)
     return {**head, **{name: list(items) for name, items in sections.items()}}
+
+
+def differing_parts(ctx: Context, other: Context, user: str) -> list[str]:
+    """The parts of ``user``'s export (the head's fields but its time, then each section)
+    that differ between two memories, compared an item at a time: bounded memory, whatever
+    the size (``reverie migrate`` checks its copy with it)."""
+    head, sections = _envelope(ctx, user)
+    other_head, other_sections = _envelope(other, user)
+    differing = [k for k, v in head.items() if k != "exportedAt" and other_head.get(k) != v]
+    missing = object()
+    for name, items in sections.items():
+        if any(a != b for a, b in itertools.zip_longest(items, other_sections[name], fillvalue=missing)):
+            differing.append(name)
+    return differing
 
 
 EXPORT_CHUNK_CHARS = 1 << 16  # what export_chunks gathers before it hands a piece on

@@ -95,3 +95,32 @@ def test_migrate_reads_the_home_when_reverie_store_already_names_the_target(home
     dry = migrate(home, "--to", pg_url, "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.output)["users"]["ana"]["facts"] == 1
+
+
+def test_migrate_tells_each_step_as_it_begins(home, pg_url):
+    with Memory(home, background=False) as mem:
+        mem.remember("Keeps bees on the roof", user="ana")
+        mem.remember("Sails on weekends", user="bob")
+        steps: list[str] = []
+        report = mem.migrate_to(pg_url, on_progress=steps.append)
+    assert report.verified
+    assert steps == ["copying ana (1 of 2)", "copying bob (2 of 2)",
+                     "counting the rows of the copy", "checking ana's export (1 of 2)", "checking bob's export (2 of 2)"]
+
+
+def test_exports_are_compared_a_part_at_a_time_naming_what_differs(tmp_path):
+    from reverie.portability import differing_parts
+
+    talk = [{"role": "user", "content": "I keep bees on the roof of our building."},
+            {"role": "assistant", "content": "How many hives?"}]
+    with Memory(tmp_path / "a", background=False) as a, Memory(tmp_path / "b", background=False) as b:
+        a.remember("Likes tea", user="ana")
+        a.add(talk, user="ana")
+        a.flush()
+        b.import_(a.export(user="ana"), user="ana")  # the same items, ids and times
+        assert differing_parts(a.ctx, b.ctx, "ana") == []
+        b.set_profile("user.topOfMind", "Moving to Porto", user="ana")
+        b.remember("Sails on weekends", user="ana")
+        assert differing_parts(a.ctx, b.ctx, "ana") == ["profile", "facts"]
+        a.add([{"role": "user", "content": "We harvested honey today."}], user="ana")
+        assert differing_parts(a.ctx, b.ctx, "ana") == ["profile", "facts", "episodes"]  # one side has one more

@@ -18,6 +18,7 @@ from reverie.cli.common import (
     console,
     drop_chosen_store,
     emit_json,
+    err_console,
     fail_cleanly,
     open_memory,
 )
@@ -42,8 +43,9 @@ def migrate(
             drop_chosen_store()
             if os.environ.get("REVERIE_STORE") == to:
                 stack.callback(os.environ.__setitem__, "REVERIE_STORE", os.environ.pop("REVERIE_STORE"))
-        with fail_cleanly(), open_memory(home, create=False) as mem:
-            report = mem.migrate_to(to, dry_run=dry_run)
+        with fail_cleanly(), open_memory(home, create=False) as mem, \
+                err_console.status("reading the home", spinner="dots") if not as_json else contextlib.nullcontext() as shown:
+            report = mem.migrate_to(to, dry_run=dry_run, on_progress=shown.update if shown is not None else None)
     if as_json:
         emit_json(report.as_dict())
         return
