@@ -23,7 +23,7 @@ from reverie.journal import Journal
 from reverie.models import DECAY, Fact, KnowledgeDoc, Model, Note, as_utc
 from reverie.redact import redact
 from reverie.settings import Settings
-from reverie.store.base import FactText, Store
+from reverie.store.base import FactText, Store, add_tally, meta_record
 from reverie.tags import TagWriter
 from reverie.text import normalize_space, terms
 
@@ -61,27 +61,18 @@ def evictable_by_capacity(fact: Fact) -> bool:
 
 def capacity_record(store: Store, user: str) -> dict[str, Any]:
     """What capacity evicted for ``user`` so far: evicted (total), last_at, last_count, last_journal."""
-    raw = store.get_meta(CAPACITY_META.format(user=user))
-    return dict(json.loads(raw)) if raw else {}
+    return meta_record(store, CAPACITY_META.format(user=user))
 
 
 def skipped_record(store: Store, user: str) -> dict[str, Any]:
     """The facts engines proposed for ``user`` that learning did not keep, so far:
     {"facts": total, "last_at", "reasons": {reason: count}}."""
-    raw = store.get_meta(SKIPPED_META.format(user=user))
-    return dict(json.loads(raw)) if raw else {}
+    return meta_record(store, SKIPPED_META.format(user=user))
 
 
 def note_skipped(store: Store, user: str, skipped: dict[str, int], now: datetime) -> None:
     """Count proposed facts not kept, by reason (inside the caller's transaction)."""
-    if not skipped:
-        return
-    record = skipped_record(store, user)
-    reasons = dict(record.get("reasons", {}))
-    for reason, count in skipped.items():
-        reasons[reason] = int(reasons.get(reason, 0)) + count
-    record.update(facts=int(record.get("facts", 0)) + sum(skipped.values()), last_at=now.isoformat(), reasons=reasons)
-    store.set_meta(SKIPPED_META.format(user=user), json.dumps(record, sort_keys=True))
+    add_tally(store, SKIPPED_META.format(user=user), skipped, now, total="facts", by="reasons")
 
 
 class FactLine(Model):

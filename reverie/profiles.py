@@ -11,13 +11,12 @@ from stay in memory), and a hand edit past the limit is refused.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from typing import Any
 
 from reverie.errors import InvalidInput
-from reverie.store.base import Store
+from reverie.store.base import Store, add_tally, meta_record
 
 # what separates the parts of a section: the heuristic merge joins them with "; "
 PROFILE_PARTS = re.compile(r"[;；。\n]|\.\s")
@@ -69,17 +68,9 @@ def _parts(text: str) -> int:
 
 def trimmed_record(store: Store, user: str) -> dict[str, Any]:
     """What gave way in ``user``'s profile so far: {"parts": total, "last_at", "sections": {name: parts}}."""
-    raw = store.get_meta(TRIMMED_META.format(user=user))
-    return dict(json.loads(raw)) if raw else {}
+    return meta_record(store, TRIMMED_META.format(user=user))
 
 
 def note_trimmed(store: Store, user: str, trimmed: dict[str, int], now: datetime) -> None:
     """Count the parts that gave way (inside the caller's transaction)."""
-    if not trimmed:
-        return
-    record = trimmed_record(store, user)
-    sections = dict(record.get("sections", {}))
-    for name, count in trimmed.items():
-        sections[name] = int(sections.get(name, 0)) + count
-    record.update(parts=int(record.get("parts", 0)) + sum(trimmed.values()), last_at=now.isoformat(), sections=sections)
-    store.set_meta(TRIMMED_META.format(user=user), json.dumps(record, sort_keys=True))
+    add_tally(store, TRIMMED_META.format(user=user), trimmed, now, total="parts", by="sections")

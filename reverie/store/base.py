@@ -262,6 +262,25 @@ def meta_user(key: str) -> str | None:
     prefix = next((p for p in USER_META_PREFIXES if key.startswith(p)), None)
     return key[len(prefix):] if prefix else None
 
+
+def meta_record(store: "Store", key: str) -> dict[str, Any]:
+    """A JSON record kept under a meta key ({} when there is none)."""
+    raw = store.get_meta(key)
+    return dict(json.loads(raw)) if raw else {}
+
+
+def add_tally(store: "Store", key: str, counts: Mapping[str, int], now: datetime, *, total: str, by: str) -> None:
+    """Add ``counts`` to the tally kept under a meta key: {total: n, "last_at", by: {name: n}}
+    (inside the caller's transaction; nothing to add writes nothing)."""
+    if not counts:
+        return
+    record = meta_record(store, key)
+    tally = dict(record.get(by, {}))
+    for name, count in counts.items():
+        tally[name] = int(tally.get(name, 0)) + count
+    record.update({total: int(record.get(total, 0)) + sum(counts.values()), "last_at": now.isoformat(), by: tally})
+    store.set_meta(key, json.dumps(record, sort_keys=True))
+
 # FTS5's bm25() (ext/fts5/fts5_aux.c): its constants, and its formula in its order of
 # operations, so that a store ranking rows itself gets the very doubles FTS5 would
 BM25_K1 = 1.2
