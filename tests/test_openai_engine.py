@@ -548,17 +548,13 @@ def test_a_fact_rests_on_the_lines_the_model_cites_by_their_message_ids(tmp_path
               "sources": ["no-such-line"]}]},
         "govern_tags": {},
     })
-    talk = [
-        {"role": "user", "content": "Work was long today.", "id": "D1:1"},
-        {"role": "assistant", "content": "Rest well.", "id": "D1:2"},
-        {"role": "user", "content": "I go climbing every Sunday now.", "id": "D2:1"},
-        {"role": "assistant", "content": "Nice.", "id": "D2:2"},
-        {"role": "user", "content": "Guess what, I adopted a cat!", "id": "D3:1"},
-        {"role": "user", "content": "Her name is Miso.", "id": "D3:2"},
-        {"role": "assistant", "content": "Lovely.", "id": "D3:3"},
-        {"role": "user", "content": "I read Japanese novels at night.", "id": "D4:1"},
-        {"role": "assistant", "content": "Which ones?", "id": "D4:2"},
-    ]
+    talk = [{"id": line, "role": role, "content": text} for line, role, text in (
+        ("D1:1", "user", "Work was long today."), ("D1:2", "assistant", "Rest well."),
+        ("D2:1", "user", "I go climbing every Sunday now."), ("D2:2", "assistant", "Nice."),
+        ("D3:1", "user", "Guess what, I adopted a cat!"), ("D3:2", "user", "Her name is Miso."),
+        ("D3:3", "assistant", "Lovely."),
+        ("D4:1", "user", "I read Japanese novels at night."), ("D4:2", "assistant", "Which ones?"),
+    )]
     with _llm_memory(tmp_path / "home", fake_openai, summarize="openai", extract="openai",
                      govern_tags="openai") as mem:
         mem.add(talk, user="ana")
