@@ -22,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound, StoreError
@@ -75,6 +75,10 @@ class _Source:
 
     def q(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
+
+    def each(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql`` one at a time, as they are read (a user's postings may be millions)."""
+        yield from self.db.execute(sql, params)
 
     def users(self) -> list[str]:
         found = {u for (u,) in self.q(
@@ -244,17 +248,17 @@ def _copy_user(source: _Source, target: PostgresStore, user: str) -> None:
         tag.status, tag.merged_to, tag.name = status, merged_to, name
         tags.append(tag)
     target.load_tags(tags)
-    target.load_postings(user, source.q(
+    target.load_postings(user, source.each(
         "SELECT tag, kind, item_id, weight FROM item_tags WHERE user = ? ORDER BY rowid", (user,)
     ))
-    target.load_relations(user, source.q(
+    target.load_relations(user, source.each(
         "SELECT source, target, level FROM tag_relations WHERE user = ? ORDER BY rowid", (user,)
     ))
     for (run_id,) in source.q("SELECT id FROM dream_runs WHERE user = ? ORDER BY rowid", (user,)):
         run = store.get_dream_run(run_id)
         if run is not None:
             target.put_dream_run(run)
-    target.load_inputs(user, source.q(
+    target.load_inputs(user, source.each(
         "SELECT thread, key, episode_id FROM input_keys WHERE user = ? ORDER BY thread, key", (user,)
     ))
     for key, value in source.q("SELECT key, value FROM meta ORDER BY key"):

@@ -1120,14 +1120,17 @@ class PostgresStore(Store):
         self._copy_rows("tags", ("user_id", "name", "status", "merged_to", "body"), {t.user for t in tags},
                         [(t.user, t.name, t.status, t.merged_to, _tag_body(t)) for t in tags])
 
-    def load_inputs(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
+    def load_inputs(self, user: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """New (thread, key, episode id) input keys, many at a time (one COPY), for a copy into an empty store."""
         self._copy_rows("input_keys", ("user_id", "thread", "key", "episode_id"), {user},
-                        [(user, *row) for row in rows])
+                        ((user, *row) for row in rows))
 
-    def _copy_rows(self, table: str, columns: Sequence[str], users: set[str], rows: Sequence[Sequence[Any]]) -> None:
-        """One COPY of ``rows`` into ``table`` (its statement triggers run once)."""
-        if not rows:
+    def _copy_rows(self, table: str, columns: Sequence[str], users: set[str], rows: Iterable[Sequence[Any]]) -> None:
+        """One COPY of ``rows`` into ``table`` (its statement triggers run once); the rows may
+        come one at a time, as they are read."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
             return
         with self.transaction():
             if self._local.pipe is not None:
@@ -1135,6 +1138,7 @@ class PostgresStore(Store):
             self._lock(users)
             with self._local.conn.cursor() as cur:
                 with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                    copy.write_row(first)
                     for row in rows:
                         copy.write_row(row)
 
@@ -1926,16 +1930,16 @@ class PostgresStore(Store):
             self._many("DELETE FROM item_tags WHERE user_id = %s AND tag = %s AND kind = %s AND item_id = %s",
                        [(user, new, kind, item) for kind, item, _ in moved if (kind, item) not in keep])
 
-    def load_postings(self, user: str, rows: Sequence[tuple[str, str, str, float]]) -> None:
+    def load_postings(self, user: str, rows: Iterable[tuple[str, str, str, float]]) -> None:
         """New (tag, kind, item id, weight) postings appended in this order (one COPY: a
         migration keeps the order they were tagged in, which bounded posting reads follow)."""
         self._copy_rows("item_tags", ("user_id", "tag", "kind", "item_id", "weight"), {user},
-                        [(user, *row) for row in rows])
+                        ((user, *row) for row in rows))
 
-    def load_relations(self, user: str, rows: Sequence[tuple[str, str, str]]) -> None:
+    def load_relations(self, user: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """New (source, target, level) relations exactly as given (one direction each; one COPY)."""
         self._copy_rows("tag_relations", ("user_id", "source", "target", "level"), {user},
-                        [(user, *row) for row in rows])
+                        ((user, *row) for row in rows))
 
     def row_counts(self) -> dict[str, dict[str, int]]:
         """Rows per user of each kind (user -> kind -> rows): what a migration checks."""
