@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import Progress
 
 from reverie.cli.common import (
     Home,
@@ -44,8 +45,9 @@ def migrate(
             if os.environ.get("REVERIE_STORE") == to:
                 stack.callback(os.environ.__setitem__, "REVERIE_STORE", os.environ.pop("REVERIE_STORE"))
         with fail_cleanly(), open_memory(home, create=False) as mem, \
-                err_console.status("reading the home", spinner="dots") if not as_json else contextlib.nullcontext() as shown:
-            report = mem.migrate_to(to, dry_run=dry_run, on_progress=shown.update if shown is not None else None)
+                Progress(console=err_console, transient=True, disable=as_json) as progress:
+            task = progress.add_task("reading the home", total=None)
+            report = mem.migrate_to(to, dry_run=dry_run, on_progress=lambda step: progress.update(task, description=step))
     if as_json:
         emit_json(report.as_dict())
         return
