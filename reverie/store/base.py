@@ -281,6 +281,7 @@ def add_tally(store: "Store", key: str, counts: Mapping[str, int], now: datetime
     record.update({total: int(record.get(total, 0)) + sum(counts.values()), "last_at": now.isoformat(), by: tally})
     store.set_meta(key, json.dumps(record, sort_keys=True))
 
+
 # FTS5's bm25() (ext/fts5/fts5_aux.c): its constants, and its formula in its order of
 # operations, so that a store ranking rows itself gets the very doubles FTS5 would
 BM25_K1 = 1.2
