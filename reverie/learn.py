@@ -536,11 +536,7 @@ class Learner:
                 skipped[reason] = skipped.get(reason, 0) + 1
                 continue
             content = clip_learned(content)
-            cited = [s for s in new.sources if s in lines]
-            # no line cited that the batch holds: the episodes its words are drawn from, else all
-            sources = list(dict.fromkeys(lines[s] for s in cited)) or [
-                e.id for e, _ in _said_again(content, episodes, bags)] or list(episode_ids)
-            turns = list(dict.fromkeys(s for s in cited if s not in episode_ids))
+            sources, turns = _rests_on(content, [s for s in new.sources if s in lines], lines, episodes, bags)
             content = _name_the_speaker(content, [by_id[e] for e in sources])
             category, original = normalize_category(new.category)
             fact = Fact(
@@ -555,7 +551,7 @@ class Learner:
                 provenance=Provenance(
                     origin="learned",
                     episodes=sources,
-                    source_ids=turns or _fact_sources(content, [by_id[e] for e in sources]),
+                    source_ids=turns,
                 ),
                 created_at=now,
                 updated_at=now,
@@ -595,6 +591,24 @@ def _successor(removed: Fact, added: list[Fact]) -> Fact | None:
 _Bags = dict[str, tuple[list[frozenset[str]], frozenset[str]]]
 
 
+def _rests_on(
+    content: str, cited: list[str], lines: dict[str, str], episodes: list[Episode], bags: _Bags,
+) -> tuple[list[str], list[str]]:
+    """The episode ids and turns (source ids) a new fact rests on: the lines an engine
+    ``cited`` (``lines``: an episode id or a message's own id -> its episode; a message id is
+    the turn itself); else, within the cited episodes or else the batch, those its words are
+    drawn from; else all of them."""
+    by_id = {e.id: e for e in episodes}
+    named = [by_id[i] for i in dict.fromkeys(lines[s] for s in cited)]
+    turns = list(dict.fromkeys(s for s in cited if s not in by_id))
+    if named and turns:
+        return [e.id for e in named], turns
+    saying = _said_again(content, named or episodes, bags)
+    among = named or [e for e, _ in saying] or episodes
+    drawn = [sid for e, lines_drawn in saying for sid in e.sources_of(lines_drawn)]
+    return [e.id for e in among], drawn or [sid for e in among for sid in e.source_ids]
+
+
 def _said_again(content: str, episodes: list[Episode], bags: _Bags) -> list[tuple[Episode, list[int]]]:
     """The episodes with messages ``content`` is drawn from (:func:`attribute`), and those messages."""
     words = token_set(content)
@@ -628,12 +642,6 @@ def _name_the_speaker(content: str, episodes: list[Episode]) -> str:
     if not speaker or speaker.casefold() in content.casefold():
         return content
     return f"{speaker}: {content}"
-
-
-def _fact_sources(content: str, episodes: list[Episode]) -> list[str]:
-    """The turns a learned fact rests on: those it was drawn from, else its episodes' turns."""
-    drawn = [sid for e in episodes for sid in e.sources_of(attribute(content, e.messages))]
-    return drawn or [sid for e in episodes for sid in e.source_ids]
 
 
 def failed(exc: Exception, episodes: int, whose: object) -> str:
