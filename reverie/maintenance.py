@@ -486,9 +486,9 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
                     report.restored += 1
             elif change.kind == "profile":
                 before = change.before or {}
-                stamp = before.get("updated_at")
+                stamp = before.get("updated_at")  # None: never set before, so set back to never set
                 ctx.store.put_profile_section(
-                    user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else now
+                    user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else None
                 )
                 report.restored += 1
             elif change.before is not None:

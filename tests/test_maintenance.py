@@ -365,6 +365,14 @@ def test_undoing_a_sync_also_takes_back_its_profile_edit(mem, home):
     assert mem.profile(user="ana").user.cognitive_style.summary == "Conclusion first, then details"
 
 
+def test_undoing_the_first_edit_of_a_section_leaves_it_never_set(mem):
+    mem.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    change = mem.changes(user="ana")[0]
+    mem.undo(change.id, user="ana")
+    section = mem.profile(user="ana").user.top_of_mind
+    assert section.summary == "" and section.updated_at is None  # not "updated" at the undo's time
+
+
 def test_clean_retires_tags_that_never_recurred_and_undo_brings_them_back(bmem):
     mem = bmem  # on SQLite and on PostgreSQL
     from datetime import timedelta

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from reverie import InvalidInput, Memory, StoreBusy, StoreError
-from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, Tag, TagRelation, utcnow
+from reverie.models import Episode, Fact, KnowledgeDoc, Message, Note, Profile, ProfileSection, Tag, TagRelation, utcnow
 from reverie.store import ApiKey, DreamRun, PostgresStore, SQLiteStore, open_store
 from reverie.store.base import ITEM_KINDS, NAME_DEPTH
 from reverie.text import terms
@@ -433,6 +433,14 @@ def test_profile_sections(store):
     assert profile.section("user.workContext").summary == "builds databases"
     assert profile.section("user.workContext").updated_at == _day(1)
     assert store.get_profile("bob").section("user.workContext").summary == ""
+
+
+def test_a_profile_section_put_back_to_never_set_reads_as_never_set(store):
+    store.put_profile_section("ana", "user.workContext", "builds compilers", _day(0))
+    store.put_profile_section("ana", "user.topOfMind", "a move", _day(0))
+    store.put_profile_section("ana", "user.workContext", "", None)
+    assert store.get_profile("ana").section("user.workContext") == ProfileSection()
+    assert store.get_profile("ana").section("user.topOfMind").summary == "a move"  # only that section
 
 
 def test_a_profile_section_of_an_unknown_name_is_refused_not_dropped(store):

@@ -645,7 +645,9 @@ class Store(ABC):
     def get_profile(self, user: str) -> Profile: ...
 
     @abstractmethod
-    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None: ...
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime | None) -> None:
+        """Set one section; ``updated_at`` None puts it back to never set (its row goes, so
+        it reads as it did before anything was written: what undo of a first edit needs)."""
 
     # ------------------------------------------------------------ notes and knowledge
     @abstractmethod

@@ -1479,10 +1479,13 @@ class PostgresStore(Store):
                 section.updated_at = _utc(updated_at)
         return profile
 
-    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None:
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime | None) -> None:
         check_section(section)
         ProfileSection(summary=summary)  # validates the type before it lands
         self._lock([user])
+        if updated_at is None:
+            self._do("DELETE FROM profile WHERE user_id = %s AND section = %s", (user, section))
+            return
         self._do(
             "INSERT INTO profile (user_id, section, summary, updated_at) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT (user_id, section) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",

@@ -1091,9 +1091,12 @@ class SQLiteStore(Store):
                 section.updated_at = _dt(row["updated_at"])
         return profile
 
-    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime) -> None:
+    def put_profile_section(self, user: str, section: str, summary: str, updated_at: datetime | None) -> None:
         check_section(section)
         ProfileSection(summary=summary)  # validates the type before it lands
+        if updated_at is None:
+            self._x("DELETE FROM profile WHERE user = ? AND section = ?", (user, section))
+            return
         self._x(
             "INSERT INTO profile (user, section, summary, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (user, section) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
