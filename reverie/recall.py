@@ -772,7 +772,7 @@ def _focus(ep: Episode, query: frozenset[str], count: int) -> tuple[str, list[st
     best: dict[int, tuple[int, int, int, str]] = {}
     for entry in sorted(ranked):
         best.setdefault(entry[1], entry)
-    chosen = sorted(sorted(best.values())[:count], key=lambda r: (r[1], r[2]))
+    chosen = sorted(_with_replies(ep, sorted(best.values())[:count]), key=lambda r: (r[1], r[2]))
     parts, last = [], None
     for _, index, _, sentence in chosen:
         message = ep.messages[index]
@@ -780,6 +780,24 @@ def _focus(ep: Episode, query: frozenset[str], count: int) -> tuple[str, list[st
         parts.append(sentence if index == last else f"{label}: {sentence}")
         last = index
     return " ".join(parts), ep.sources_of(sorted({r[1] for r in chosen}))
+
+
+def _with_replies(ep: Episode, chosen: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
+    """A chosen question comes with the start of the reply to it (the next message's first
+    two sentences, when someone else says it): the question shares the query's words, its
+    answer often none ("How long have you been married?" "5 years already!")."""
+    taken = {r[1] for r in chosen}
+    out = list(chosen)
+    for _, index, _, sentence in chosen:
+        reply = index + 1
+        if not sentence.rstrip().endswith(("?", "？")) or reply >= len(ep.messages) or reply in taken:
+            continue
+        asker, answer = ep.messages[index], ep.messages[reply]
+        if (answer.speaker or answer.role) == (asker.speaker or asker.role):
+            continue
+        out.append((0, reply, 0, " ".join(_SENTENCE_END.split(answer.content)[:2])))
+        taken.add(reply)
+    return out
 
 
 def _fallback(ep: Episode) -> str:

@@ -242,6 +242,33 @@ def test_a_name_alone_does_not_make_a_sentence_answer(mem):
     assert "lake sunrise" in item.text and "Thanks, Melanie" not in item.text
 
 
+def test_a_question_that_answers_the_query_comes_with_the_reply_to_it(mem):
+    ep = mem.add([{"speaker": "Caroline", "content": "Your garden looks great. How long have you been married?",
+                   "source_id": "D3:15"},
+                  {"speaker": "Melanie", "content": "Five years already! We met at a book club. It rained.",
+                   "source_id": "D3:16"},
+                  {"speaker": "Caroline", "content": "That is lovely to hear.", "source_id": "D3:17"}],
+                 user="ana", at=NOW - timedelta(days=3))[0]
+    mem.flush()
+    item = next(i for i in mem.recall("How long has Melanie been married?", user="ana", at=NOW, track=False).items
+                if i.id == ep.id)
+    # the question shares the query's words, the answer none: the line shows both, and
+    # counts the reply among the turns it holds; the reply's first two sentences only
+    assert "How long have you been married? Melanie: Five years already! We met at a book club." in item.text
+    assert "rained" not in item.text and "garden" not in item.text
+    assert item.source_ids == ["D3:15", "D3:16"]
+
+
+def test_a_question_is_not_answered_by_its_asker_nor_by_nothing(mem):
+    alone = mem.add([{"speaker": "Caroline", "content": "How long have you been married?"},
+                     {"speaker": "Caroline", "content": "Sorry, too personal."}],
+                    user="ana", at=NOW - timedelta(days=3), group="message")
+    mem.flush()
+    texts = " | ".join(i.text for i in mem.recall("How long married?", user="ana", at=NOW, track=False).items)
+    assert "How long have you been married?" in texts and alone
+    assert "Caroline: Sorry" not in texts  # the asker's own next message is no reply
+
+
 def test_the_same_history_recalls_the_same_way_in_any_store(tmp_path):
     """Ids are random; no ordering may depend on them. Thirty memories reach the query
     through one tag with equal strength, and the budget takes a few: the same ones in
