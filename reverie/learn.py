@@ -256,7 +256,7 @@ class Learner:
     def _process_logged(self, key: Key) -> None:
         try:
             self._process(key)
-        except Exception:  # the worker must survive anything; the batch stays queued
+        except Exception:  # the worker must survive anything; the batch waits in the queue again
             log.exception("learning failed for %s", key)
 
     def _parallel(self) -> bool:
@@ -322,6 +322,13 @@ class Learner:
                         log.warning("the store was busy learning %d episodes of %s; they wait in the queue "
                                     "again", len(busy), key)
                         self._requeue(key, busy, BUSY_RETRY_SECONDS, pending.attempts)
+                        raise
+                    except Exception as exc:
+                        # what no check foresaw (a fault of ours, say): the batch keeps its place
+                        # and its error, which health shows, and is tried again later, as after
+                        # an engine's failure; the caller of a flush hears of it
+                        failed = [e.id for e in episodes[start:]]
+                        self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
                         raise
                     learned += len(chunk)
             return learned
@@ -649,7 +656,7 @@ def failed(exc: Exception, episodes: int, whose: object) -> str:
     what an endpoint answered may echo a key)."""
     LEARNING_FAILURES.inc()
     said = redact(str(exc))
-    log.warning("engine failed for %d episodes of %s, will retry: %s", episodes, whose, said)
+    log.warning("learning failed for %d episodes of %s, will retry: %s", episodes, whose, said)
     return said
 
 

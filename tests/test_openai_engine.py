@@ -568,3 +568,49 @@ def test_a_fact_rests_on_the_lines_the_model_cites_by_their_message_ids(tmp_path
         # a line the batch does not hold is no evidence: the fact's own words find its turn
         novels = facts["Reads Japanese novels"]
         assert novels.source_ids == ["D4:1"] and novels.episodes == [episodes[("D4:1", "D4:2")]]
+
+
+def test_half_a_surrogate_pair_in_an_answer_is_replaced_not_a_crash(tmp_path, fake_openai):
+    # a JSON "\ud800" escape decodes to text that cannot be written as UTF-8
+    fake_openai.respond_by_step({"extract": lambda body: (
+        '{"newFacts": [{"content": "Drinks green tea \\ud800 daily", "category": "preference\\udfff",'
+        ' "confidence": 0.9}]}')})
+    with _llm_memory(tmp_path / "home", fake_openai, extract="openai") as mem:
+        mem.add(["I drink green tea every day"], user="ana")
+        assert mem.flush(user="ana") == 1
+        [fact] = mem.facts(user="ana")
+        assert fact.content == "Drinks green tea \ufffd daily" and fact.category == "other"
+        assert mem.learning_backlog(user="ana") == (0, "")
+
+
+@pytest.mark.parametrize("depth", [40, 200_000])
+def test_an_answer_nested_too_deep_is_an_unusable_answer_and_the_episode_waits(tmp_path, fake_openai, depth):
+    from tests.fake_openai import Reply
+
+    fake_openai.push(*[Reply.text('{"newFacts": ' + "[" * depth + "]" * depth + "}")] * 2)
+    with _llm_memory(tmp_path / "home", fake_openai, extract="openai") as mem:
+        mem.add(["I drink green tea every day"], user="ana")
+        assert mem.flush(user="ana") == 0
+        waiting, error = mem.learning_backlog(user="ana")
+        assert waiting == 1 and "nested" in (error or "")
+
+
+def test_perception_that_answers_half_a_surrogate_pair_still_gives_the_turn_its_context(tmp_path, fake_openai):
+    fake_openai.respond_by_step({"perceive": lambda body: '{"route": "shallow", "keyphrases": ["tea \\ud800"]}'})
+    with _llm_memory(tmp_path / "home", fake_openai, perceive="openai") as mem:
+        mem.remember("Drinks green tea daily", user="ana", category="preference")
+        with mem.turn("What tea do I like?", user="ana") as turn:
+            assert "green tea" in turn.context
+            turn.complete("Green tea.")
+        assert mem.episodes(user="ana")[0].status == "completed"
+
+
+def test_a_refusal_that_echoes_the_key_is_reported_redacted(tmp_path, fake_openai):
+    from tests.fake_openai import Reply
+
+    fake_openai.push(Reply.error(401, f"Incorrect API key provided: {SECRET_KEY}"))
+    with _llm_memory(tmp_path / "home", fake_openai, distill="openai") as mem:
+        mem.remember("Drinks green tea daily", user="ana", category="preference")
+        run = mem.dream(user="ana", force=True)
+        assert run.status == "failed" and "refused the request" in run.error
+        assert SECRET_KEY not in run.error and SECRET_KEY not in mem.dream_status(user="ana").error

@@ -242,12 +242,12 @@ class OpenAIEngine:
         except openai.APIStatusError as exc:
             if exc.status_code == 429 or exc.status_code >= 500:
                 raise _Transient(f"the server is busy or failing ({exc.message})", _retry_after(exc)) from exc
-            raise EngineError(
-                f"{step}: {self.base_url} refused the request ({exc.message}); "
+            raise EngineError(  # its message may echo the key it refused: never said or stored as it is
+                f"{step}: {self.base_url} refused the request ({redact(exc.message)}); "
                 "check the base URL, the model name and the API key"
             ) from exc
         except openai.OpenAIError as exc:
-            raise EngineError(f"{step}: the OpenAI client failed: {exc}") from exc
+            raise EngineError(f"{step}: the OpenAI client failed: {redact(str(exc))}") from exc
         if not completion.choices or not completion.choices[0].message.content:
             raise _BadAnswer("the answer was empty")
         return completion.choices[0].message.content
@@ -293,16 +293,30 @@ def _first_json_object(text: str) -> dict[str, Any]:
         data, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
         raise _BadAnswer(f"malformed JSON ({exc.msg} at character {exc.pos - start})") from exc
+    except RecursionError as exc:
+        raise _BadAnswer("JSON nested too deeply") from exc
     return data
 
 
-def _clean(value: Any) -> Any:
-    """Drop nulls (so defaults apply) and bring every confidence into 0..1."""
+# no answer shape nests deeper than a few levels; a deeper one is no answer (and would
+# overflow the stack of every recursive step after this one)
+MAX_ANSWER_DEPTH = 16
+# a "\ud800" escape decodes to half a surrogate pair: text that cannot be written as UTF-8
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    """Drop nulls (so defaults apply), bring every confidence into 0..1, and replace half
+    surrogate pairs (U+FFFD); refuse an answer nested past MAX_ANSWER_DEPTH."""
+    if depth > MAX_ANSWER_DEPTH:
+        raise _BadAnswer(f"JSON nested more than {MAX_ANSWER_DEPTH} levels deep")
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
-        return [_clean(item) for item in value]
+        return [_clean(item, depth + 1) for item in value]
     if not isinstance(value, dict):
         return value
-    cleaned = {key: _clean(item) for key, item in value.items() if item is not None}
+    cleaned = {_clean(key, depth): _clean(item, depth + 1) for key, item in value.items() if item is not None}
     if "confidence" in cleaned:
         cleaned["confidence"] = _confidence(cleaned.pop("confidence"))
     return cleaned
