@@ -257,7 +257,8 @@ class FactWriter:
         """Archive (never delete); a successor gets the supersedes link."""
         if fact.status != "archived":
             fact.archived_from = fact.status
-        fact.status, fact.archived_reason, fact.updated_at = "archived", reason, now
+        # a reason may quote an engine or a person: it is stored, so it is redacted
+        fact.status, fact.archived_reason, fact.updated_at = "archived", redact(reason), now
         if successor is not None:
             fact.superseded_by = successor.id
             successor.supersedes = fact.id

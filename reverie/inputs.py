@@ -305,9 +305,10 @@ def check_category(category: str | None) -> tuple[str, str | None]:
 
 
 def normalize_category(category: str | None) -> tuple[str, str | None]:
-    """(category, original): an unknown category is stored as other, the original kept."""
+    """(category, original): an unknown category is stored as other, the original kept (at
+    most :data:`LABEL_MAX` characters: a label, whatever an engine answered)."""
     value = _redact.redact((check_text(category, "category") or "other").strip())
     low = value.lower()
     if low in CATEGORIES:
         return low, None
-    return "other", value
+    return "other", value[:LABEL_MAX]

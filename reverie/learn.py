@@ -75,6 +75,9 @@ BUSY_RETRY_SECONDS = 5.0
 MAX_SUMMARY_CHARS = 1000
 MAX_OVERVIEW_CHARS = 4000
 MAX_ITEM_TAGS = 16
+# an engine's removal of a fact with no new fact in its place, in a batch that does not talk
+# about it: refused, and counted with the proposed facts not kept
+REMOVAL_REFUSED = "removal of a fact the conversation does not talk about"
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -444,12 +447,12 @@ class Learner:
             # from an index kept between batches: not every tag the user ever had
             live = self._live_tags(user)
             near = sorted(live.near(fresh, per_key=NEIGHBOURS_PER_KEY))
-            decisions = engines.govern_tags.govern_tags(
+            decisions = _within(engines.govern_tags.govern_tags(
                 GovernRequest(
                     candidates=[TagInfo(name=n) for n in sorted(fresh)],
                     existing=[TagInfo(name=name, status="active") for name in near],
                 )
-            )
+            ), set(fresh), set(near))
         return _Plan(summaries, extraction, decisions, language)
 
     def _live_tags(self, user: str) -> TagNeighbours:
@@ -472,8 +475,7 @@ class Learner:
         each = writer.ensure_each([plan.summaries[ep.id].tags for ep in episodes])
         for ep, tags in zip(episodes, each, strict=True):
             s = plan.summaries[ep.id]
-            ep.summary = redact(normalize_space(s.summary))
-            ep.overview = redact(normalize_space(s.overview))
+            ep.summary, ep.overview = s.summary, s.overview  # redacted and bounded (_bounded)
             bags = [token_set(m.content) for m in ep.messages]
             ep.summary_from = attribute(ep.summary, ep.messages, bags=bags)
             ep.overview_from = (
@@ -565,8 +567,16 @@ class Learner:
             )
             if self.facts.add_fact(writer, fact, new.tags) is fact:
                 added.append(fact)
+        said: frozenset[str] | None = None
         for fact, reason in removed:
-            self.facts.archive_fact(fact, reason or "removed by the learning line", _successor(fact, added), now)
+            successor = _successor(fact, added)
+            if successor is None:
+                said = said if said is not None else frozenset().union(
+                    *(token_set(m.content) for e in episodes for m in e.messages))
+                if not _talked_about(fact, said):
+                    skipped[REMOVAL_REFUSED] = skipped.get(REMOVAL_REFUSED, 0) + 1
+                    continue
+            self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
         note_skipped(self.store, user, skipped, now)
         self.facts.enforce_capacity(user, now)
 
@@ -582,6 +592,15 @@ def _not_kept(new: NewFact, content: str, threshold: float) -> str:
     if is_trivial(content):
         return "trivial"
     return ""
+
+
+def _talked_about(fact: Fact, said: frozenset[str]) -> bool:
+    """Whether a batch whose messages hold the words ``said`` talks about ``fact``: half its
+    words at least. A fact removed with nothing in its place must be ("I moved away from
+    Berlin" takes back "Lives in Berlin"; a talk about lunch does not take back "Allergic to
+    peanuts", whatever a model answers)."""
+    words = token_set(fact.content)
+    return bool(words) and 2 * len(words & said) >= len(words)
 
 
 def _successor(removed: Fact, added: list[Fact]) -> Fact | None:
@@ -651,6 +670,20 @@ def _name_the_speaker(content: str, episodes: list[Episode]) -> str:
     return f"{speaker}: {content}"
 
 
+def _within(decisions: TagDecisions, candidates: set[str], shown: set[str]) -> TagDecisions:
+    """What tag governance decided about the tags it was asked about: only a candidate is
+    activated or deprecated, and a relation joins a candidate to a candidate or to a tag it
+    was shown (a model may name any tag it likes: "deprecate billing" in a batch about tea)."""
+    known = candidates | shown
+    return TagDecisions(
+        activate=[n for n in decisions.activate if normalize_tag(n) in candidates],
+        deprecate=[n for n in decisions.deprecate if normalize_tag(n) in candidates],
+        relations=[r for r in decisions.relations
+                   if {normalize_tag(r.source), normalize_tag(r.target)} <= known
+                   and (normalize_tag(r.source) in candidates or normalize_tag(r.target) in candidates)],
+    )
+
+
 def failed(exc: Exception, episodes: int, whose: object) -> str:
     """A learning batch failed: counted, logged, and its error as it may be kept (redacted:
     what an endpoint answered may echo a key)."""
@@ -665,8 +698,9 @@ def _bounded(summary: EpisodeSummary) -> EpisodeSummary:
     :data:`MAX_ITEM_TAGS`, its scene labels redacted and short (an endpoint may answer
     anything: a scene holding an email, a 600,000-character summary, 500 tags)."""
     return summary.model_copy(update={
-        "summary": clip(summary.summary, MAX_SUMMARY_CHARS),
-        "overview": clip(summary.overview, MAX_OVERVIEW_CHARS),
+        # redacted before it is cut: a cut through a secret leaves a part no detector knows
+        "summary": clip(redact(normalize_space(summary.summary)), MAX_SUMMARY_CHARS),
+        "overview": clip(redact(normalize_space(summary.overview)), MAX_OVERVIEW_CHARS),
         "tags": summary.tags[:MAX_ITEM_TAGS],
         "scene": fit_label(summary.scene) or "general",
         "sub_scene": fit_label(summary.sub_scene),

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping
 
 from reverie.errors import InvalidInput, NotFound
+from reverie.inputs import LABEL_MAX
 from reverie.models import RelationLevel, Tag, TagDimension, TagRelation, utcnow
 from reverie.redact import redact_label
 from reverie.store.base import Store, TagState
@@ -165,8 +166,9 @@ class TagWriter:
     def ensure_map(self, names: list[str], *, dimension: TagDimension = "content") -> dict[str, str]:
         """Like :meth:`ensure`, as a map from each normalized name to the live tag it lands on
         (itself, or the tag it was merged into)."""
-        # a name that holds a secret is no feature worth keeping
-        wanted = [normalize_tag(n) for n in names if redact_label(n) == n]
+        # a name that holds a secret, or runs past a label's length (an engine's answer), is no
+        # feature worth keeping
+        wanted = [normalize_tag(n) for n in names if len(n) <= LABEL_MAX and redact_label(n) == n]
         states = self.store.tag_states(self.user, wanted)  # a tag's whole record only where it changes
         out: dict[str, str] = {}
         for norm in dict.fromkeys(wanted):

@@ -169,6 +169,61 @@ def test_engine_reinforce_and_remove_lists_are_applied(home, fake_openai):
     mem.close()
 
 
+def test_a_removal_of_a_fact_the_conversation_does_not_talk_about_is_refused_and_counted(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    allergy = mem.remember("Allergic to peanuts", user="ana", category="constraint")
+    learned = mem.remember("Lives in Berlin", user="ana", category="context")
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        factsToRemove=[{"id": allergy.id, "reason": "outdated"}, {"id": learned.id, "reason": "moved"}])})
+    mem.add([{"role": "user", "content": "Lunch was a salad today. I moved away from Berlin last month."}],
+            user="ana")
+    mem.flush()
+    assert mem.fact(allergy.id).status == "consolidated"  # lunch is no word on peanuts
+    assert mem.fact(learned.id).status == "archived"  # ... but Berlin was talked about
+    assert mem.health(user="ana").facts_skipped == {"removal of a fact the conversation does not talk about": 1}
+    mem.close()
+
+
+def test_tag_governance_decides_only_about_the_tags_it_was_asked_about(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    for tag in ("green tea", "kyoto trip"):
+        mem.remember(f"Talked about {tag}", user="ana", tags=[tag])
+    fake_openai.respond_by_step({"summarize": {**SUMMARY, "tags": ["espresso"]}, "extract": _extraction(),
+                                 "govern_tags": {"activate": ["espresso", "billing"],
+                                                 "deprecate": ["green tea", "kyoto trip"],
+                                                 "relations": [{"source": "green tea", "target": "kyoto trip",
+                                                                "level": "related"}]}})
+    before = {t["name"]: t["status"] for t in mem.tags(user="ana")}
+    mem.add(["I had an espresso this morning"], user="ana")
+    mem.flush()
+    status = {t["name"]: t["status"] for t in mem.tags(user="ana")}
+    assert status["espresso"] == "active"  # the candidate
+    assert {n: status[n] for n in before} == before and "billing" not in status  # and nothing else
+    assert mem.store.relations("ana", ["green tea", "kyoto trip"]) == []  # two tags it was not shown
+    mem.close()
+
+
+def test_what_an_engine_says_is_redacted_before_it_is_cut_or_stored(home, fake_openai):
+    secret = "ana.secret@example.com"
+    mem = _openai(home, fake_openai)
+    stale = mem.remember("Uses neovim daily", user="ana", category="preference")
+    summary = "x" * 485 + " 4111 1111 1111 1111 " + "y" * 600  # a cut to 1,000 (head and tail) splits the card
+    fake_openai.respond_by_step({"summarize": {**SUMMARY, "summary": summary, "tags": ["t" * 100_000, "tooling"]},
+                                 "govern_tags": NO_TAGS, "extract": _extraction(
+        newFacts=[{"content": "Uses helix daily", "category": "contact " + secret + " " + "z" * 5000,
+                   "confidence": 0.9, "tags": ["u" * 5000]}],
+        factsToRemove=[{"id": stale.id, "reason": f"switched, tell {secret}"}])})
+    mem.add(["I use helix daily now, not neovim"], user="ana")
+    mem.flush()
+    [episode] = mem.episodes(user="ana")
+    assert "[card]" in episode.summary and "1111 1" not in episode.summary
+    assert all(len(t) <= 200 for t in episode.tags) and all(len(t["name"]) <= 200 for t in mem.tags(user="ana"))
+    [helix] = [f for f in mem.facts(user="ana") if f.content == "Uses helix daily"]
+    assert helix.category == "other" and len(helix.original_category) <= 200 and secret not in helix.original_category
+    assert secret not in mem.fact(stale.id).archived_reason
+    mem.close()
+
+
 def test_a_removed_fact_links_the_new_fact_that_takes_its_place(home, fake_openai):
     mem = _openai(home, fake_openai)
     editor = mem.remember("Uses neovim daily", user="ana", category="preference")

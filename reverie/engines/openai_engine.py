@@ -306,17 +306,21 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _clean(value: Any, depth: int = 0) -> Any:
-    """Drop nulls (so defaults apply), bring every confidence into 0..1, and replace half
-    surrogate pairs (U+FFFD); refuse an answer nested past MAX_ANSWER_DEPTH."""
+    """Drop nulls (so defaults apply), bring every confidence into 0..1, replace half
+    surrogate pairs (U+FFFD) and redact every text: a model may say a secret anywhere (a
+    reason, a tag, a cited id), and each of those may be stored, logged or reported.
+    An answer nested past MAX_ANSWER_DEPTH is refused."""
     if depth > MAX_ANSWER_DEPTH:
         raise _BadAnswer(f"JSON nested more than {MAX_ANSWER_DEPTH} levels deep")
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return redact(_LONE_SURROGATE.sub("\ufffd", value))
     if isinstance(value, list):
         return [_clean(item, depth + 1) for item in value]
     if not isinstance(value, dict):
         return value
-    cleaned = {_clean(key, depth): _clean(item, depth + 1) for key, item in value.items() if item is not None}
+    cleaned = {
+        _LONE_SURROGATE.sub("\ufffd", key): _clean(item, depth + 1) for key, item in value.items() if item is not None
+    }
     if "confidence" in cleaned:
         cleaned["confidence"] = _confidence(cleaned.pop("confidence"))
     return cleaned
