@@ -201,7 +201,7 @@ class FactWriter:
         if fact.status == "archived":
             live.drop(fact.id)
         else:
-            live.put(FactText(fact.id, fact.content, fact.category))
+            live.put(FactText(fact.id, fact.content, fact.category, fact.agent))
             if len(live) > FULL_SCAN_FACTS:
                 batch[fact.user] = None  # from now on the judge reads related facts from the store
 
@@ -210,6 +210,8 @@ class FactWriter:
         a fact it contradicts is archived with a supersedes link (newest wins)."""
         conflicts: list[str] = []
         for old in self.comparable(fact):
+            if old.agent != fact.agent and not (old.agent is None and fact.agent is not None):
+                continue  # another agent's fact, or an agent's fact and a new one for every agent
             found = fact_relation(fact.content, old.content, self.settings.duplicate_jaccard)
             if found == "duplicate":
                 twin = self.store.get_fact(old.id)
@@ -217,8 +219,8 @@ class FactWriter:
                     self._supersede(conflicts, fact)
                     return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at,
                                                sources=fact.provenance.source_ids)
-            if found == "conflict" and old.category == fact.category:
-                conflicts.append(old.id)
+            if found == "conflict" and old.category == fact.category and old.agent == fact.agent:
+                conflicts.append(old.id)  # (an agent's new value does not take one every agent sees)
         self._supersede(conflicts, fact)
         self.index_fact(fact, tags, writer=writer)
         return fact

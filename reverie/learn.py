@@ -419,7 +419,9 @@ class Learner:
         extraction = Extraction()
         with engines.summarizing(requests) as summarized:
             if messages:
-                facts = self.store.recent_facts(user, ENGINE_FACTS)
+                # the facts this batch's agent sees: its own and those of every agent
+                agent = episodes[0].agent
+                facts = [f for f in self.store.recent_facts(user, ENGINE_FACTS) if f.agent in (None, agent)]
                 extraction = engines.extract.extract(
                     ExtractRequest(
                         messages=messages,
@@ -519,10 +521,12 @@ class Learner:
                     summary = fit_section(name, summary, self.settings.max_profile_chars, trimmed)
                     self.store.put_profile_section(user, name, summary, now)
         note_trimmed(self.store, user, trimmed, now)
+        agent = episodes[0].agent
         facts = self.store.get_facts(ex.facts_to_reinforce)
         bags: _Bags = {}  # the episodes' words, read once a batch
         for fact in facts.values():
-            if fact.user == user and fact.status != "archived":
+            # an agent's talk says again its own facts and those every agent sees, no other agent's
+            if fact.user == user and fact.status != "archived" and fact.agent in (None, agent):
                 # the episodes and turns that say it again (none found: the batch's episodes,
                 # as an engine names no lines for a reinforcement)
                 saying = _said_again(fact.content, episodes, bags)
@@ -531,7 +535,8 @@ class Learner:
         removed = []
         for removal in ex.facts_to_remove:
             found = self.store.get_fact(removal.id)
-            if found is not None and found.user == user and found.status != "archived":
+            # ... and takes back only its own (one every agent sees stays for the others)
+            if found is not None and found.user == user and found.status != "archived" and found.agent == agent:
                 removed.append((found, removal.reason))
         # an engine cites the lines it read: an episode id, or a message's own id where it has
         # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself
@@ -550,7 +555,7 @@ class Learner:
             category, original = normalize_category(new.category)
             fact = Fact(
                 user=user,
-                agent=episodes[0].agent,
+                agent=agent,
                 content=content,
                 category=category,
                 original_category=original,

@@ -64,3 +64,28 @@ def test_a_fact_said_again_and_again_keeps_its_first_and_newest_episodes_and_cou
     assert kept.provenance.episodes[-1] == "ep_x99"
     assert kept.provenance.episodes_left_out == (200 - MAX_PROVENANCE) + (MAX_PROVENANCE + 100 - MAX_PROVENANCE)
     assert len(kept.provenance.source_ids) == MAX_PROVENANCE and kept.provenance.sources_left_out == 100 - MAX_PROVENANCE
+
+
+def test_one_agents_fact_is_never_reinforced_or_superseded_by_another_agents_or_everyones(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    cooking = mem.remember("Is vegetarian", user="ana", agent="cooking-bot", category="constraint")
+    shared = mem.remember("Is vegetarian", user="ana", category="constraint")
+    assert shared.id != cooking.id and shared.agent is None  # not folded into cooking-bot's own
+    assert "vegetarian" in mem.recall("what can I eat? vegetarian", user="ana", agent="travel-bot").context
+    coder = mem.remember("Prefers vim", user="ana", agent="coder")
+    writer = mem.remember("Prefers vim", user="ana", agent="writer")
+    assert writer.id != coder.id and mem.fact(coder.id).uses == 0
+    sleep = mem.remember("Takes 5 mg of melatonin at night", user="ana", agent="sleep-bot")
+    mem.remember("Takes 10 mg of melatonin at night", user="ana", agent="other-bot")
+    assert mem.fact(sleep.id).status == "consolidated"  # another agent's new value is not sleep-bot's
+    assert "5 mg" in mem.recall("melatonin dose", user="ana", agent="sleep-bot").context
+
+
+def test_an_agents_fact_may_say_again_one_every_agent_sees_but_not_replace_it(bmem):
+    mem = bmem
+    everyone = mem.remember("Drinks green tea daily", user="ana", category="preference")
+    again = mem.remember("Drinks green tea daily", user="ana", agent="tea-bot", category="preference")
+    assert again.id == everyone.id and mem.fact(everyone.id).uses == 1  # it sees that one already
+    dose = mem.remember("Takes 5 mg of melatonin at night", user="ana")
+    mine = mem.remember("Takes 10 mg of melatonin at night", user="ana", agent="sleep-bot")
+    assert mem.fact(dose.id).status == "consolidated" and mine.agent == "sleep-bot"

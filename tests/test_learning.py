@@ -931,3 +931,19 @@ def test_roles_decide_who_spoke_when_named_speakers_share_a_batch(tmp_path):
         assert any("conclusion first" in f for f in facts)
         assert not any("Lisbon" in f for f in facts)
         assert "Lisbon" not in mem.profile(user="ana").user.personal_context.summary
+
+
+def test_an_agents_conversation_neither_says_again_nor_takes_back_another_agents_facts(home, fake_openai):
+    mem = _openai(home, fake_openai)
+    theirs = mem.remember("Lives in Berlin", user="ana", agent="travel-bot", category="context")
+    everyone = mem.remember("Works at Acme in Berlin", user="ana", category="context")
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(
+        factsToReinforce=[theirs.id, everyone.id], factsToRemove=[{"id": theirs.id, "reason": "moved"},
+                                                                 {"id": everyone.id, "reason": "moved"}])})
+    mem.add(["I moved away from Berlin, I still work at Acme in Berlin"], user="ana", agent="home-bot")
+    mem.flush()
+    assert mem.fact(theirs.id).status == "consolidated" and mem.fact(theirs.id).uses == 0
+    assert mem.fact(everyone.id).status == "consolidated" and mem.fact(everyone.id).uses == 1
+    extract = next(r for r in fake_openai.requests if r.step == "extract")
+    assert "Works at Acme" in extract.message("user") and "Lives in Berlin" not in extract.message("user")
+    mem.close()

@@ -74,15 +74,23 @@ def encode_cursor(values: Sequence[Any]) -> str:
 
 def decode_cursor(cursor: str | None, types: Sequence[type]) -> list[Any] | None:
     """The values of a cursor made by :func:`encode_cursor` (None for no cursor); a cursor
-    that is not one of these is InvalidInput (field ``after``)."""
+    that is not one of these (a value of another type, an int no store column holds) is
+    InvalidInput (field ``after``)."""
     if cursor is None or cursor == "":
         return None
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, TypeError) as exc:
         raise InvalidInput("after is not a cursor this list gave out", field="after") from exc
-    if (not isinstance(values, list) or len(values) != len(types)
-            or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(values, types))):
+
+    def fits(value: Any, kind: type) -> bool:
+        # a bool is an int to Python; an int past 64 bits is one no store can bind (SQLite
+        # raises OverflowError), and no list ever gave it out
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return False
+        return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+    if not isinstance(values, list) or len(values) != len(types) or not all(map(fits, values, types)):
         raise InvalidInput("after is not a cursor this list gave out", field="after")
     return values
 
@@ -157,6 +165,7 @@ class FactText:
     id: str
     content: str
     category: str
+    agent: str | None = None  # the agent it belongs to (None: the user's, every agent's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,7 +621,7 @@ class Store(ABC):
         newest ``limit`` that share a search term, as :meth:`related_facts`. Stores override
         it with a read that does not build whole facts."""
         facts = self.list_facts(user) if query_terms is None else self.related_facts(user, query_terms, limit)
-        return [FactText(f.id, f.content, f.category) for f in facts]
+        return [FactText(f.id, f.content, f.category, f.agent) for f in facts]
 
     @abstractmethod
     def recent_facts(self, user: str, limit: int) -> list[Fact]:

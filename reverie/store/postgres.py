@@ -1964,7 +1964,7 @@ class PostgresStore(Store):
         content = "(body::json)->>'content'"
         if query_terms is None:
             rows = self._q(
-                f"SELECT id, {content}, category FROM facts WHERE user_id = %s "
+                f"SELECT id, {content}, category, agent FROM facts WHERE user_id = %s "
                 "AND status IN ('pending', 'consolidated') ORDER BY pk",
                 (user,),
             )
@@ -1973,7 +1973,7 @@ class PostgresStore(Store):
         if not lexemes:
             return []
         rows = self._q(
-            f"SELECT id, {content}, category FROM facts WHERE user_id = %(user)s AND pk IN "
+            f"SELECT id, {content}, category, agent FROM facts WHERE user_id = %(user)s AND pk IN "
             f"({self._NEWEST_FACTS_SHARING}) AND status IN ('pending', 'consolidated') ORDER BY pk",
             {"user": user, "lex": lexemes, "limit": limit},
         )

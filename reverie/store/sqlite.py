@@ -1008,7 +1008,7 @@ class SQLiteStore(Store):
     def fact_texts(self, user: str, query_terms: list[str] | None = None, limit: int = 0) -> list[FactText]:
         if query_terms is None:
             rows = self._x(
-                "SELECT id, json_extract(body, '$.content'), category FROM facts "
+                "SELECT id, json_extract(body, '$.content'), category, agent FROM facts "
                 "WHERE user = ? AND status IN ('pending', 'consolidated') ORDER BY pk",
                 (user,),
             ).fetchall()
@@ -1017,7 +1017,7 @@ class SQLiteStore(Store):
         if not match:
             return []
         rows = self._x(
-            "SELECT m.id, json_extract(m.body, '$.content'), m.category FROM facts_fts "
+            "SELECT m.id, json_extract(m.body, '$.content'), m.category, m.agent FROM facts_fts "
             "JOIN facts m ON m.pk = facts_fts.rowid WHERE facts_fts MATCH ? "
             "AND m.user = ? AND m.status IN ('pending', 'consolidated') ORDER BY facts_fts.rowid DESC LIMIT ?",
             (owned(match, self._owner("fact", user)), user, limit),
