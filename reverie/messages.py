@@ -24,7 +24,10 @@ Messages = Iterable[RawMessage]
 # where a message may carry its time, first found wins
 TIME_FIELDS = ("at", "timestamp", "created_at", "time")
 # a speaker field that names a role, not a person
-ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user"}
+# a transcript's speaker that names a role, not a person ("User:", "用户：")
+ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user",
+              "用户": "user", "人类": "user", "助手": "assistant", "助理": "assistant", "系统": "system",
+              "机器人": "bot"}
 TRIVIAL = re.compile(
     r"^\s*(ok(ay)?|k|thanks?( you)?|thx|ty|cool|nice|great|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|"
     r"好的?|好|嗯+|哦+|谢谢|多谢|收到|行|可以|对|是的|拜拜|你好)\s*[.!?。！？~～]*\s*$",

@@ -70,3 +70,18 @@ def test_a_speaker_named_assistant_without_a_role_is_the_agent_not_a_person(tmp_
                     {"speaker": "assistant", "content": "I never share passwords with anyone"}], user="ana")
         facts = [f.content for f in mem.facts(user="ana")]
     assert facts == ["Always wants the conclusion first"]
+
+
+def test_a_chinese_transcript_labelled_by_role_is_the_user_and_the_agent(tmp_path):
+    from reverie import Memory
+
+    assert (parse_message({"speaker": "用户", "content": "你好"}, 0, None).role,
+            parse_message({"speaker": "助手", "content": "好的"}, 0, None).role) == ("user", "assistant")
+    path = tmp_path / "zh.txt"
+    path.write_text("用户：我是上海的一名小学老师，教数学。\n助手：好的，我记住了。\n", encoding="utf-8")
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest(path, user="ana")
+        [episode] = mem.episodes(user="ana")
+        assert [m.role for m in episode.messages] == ["user", "assistant"]
+        assert all(m.speaker is None for m in episode.messages)
+        assert "用户" not in " ".join(f.content for f in mem.facts(user="ana"))
