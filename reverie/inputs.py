@@ -31,6 +31,7 @@ USER_MAX = 64
 LABEL_MAX = 200
 # the tags a caller puts on one item, and a feedback's reason
 MAX_TAGS = 32
+MAX_KNOWLEDGE_CHARS = 100_000  # a knowledge document's body, at most
 MAX_REASON_CHARS = 2000
 _USER_RE = re.compile(r"[^\W_][\w.-]*")
 # control characters other than tab and line breaks carry no meaning in memory text
@@ -40,6 +41,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = [
     "LABEL_MAX",
+    "MAX_KNOWLEDGE_CHARS",
     "USER_MAX",
     "check_budget",
     "check_category",

@@ -24,13 +24,21 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from pydantic import ValidationError
 
 from reverie.context import Context
 from reverie.errors import InvalidInput
-from reverie.inputs import check_confidence, check_json, check_time, normalize_category
+from reverie.inputs import (
+    LABEL_MAX,
+    MAX_KNOWLEDGE_CHARS,
+    MAX_TAGS,
+    check_confidence,
+    check_json,
+    check_time,
+    normalize_category,
+)
 from reverie.models import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
@@ -195,7 +203,7 @@ def import_user(ctx: Context, data: dict[str, Any] | str, user: str, *, strict: 
         parsed = _parse_deerflow(envelope, user, mode)
     else:
         parsed = _parse_envelope(envelope, user, mode)
-    _check_fact_length(parsed, ctx.settings.max_fact_chars, strict)
+    _check_limits(parsed, ctx.settings.max_fact_chars)
     return _import(ctx, user, parsed)
 
 
@@ -377,8 +385,7 @@ def _page(ctx: Context, section: str, start: int, batch: list[Any], user: str, m
     items = _items(redact_obj(batch), section, user, mode, parse[section], start)
     page = _Parsed(profile=Profile(), facts=[], episodes=[], notes=[], knowledge=[], mode=mode)
     setattr(page, section, items)
-    if section == "facts":
-        _check_fact_length(page, ctx.settings.max_fact_chars, mode.strict, start)
+    _check_limits(page, ctx.settings.max_fact_chars, start)
     return page
 
 
@@ -395,18 +402,35 @@ def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str
     return trimmed
 
 
-def _check_fact_length(parsed: _Parsed, limit: int, strict: bool, start: int = 0) -> None:
-    kept: list[Fact] = []
-    for index, fact in enumerate(parsed.facts, start):
-        if len(fact.content) <= limit:
-            kept.append(fact)
-            continue
-        message = f"facts[{index}].content is {len(fact.content)} characters; a fact is at most {limit} (max_fact_chars)"
-        if strict:
-            raise InvalidInput(f"{message}; nothing was imported", field=f"facts[{index}].content")
-        log.warning("skipping %s", message)
-        parsed.mode.skipped += 1
-    parsed.facts = kept
+def _check_limits(parsed: _Parsed, fact_chars: int, start: int = 0) -> None:
+    """The limits every other way in holds an item to: a fact's length (max_fact_chars) and a
+    knowledge document's (MAX_KNOWLEDGE_CHARS), refused when strict, else the item skipped;
+    at most MAX_TAGS tags of at most LABEL_MAX characters, refused when strict, else the
+    first that fit kept."""
+    mode = parsed.mode
+    sections: tuple[tuple[str, Sequence[Fact | Episode | KnowledgeDoc], str, int, str], ...] = (
+        ("facts", parsed.facts, "content", fact_chars, "a fact is at most {limit:,} (max_fact_chars)"),
+        ("episodes", parsed.episodes, "", 0, ""),
+        ("knowledge", parsed.knowledge, "body", MAX_KNOWLEDGE_CHARS, "a knowledge document is at most {limit:,}"),
+    )
+    for section, items, text, limit, what in sections:
+        kept: list[Fact | Episode | KnowledgeDoc] = []
+        for index, item in enumerate(items, start):
+            where = f"{section}[{index}]"
+            length = len(getattr(item, text)) if text else 0
+            if length > limit:
+                message = f"{where}.{text} is {length:,} characters; " + what.format(limit=limit)
+                if mode.strict:
+                    raise InvalidInput(f"{message}; nothing was imported", field=f"{where}.{text}")
+                log.warning("skipping %s", message)
+                mode.skipped += 1
+                continue
+            fitting = [t for t in item.tags if len(t) <= LABEL_MAX][:MAX_TAGS]
+            if fitting != item.tags:
+                item.tags = mode.bad(f"{where}.tags", f"must be at most {MAX_TAGS} tags of at most {LABEL_MAX} "
+                                     f"characters (it holds {len(item.tags)})", fitting)
+            kept.append(item)
+        setattr(parsed, section, kept)
 
 
 def _is_deerflow(data: dict[str, Any]) -> bool:
@@ -525,6 +549,11 @@ def _fact(raw: dict[str, Any], user: str, where: str, mode: _Mode, names: dict[s
     data["content"] = content.strip()
     category, original = normalize_category(str(raw.get("category") or "other"))
     data["category"] = category
+    if not raw.get("id"):
+        # an id drawn from what it says: the same fact imported again (the file a second time,
+        # a line given twice) is found, not added again
+        said = ["import-fact", user, str(raw.get("agent") or ""), category, data["content"].casefold()]
+        data["id"] = f"fact_{digest(said)[:24]}"
     data["original_category"] = raw.get("original_category") or original
     if raw.get("confidence") is None:
         data["confidence"] = 0.8
@@ -638,6 +667,8 @@ class _Ids:
         self.user = user
         self.owner: dict[str, dict[str, str]] = {kind: {} for kind in _KINDS}
         self.ids: dict[tuple[str, str], str] = {}
+        self.facts: set[str] = set()  # the facts this import has written so far (a user's facts are few)
+        self.repeated = 0  # facts it gave again, not written again
 
     def forget(self) -> None:
         """Drop what was looked up and resolved: once a page's items are written, looking an
@@ -714,14 +745,21 @@ def _map_ids(ids: _Ids, parsed: _Parsed, there: set[tuple[str, str]]) -> None:
         if ids.exists(kind, item.id):
             there.add((kind, item.id))
 
+    once = []
     for fact in parsed.facts:
         own("fact", fact)
+        if fact.id in ids.facts:  # a fact this import gave already (a line given twice): written once
+            ids.repeated += 1
+            continue
+        ids.facts.add(fact.id)
+        once.append(fact)
         prov = fact.provenance
         prov.facts = [ids("fact", i) for i in prov.facts]
         prov.episodes = [ids("ep", i) for i in prov.episodes]
         prov.notes = [ids("note", i) for i in prov.notes]
         fact.supersedes = ids("fact", fact.supersedes) if fact.supersedes else fact.supersedes
         fact.superseded_by = ids("fact", fact.superseded_by) if fact.superseded_by else fact.superseded_by
+    parsed.facts = once
     for ep in parsed.episodes:
         own("ep", ep)
     for note in parsed.notes:
@@ -756,6 +794,8 @@ def _apply(
                 on_page(dict(counts))
     mirror_notes(ctx.store, ctx.files, user, days)
     counts["replaced"] = len(there)
+    if ids.repeated:
+        counts["repeated"] = ids.repeated
     return counts
 
 

@@ -183,3 +183,39 @@ def test_import_never_overwrites_another_users_item(tmp_path):
     assert mem.fact(bob_fact.id).content == "Bob's own fact"
     assert [f.content for f in mem.facts(user="ana")] == ["Ana's fact"]
     mem.close()
+
+
+def test_facts_without_ids_are_found_again_not_added_again(mem):
+    deerflow = {"user": {}, "history": {}, "facts": [
+        {"content": "Likes dark roast coffee", "category": "preference", "confidence": 0.9},
+        {"content": "Likes dark roast coffee", "category": "preference", "confidence": 0.9},
+        {"content": "Enjoys rock climbing", "category": "preference", "confidence": 0.8}]}
+    first = mem.import_(deerflow, user="ana")
+    assert (first["facts"], first["replaced"], first["repeated"]) == (2, 0, 1)  # the line given twice, said
+    again = mem.import_(deerflow, user="ana")
+    assert (again["facts"], again["replaced"], again["repeated"]) == (2, 2, 1)
+    envelope = mem.export(user="ana")
+    for fact in envelope["facts"]:
+        fact.pop("id")
+    assert mem.import_(envelope, user="ana")["replaced"] == 2
+    assert sorted(f.content for f in mem.facts(user="ana")) == ["Enjoys rock climbing", "Likes dark roast coffee"]
+
+
+@pytest.mark.parametrize("section, item, field, says", [
+    ("knowledge", {"title": "Big", "body": "x" * 150_000}, "knowledge[0].body", "a knowledge document is at most 100,000"),
+    ("facts", {"content": "Plays chess", "tags": [f"t{i}" for i in range(61)]}, "facts[0].tags", "at most 32 tags"),
+    ("episodes", {"messages": [{"role": "user", "content": "hi"}], "tags": [f"t{i}" for i in range(101)]},
+     "episodes[0].tags", "at most 32 tags"),
+])
+def test_an_import_holds_items_to_the_limits_every_other_way_in_does(mem, tmp_path, section, item, field, says):
+    from reverie import InvalidInput
+
+    envelope = {**mem.export(user="nobody"), section: [item]}
+    with pytest.raises(InvalidInput, match=says) as caught:
+        mem.import_(envelope, user="ana")
+    assert caught.value.field == field and "nothing was imported" in str(caught.value)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(envelope), encoding="utf-8")
+    with pytest.raises(InvalidInput, match=says):
+        mem.import_file(path, user="ana")  # streamed a page at a time: the same checks
+    assert mem.export(user="ana")[section] == []
