@@ -62,6 +62,19 @@ def is_generic(name: str) -> bool:
     return not norm or norm in GENERIC_TAGS or norm in STOPWORDS or (len(norm) < 2) or norm.isdigit()
 
 
+def usable_tags(tags: list[str]) -> list[str]:
+    """A person's tags, each one that could match: a tag too generic to tell memories apart,
+    or one holding a secret, would be dropped without a word, so it is refused, named."""
+    for tag in tags:
+        if is_generic(tag):
+            raise InvalidInput(f"tag {tag!r} is too generic to tell memories apart (a common word, a number or "
+                               "one letter); name the thing itself, e.g. 'billing', 'kyoto trip'", field="tags")
+        if redact_label(tag) != tag:
+            raise InvalidInput("a tag holds what looks like personal data (an email, a number, a key): "
+                               "tags are kept as they are, so it is refused", field="tags")
+    return tags
+
+
 @dataclass(slots=True)
 class Expansion:
     """The tags a query reaches, each with a strength and the query tag that led to it."""

@@ -203,3 +203,17 @@ def test_a_tag_that_leaves_the_live_index_is_no_ones_neighbour():
     assert len(live) == 2 and "code review" not in live
     assert "code review" not in live.neighbours("code") and "code style" in live.neighbours("code")
     assert "code review" not in live.near(["code", "review"])
+
+
+@pytest.mark.parametrize("tag, says", [("ok", "too generic"), ("the", "too generic"), ("a", "too generic"),
+                                       ("2024", "too generic"), ("work", "too generic"),
+                                       ("password hunter2abc", "personal data")])
+def test_a_tag_that_could_never_match_is_refused_by_name_not_dropped(mem, tag, says):
+    from reverie import InvalidInput
+
+    with pytest.raises(InvalidInput, match=says) as caught:
+        mem.remember("Plays chess on Sundays", user="ana", tags=["chess", tag])
+    assert caught.value.field == "tags" and mem.facts(user="ana") == []
+    with pytest.raises(InvalidInput, match=says):
+        mem.add_knowledge("Chess openings", "The Sicilian defence ...", user="ana", tags=[tag])
+    assert mem.remember("Plays chess on Sundays", user="ana", tags=["chess"]).tags == ["chess"]
