@@ -43,7 +43,7 @@ from reverie.models import (
 from reverie.profiles import check_profile_length
 from reverie.redact import redact
 from reverie.store.base import FACT_ORDERS, ITEM_KINDS, Page
-from reverie.tags import TagWriter, normalize_tag
+from reverie.tags import TagWriter, normalize_tag, usable_tags
 
 _Stored = TypeVar("_Stored", Fact, KnowledgeDoc)
 
@@ -86,7 +86,7 @@ def remember(
         provenance=Provenance(origin="manual"),
     )
     with ctx.store.transaction():
-        stored = ctx.facts.add_fact(TagWriter(ctx.store, user), fact, check_tags(tags))
+        stored = ctx.facts.add_fact(TagWriter(ctx.store, user), fact, usable_tags(check_tags(tags)))
         if stored is not fact and stored.status == "pending":
             stored.status = "consolidated"  # a person vouched for it: promote
             ctx.store.put_fact(stored)
@@ -280,7 +280,7 @@ def add_knowledge(
         raise InvalidInput("scope 'agent' needs the agent it belongs to (agent=...)", field="agent")
     if scope == "project" and not project:
         raise InvalidInput("scope 'project' needs the project it belongs to (project=...)", field="project")
-    doc = KnowledgeDoc(user=user, title=title, body=body, tags=check_tags(tags), scope=scope,  # type: ignore[arg-type]
+    doc = KnowledgeDoc(user=user, title=title, body=body, tags=usable_tags(check_tags(tags)), scope=scope,  # type: ignore[arg-type]
                        agent=agent, project=project)
     with ctx.store.transaction():
         same = ctx.store.same_knowledge(doc)  # by its digest, from an index
