@@ -38,18 +38,23 @@ from reverie.store.base import Store
 
 # the home's folders follow folder_name (an older home is renamed once, when it is opened)
 LAYOUT_META = "files.layout"
-LAYOUT = "2"
+LAYOUT = "3"
+# names Windows keeps for devices, whatever follows a dot ("con", "nul.txt")
+_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt") for n in range(1, 10))})
 
 
 def folder_name(user: str) -> str:
     """The name of ``user``'s folder: the id itself when it is its own case-folded NFC form
     ("ana", "张三"); otherwise that form, ``+`` and 8 hex of the id's digest ("Ana" ->
     "ana+dea210f0"). On a file system that ignores case or normalization, "Ana" and "ana"
-    would otherwise be one folder, and one user's MEMORY.md another's. ``+`` is no user-id
-    character, so no id's own folder has such a name."""
+    would otherwise be one folder, and one user's MEMORY.md another's. So too an id that ends
+    with a dot (Windows drops it: "ana." would be "ana") or names a device there ("con",
+    "nul.x"). ``+`` is no user-id character, so no id's own folder has such a name."""
     user = check_user(user)
     plain = unicodedata.normalize("NFC", user).casefold()
-    return user if plain == user else f"{plain}+{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
+    if plain == user and not user.endswith(".") and user.split(".")[0] not in _DEVICE_NAMES:
+        return user
+    return f"{plain}+{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
 
 
 class UserFiles:

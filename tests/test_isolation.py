@@ -234,6 +234,24 @@ def test_users_whose_ids_differ_only_in_case_or_normalization_never_share_a_fold
         assert "Ana keeps bees" not in mem.files.memory_md("ana").read_text(encoding="utf-8")
 
 
+def test_ids_windows_would_read_as_another_or_as_a_device_get_folders_of_their_own(tmp_path):
+    from reverie.files import folder_name
+
+    ids = ["ana", "ana.", "ana..", "con", "Con", "nul.x", "com1", "lpt9.notes", "console", "con.sole"]
+    names = [folder_name(u) for u in ids]
+    # Windows drops a name's trailing dots and reserves device names before any dot
+    seen = {n.rstrip(".").casefold() for n in names}
+    assert len(seen) == len(ids) and not any(n.endswith(".") for n in names)
+    assert all(n.split(".")[0].split("+")[0] not in ("con", "nul", "com1", "lpt9") or "+" in n for n in names)
+    assert (names[0], names[8]) == ("ana", "console")  # plain ids keep their own names
+    with Memory(tmp_path / "home", background=False) as mem:
+        for user in ("ana", "ana."):
+            mem.remember(f"{user} keeps bees", user=user)
+            mem.dream(user=user)
+        assert "ana. keeps bees" in mem.files.memory_md("ana.").read_text(encoding="utf-8")
+        assert "ana. keeps bees" not in mem.files.memory_md("ana").read_text(encoding="utf-8")
+
+
 def test_a_home_of_the_older_layout_is_renamed_once_when_opened(tmp_path):
     from reverie.files import LAYOUT_META, folder_name
 
@@ -248,3 +266,21 @@ def test_a_home_of_the_older_layout_is_renamed_once_when_opened(tmp_path):
         assert "Keeps bees" in mem.files.memory_md("Ana").read_text(encoding="utf-8")
         assert not (home / "users" / "Ana").exists() or new.samefile(home / "users" / "Ana")
         assert mem.sync(user="Ana").changed is False  # MEMORY.md found where it is expected
+
+
+def test_a_home_of_layout_2_moves_a_trailing_dot_or_device_folder_once_when_opened(tmp_path):
+    from reverie.files import LAYOUT_META, folder_name
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as mem:
+        for user in ("con", "ana."):
+            mem.remember("Keeps bees", user=user)
+            mem.dream(user=user)
+        mem.store.set_meta(LAYOUT_META, "2")
+    for user in ("con", "ana."):
+        (home / "users" / folder_name(user)).rename(home / "users" / user)  # where layout 2 kept them
+    with Memory(home, background=False) as mem:
+        for user in ("con", "ana."):
+            assert not (home / "users" / user).exists()
+            assert "Keeps bees" in mem.files.memory_md(user).read_text(encoding="utf-8")
+            assert mem.sync(user=user).changed is False
