@@ -124,6 +124,29 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
     session(stdio(tmp_path / "home", "ana"), script)
 
 
+def test_unknown_arguments_are_refused_in_one_line_and_nothing_is_stored(tmp_path):
+    async def script(client: Client) -> None:
+        assert await error(client, "remember", content="Prefers tea", categry="preference") == (
+            "remember: categry: unknown field")
+        assert await error(client, "remember", contnet="Prefers tea") == (
+            "remember: contnet: unknown field; content: Field required")
+        assert await error(client, "process_message", message="hi", agent="a1") == (
+            "process_message: agent: unknown field")
+        said = {"role": "user", "content": "I moved to Oslo last spring"}
+        assert await error(client, "ingest", messages=[{**said, "timestmp": "2020-01-01T00:00:00Z"}]) == (
+            "ingest: messages.0.timestmp: unknown field")
+        dated = await call(client, "ingest", messages=[{**said, "timestamp": "2020-01-01T00:00:00Z"}])
+        assert dated["episodes"] == 1
+        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        assert all(schema["additionalProperties"] is False for schema in schemas.values())
+        assert schemas["ingest"]["$defs"]["MessageIn"]["additionalProperties"] is False
+
+    session(stdio(tmp_path / "home", "ana"), script)
+    with Memory(tmp_path / "home", background=False) as memory:
+        assert memory.facts(user="ana") == []
+        assert [e.occurred_at.year for e in memory.episodes(user="ana")] == [2020]  # only the well-spelled one
+
+
 def test_search_returns_what_matched_not_the_profile_that_leads_every_block(tmp_path):
     with Memory(tmp_path / "home", background=False) as memory:
         memory.set_profile("user.personalContext", "Lives in Porto and works as a nurse", user="ana")

@@ -3,9 +3,11 @@ API keys, two users' isolation, bad inputs, turns, dreams, and draining on SIGTE
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from reverie import Memory
 from reverie.cli import app as cli
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
-from reverie.server.shapes import TurnOpened
+from reverie.server.shapes import ErrorAnswer, TurnOpened
 from tests.live_server import free_port, live_server, wait_for, wait_until
 from tests.pg import drop_schema, new_schema
 
@@ -396,6 +398,67 @@ def test_lists_that_grow_come_a_page_at_a_time_and_the_pages_hold_each_item_once
         assert admin.get("/api/memory/notes", params={"user": "pager", "limit": limit}).status_code == 422
 
 
+def crafted(values: list) -> str:
+    """A cursor as a list would encode it, holding ``values`` no list gave out."""
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
+
+
+# an int past 64 bits (either way) in each place a cursor may hold one, and a bool posing as an int
+CRAFTED = [crafted(v) for big in (2**63, -(2**63) - 1, 99999999999999999999999)
+           for v in ([big, 1], ["2024-05-01T10:00:00+00:00", big], [big], [big, "2024-05-01", "fact_x"])]
+CRAFTED += [crafted([True, 1]), crafted(["2024-05-01", False])]
+
+
+def test_a_crafted_cursor_out_of_range_is_the_400_naming_after_in_every_list_and_the_console(api):
+    not_ours = {"detail": "after is not a cursor this list gave out", "field": "after"}
+    with api.client("ana") as ana:
+        for path in ("/api/memory/facts", "/api/memory/knowledge", "/api/memory/episodes", "/api/memory/notes",
+                     "/api/tags", "/api/memory/changes", "/api/memory/diaries"):
+            for after in CRAFTED:
+                r = ana.get(path, params={"after": after})
+                assert (r.status_code, r.json()) == (400, not_ours), (path, after, r.text)
+    with httpx.Client(base_url=api.url, timeout=30) as browser:  # the console, signed in with ana's key
+        page = browser.get("/console/sign-in").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        browser.post("/console/sign-in", data={"key": api.keys["ana"], "csrf": csrf, "next": ""})
+        for path in ("/console/facts", "/console/timeline", "/console/notes", "/console/tags", "/console/dreams"):
+            for after in CRAFTED:
+                r = browser.get(path, params={"after": after})
+                assert r.status_code == 400 and not_ours["detail"] in r.text, (path, after, r.status_code)
+
+
+def test_a_422_names_the_field_but_never_echoes_the_value_sent(ana):
+    secret = "rv_0123456789secretvalue"
+    for r in (ana.post("/api/memory/facts", json={"content": "Likes figs", "api_key": secret}),
+              ana.post("/api/memory/feedback", json={"id": "ep_x", "status": secret}),
+              ana.post("/api/memory/recall", json={"query": "figs", "budget": secret}),
+              ana.get("/api/memory/episodes", params={"limit": secret})):
+        assert r.status_code == 422, r.text
+        assert secret not in r.text
+        assert r.json()["errors"] and all(set(e) == {"loc", "msg", "type"} for e in r.json()["errors"])
+        ErrorAnswer.model_validate(r.json())
+    unknown = ana.post("/api/memory/facts", json={"content": "Likes figs", "api_key": secret}).json()
+    assert unknown["detail"] == "api_key: unknown field"
+    assert unknown["errors"] == [{"loc": ["body", "api_key"], "msg": "Extra inputs are not permitted",
+                                  "type": "extra_forbidden"}]
+
+
+def test_an_oversized_body_is_the_same_413_naming_body_and_the_limit_declared_or_streamed(tmp_path):
+    with Memory(tmp_path / "home", background=False, max_body_bytes=64 * 1024) as memory, \
+            live_server(create_app(memory, auth=False, mcp=False)) as url:
+        big = b'{"content": "' + b"x" * 100_000 + b'"}'
+
+        def streamed():
+            for at in range(0, len(big), 10_000):
+                yield big[at:at + 10_000]
+
+        for body in (big, streamed()):
+            r = httpx.post(f"{url}/api/memory/facts", content=body, headers={"Content-Type": "application/json"})
+            assert r.status_code == 413
+            assert r.json() == {"detail": "request body is larger than 65536 bytes (max_body_bytes)", "field": "body"}
+        assert memory.facts(user="default") == []
+
+
 def test_notes_and_diaries_by_date(ana):
     ana.post("/api/memory/flush")
     notes = ana.get("/api/memory/notes").json()
@@ -576,6 +639,48 @@ def test_openapi_carries_the_enums(ana):
     status = params["status"]["schema"]
     values = status.get("enum") or next(s["enum"] for s in status["anyOf"] if "enum" in s)
     assert set(values) == {"pending", "consolidated", "archived"}
+
+
+def test_openapi_declares_the_error_answers_each_route_gives(api, ana):
+    spec = ana.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas and schemas["ErrorAnswer"]["required"] == ["detail"]
+    error = {"$ref": "#/components/schemas/ErrorAnswer"}
+    operations = {(method.upper(), path): op for path, ops in spec["paths"].items() for method, op in ops.items()
+                  if path.startswith("/api/")}
+    assert len(operations) > 30
+    for (method, path), op in operations.items():
+        for code in ("400", "401", "403", "413", "422", "503"):
+            assert op["responses"][code]["content"]["application/json"]["schema"] == error, (method, path, code)
+        with_body = "requestBody" in op
+        assert ("415" in op["responses"]) == with_body, (method, path)
+    codes = lambda method, path: set(operations[(method, path)]["responses"])  # noqa: E731
+    assert {"404", "409"} <= codes("POST", "/api/turns/{turn_id}/complete")
+    assert {"404", "409"} <= codes("POST", "/api/memory/changes/{change_id}/undo")
+    assert "409" in codes("PUT", "/api/memory/memory-md") and "409" in codes("POST", "/api/memory/dream")
+    for method, path in (("GET", "/api/memory/facts/{fact_id}"), ("PATCH", "/api/memory/facts/{fact_id}"),
+                         ("DELETE", "/api/memory/facts/{fact_id}"), ("POST", "/api/memory/facts/{fact_id}/reinforce"),
+                         ("POST", "/api/memory/feedback"), ("GET", "/api/memory/dream/{run_id}"),
+                         ("GET", "/api/memory/diaries/{date}")):
+        assert "404" in codes(method, path), (method, path)
+    for path, model in (("/api/memory/facts", "RememberedFact"), ("/api/memory/knowledge", "KnowledgeDoc")):
+        reinforced = operations[("POST", path)]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert reinforced == {"$ref": f"#/components/schemas/{model}"}
+
+    # and what the server sends for each of them is that shape
+    with api.client("bob") as bob:
+        answers = [
+            httpx.get(f"{api.url}/api/memory"),  # 401
+            bob.get("/api/memory/facts", params={"user": "ana"}),  # 403
+            ana.get("/api/memory/facts/fact_missing"),  # 404
+            ana.post("/api/memory/facts", json={"content": "   "}),  # 400
+            ana.post("/api/memory/facts", content=b"{not json", headers={"Content-Type": "application/json"}),  # 400
+            ana.post("/api/memory/facts", content=b"hi", headers={"Content-Type": "text/plain"}),  # 415
+            ana.post("/api/memory/facts", json={}),  # 422
+        ]
+    assert [r.status_code for r in answers] == [401, 403, 404, 400, 400, 415, 422]
+    for r in answers:
+        assert ErrorAnswer.model_validate(r.json()).detail, r.text
 
 
 def test_a_busy_store_is_503_with_retry_after_and_says_nothing_was_written():

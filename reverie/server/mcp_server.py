@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import json
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Callable, cast
 
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from reverie.curation import remembered
 from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
 from reverie.models import FeedbackStatus
 from reverie.recall import neutralize
-from reverie.server.shapes import TurnCompleted, TurnOpened
+from reverie.server.shapes import MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
 
 if TYPE_CHECKING:
@@ -97,25 +99,42 @@ class _Server(MCPServer):
 
 
 def _arguments_refused(error: ValidationError) -> str:
-    """Each refused argument and why, on one line (the values are left out: they are the caller's)."""
+    """Each refused argument and why, on one line (the values are left out: they are the caller's);
+    an unknown one first, as REST names it: a misspelled argument, not the one it was meant to be."""
+    errors = sorted(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
     return "; ".join(
-        f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
+        f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: "
+        f"{'unknown field' if e['type'] == 'extra_forbidden' else e['msg']}" for e in errors
     )
+
+
+def _closed(tool: Tool) -> Tool:
+    """``tool`` refusing arguments it does not take (the SDK drops them: ``categry`` would
+    store the fact as "other"), and its input schema saying so (additionalProperties false)."""
+    loose = tool.fn_metadata.arg_model
+    strict = cast(type[ArgModelBase], type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
 
 
 def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     """An MCP server over ``memory``: for ``user`` alone (stdio), or with ``user=None``
     for the HTTP door, where each request's API key names the user."""
-    # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
-    server = _Server("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    server.middleware.append(_BindUser(check_user(user) if user is not None else None))
+    tools: list[Tool] = []
+
     def tool(
         *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
     ) -> Callable[[Callable[..., str]], Callable[..., str]]:
-        """Register a tool with hints a client may show or act on (MCP tool annotations)."""
+        """A tool with hints a client may show or act on (MCP tool annotations), for the server below."""
         hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent,
                                 open_world_hint=False)
-        return server.tool(structured_output=False, annotations=hints)
+
+        def register(fn: Callable[..., str]) -> Callable[..., str]:
+            tools.append(_closed(Tool.from_function(fn, annotations=hints, structured_output=False)))
+            return fn
+
+        return register
 
     @tool()
     def process_message(
@@ -136,12 +155,12 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
 
     @tool(idempotent=True)
     def ingest(
-        messages: Annotated[list[dict[str, Any]], Field(description="Messages of a past conversation: "
-                                                                    "{role or speaker, content, at?}.")],
+        messages: Annotated[list[MessageIn], Field(description="Messages of a past conversation: "
+                                                               "{role or speaker, content, at?}.")],
         thread: Annotated[str | None, Field(description="Conversation thread id.")] = None,
     ) -> str:
         """Store a past conversation and learn from it; input stored before is skipped and counted."""
-        return _answer(lambda user: memory.ingest(messages, user=user, thread=thread))
+        return _answer(lambda user: memory.ingest(raw_messages(messages), user=user, thread=thread))
 
     @tool()
     def remember(
@@ -199,6 +218,10 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     def dream_status(id: Annotated[str | None, Field(description="A dream run id; default: the latest.")] = None) -> str:
         """How a dream run went: queued, running, done, skipped or failed, with its report."""
         return _answer(lambda user: memory.dream_status(id, user=user))
+
+    # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
+    server = _Server("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools)
+    server.middleware.append(_BindUser(check_user(user) if user is not None else None))
 
     # resources carry stored text to the model as recall's <memory> block does: escaped the
     # same way (reverie.recall.neutralize), so no line of it can pose as a tag or instructions

@@ -16,7 +16,7 @@ import itertools
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
 import anyio.to_thread
-from fastapi import Body, Depends, FastAPI, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -62,7 +62,7 @@ from reverie.models import (
 )
 from reverie.observe import metrics_text
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
-from reverie.server.shapes import TurnCompleted, TurnOpened
+from reverie.server.shapes import ErrorAnswer, FieldError, MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
 
 if TYPE_CHECKING:
@@ -76,6 +76,18 @@ _STATUS: tuple[tuple[type[ReverieError], int], ...] = (
     (EngineError, 502),
     (StoreError, 503),
 )
+# what each error status means, for the OpenAPI description (every one answers ErrorAnswer)
+_MEANING = {
+    400: "Bad input: `field` names it, and `detail` starts with it (a body that is not JSON names `body`)",
+    401: "No API key, or an unknown or revoked one",
+    403: "The key may not act for the user it names (`?user=` needs an admin key)",
+    404: "No such item for this user (another user's item answers the same)",
+    409: "The request clashes with the current state (e.g. completing a turn twice)",
+    413: "The body is larger than max_body_bytes",
+    415: "The body was sent with another Content-Type than application/json",
+    422: "The request does not fit the schema: `errors` holds each refused part (never the value sent)",
+    503: "The store could not be reached; with Retry-After when it was busy (nothing was written)",
+}
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 DATE = Path(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")
 
@@ -126,25 +138,6 @@ class RememberedFact(Fact):
     outcome: Literal["created", "superseded", "reinforced"] = Field(
         description="created; superseded (archived the older value it updates); reinforced (a near-duplicate: "
                     "the stored fact gained a use and is returned, this wording was not kept)")
-
-
-class MessageIn(_Body):
-    """A message of a past conversation: its text in ``content`` (or ``text``), who said it in
-    ``role`` and / or ``speaker``, when in ``at`` (or ``timestamp``, ``created_at``, ``time``),
-    its id in the source in ``source_id`` (or ``dia_id``, ``id``). Any other field is named as
-    unknown: a misspelled one would otherwise be dropped (``timestmp``: dated now)."""
-
-    role: Any = None
-    speaker: Any = None
-    content: Any = None
-    text: Any = None
-    at: Any = None
-    timestamp: Any = None
-    created_at: Any = None
-    time: Any = None
-    source_id: Any = None
-    dia_id: Any = None
-    id: Any = None
 
 
 class IngestIn(_Body):
@@ -225,7 +218,10 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
     if unknown:
         missing = [_field(e) for e in errors if e.get("type") == "missing"]
         message = "unknown field" + (f" (did you mean {missing[0]}?)" if missing else "")
-    return JSONResponse({"detail": f"{field}: {message}", "field": field, "errors": errors}, status_code=422)
+    # where and why, never the value sent: a secret the caller mistyped must not come back (and
+    # end up in logs); FieldError keeps loc, msg and type only
+    refused = [FieldError.model_validate(e).model_dump() for e in errors]
+    return JSONResponse({"detail": f"{field}: {message}", "field": field, "errors": refused}, status_code=422)
 
 
 def _field(error: dict[str, Any]) -> str:
@@ -235,6 +231,8 @@ def _field(error: dict[str, Any]) -> str:
 
 async def _on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
     """Starlette's own errors keep their status; a body that cannot be parsed names the body."""
+    if isinstance(exc, _TooLarge):
+        return _too_large(exc.limit)
     if exc.status_code == 400 and "parsing the body" in str(exc.detail):
         return JSONResponse({"detail": "body: not a JSON document reverie can read (malformed or nested too deeply)",
                              "field": "body"}, status_code=400)
@@ -266,7 +264,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge()
+                    raise _TooLarge(self.limit)
             return message
 
         async def tracked(message: Any) -> None:
@@ -281,16 +279,22 @@ class BodyLimit:
                 await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = {"detail": f"request body is larger than {self.limit} bytes (max_body_bytes)", "field": "body"}
-        await JSONResponse(body, status_code=413)(scope, receive, send)
+        await _too_large(self.limit)(scope, receive, send)
 
 
 class _TooLarge(StarletteHTTPException):
     """Raised while the body streams in: FastAPI re-raises HTTP errors as they are, so the
-    answer is this 413 even when the body is read inside an endpoint."""
+    answer is this 413 (by _on_http_error) even when the body is read inside an endpoint."""
 
-    def __init__(self) -> None:
-        super().__init__(status_code=413, detail="request body is too large (max_body_bytes)")
+    def __init__(self, limit: int) -> None:
+        super().__init__(status_code=413)
+        self.limit = limit
+
+
+def _too_large(limit: int) -> JSONResponse:
+    """The one 413, whether the body declared its length or streamed past the limit."""
+    return JSONResponse({"detail": f"request body is larger than {limit} bytes (max_body_bytes)", "field": "body"},
+                        status_code=413)
 
 
 # ------------------------------------------------------------ the app
@@ -368,6 +372,11 @@ PAGE_LIMIT = 1000
 AFTER = Query(None, max_length=2000, description="The cursor of the page before (from the `Link` header's rel=\"next\").")
 
 
+def _answers(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The error answers ``codes`` as OpenAPI ``responses``: each one an ErrorAnswer."""
+    return {code: {"model": ErrorAnswer, "description": _MEANING[code]} for code in codes}
+
+
 def _page(request: Request, response: Response, page: Page[Any]) -> list[Any]:
     """A page's items; the URL of the next page, when there is one, in a ``Link`` header
     (the same path and query, the cursor as ``after``)."""
@@ -379,8 +388,11 @@ def _page(request: Request, response: Response, page: Page[Any]) -> list[Any]:
 
 def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     """Every endpoint: parse, call the library once, return what it returned."""
+    # what any endpoint may answer besides its own errors: a bad ?user=, the key, the body
+    # limit, the store (each route adds the statuses of its own, for OpenAPI)
+    api = APIRouter(responses=_answers(400, 401, 403, 413, 422, 503))
 
-    @app.get("/api/memory", tags=["memory"])
+    @api.get("/api/memory", tags=["memory"])
     def overview(user: str = caller) -> dict[str, Any]:
         """The profile, the 100 most used live facts (``facts_next``: the cursor of the rest,
         for ``GET /api/memory/facts?after=``, or null) and counts."""
@@ -394,7 +406,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         })
         return encoded
 
-    @app.delete("/api/memory", tags=["memory"])
+    @api.delete("/api/memory", tags=["memory"])
     def delete_memory(
         user: str = caller,
         confirm: str = Query(..., description="The user id again: deleting a whole memory cannot be undone."),
@@ -402,16 +414,16 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         """Delete the user's whole memory: every row and every file. Irreversible."""
         return {"user": user, "deleted": memory.delete_user(user=user, confirm=confirm)}
 
-    @app.get("/api/memory/profile", response_model=Profile, tags=["profile"])
+    @api.get("/api/memory/profile", response_model=Profile, tags=["profile"])
     def get_profile(user: str = caller) -> Profile:
         return memory.profile(user=user)
 
-    @app.put("/api/memory/profile/{section}", response_model=Profile, tags=["profile"])
+    @api.put("/api/memory/profile/{section}", response_model=Profile, tags=["profile"], responses=_answers(415))
     def put_profile(section: str, body: SectionIn, user: str = caller) -> Profile:
         """Set one section, e.g. ``user.cognitiveStyle`` or ``history.recentMonths``."""
         return memory.set_profile(section, body.summary, user=user)
 
-    @app.get("/api/memory/facts", response_model=list[Fact], tags=["facts"])
+    @api.get("/api/memory/facts", response_model=list[Fact], tags=["facts"])
     def list_facts(
         request: Request,
         response: Response,
@@ -425,8 +437,10 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return _page(request, response, memory.fact_page(user=user, status=status, category=category,
                                                          after=after, limit=limit))
 
-    @app.post("/api/memory/facts", response_model=RememberedFact, status_code=201, tags=["facts"],
-              responses={200: {"description": "A near-duplicate: the stored fact was reinforced (outcome 'reinforced')"}})
+    @api.post("/api/memory/facts", response_model=RememberedFact, status_code=201, tags=["facts"],
+              responses={200: {"model": RememberedFact,
+                               "description": "A near-duplicate: the stored fact was reinforced (outcome 'reinforced')"},
+                         **_answers(415)})
     def add_fact(body: FactIn, response: Response, user: str = caller) -> RememberedFact:
         """Store a fact the caller vouches for: 201 with ``outcome`` ``created``, or ``superseded``
         when it archived the older value it updates; a near-duplicate reinforces the stored
@@ -437,27 +451,27 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
             response.status_code = 200
         return RememberedFact.model_validate({**fact.model_dump(), "outcome": outcome})
 
-    @app.get("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
+    @api.get("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"], responses=_answers(404))
     def get_fact(fact_id: str, user: str = caller) -> Fact:
         return memory.fact(fact_id, user=user)
 
-    @app.patch("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"])
+    @api.patch("/api/memory/facts/{fact_id}", response_model=Fact, tags=["facts"], responses=_answers(404, 415))
     def edit_fact(fact_id: str, body: FactChanges, user: str = caller) -> Fact:
         # what the body names, nulls included: {"area": null} clears the area
         return memory.update_fact(fact_id, user=user, **body.model_dump(exclude_unset=True))
 
-    @app.delete("/api/memory/facts/{fact_id}", tags=["facts"])
+    @api.delete("/api/memory/facts/{fact_id}", tags=["facts"], responses=_answers(404))
     def delete_fact(fact_id: str, user: str = caller, hard: bool = Query(False, description="Delete for good.")) -> dict[str, str]:
         """Archive a fact (reversible), or delete it with ``hard=true``."""
         fact = memory.forget(fact_id, user=user, hard=hard)
         return {"id": fact.id, "status": "deleted" if hard else fact.status}
 
-    @app.post("/api/memory/facts/{fact_id}/reinforce", response_model=Fact, tags=["facts"])
+    @api.post("/api/memory/facts/{fact_id}/reinforce", response_model=Fact, tags=["facts"], responses=_answers(404))
     def reinforce_fact(fact_id: str, user: str = caller) -> Fact:
         """``[Nx]`` + 1; a pending fact is promoted."""
         return memory.reinforce(fact_id, user=user)
 
-    @app.get("/api/memory/episodes", response_model=list[Episode], tags=["episodes"])
+    @api.get("/api/memory/episodes", response_model=list[Episode], tags=["episodes"])
     def list_episodes(
         request: Request,
         response: Response,
@@ -471,7 +485,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return _page(request, response, memory.episode_page(user=user, thread=thread, status=status,
                                                             after=after, limit=limit))
 
-    @app.post("/api/memory/recall", tags=["recall"], response_model=dict[str, Any])
+    @api.post("/api/memory/recall", tags=["recall"], response_model=dict[str, Any], responses=_answers(415))
     def recall(body: RecallIn, user: str = caller) -> Response:
         """The ``<memory>`` block for a message, and why each item is in it."""
         found = memory.recall(
@@ -481,28 +495,28 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         # took longer than turning them into JSON)
         return JSONResponse(found.as_dict())
 
-    @app.post("/api/turns", status_code=201, response_model=TurnOpened, tags=["turns"])
+    @api.post("/api/turns", status_code=201, response_model=TurnOpened, tags=["turns"], responses=_answers(415))
     def open_turn(body: TurnIn, user: str = caller) -> TurnOpened:
         """Phase one: store the message as a pending turn and return the memory context for it."""
         turn = memory.turn(body.message, user=user, thread=body.thread, agent=body.agent, budget=body.budget)
         return TurnOpened.of(turn)
 
-    @app.post("/api/turns/{turn_id}/complete", response_model=TurnCompleted, tags=["turns"])
+    @api.post("/api/turns/{turn_id}/complete", response_model=TurnCompleted, tags=["turns"],
+              responses=_answers(404, 409, 415))
     def complete_turn(turn_id: str, body: ReplyIn, user: str = caller) -> TurnCompleted:
         """Phase two: store the reply; completing a finished turn is a 409."""
         return TurnCompleted.of(memory.complete_turn(turn_id, body.reply, user=user))
 
-    @app.post("/api/memory/ingest", response_model=IngestReport, tags=["memory"])
+    @api.post("/api/memory/ingest", response_model=IngestReport, tags=["memory"], responses=_answers(415))
     def ingest(body: IngestIn, user: str = caller) -> IngestReport:
         """Ingest a past conversation (input stored before is skipped and counted), then learn."""
-        messages = [m.model_dump(exclude_none=True) for m in body.messages]
-        return memory.ingest(messages, user=user, thread=body.thread, learn=body.learn)
+        return memory.ingest(raw_messages(body.messages), user=user, thread=body.thread, learn=body.learn)
 
-    @app.post("/api/memory/feedback", response_model=Episode, tags=["episodes"])
+    @api.post("/api/memory/feedback", response_model=Episode, tags=["episodes"], responses=_answers(404, 415))
     def feedback(body: FeedbackIn, user: str = caller) -> Episode:
         return memory.feedback(body.id, body.status, reason=body.reason, user=user)
 
-    @app.post("/api/memory/dream", status_code=202, tags=["dream"])
+    @api.post("/api/memory/dream", status_code=202, tags=["dream"], responses=_answers(409, 415))
     def dream(request: Request, response: Response, body: DreamIn | None = None, user: str = caller) -> dict[str, Any]:
         """Start a dream run in the background; poll the returned status URL."""
         run = memory.dream(user=user, days=(body.days if body else None), background=True)
@@ -510,11 +524,11 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         response.headers["Location"] = url
         return {**jsonable_encoder(run), "status_url": url}
 
-    @app.get("/api/memory/dream/{run_id}", name="dream_status", tags=["dream"])
+    @api.get("/api/memory/dream/{run_id}", name="dream_status", tags=["dream"], responses=_answers(404))
     def dream_status(run_id: str, user: str = caller) -> Any:
         return jsonable_encoder(memory.dream_status(run_id, user=user))
 
-    @app.get("/api/memory/diaries", tags=["dream"])
+    @api.get("/api/memory/diaries", tags=["dream"])
     def diaries(
         request: Request, response: Response, user: str = caller,
         limit: int = Query(30, ge=1, le=DIARY_PAGE_LIMIT), after: str | None = AFTER,
@@ -523,7 +537,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         page's URL in ``Link``)."""
         return dict(_page(request, response, memory.diary_page(user=user, after=after, limit=limit)))
 
-    @app.get("/api/memory/diaries/{date}", tags=["dream"])
+    @api.get("/api/memory/diaries/{date}", tags=["dream"], responses=_answers(404))
     def diary(date: str = DATE, user: str = caller) -> dict[str, str]:
         """The dream diary of one day (date -> markdown)."""
         found = memory.diaries(user=user, date=date)
@@ -531,7 +545,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
             raise NotFound(f"no dream diary for {date}")
         return found
 
-    @app.get("/api/memory/notes", tags=["notes"])
+    @api.get("/api/memory/notes", tags=["notes"])
     def notes(
         request: Request, response: Response, user: str = caller,
         limit: int = Query(100, ge=1, le=PAGE_LIMIT), after: str | None = AFTER,
@@ -540,11 +554,11 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         at a time (the next page's URL in ``Link``)."""
         return jsonable_encoder(_page(request, response, memory.note_page(user=user, after=after, limit=limit)))
 
-    @app.get("/api/memory/notes/{date}", tags=["notes"])
+    @api.get("/api/memory/notes/{date}", tags=["notes"])
     def notes_of(date: str = DATE, user: str = caller) -> Any:
         return jsonable_encoder(memory.notes(user=user, date=date))
 
-    @app.get("/api/memory/export", tags=["portability"], response_class=StreamingResponse,
+    @api.get("/api/memory/export", tags=["portability"], response_class=StreamingResponse,
              responses={200: {"content": {"application/json": {}}, "description": "The export envelope"}})
     def export(user: str = caller) -> StreamingResponse:
         """The whole memory of the user as one JSON envelope, sent as it is read (a page at a
@@ -553,16 +567,16 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         first = next(chunks)  # the head: a store that fails to read fails here, with a status
         return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
-    @app.post("/api/memory/import", tags=["portability"])
+    @api.post("/api/memory/import", tags=["portability"], responses=_answers(415))
     def import_(data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."), user: str = caller) -> dict[str, Any]:
         """All or nothing."""
         return memory.import_(data, user=user)
 
-    @app.get("/api/memory/health", tags=["maintenance"])
+    @api.get("/api/memory/health", tags=["maintenance"])
     def health(user: str = caller) -> Any:
         return jsonable_encoder(memory.health(user=user))
 
-    @app.get("/api/memory/changes", tags=["maintenance"])
+    @api.get("/api/memory/changes", tags=["maintenance"])
     def changes(
         request: Request, response: Response, user: str = caller,
         limit: int = Query(50, ge=1, le=PAGE_LIMIT), after: str | None = AFTER,
@@ -571,12 +585,12 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         a page at a time (the next page's URL in ``Link``)."""
         return jsonable_encoder(_page(request, response, memory.change_page(user=user, after=after, limit=limit)))
 
-    @app.post("/api/memory/changes/{change_id}/undo", tags=["maintenance"])
+    @api.post("/api/memory/changes/{change_id}/undo", tags=["maintenance"], responses=_answers(404, 409))
     def undo(change_id: str, user: str = caller) -> Any:
         """Take one journaled operation back; undoing it twice is a 409."""
         return jsonable_encoder(memory.undo(change_id, user=user))
 
-    @app.get("/api/memory/knowledge", response_model=list[KnowledgeDoc], tags=["knowledge"])
+    @api.get("/api/memory/knowledge", response_model=list[KnowledgeDoc], tags=["knowledge"])
     def list_knowledge(
         request: Request, response: Response, user: str = caller,
         limit: int = Query(20, ge=1, le=KNOWLEDGE_PAGE_LIMIT), after: str | None = AFTER,
@@ -585,8 +599,10 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         characters, so a page holds at most 100; the next page's URL in ``Link``)."""
         return _page(request, response, memory.knowledge_page(user=user, after=after, limit=limit))
 
-    @app.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"],
-              responses={200: {"description": "The same document was stored before: that one, nothing added"}})
+    @api.post("/api/memory/knowledge", response_model=KnowledgeDoc, status_code=201, tags=["knowledge"],
+              responses={200: {"model": KnowledgeDoc,
+                               "description": "The same document was stored before: that one, nothing added"},
+                         **_answers(415)})
     def add_knowledge(body: KnowledgeIn, response: Response, user: str = caller) -> KnowledgeDoc:
         """A whole markdown document (a reusable pattern), recalled when matched; the same
         document again is a 200 with the stored one (nothing added)."""
@@ -596,7 +612,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
             response.status_code = 200
         return doc
 
-    @app.get("/api/tags", tags=["tags"])
+    @api.get("/api/tags", tags=["tags"])
     def tags(
         request: Request, response: Response, user: str = caller,
         status: TagStatus | None = Query(None, description="unexamined, active, deprecated or merged"),
@@ -605,22 +621,24 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         """The tag dictionary by name, a page at a time (the next page's URL in ``Link``)."""
         return _page(request, response, memory.tag_page(user=user, status=status, after=after, limit=limit))
 
-    @app.post("/api/memory/flush", tags=["memory"])
+    @api.post("/api/memory/flush", tags=["memory"])
     def flush(user: str = caller) -> dict[str, int]:
         """Learn now from the user's queued episodes instead of after the debounce."""
         return {"learned": memory.flush(user=user)}
 
-    @app.get("/api/memory/memory-md", tags=["dream"])
+    @api.get("/api/memory/memory-md", tags=["dream"])
     def memory_md(user: str = caller) -> dict[str, Any]:
         """MEMORY.md as the last dream or edit left it ("" before the first dream), with its sha256."""
         text = memory.memory_md(user=user)
         return {"text": text, "sha": hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None}
 
-    @app.put("/api/memory/memory-md", tags=["dream"])
+    @api.put("/api/memory/memory-md", tags=["dream"], responses=_answers(409, 415))
     def edit_memory_md(body: MemoryMdIn, user: str = caller) -> Any:
         """Save an edited MEMORY.md and sync it into the store (edited, added and deleted lines;
         undoable); with ``base``, a 409 if MEMORY.md changed since the edit began."""
         return memory.save_memory_md(body.text, user=user, base=body.base)
+
+    app.include_router(api)
 
 
 # ------------------------------------------------------------ the MCP door
