@@ -182,11 +182,13 @@ def restore_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact
 
 
 def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
-    """Archive a fact (reversible), or delete it for good with ``hard=True``."""
+    """Archive a fact (reversible), or delete it for good with ``hard=True``: its earlier
+    states leave the undo journals too, so no undo brings it back."""
     fact = get_fact(ctx, fact_id, user=user)
     with ctx.store.transaction():
         if hard:
             ctx.store.delete_fact(fact.id)
+            Journal.erase_fact(ctx.store, fact.user, fact.id)
         else:
             ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
     return fact

@@ -176,6 +176,8 @@ class DreamReport(Model):
     memory_md: str = ""
     diary: str = ""
     journal: str | None = None
+    # the change id of the hand edits of MEMORY.md the dream took in first (a sync of its own)
+    synced: str | None = None
     output_hash: str = ""
 
     def skip(self, reason: str) -> "DreamReport":
@@ -402,10 +404,11 @@ def _window(now: datetime, days: int) -> tuple[str, str]:
 
 def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamReport:
     user = run.user
-    sync(ctx, user=user)
+    synced = sync(ctx, user=user).journal
     since, until = _window(now, run.days)
     inputs = _Inputs.read(ctx, user, since, until)
-    report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes))
+    report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes),
+                         synced=synced)
     if not inputs.facts and not inputs.notes:
         return report.skip(f"there are no facts and no daily notes from {since} to {until}")
     run.input_hash = inputs.digest()
@@ -653,11 +656,15 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         f"I read {plural(r.facts_read, 'fact')} and {plural(r.notes_read, 'note line')} "
         f"from the last {span} ({r.since} to {r.until})."
     ]
-    if r.kept or r.confirmed:
-        story.append(
-            f"I kept {plural(r.kept + r.confirmed, 'entry', 'entries')} as they were"
-            + (f", {r.confirmed} of them said again in the notes." if r.confirmed else ".")
-        )
+    if r.synced:
+        story.append(f"First I took in the edits made to MEMORY.md by hand (to take them back: "
+                     f"`reverie undo {r.synced}`).")
+    kept = r.kept + r.confirmed
+    if kept == 1:
+        story.append("I kept 1 entry as it was" + (", and the notes said it again." if r.confirmed else "."))
+    elif kept:
+        story.append(f"I kept {kept} entries as they were"
+                     + (f", {r.confirmed} of them said again in the notes." if r.confirmed else "."))
     if r.merged:
         replaced = sum(len(e.replaced) for e in r.merged) or len(r.merged)
         example = next((e for e in r.merged if e.replaced), None)

@@ -3,7 +3,8 @@
 An operation (a dream, consolidate, tidy, sync, clean, or the learning line's
 capacity eviction) watches the items it may touch before it changes them;
 ``commit`` records the ones that really changed, and ``reverie undo ID`` puts
-them back.
+them back, unless a later operation (not undone) touched the same items: undoing
+the earlier one first would silently discard the later one's work.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from contextvars import ContextVar
 from datetime import datetime
-from typing import Any, Callable, Iterable, Literal, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr
 
@@ -22,6 +23,7 @@ _T = TypeVar("_T")
 
 # the store's record of what reverie last wrote to a user's MEMORY.md (its fact ids under "facts")
 SNAPSHOT = "memory_md:{user}"
+JOURNAL_PAGE = 100  # journals read at a time, newest first
 
 
 def journal_key(journal_id: str) -> str:
@@ -37,7 +39,8 @@ class Change(Model):
     # ("moved": [kind, item id, weight]) but for those the tag it went into had already ("kept")
     kind: ChangeKind
     id: str
-    before: dict[str, Any] | None = None  # None: the operation created it
+    # None: the operation created it, or (a fact) it was deleted for good since, its state with it
+    before: dict[str, Any] | None = None
 
 
 class Journal(Model):
@@ -106,6 +109,71 @@ class Journal(Model):
             store.set_meta(journal_key(self.id), self.model_dump_json())
         _RECORDED.set(self.id if self.changes else None)
         return self
+
+    def touched(self) -> set[tuple[str, str]]:
+        """The items this operation wrote, as (kind, id): a merge wrote both tags and the items
+        whose postings it moved (undoing it moves them back)."""
+        items: set[tuple[str, str]] = set()
+        for change in self.changes:
+            if change.kind != "merge":
+                items.add((change.kind, change.id))
+                continue
+            before = change.before or {}
+            items |= {("tag", change.id), ("tag", str(before.get("into", "")))}
+            items |= {(str(p[0]), str(p[1])) for p in [*before.get("moved", []), *before.get("kept", [])]}
+        return items
+
+    def overlapped(self, store: Store) -> list[str]:
+        """The ids of the operations journaled after this one, and not undone, that touched an
+        item it changed, newest first: undoing this one first would silently discard theirs.
+        Reads only the journals newer than this one."""
+        mine = self.touched()
+        later = []
+        for raw in stored_journals(store, self.user):
+            other = Journal.model_validate_json(raw)
+            if other.id == self.id or other.at < self.at:
+                break
+            if other.undone_at is None and mine & other.touched():
+                later.append(other.id)
+        return later
+
+    def forget_fact(self, fact_id: str) -> bool:
+        """Take a fact deleted for good out of this record: its earlier state (its text) and the
+        postings a merge moved; True if anything was taken out. Undo then finds it gone and skips it."""
+        changed = False
+        for change in self.changes:
+            if change.kind == "fact" and change.id == fact_id and change.before is not None:
+                change.before, changed = None, True
+            elif change.kind == "merge" and change.before:
+                for key in ("moved", "kept"):
+                    postings = change.before.get(key, [])
+                    left = [p for p in postings if (p[0], p[1]) != ("fact", fact_id)]
+                    if len(left) != len(postings):
+                        change.before[key], changed = left, True
+        return changed
+
+    @classmethod
+    def erase_fact(cls, store: Store, user: str, fact_id: str) -> None:
+        """A fact deleted for good leaves every journal of its user too (inside the caller's
+        transaction): its text must not linger in an undo record, and no undo brings it back."""
+        for raw in stored_journals(store, user):
+            if fact_id not in raw:  # most journals never held it: not worth parsing
+                continue
+            journal = cls.model_validate_json(raw)
+            if journal.forget_fact(fact_id):
+                store.set_meta(journal_key(journal.id), journal.model_dump_json())
+
+
+def stored_journals(store: Store, user: str) -> Iterator[str]:
+    """The user's journals (as stored JSON), newest first, a page at a time: stop early to
+    read fewer."""
+    after: str | None = None
+    while True:
+        page = store.page_journals(user, after=after, limit=JOURNAL_PAGE)
+        yield from page.items
+        if page.next is None:
+            return
+        after = page.next
 
 
 # the change the last journaled write of this context recorded, if it recorded one: what an

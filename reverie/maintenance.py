@@ -6,7 +6,8 @@
     >>> mem.clean(user="ana"); mem.restore(episode_id, user="ana")
     >>> mem.health(user="ana").healthy
     >>> mem.sync(user="ana")                            # take hand edits of MEMORY.md in
-    >>> mem.undo(change_id, user="ana")                 # any journaled change, back as it was
+    >>> mem.changes(user="ana")                         # the journaled changes, newest first
+    >>> mem.undo(change_id, user="ana")                 # one back as it was (later ones on its items first)
 
 Nothing here deletes: facts and episodes are archived, and every change is
 journaled (reverie.journal.Journal) so that ``undo`` can put it back.
@@ -26,7 +27,7 @@ from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
 from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers, skipped_record
-from reverie.journal import Journal, journal_key
+from reverie.journal import Change, Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
 from reverie.profiles import trimmed_record
@@ -417,6 +418,7 @@ class UndoReport(Model):
     action: str
     restored: int = 0
     archived: int = 0
+    skipped: int = 0  # facts deleted for good since the operation: they stay deleted
 
 
 class ChangeSet(Model):
@@ -453,61 +455,105 @@ def _change_set(journal: Journal) -> ChangeSet:
 def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
     """Put back what one journaled operation (a dream, consolidate, tidy, sync, clean, an edit
     or a tag merge) changed: changed items return to their earlier state, items it created
-    are archived, a merged tag gets its items back."""
+    are archived, a merged tag gets its items back. Refused (Conflict, nothing changed) while
+    a later operation that touched the same items stands; a fact deleted for good since stays
+    deleted (counted as skipped)."""
+    _undoable(ctx, journal_id, user)  # refused before the sync below changes anything
+    sync(ctx, user=user)
+    now = utcnow()
+    with ctx.store.transaction(batch=True):
+        # read again under the lock: the sync just now, or another client, may have journaled since
+        journal = _undoable(ctx, journal_id, user)
+        report = _put_back(ctx, journal, now)
+        journal.undone_at = now
+        ctx.store.set_meta(journal_key(journal.id), journal.model_dump_json())
+    _republish(ctx, user, journal)
+    return report
+
+
+def _undoable(ctx: Context, journal_id: str, user: str) -> Journal:
     raw = ctx.store.get_meta(journal_key(journal_id))
     journal = Journal.model_validate_json(raw) if raw else None
     if journal is None or journal.user != user:
-        raise NotFound(f"no change set {journal_id!r} for user {user!r}; dreams, consolidate, tidy, "
-                       "sync and clean print the id of theirs")
+        raise NotFound(f"no change set {journal_id!r} for user {user!r}; the list of changes "
+                       f"(`reverie changes --user {user}`) holds the ids undo takes")
     if journal.undone_at is not None:
         raise Conflict(f"{journal_id} was already undone on {journal.undone_at:%Y-%m-%d %H:%M}")
-    sync(ctx, user=user)
+    later = journal.overlapped(ctx.store)
+    if len(later) == 1:
+        raise Conflict(f"cannot undo {journal_id} ({journal.action}): a later change, {later[0]}, touched the "
+                       f"same items and would be lost; undo {later[0]} first, or keep both")
+    if later:
+        raise Conflict(f"cannot undo {journal_id} ({journal.action}): {len(later)} later changes touched the "
+                       f"same items and would be lost; undo them first, newest first: {', '.join(later)}")
+    return journal
+
+
+def _put_back(ctx: Context, journal: Journal, now: datetime) -> UndoReport:
     report = UndoReport(journal=journal.id, action=journal.action)
-    now = utcnow()
-    with ctx.store.transaction(batch=True):
-        for change in reversed(journal.changes):
-            if change.kind == "episode":
-                ctx.store.put_episode(Episode.model_validate(change.before))
+    facts = ctx.store.get_facts([c.id for c in journal.changes if c.kind == "fact"])
+    for change in reversed(journal.changes):
+        if change.kind == "fact":
+            _put_fact_back(ctx, journal, change, facts.get(change.id), report, now)
+        elif change.kind == "episode":
+            ctx.store.put_episode(Episode.model_validate(change.before))
+            report.restored += 1
+        elif change.kind == "merge":
+            _unmerge(ctx, journal.user, change, report, now)
+        elif change.kind == "tag":
+            tags = ctx.store.get_tags(journal.user, [change.id])
+            if change.id in tags:
+                TagWriter(ctx.store, journal.user).set_status(tags[change.id], str((change.before or {}).get("status", "active")))
                 report.restored += 1
-            elif change.kind == "merge":
-                before = change.before or {}
-                merged = ctx.store.get_tags(user, [change.id]).get(change.id)
-                if merged is not None:  # its postings back from the tag it went into, then itself
-                    moved = [(str(k), str(i), float(w)) for k, i, w in before.get("moved", [])]
-                    kept = [(str(k), str(i)) for k, i in before.get("kept", [])]
-                    ctx.store.unretag(user, change.id, str(before.get("into", "")), moved, kept)
-                    merged.merged_to, merged.updated_at = None, now
-                    TagWriter(ctx.store, user).set_status(merged, str(before.get("status", "active")))
-                    report.restored += 1
-            elif change.kind == "tag":
-                tags = ctx.store.get_tags(user, [change.id])
-                if change.id in tags:
-                    TagWriter(ctx.store, user).set_status(tags[change.id], str((change.before or {}).get("status", "active")))
-                    report.restored += 1
-            elif change.kind == "profile":
-                before = change.before or {}
-                stamp = before.get("updated_at")  # None: never set before, so set back to never set
-                ctx.store.put_profile_section(
-                    user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else None
-                )
-                report.restored += 1
-            elif change.before is not None:
-                fact = Fact.model_validate(change.before)
-                ctx.facts.index_fact(fact, fact.tags)
-                report.restored += 1
-            else:
-                created = ctx.store.get_fact(change.id)
-                if created is not None and created.status != "archived":
-                    ctx.facts.archive_fact(created, f"undone ({journal.id})", None, now)
-                    report.archived += 1
-        journal.undone_at = now
-        ctx.store.set_meta(journal_key(journal.id), journal.model_dump_json())
-    if journal.memory_md_before is None or load_snapshot(ctx, user) is None:
-        refresh_memory_md(ctx, user)
-    else:
-        facts = ctx.store.get_facts(journal.memory_md_before)
-        publish_memory_md(ctx, user, [f for f in facts.values() if f.status != "archived"])
+        else:  # profile
+            before = change.before or {}
+            stamp = before.get("updated_at")  # None: never set before, so set back to never set
+            ctx.store.put_profile_section(
+                journal.user, change.id, before.get("summary", ""), datetime.fromisoformat(stamp) if stamp else None
+            )
+            report.restored += 1
     return report
+
+
+def _put_fact_back(ctx: Context, journal: Journal, change: Change, fact: Fact | None, report: UndoReport,
+                   now: datetime) -> None:
+    if fact is None:  # deleted for good since: undo never brings it back
+        report.skipped += 1
+    elif change.before is not None:
+        restored = Fact.model_validate(change.before)
+        ctx.facts.index_fact(restored, restored.tags)
+        report.restored += 1
+    elif fact.status != "archived":  # the operation created it
+        ctx.facts.archive_fact(fact, f"undone ({journal.id})", None, now)
+        report.archived += 1
+
+
+def _unmerge(ctx: Context, user: str, change: Change, report: UndoReport, now: datetime) -> None:
+    """The merged tag's postings back from the tag it went into, then the tag itself."""
+    before = change.before or {}
+    merged = ctx.store.get_tags(user, [change.id]).get(change.id)
+    if merged is None:
+        return
+    moved = [(str(k), str(i), float(w)) for k, i, w in before.get("moved", [])]
+    kept = [(str(k), str(i)) for k, i in before.get("kept", [])]
+    ctx.store.unretag(user, change.id, str(before.get("into", "")), moved, kept)
+    merged.merged_to, merged.updated_at = None, now
+    TagWriter(ctx.store, user).set_status(merged, str(before.get("status", "active")))
+    report.restored += 1
+
+
+def _republish(ctx: Context, user: str, journal: Journal) -> None:
+    """MEMORY.md as the store now is: the entries it listed before the operation, or (after the
+    first dream, when there was none before) what it shows before any dream."""
+    if load_snapshot(ctx, user) is None:
+        return
+    if journal.memory_md_before is not None:
+        listed = ctx.store.get_facts(journal.memory_md_before).values()
+        publish_memory_md(ctx, user, [f for f in listed if f.status != "archived"])
+    elif journal.action == "dream":  # this dream wrote the first MEMORY.md
+        publish_memory_md(ctx, user, ctx.store.list_facts(user, status="consolidated"), dreamed_at="")
+    else:  # a later dream wrote the first MEMORY.md: keep its entries
+        refresh_memory_md(ctx, user)
 
 
 # ---------------------------------------------------------------- health

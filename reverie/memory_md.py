@@ -115,10 +115,12 @@ def text_sha(text: str) -> str:
 def publish_memory_md(
     ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None
 ) -> Path:
-    """Write MEMORY.md atomically and remember what was written (for sync)."""
+    """Write MEMORY.md atomically and remember what was written (for sync); ``dreamed_at``
+    None keeps the date of the last dream, "" says there was none."""
     path = memory_md_path(ctx, user)
     previous = load_snapshot(ctx, user)
-    dreamed_at = dreamed_at or (previous.dreamed_at if previous else "")
+    if dreamed_at is None:
+        dreamed_at = previous.dreamed_at if previous else ""
     profile = ctx.store.get_profile(user)
     text = render_memory_md(user, profile, facts, dreamed_at)
     ctx.files.write(user, path, text)
@@ -325,6 +327,8 @@ class _SyncEdits:
         seen: dict[str, Fact] = {}
         for line in lines:
             fid = line.fact_id if line.fact_id in self.base else self.by_text.get(exact_key(line.content))
+            if fid in self.base and fid not in self.known:
+                continue  # deleted for good since MEMORY.md was written: its stale line must not bring it back
             if fid in self.known and fid not in seen:
                 seen[fid] = self._edit(self.known[fid], self.base[fid], line)
             else:

@@ -117,6 +117,35 @@ def test_profile_set_and_clear_a_section_and_undo_takes_it_back(home, tmp_path):
     assert back["summary"] == "Teaches maths in Lyon, mail [email]"
 
 
+def test_changes_lists_the_journaled_changes_and_undo_refuses_to_lose_a_later_edit(home):
+    run("profile", "--user", "ana", "--set", "user.workContext", "Teacher in Lyon", home=home)
+    run("profile", "--user", "ana", "--set", "user.workContext", "Nurse in Paris since May", home=home)
+    listed = json.loads(run("changes", "--user", "ana", "--json", home=home).output)
+    assert [(c["action"], c["changes"], c["undone_at"]) for c in listed] == [("edit", 1, None), ("edit", 1, None)]
+    later, first = listed[0]["id"], listed[1]["id"]
+    assert [c["id"] for c in json.loads(run("changes", "--user", "ana", "--limit", "1", "--json", home=home).output)] == [later]
+    table = run("changes", "--user", "ana", home=home).output
+    assert first in table and later in table and "edit" in table
+
+    refused = run("undo", first, "--user", "ana", home=home)
+    assert refused.exit_code == 2 and later in refused.output and "undo" in refused.output
+    summary = json.loads(run("profile", "--user", "ana", "--json", home=home).output)["user"]["workContext"]["summary"]
+    assert summary == "Nurse in Paris since May"
+
+    assert run("undo", later, "--user", "ana", home=home).exit_code == 0
+    assert run("undo", first, "--user", "ana", home=home).exit_code == 0
+    after = json.loads(run("changes", "--user", "ana", "--json", home=home).output)
+    assert all(c["undone_at"] for c in after)
+    assert json.loads(run("profile", "--user", "ana", "--json", home=home).output)["user"]["workContext"]["summary"] == ""
+
+
+def test_changes_of_a_user_with_none_says_so(home):
+    run("remember", "Likes jazz", "--user", "ana", home=home)
+    shown = run("changes", "--user", "bo", home=home)
+    assert shown.exit_code == 0 and "no journaled changes for bo" in shown.output
+    assert json.loads(run("changes", "--user", "bo", "--json", home=home).output) == []
+
+
 @pytest.mark.parametrize("args, says", [
     (["--set", "user.job", "x"], "unknown profile section 'user.job'"),
     (["--set", "user.workContext", "x", "--clear", "user.topOfMind"], "give one of them"),

@@ -16,7 +16,7 @@ from reverie.cli import app
 from reverie.dream import parse_chat_command, wait
 from reverie.scheduler import Scheduler
 from reverie.errors import Conflict, InvalidInput
-from reverie.models import Note
+from reverie.models import Fact, Note
 from tests.fake_openai import Reply
 
 DAY0 = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
@@ -500,3 +500,75 @@ def test_a_nightly_dream_the_endpoints_breaker_held_is_tried_again_after_it(home
         assert run.status == "done", run.error
     finally:
         mem.close()
+
+
+# ---------------------------------------------------------------- the hand edits a dream takes in
+
+def test_a_dream_reports_the_hand_edits_it_took_in_and_they_can_be_undone(mem, home):
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    run = mem.dream(user="ana")
+    synced = run.report["synced"]
+    assert run.status == "done" and synced.startswith("chg_") and synced != run.report["journal"]
+    assert [c.action for c in mem.changes(user="ana") if c.id == synced] == ["sync"]
+    assert f"`reverie undo {synced}`" in "".join(mem.diaries(user="ana").values())
+    if run.report["journal"]:  # the dream came after the edits: it is taken back first
+        mem.undo(run.id, user="ana")
+    mem.undo(synced, user="ana")
+    assert mem.fact(jazz.id).content == "Likes jazz"
+
+
+def test_a_skipped_dream_still_reports_the_hand_edits_it_took_in(home):
+    runner = CliRunner()
+
+    def cli(*args: str):
+        return runner.invoke(app, [*args, "--user", "ana", "--home", str(home)], catch_exceptions=False)
+
+    with Memory(home, background=False) as mem:
+        jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    assert cli("dream").exit_code == 0
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace(f"- [0x] Likes jazz <!-- {jazz.id} -->\n", ""),
+                    encoding="utf-8")
+    run = json.loads(cli("dream", "--json").output)  # the line is gone: nothing left to dream over
+    assert run["status"] == "skipped" and run["report"]["journal"] is None
+    synced = run["report"]["synced"]
+    assert synced.startswith("chg_")
+    undone = cli("undo", synced)
+    assert undone.exit_code == 0 and "undid sync" in undone.output
+    with Memory(home, background=False) as mem:
+        assert mem.fact(jazz.id).status == "consolidated"
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    shown = cli("dream").output
+    again = re.search(r"took in your edits of MEMORY.md first \(undo: reverie undo (chg_\w+) --user ana\)", shown)
+    assert again, shown
+
+
+def test_the_dream_command_prints_how_to_take_it_back(home):
+    runner = CliRunner()
+
+    def cli(*args: str):
+        return runner.invoke(app, [*args, "--user", "ana", "--home", str(home)], catch_exceptions=False)
+
+    with Memory(home, background=False) as mem:
+        for content in ("Prefers tabs over spaces", "Prefers tabs over spaces!"):  # the dream folds the two
+            mem.store.put_fact(Fact(user="ana", content=content, category="preference", status="consolidated"))
+    shown = cli("dream").output
+    undo = re.search(r"to take this dream back: reverie undo (dream_\w+) --user ana", shown)
+    assert undo, shown
+    assert "undid dream" in cli("undo", undo.group(1)).output
+    with Memory(home, background=False) as mem:
+        assert len(mem.facts(user="ana")) == 2
+
+
+def test_the_diary_says_one_kept_entry_in_the_singular(mem):
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    diary = "".join(mem.diaries(user="ana").values())
+    assert "I kept 1 entry as it was." in diary and "as they were" not in diary
+    mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    assert "I kept 2 entries as they were." in "".join(mem.diaries(user="ana").values())

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from reverie import InvalidInput, Memory
 from reverie.cli import app
-from reverie.errors import NotFound
+from reverie.errors import Conflict, NotFound
+from reverie.journal import journal_key
 from reverie.models import Fact, Provenance
 
 runner = CliRunner()
@@ -412,3 +413,154 @@ def test_a_tag_merge_is_journaled_and_undo_gives_the_merged_tag_its_items_back(b
     assert tags["trekking"]["items"] == 2 and tags["hiking"]["items"] == 2
     carrying = {p.id for p in mem.store.postings("ana", ["trekking"], ["fact"])}
     assert carrying == {trek.id, both.id} and hike.id not in carrying
+
+
+# ---------------------------------------------------------------- undo: later changes, deleted facts
+
+def test_undo_refuses_while_a_later_edit_of_the_same_profile_section_stands(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    mem.set_profile("user.workContext", "Teacher in Lyon", user="ana")
+    first = mem.changes(user="ana")[0].id
+    mem.set_profile("user.workContext", "Nurse in Paris since May", user="ana")
+    second = mem.changes(user="ana")[0].id
+    mem.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")  # another section: no clash
+
+    with pytest.raises(Conflict) as refused:
+        mem.undo(first, user="ana")
+    assert second in str(refused.value) and "first" in str(refused.value)
+    assert mem.profile(user="ana").user.work_context.summary == "Nurse in Paris since May"  # nothing changed
+    assert mem.changes(user="ana")[-1].undone_at is None
+
+    mem.undo(second, user="ana")  # the newest first, then the earlier one may go
+    mem.undo(first, user="ana")
+    profile = mem.profile(user="ana").user
+    assert profile.work_context.summary == "" and profile.top_of_mind.summary == "Moving to Lisbon"
+
+
+def test_undo_refuses_while_a_later_sync_edited_the_same_fact(mem, home):
+    tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("tea over", "green tea over"), encoding="utf-8")
+    first = mem.sync(user="ana").journal
+    path.write_text(path.read_text(encoding="utf-8").replace("green tea", "jasmine tea"), encoding="utf-8")
+    second = mem.sync(user="ana").journal
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    other = mem.sync(user="ana").journal  # a later change of another fact does not stand in the way
+    shown = path.read_text(encoding="utf-8")
+
+    with pytest.raises(Conflict) as refused:
+        mem.undo(first, user="ana")
+    assert second in str(refused.value) and other not in str(refused.value)
+    assert mem.fact(tea.id).content == "Prefers jasmine tea over coffee"
+    assert path.read_text(encoding="utf-8") == shown
+
+    mem.undo(second, user="ana")
+    mem.undo(first, user="ana")
+    assert mem.fact(tea.id).content == "Prefers tea over coffee" and mem.fact(jazz.id).content == "Likes cool jazz"
+    assert lines_of(path.read_text(encoding="utf-8"))[tea.id] == "Prefers tea over coffee"
+
+
+def test_undo_of_a_tag_change_waits_for_a_later_merge_of_that_tag(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    mem.remember("Paints watercolours", user="ana", tags=["painting"])
+    mem.remember("Draws comics", user="ana", tags=["art"])
+    mem.set_tag_status("art", "deprecated", user="ana")
+    deprecated = mem.changes(user="ana")[0].id
+    mem.merge_tags("art", "painting", user="ana")
+    merged = mem.changes(user="ana")[0].id
+    with pytest.raises(Conflict) as refused:
+        mem.undo(deprecated, user="ana")
+    assert merged in str(refused.value)
+    assert {t["name"]: t["status"] for t in mem.tags(user="ana")}["art"] == "merged"
+    mem.undo(merged, user="ana")  # an undone later change no longer stands in the way
+    mem.undo(deprecated, user="ana")
+    assert {t["name"]: t["status"] for t in mem.tags(user="ana")}["art"] != "deprecated"
+
+
+def test_undo_reads_only_the_journals_newer_than_the_change(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    mem.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    older = mem.changes(user="ana")[0]
+    mem.set_profile("user.workContext", "Teacher in Lyon", user="ana")
+    target = mem.changes(user="ana")[0].id
+    # an older record that cannot be read as a journal: undo never needs to open it
+    broken = {"id": older.id, "user": "ana", "action": "edit", "at": older.at.isoformat(), "changes": 42}
+    with mem.store.transaction():
+        mem.store.set_meta(journal_key(older.id), json.dumps(broken))
+    assert mem.undo(target, user="ana").restored == 1
+    assert mem.profile(user="ana").user.work_context.summary == ""
+
+
+def test_a_hard_deleted_fact_stays_deleted_when_the_change_that_archived_it_is_undone(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    keep = put(mem, "Prefers tabs over spaces", uses=4)
+    dups = [put(mem, "prefers tabs over spaces."), put(mem, "Prefers tabs over spaces!")]
+    report = mem.consolidate(user="ana")
+    assert report.archived == 2 and all(status(mem, d) == "archived" for d in dups)
+    for dup in dups:
+        mem.forget(dup.id, user="ana", hard=True)
+    stored = mem.store.get_meta(journal_key(report.journal))
+    assert all(json.dumps(d.content) not in stored for d in dups)  # their text left the journal
+
+    undone = mem.undo(report.journal, user="ana")
+    assert (undone.restored, undone.archived, undone.skipped) == (1, 0, 2)
+    assert [f.id for f in mem.facts(user="ana", status="archived")] == []
+    for dup in dups:
+        with pytest.raises(NotFound):
+            mem.fact(dup.id)
+    assert mem.fact(keep.id).status == "consolidated"
+
+
+def test_undo_from_the_cli_says_it_skipped_a_hard_deleted_fact(mem, home):
+    put(mem, "Prefers tabs over spaces", uses=4)
+    dup = put(mem, "Prefers tabs over spaces!")
+    report = mem.consolidate(user="ana")
+    assert cli(home, "forget", dup.id, "--user", "ana", "--hard").exit_code == 0
+    result = cli(home, "undo", report.journal, "--user", "ana")
+    assert result.exit_code == 0 and "1 restored, 0 archived, 1 skipped (deleted for good since)" in result.output
+    with pytest.raises(NotFound):
+        mem.fact(dup.id)
+
+
+def test_a_hard_deleted_fact_does_not_come_back_with_a_sync_of_other_edits(mem, home):
+    gone = mem.remember("Keeps a diary in Esperanto", user="ana", category="behavior")
+    mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    mem.forget(gone.id, user="ana", hard=True)
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert report.added == [] and [e.content for e in report.edited] == ["Likes cool jazz"]
+    assert all("Esperanto" not in f.content for f in mem.facts(user="ana", status="archived") + mem.facts(user="ana"))
+    assert "Esperanto" not in path.read_text(encoding="utf-8")
+
+
+def test_undoing_the_first_dream_leaves_memory_md_matching_the_store(mem, home):
+    keep = put(mem, "Prefers tabs over spaces", uses=4)
+    dups = [put(mem, "prefers tabs over spaces."), put(mem, "Prefers tabs over spaces!")]
+    jazz = put(mem, "Likes jazz records", uses=1)
+    run = mem.dream(user="ana")
+    path = home / "users" / "ana" / "MEMORY.md"
+    assert run.status == "done" and set(lines_of(path.read_text(encoding="utf-8"))) == {keep.id, jazz.id}
+
+    mem.undo(run.id, user="ana")
+    text = path.read_text(encoding="utf-8")
+    assert set(lines_of(text)) == {f.id for f in mem.facts(user="ana", status="consolidated")} == {
+        keep.id, jazz.id, *(d.id for d in dups)}
+    assert "last distilled" not in text  # the dream that distilled it was taken back
+    assert mem.sync(user="ana").changed is False
+
+
+def test_sync_says_archived_for_a_line_deleted_by_hand(mem, home):
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    mem.remember("Prefers tea", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace(f"- [0x] Likes jazz <!-- {jazz.id} -->\n", ""),
+                    encoding="utf-8")
+    result = cli(home, "sync", "--user", "ana")
+    assert result.exit_code == 0
+    assert f"archived {jazz.id} Likes jazz" in result.output and "deleted" not in result.output
+    assert mem.fact(jazz.id).status == "archived"

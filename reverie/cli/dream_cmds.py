@@ -1,5 +1,5 @@
 """Dream line and maintenance commands: dream, consolidate, tidy, clean, restore, health,
-sync, undo, notes and diary."""
+sync, changes, undo, notes and diary."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from reverie.cli.common import (
     Engine,
     Home,
     Json,
+    Limit,
     Model,
     Table,
     User,
@@ -56,6 +57,10 @@ def dream(
         else:
             console.print(escape(describe(run)))
             report = DreamReport.model_validate(run.report or {})
+            if report.synced:
+                console.print("took in your edits of MEMORY.md first" + _undo_hint(report.synced, user))
+            if report.journal:
+                console.print(f"to take this dream back: {_undo_command(report.journal, user)}")
             files = mem.files  # with a shared store, the documents are rows, and files only in a mirror
             for label, path in (("MEMORY.md", report.memory_md), ("diary", report.diary)):
                 if not path:
@@ -79,7 +84,7 @@ def consolidate(user: User, home: Home = None, dry_run: DryRun = False, as_json:
             lines.append(f"keep [{group.kept.uses}x] {escape(group.kept.content)} [dim]{group.kept.fact_id}[/]")
             lines += [f"  [red]- archive[/] [{f.uses}x] {escape(f.content)} [dim]{f.fact_id}[/]" for f in group.archived]
         verb = "would archive" if dry_run else "archived"
-        lines.append(f"{verb} {report.archived} duplicate(s) in {len(report.groups)} group(s)" + _undo_hint(report.journal))
+        lines.append(f"{verb} {report.archived} duplicate(s) in {len(report.groups)} group(s)" + _undo_hint(report.journal, user))
         say(report, as_json, lines)
 
 
@@ -110,7 +115,7 @@ def tidy(
             console.print("nothing changed")
             return
         result = mem.tidy(user=user, proposal=proposal)
-        say(result, as_json, f"applied {len(result.accepted)} change(s)" + _undo_hint(result.journal))
+        say(result, as_json, f"applied {len(result.accepted)} change(s)" + _undo_hint(result.journal, user))
 
 
 @app.command()
@@ -124,7 +129,7 @@ def clean(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json 
         if report.retired_tags:
             lines.append(f"retired {len(report.retired_tags)} tag(s) that never recurred: "
                          + escape(", ".join(report.retired_tags[:10])) + (" …" if len(report.retired_tags) > 10 else ""))
-        lines.append(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal))
+        lines.append(f"{verb} {len(report.archived)} episode(s); {report.kept} kept" + _undo_hint(report.journal, user))
         say(report, as_json, lines)
 
 
@@ -196,19 +201,19 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
     with open_memory(home) as mem:
         report = mem.sync(user=user)
         lines = [f"{label} [dim]{line.fact_id}[/] {escape(line.content)}"
-                 for label, found in (("edited", report.edited), ("added", report.added), ("deleted", report.deleted))
+                 for label, found in (("edited", report.edited), ("added", report.added), ("archived", report.deleted))
                  for line in found]
         lines += [f"profile {section} updated" for section in report.profile]
         lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
                   for section, n in report.profile_trimmed.items()]
         lines += [f"[red]not taken in[/] ({escape(r.reason)}): {escape(r.content)}" for r in report.refused]
-        lines.append("synced" + _undo_hint(report.journal) if report.changed else "MEMORY.md has no edits to take in")
+        lines.append("synced" + _undo_hint(report.journal, user) if report.changed else "MEMORY.md has no edits to take in")
         say(report, as_json, lines)
 
 
 @app.command()
 def undo(
-    change_id: Annotated[str, typer.Argument(help="The id a dream, consolidate, tidy, sync, clean or profile edit reported.")],
+    change_id: Annotated[str, typer.Argument(help="The id a dream, consolidate, tidy, sync, clean or profile edit reported (`reverie changes` lists them).")],
     user: User,
     home: Home = None,
     as_json: Json = False,
@@ -216,7 +221,29 @@ def undo(
     """Take back a dream, consolidate, tidy, sync, clean or profile edit."""
     with open_memory(home) as mem:
         report = mem.undo(change_id, user=user)
-        say(report, as_json, f"undid {report.action} {report.journal}: {report.restored} restored, {report.archived} archived")
+        skipped = f", {report.skipped} skipped (deleted for good since)" if report.skipped else ""
+        say(report, as_json, f"undid {report.action} {report.journal}: {report.restored} restored, "
+                             f"{report.archived} archived{skipped}")
+
+
+@app.command()
+def changes(user: User, home: Home = None, limit: Limit = 50, as_json: Json = False) -> None:
+    """List the journaled changes (dreams, consolidate, tidy, sync, clean, edits), newest first: the ids undo takes."""
+    with open_memory(home, create=False) as mem:
+        found = mem.changes(user=user, limit=limit)
+        if as_json:
+            emit_json(dump(found))
+            return
+        if not found:
+            err_console.print(f"no journaled changes for {user}")
+            return
+        table = Table(title=f"changes of {user}, newest first")
+        for column in ("id", "action", "at (UTC)", "changes", "undone"):
+            table.add_column(column)
+        for change in found:
+            undone = f"{change.undone_at:%Y-%m-%d %H:%M}" if change.undone_at else "-"
+            table.add_row(change.id, change.action, f"{change.at:%Y-%m-%d %H:%M:%S}", str(change.changes), undone)
+        console.print(table)
 
 
 @app.command()
@@ -253,5 +280,9 @@ def diary(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
             console.print(escape(found[day]), highlight=False)
 
 
-def _undo_hint(journal: str | None) -> str:
-    return f" (undo: reverie undo {journal})" if journal else ""
+def _undo_hint(journal: str | None, user: str) -> str:
+    return f" (undo: {_undo_command(journal, user)})" if journal else ""
+
+
+def _undo_command(journal: str, user: str) -> str:
+    return f"reverie undo {journal} --user {user}"
