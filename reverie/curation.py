@@ -14,6 +14,7 @@ from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
 from reverie.inputs import (
     LABEL_MAX,
+    MAX_KNOWLEDGE_CHARS,
     check_category,
     check_confidence,
     check_reason,
@@ -25,6 +26,7 @@ from reverie.inputs import (
     clean_text,
 )
 from reverie.journal import Journal
+from reverie.memory_md import refresh_memory_md, sync
 from reverie.models import (
     AREAS,
     CATEGORIES,
@@ -183,14 +185,19 @@ def restore_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact
 
 def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
     """Archive a fact (reversible), or delete it for good with ``hard=True``: its earlier
-    states leave the undo journals too, so no undo brings it back."""
+    states leave the undo journals too, so no undo brings it back, and its line leaves
+    MEMORY.md (hand edits there are taken in first)."""
     fact = get_fact(ctx, fact_id, user=user)
+    if hard:
+        sync(ctx, user=fact.user)
     with ctx.store.transaction():
         if hard:
             ctx.store.delete_fact(fact.id)
             Journal.erase_fact(ctx.store, fact.user, fact.id)
         else:
             ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
+    if hard:
+        refresh_memory_md(ctx, fact.user)
     return fact
 
 
@@ -257,7 +264,6 @@ def feedback(ctx: Context, episode_id: str, status: str, *, reason: str = "", us
 
 
 # a knowledge document's text at most (about 25,000 tokens: longer text is several documents)
-MAX_KNOWLEDGE_CHARS = 100_000
 
 
 def add_knowledge(

@@ -27,6 +27,7 @@ from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
 from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers, skipped_record
+from reverie.inputs import normalize_category
 from reverie.journal import Change, Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
@@ -184,7 +185,8 @@ class _Judge:
         change = TidyChange(
             op=action.op, fact_id=action.fact_id, before=fact.content if fact else "",
             after=clip_learned(clean_line(action.content)) if action.op != "remove" else "",
-            category=fact.category if fact and action.op != "add" else action.category, reason=action.reason,
+            category=fact.category if fact and action.op != "add" else normalize_category(action.category)[0],
+            reason=action.reason,
         )
         if action.op == "add":
             change.fact_id = None
@@ -297,8 +299,9 @@ def _apply_tidy(ctx: Context, user: str, proposal: TidyReport) -> TidyReport:
                     ctx.facts.index_fact(fact, fact.tags)
             else:
                 named = [i for i in _IDS.findall(change.reason) if i in live]
-                new = Fact(user=user, content=change.after, category=change.category, confidence=1.0,
-                           status="consolidated", provenance=Provenance(origin="dream", facts=named),
+                category, original = normalize_category(change.category)  # an engine's word, or a caller's
+                new = Fact(user=user, content=change.after, category=category, original_category=original,
+                           confidence=1.0, status="consolidated", provenance=Provenance(origin="dream", facts=named),
                            created_at=now, updated_at=now)
                 if ctx.facts.add_fact(writer, new, []) is new:
                     journal.created(new)
@@ -626,7 +629,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     report.healthy = not report.reasons
     if report.facts_skipped:
         report.advice.append(
-            f"{sum(report.facts_skipped.values())} fact(s) the engine proposed were not kept ("
+            f"{sum(report.facts_skipped.values())} change(s) the engine proposed to the facts were not made ("
             + ", ".join(f"{n} {reason}" for reason, n in sorted(report.facts_skipped.items()))
             + f"; fact_confidence_threshold is {ctx.settings.fact_confidence_threshold}; the last on "
             f"{str(skipped.get('last_at', ''))[:10]}): the episodes they came from stay in memory"

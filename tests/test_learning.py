@@ -116,7 +116,7 @@ def test_facts_below_the_confidence_threshold_are_dropped(home, fake_openai):
     # not lost without a word: health counts what was not kept, and why
     report = mem.health(user="ana")
     assert report.facts_skipped == {"below fact_confidence_threshold": 1}
-    assert any("1 fact(s) the engine proposed were not kept (1 below fact_confidence_threshold" in a
+    assert any("1 change(s) the engine proposed to the facts were not made (1 below fact_confidence_threshold" in a
                for a in report.advice)
     assert report.pending_facts == 1
     mem.close()
@@ -446,10 +446,16 @@ def test_no_secret_survives_any_write_path_even_when_the_engine_returns_it(home,
             user="ana", thread="ana@example.com", agent="+1 415-555-0132")
     with mem.turn(f"remember {leak}", user="ana", thread="sk-abcdefghijklmnopqrstuvwx123456") as turn:
         turn.complete(f"ok {leak}")
-    mem.remember(f"Fact with {leak}", user="ana", tags=["ana@example.com", "contact"],
-                 category="ana@example.com", agent="ana@example.com")
+    from reverie import InvalidInput
+
+    with pytest.raises(InvalidInput, match="personal data"):  # a tag is kept as it is: refused, not kept
+        mem.remember(f"Fact with {leak}", user="ana", tags=["ana@example.com", "contact"])
+    with pytest.raises(InvalidInput, match="personal data"):
+        mem.add_knowledge("Contacts", leak, user="ana", tags=["password: hunter2secret"])
+    mem.remember(f"Fact with {leak}", user="ana", tags=["contact"], category="ana@example.com",
+                 agent="ana@example.com")
     mem.set_profile("user.topOfMind", leak, user="ana")
-    mem.add_knowledge("Contacts", leak, user="ana", tags=["password: hunter2secret"], project="ana@example.com")
+    mem.add_knowledge("Contacts", leak, user="ana", project="ana@example.com")
     mem.import_({"version": 1, "facts": [{"content": f"imported {leak}", "tags": ["ana@example.com"]}]}, user="ana")
     mem.trim([{"role": "user", "content": leak}], user="ana")
     mem.flush()

@@ -564,3 +564,29 @@ def test_sync_says_archived_for_a_line_deleted_by_hand(mem, home):
     assert result.exit_code == 0
     assert f"archived {jazz.id} Likes jazz" in result.output and "deleted" not in result.output
     assert mem.fact(jazz.id).status == "archived"
+
+
+def test_a_hard_delete_takes_the_line_out_of_memory_md_and_keeps_a_hand_edit_made_before(mem, home):
+    secret = mem.remember("Sees a therapist on Tuesdays", user="ana", category="context")
+    mem.remember("Likes jazz", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    mem.forget(secret.id, user="ana", hard=True)
+    text = path.read_text(encoding="utf-8")
+    assert "therapist" not in text and "Likes cool jazz" in text
+    assert [f.content for f in mem.facts(user="ana")] == ["Likes cool jazz"]
+
+
+def test_a_tidy_addition_takes_a_known_category_whatever_the_engine_named(home, tidy_facts, fake_openai):
+    odd = "Secret ana.secret@example.com " + "Q" * 3000
+    fake_openai.respond_by_step({"tidy": {"actions": [
+        {"op": "add", "content": "Likes hiking, jazz and green tea", "category": odd, "reason": "one line"}]}})
+    with Memory(home, background=False, engines={"tidy": "openai"},
+                llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0}) as mem:
+        applied = mem.tidy(user="ana")
+        assert [c.refused for c in applied.changes] == [""]
+        assert applied.changes[0].category == "other"  # as the diff shows it
+        [added] = [f for f in mem.facts(user="ana") if f.content == "Likes hiking, jazz and green tea"]
+        assert added.category == "other" and "ana.secret@example.com" not in added.model_dump_json()
+        assert "QQQQ" not in applied.model_dump_json() and "QQQQ" not in added.model_dump_json()

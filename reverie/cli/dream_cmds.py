@@ -180,7 +180,7 @@ def _print_health(report: Any) -> None:
         ("episodes waiting to be learned", str(report.unlearned_episodes)),
         ("tags", ", ".join(f"{k} {v}" for k, v in sorted(report.tags.items())) or "-"),
         ("profile parts given way", ", ".join(f"{k} {v}" for k, v in sorted(report.profile_trimmed.items())) or "-"),
-        ("proposed facts not kept", ", ".join(f"{v} {k}" for k, v in sorted(report.facts_skipped.items())) or "-"),
+        ("engine changes to facts not made", ", ".join(f"{v} {k}" for k, v in sorted(report.facts_skipped.items())) or "-"),
     )
     for name, value in rows:
         table.add_row(name, escape(value))
