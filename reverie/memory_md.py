@@ -226,6 +226,9 @@ def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
             section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
             if found and section:
                 profile[section] = found["text"].strip()
+            elif body:  # a line a person added that is no section ("- I am vegetarian"): a fact
+                plain = f"{found['label'].strip()}: {found['text'].strip()}" if found else body
+                lines.append(MemoryLine(fact_id=bullet["id"], content=plain, category="other"))
         elif body:
             lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
                                     area=(area or "General") if category == "preference" else None))

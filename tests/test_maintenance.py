@@ -590,3 +590,19 @@ def test_a_tidy_addition_takes_a_known_category_whatever_the_engine_named(home, 
         [added] = [f for f in mem.facts(user="ana") if f.content == "Likes hiking, jazz and green tea"]
         assert added.category == "other" and "ana.secret@example.com" not in added.model_dump_json()
         assert "QQQQ" not in applied.model_dump_json() and "QQQQ" not in added.model_dump_json()
+
+
+def test_a_line_added_under_profile_that_is_no_section_becomes_a_fact_not_lost(mem, home):
+    mem.remember("Likes jazz", user="ana", category="preference")
+    mem.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
+    assert mem.dream(user="ana").status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    text = path.read_text(encoding="utf-8")
+    top = next(line for line in text.splitlines() if "Moving to Lisbon" in line)
+    path.write_text(text.replace(top, f"{top}\n- I am vegetarian\n- **Hobbies:** chess"), encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert sorted(f.content for f in report.added) == ["Hobbies: chess", "I am vegetarian"]
+    assert {"Hobbies: chess", "I am vegetarian"} <= {f.content for f in mem.facts(user="ana")}
+    assert mem.profile(user="ana").user.top_of_mind.summary == "Moving to Lisbon"
+    after = path.read_text(encoding="utf-8")
+    assert "I am vegetarian" in after and "Hobbies: chess" in after  # written back, as facts now
