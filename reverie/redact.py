@@ -31,11 +31,19 @@ Some secrets are told by the word that names them, with a colon, ``is`` or a
 mere space: card security codes (``cvv 123``, ``CVC: 987``, ``安全码：123``) become
 ``[card]``; passport numbers and social security numbers in any grouping
 (``passport X12345678``, ``SSN: 123 45 6789``) ``[id-number]``; a long machine-made
-value right after ``api key`` ``[api-key]``. Without a verb or colon a password
-must mix letters and digits (``wifi password [password]``); after ``pass``, a word
-with many other senses, it must also hold a symbol (``pass: [password]``); and
-several words after a colon that end the clause are one passphrase
-(``my password is: [password]``) unless they read as a remark about it.
+value right after ``api key`` or ``AWS secret`` ``[api-key]``; a phone number in any
+national format after ``tel``, ``phone``, ``mobile``, ``cell``, ``电话`` or ``手机``
+(``tel: [phone]``). Without a verb or colon a password must mix letters and digits
+(``wifi password [password]``); after ``pass``, a word with many other senses, it
+must also hold a symbol (``pass [password]``); and several words that end the clause
+after a colon or ``is`` are one passphrase (``my password is [password]``,
+``密码是：[password]``) unless they read as a remark about it.
+
+Text is read as it looks: any Unicode space counts as a space, fullwidth letters,
+digits and symbols as ASCII (``４１１１ １１１１ …``, ``ｐａｓｓｗｏｒｄ``), and invisible
+characters (zero-width spaces, soft hyphens) hide nothing; outside what is replaced
+the text keeps its own characters. Email addresses may be written in any script
+(``张三@qq.com``, ``ana@mail.例子.中国``).
 
 Every pattern runs in linear time: values are matched greedily up to a
 delimiter, and each search starts only at a fixed keyword or delimiter.
@@ -159,10 +167,23 @@ def _iban_ok(m: re.Match[str]) -> bool:
     return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
 
 
-def _phone_ok(m: re.Match[str]) -> bool:
-    digits = _digits(m.group())
+def _subscriber_number(value: str, shortest: int = 8) -> bool:
+    digits = _digits(value)
     # Round figures ("14000000000") are amounts, not subscribers.
-    return 8 <= len(digits) <= 15 and "0000000" not in digits
+    return shortest <= len(digits) <= 15 and "0000000" not in digits
+
+
+def _phone_ok(m: re.Match[str]) -> bool:
+    return _subscriber_number(m.group())
+
+
+_DATE_RE = re.compile(r"\d{4}([./-])\d{1,2}\1\d{1,2}|\d{1,2}([./-])\d{1,2}\2\d{2,4}")
+
+
+def _named_phone_ok(m: re.Match[str]) -> bool:
+    """After its name a phone number may be local (7 digits: ``tel 555 0132``), but not a date (``phone: 2023-05-08``)."""
+    value = m.group("bare")
+    return _subscriber_number(value, shortest=7) and not _DATE_RE.fullmatch(value)
 
 
 # --- what a secret value looks like -------------------------------------------------
@@ -255,11 +276,13 @@ _MEASURE_RE = re.compile(
 def _bare_english_password_ok(m: re.Match[str]) -> bool:
     """``wifi password Summer2024!``, ``pwd Zebra#4421``: no verb or colon, so only a value mixing letters and digits.
 
-    Paths (``pwd /home/u1``), command flags and measures (``password 8am``) are left alone.
+    Paths (``pwd /home/u1``), command flags and measures (``password 8am``) are left alone; after
+    ``pass`` (a ticket, a move: "a day pass 2x") the value must also hold a symbol (``pass Xy9$abc``).
     """
     value = m.group("bare")
     return (
-        len(value) >= 6
+        (m.group("key").lower() != "pass" or _symbolic_secret(value))
+        and len(value) >= 6
         and any(ch.isalpha() for ch in value)
         and any(ch.isdigit() for ch in value)
         and not value.startswith(("/", "~", ".", "-"))
@@ -284,14 +307,16 @@ _PHRASE_STOPWORDS = (_NOT_A_PASSWORD - _PHRASE_ADJECTIVES) | frozenset(
 
 
 def _passphrase_ok(m: re.Match[str]) -> bool:
-    """Several words after a colon that end the clause (``password: correct horse battery staple``).
+    """Several words that end the clause (``password is correct horse battery staple``, ``密码是：correct horse``).
 
     A clause that holds a function word (``password: see the email I sent``), a time
     word or a participle (``password: changed last week``) says something about the password.
+    After an English keyword two words are too often a remark (``password is pretty weak``): three at least.
     """
-    if m.group("key").lower().startswith("pin"):
-        return False
+    key = m.group("key") or m.group("zh")
     words = m.group("bare").lower().split()
+    if key.lower().startswith("pin") or (m.group("key") is not None and len(words) < 3):
+        return False
     return not any(w in _PHRASE_STOPWORDS or (len(w) >= 5 and w.endswith(_ENGLISH_SUFFIXES)) for w in words)
 
 
@@ -466,6 +491,11 @@ _BARE_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
+_ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
+# A passphrase is a few words that end the clause; a conjunction ends it too
+# ("my password is correct horse battery staple and I never change it").
+_CLAUSE_WORD = r"(?i:and|but|so|or|because|since|though|although|if|unless|until|when|while|which)(?![A-Za-z])"
+_PHRASE_WORD = rf"(?!{_CLAUSE_WORD})[A-Za-z]{{1,24}}"
 
 
 def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -510,7 +540,8 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "token",
         _compile(
-            r"""(?:(?<![A-Za-z0-9])(?i:(?:(?:access|auth|refresh|id|session|api|bot|github|slack|bearer)[\s_-]?)?token)
+            r"""(?=(?i:[arisbgt])|令)   # the keywords' first letters: a first test the regex engine makes fast
+            (?:(?<![A-Za-z0-9])(?i:(?:(?:access|auth|refresh|id|session|api|bot|github|slack|bearer)[\s_-]?)?token)
                 | 令牌)
             ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+)""" + _value(_BARE_TOKEN)
         ),
@@ -520,8 +551,10 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "api-key",
         _compile(
-            r"""(?P<key>(?<![A-Za-z0-9])(?i:(?:api|access|secret|private|client|app)[\s_-]?key(?:[\s_-]?id)?
-                | apikey | client[\s_-]?secret | secret(?:[\s_-]?access[\s_-]?key)?)
+            r"""(?=(?i:[aspc])|[密秘])   # the keywords' first letters: a first test the regex engine makes fast
+            (?P<key>(?<![A-Za-z0-9])(?i:(?:aws[\s_-]?)?   # "AWS secret <key>": AWS's name for its secret access key
+                (?:(?:api|access|secret|private|client|app)[\s_-]?key(?:[\s_-]?id)?
+                | apikey | client[\s_-]?secret | secret(?:[\s_-]?access[\s_-]?key)?))
                 | (?i:api)?密钥 | 秘钥)
             ["']?(?:\s*(?:[:=：]|=>|是|为)\s*|\s+is\s+|(?P<space>[ \t]+))""" + _value(_BARE_TOKEN)
         ),
@@ -549,22 +582,23 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         value_groups=("quoted", "bare"),
     ),
     _Detector(
-        "password",  # "my password is: correct horse battery staple": several words after a colon, to the clause's end
+        "password",  # "my password is correct horse battery staple", "密码是：correct horse": several words, to the clause's end
         _compile(
-            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}))
-            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
-            (?:\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?)?
-            \s*[:：][ \t]*
-            (?P<bare>(?!{_PLACEHOLDER})[A-Za-z]{{1,24}}(?:[ ][A-Za-z]{{1,24}}){{2,7}})
-            (?=[ \t]*(?:[.!?;,，。！？；\n]|$))"""
+            rf"""(?=(?i:p)|[密口])   # the keywords' first letters: a first test the regex engine makes fast
+            (?:(?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}))
+                (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
+                (?:\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：][ \t]*|[ \t]+) | \s*[:：][ \t]*)
+              | (?P<zh>{_ZH_PASSWORD_WORD})\s*(?:(?:{_ZH_VERB})\s*[:：]?|[:：=])[ \t]*)
+            (?P<bare>(?!{_PLACEHOLDER}){_PHRASE_WORD}(?:[ ]{_PHRASE_WORD}){{1,7}})
+            (?=[ \t]*(?:[.!?;,，。！？；\n]|$)|[ ]{_CLAUSE_WORD}|[^\x00-\u02ff])   # or another script ("是：x y别说")"""
         ),
         check=_passphrase_ok,
         value_groups=("bare",),
     ),
     _Detector(
-        "password",  # "wifi password Summer2024!", "pwd Zebra#4421": no verb, no colon
+        "password",  # "wifi password Summer2024!", "pwd Zebra#4421", "pass Xy9$abc": no verb, no colon
         _compile(
-            rf"""(?<![A-Za-z0-9])(?i:{_BARE_PASSWORD_WORD})[ \t]+(?P<bare>(?!{_PLACEHOLDER}){_BARE_SPACED})"""
+            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}|pass))[ \t]+(?P<bare>(?!{_PLACEHOLDER}){_BARE_SPACED})"""
         ),
         check=_bare_english_password_ok,
         value_groups=("bare",),
@@ -619,7 +653,6 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     ),
 )
 
-_ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 # A Chinese password value: a run up to a space or punctuation, 64 characters at most.
 _ZH_VALUE_CHAR = r"[^\s\"'“”‘’`，。；、！？：（）()<>\[\]【】《》,;!?]"
 _ZH_VALUE_LAST = r"[^\s\"'“”‘’`，。；、！？：（）()<>\[\]【】《》,;!?.:]"
@@ -772,12 +805,19 @@ def _email_ok(m: re.Match[str]) -> bool:
     return not _SSH_COMMAND_RE.search(head)
 
 
+# Scripts written without spaces: Han, kana, Hangul syllables.
+_UNSPACED = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+
 _EMAIL_DETECTORS = (
     _Detector(
-        "email",
-        re.compile(
-            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@"
-            r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+        "email",  # local part and domain in any script: josé@correo.es, ana@mail.例子.中国, 张三@qq.com
+        _compile(
+            rf"""(?:(?<![.%+-])(?<![^\W{_UNSPACED}])[^\W_{_UNSPACED}](?:[^\W{_UNSPACED}]|[.%+-])*
+              # a local part in an unspaced script cannot be told from the words before it ("邮箱：张三@"):
+              # it runs from the last space or punctuation; any other stops where such a script does ("是zhangsan@")
+              | (?<![\w.%+-])[\w.%+-]*[{_UNSPACED}])
+            @(?:[^\W_](?:[\w-]*[^\W_])?\.)+
+            (?:[A-Za-z]{{2,24}}(?![A-Za-z0-9-]) | (?i:xn--[a-z0-9-]{{1,59}})(?![\w-]) | [^\W\d_]{{2,24}}(?![\w-]))"""
         ),
         check=_email_ok,
     ),
@@ -823,6 +863,20 @@ _NUMBER_DETECTORS = (
         ),
         check=_phone_ok,
     ),
+    _Detector(
+        "phone",  # any national format after the number's name: "tel: 0612345678", "mobile 06.12.34.56.78", "电话 030 1234567"
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp)
+                (?:[ _-]?(?i:number|no\.?|num))?\.?"""
+            + _KEY_SEP
+            + r"""| (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
+            (?P<bare>\+?(?:\(\d{1,5}\)[ .-]?)?\d+(?:[ .-]\d+){0,7})"""
+            + _NUM_END
+        ),
+        check=_named_phone_ok,
+        value_groups=("bare",),
+        cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "手机", "手機", "电话", "電話", "座机", "传真"),
+    ),
 )
 
 _CODE_DETECTORS = (
@@ -863,15 +917,55 @@ _FAMILIES: tuple[tuple[Callable[[str, str], object], tuple[_Detector, ...]], ...
 )
 
 
+# Look-alikes are found as what they look like: every Unicode space separator as a space
+# ("4111\u00a01111...", "138\u30001234..."), fullwidth ASCII as ASCII ("ｐａｓｓｗｏｒｄ", "４１１１", "＠").
+# Chinese writes its own punctuation fullwidth, and the patterns read it as such (a fullwidth
+# colon needs no space after it; a fullwidth comma after digits ends a number, where "," may be
+# a thousands separator): ，：；！？（） stay. One character folds to one, so offsets hold.
+_ZS_SPACES = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+_CJK_PUNCTUATION = "，：；！？（）"
+# Invisible characters that split a value without showing ("bob\u200b@example.com") are left out
+# of the view. The joiners (U+200C, U+200D) stay: they shape scripts and emoji, and split no value.
+_INVISIBLE = "\u00ad\u061c\u180e\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+_FOLD: dict[int, str | None] = {
+    **{ord(ch): " " for ch in _ZS_SPACES},
+    **{c: chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F) if chr(c) not in _CJK_PUNCTUATION},
+    **{ord(ch): None for ch in _INVISIBLE},
+}
+_FOLDABLE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_FOLD)) + "]")
+
+
+def _detection_view(text: str) -> tuple[str, list[int] | None]:
+    """The text the detectors read, and where each of its characters sits in ``text``
+    (``None`` when it sits at the same place: nothing invisible was left out)."""
+    if text.isascii() or _FOLDABLE.search(text) is None:  # most text: nothing to fold, nothing to copy
+        return text, None
+    view = text.translate(_FOLD)
+    if len(view) == len(text):
+        return view, None
+    return view, [i for i, ch in enumerate(text) if ch not in _INVISIBLE]
+
+
 def find_sensitive(text: str) -> list[Finding]:
     """The sensitive spans in ``text``, in order and never overlapping.
 
     Where two detectors claim overlapping text, the one that starts first wins,
     then the longer one, then the more specific (secrets before numbers).
+    Look-alike characters count as what they look like (a no-break space as a
+    space, ``４`` as ``4``), and invisible ones inside a value (a zero-width
+    space) are part of its span.
 
     >>> find_sensitive("mail bob@example.com")
     [Finding(kind='email', start=5, end=20)]
     """
+    view, where = _detection_view(text)
+    findings = _find(view)
+    if where is None:
+        return findings
+    return [Finding(f.kind, where[f.start], where[f.end - 1] + 1) for f in findings]
+
+
+def _find(text: str) -> list[Finding]:
     candidates: list[tuple[int, int, int, Finding]] = []
     rank = 0
     lower = text.lower()

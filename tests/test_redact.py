@@ -1,4 +1,6 @@
+import sys
 import time
+import unicodedata
 from datetime import timezone
 
 import pytest
@@ -526,4 +528,127 @@ def test_long_runs_after_the_new_keywords_stay_linear():
     start = time.perf_counter()
     for text in texts:
         assert redact(text) == text
+    assert time.perf_counter() - start < 5.0
+
+
+# --- secrets a tester found stored as written: Unicode look-alikes and forms the detectors missed -----------------
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"  # AWS's own documentation example
+# Every Unicode space separator (category Zs) but the ASCII space.
+ZS_SPACES = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs" and c != 0x20]
+
+# (text, the secret, the placeholder kind)
+LOOK_ALIKE_CAUGHT = [
+    ("card 4111\u00a01111\u00a01111\u00a01111 exp 12/26", "4111\u00a01111\u00a01111\u00a01111", "card"),
+    ("手机138\u30001234\u30005678，晚上打", "138\u30001234\u30005678", "phone"),
+    ("SSN: 123\u200945\u20096789", "123\u200945\u20096789", "id-number"),
+    ("mail bob\u200b@example.com today", "bob\u200b@example.com", "email"),
+    ("card 4111\u200b1111\u20601111\ufeff1111", "4111\u200b1111\u20601111\ufeff1111", "card"),
+    ("银行卡号6217\u00ad0012\u00ad3456\u00ad7890122", "6217\u00ad0012\u00ad3456\u00ad7890122", "card"),
+    ("pass\u200bword: hunter2", "hunter2", "password"),
+    ("ｐａｓｓｗｏｒｄ: hunter2", "hunter2", "password"),
+    ("ｐａｓｓｗｏｒｄ：ｈｕｎｔｅｒ２，别告诉别人", "ｈｕｎｔｅｒ２", "password"),
+    ("卡号：４１１１ １１１１ １１１１ １１１１，谢谢", "４１１１ １１１１ １１１１ １１１１", "card"),
+    ("mail bob＠example．com please", "bob＠example．com", "email"),
+]
+
+MISSED_FORMS_CAUGHT = [
+    (f"AWS secret {AWS_SECRET}", AWS_SECRET, "api-key"),
+    (f"my aws secret key is {AWS_SECRET}", AWS_SECRET, "api-key"),
+    (f"secret access key {AWS_SECRET}", AWS_SECRET, "api-key"),
+    (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "api-key"),
+    ("my password is correct horse battery staple", "correct horse battery staple", "password"),
+    ("the wifi password is purple monkey dishwasher.", "purple monkey dishwasher", "password"),
+    ("my password is correct horse battery staple and I never change it", "correct horse battery staple", "password"),
+    ("我的密码是：correct horse battery", "correct horse battery", "password"),
+    ("密码是 correct horse，别说出去", "correct horse", "password"),
+    ("pass Xy9$abc", "Xy9$abc", "password"),
+    ("my gym pass Xy9$abc, don't share it", "Xy9$abc", "password"),
+    ("张三@qq.com", "张三@qq.com", "email"),
+    ("邮箱：张三@qq.com，谢谢", "张三@qq.com", "email"),
+    ("write to ana.li+tag@mail.例子.中国 today", "ana.li+tag@mail.例子.中国", "email"),
+    ("josé.garcía@correo.es wrote back", "josé.garcía@correo.es", "email"),
+    ("orders go to info@bücher.de", "info@bücher.de", "email"),
+    ("tel: 0612345678", "0612345678", "phone"),
+    ("phone: 06 12 34 56 78", "06 12 34 56 78", "phone"),
+    ("her mobile is 06.12.34.56.78", "06.12.34.56.78", "phone"),
+    ("my cell 0176 12345678, call after six", "0176 12345678", "phone"),
+    ("Tel. 030 1234567", "030 1234567", "phone"),
+    ("phone number: 020 7946 0958", "020 7946 0958", "phone"),
+    ("手机：0612345678", "0612345678", "phone"),
+    ("家里电话 0612345678", "0612345678", "phone"),
+]
+
+MISSED_FORMS_LEFT_ALONE = [
+    "你好，世界：今天（周一）天气很好！ｏｋ？\u3000是的；走吧～",  # fullwidth punctuation is Chinese punctuation
+    "👨\u200d👩\u200d👧 family photo, ب\u200cه",  # joiners join emoji and scripts
+    "the AWS secret rotation runs every 90 days",
+    "aws secret manager is handy",
+    "my password is very hard to remember",
+    "the password is too long for this site",
+    "my password is long and random",
+    "the password is the same as before",
+    "the wifi password is on the fridge door",
+    "the password is printed on the router",
+    "my password is strong enough",
+    "密码是 too short",
+    "a boarding pass Gate12B",
+    "pass level3 tomorrow",
+    "pass -std=c++17 to the compiler",
+    "pass $HOME2 to the script",
+    "phone: 2023-05-08",
+    "mobile: 12/05/2023",
+    "my phone is 5 years old",
+    "iPhone 15 Pro costs 1,299",
+    "tel: 1400000000",
+    "phone bill: 1,299.99",
+    "电话费 120 元",
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", LOOK_ALIKE_CAUGHT + MISSED_FORMS_CAUGHT,
+                         ids=[c[2] + ":" + c[0][:40] for c in LOOK_ALIKE_CAUGHT + MISSED_FORMS_CAUGHT])
+def test_look_alike_characters_and_missed_forms_are_redacted(text, secret, kind):
+    out = redact(text)
+    assert out == text.replace(secret, f"[{kind}]")
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text", MISSED_FORMS_LEFT_ALONE)
+def test_unicode_text_and_talk_about_secrets_are_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("space", ZS_SPACES, ids=[f"U+{ord(s):04X}" for s in ZS_SPACES])
+def test_every_unicode_space_separates_a_number_like_a_space(space):
+    card, phone = space.join(["4111", "1111", "1111", "1111"]), space.join(["138", "1234", "5678"])
+    assert redact(f"card {card}, 手机{phone}") == "card [card], 手机[phone]"
+
+
+def test_findings_point_into_the_original_text_around_invisible_characters():
+    text = "hi\u200b there: mail bob\u200b@example.com\u200b, ｐａｓｓ：Ｘｙ９＄ａｂｃ"
+    findings = find_sensitive(text)
+    assert [(f.kind, text[f.start : f.end]) for f in findings] == [
+        ("email", "bob\u200b@example.com"),
+        ("password", "Ｘｙ９＄ａｂｃ"),
+    ]
+    assert redact(text) == "hi\u200b there: mail [email]\u200b, ｐａｓｓ：[password]"
+
+
+def test_long_runs_after_the_look_alikes_and_missed_forms_stay_linear():
+    texts = [
+        "张" * N + "@",
+        "é." * (N // 2) + "@",
+        "a@" + "例-" * (N // 2),
+        "my password is " + "the " * (N // 4),
+        "密码是：" + "the " * (N // 4),
+        "pass " * (N // 5),
+        "aws secret " * (N // 11),
+        "\u200b" * N + "x",
+    ]
+    start = time.perf_counter()
+    for text in texts:
+        assert redact(text) == text
+    assert redact("tel: " + "1." * N + "x") == "tel: " + "1." * N + "x"
     assert time.perf_counter() - start < 5.0
