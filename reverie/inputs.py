@@ -18,6 +18,7 @@ import difflib
 import hashlib
 import hmac
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Callable, Iterable, overload
 
@@ -105,8 +106,10 @@ def clean_text(text: Any, field: str) -> str:
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
     cleaned = _redact.redact(_CONTROL.sub("", check_unicode(text, field)).strip())
-    if not cleaned:
-        raise InvalidInput(f"{field} is empty", field=field)
+    if not any(unicodedata.category(c)[0] not in "CZ" for c in cleaned):
+        # only spaces and invisible marks (zero-width joiners, a byte order mark): it shows nothing
+        raise InvalidInput(f"{field} is empty" if not cleaned else f"{field} shows nothing (invisible characters "
+                           "only)", field=field)
     return cleaned
 
 

@@ -406,3 +406,21 @@ def test_notes_prints_the_latest_day_with_notes(home):
         mem.flush(user="ana")
     result = run("notes", "--user", "ana", home=home)
     assert result.exit_code == 0 and result.stdout.startswith("2024-05-03") and "2024-05-02" not in result.stdout
+
+
+def test_a_fact_of_invisible_characters_only_is_refused(home):
+    result = run("remember", "\u200b\u200d\ufeff", "--user", "ana", home=home)
+    assert result.exit_code == 2 and "shows nothing (invisible characters only)" in result.output
+    with Memory(home, background=False) as mem:
+        assert mem.facts(user="ana") == []
+
+
+def test_an_export_of_a_user_with_nothing_stored_says_so_and_notes_of_no_day_fail_as_diary_does(home, tmp_path):
+    run("remember", "Likes jazz", "--user", "ana", home=home)
+    result = run("export", "--user", "anna", "-o", str(tmp_path / "anna.json"), home=home)
+    assert result.exit_code == 0 and "nothing is stored for user 'anna'" in result.output
+    assert json.loads((tmp_path / "anna.json").read_text(encoding="utf-8"))["facts"] == []
+    assert "nothing is stored" not in run("export", "--user", "ana", "-o", str(tmp_path / "ana.json"), home=home).output
+    for command in ("notes", "diary"):
+        missing = run(command, "--user", "ana", "--date", "2020-01-01", home=home)
+        assert missing.exit_code == 1 and "2020-01-01" in missing.output

@@ -258,6 +258,7 @@ def notes(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
             emit_json(dump(lines))
         elif not lines:
             err_console.print(f"no daily notes{' on ' + date if date else ''} for {user}")
+            raise typer.Exit(1)  # as diary does: nothing found is no success
         else:
             console.print(f"[bold]{day}[/]")
             for note in lines:

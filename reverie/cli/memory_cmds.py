@@ -324,6 +324,12 @@ def export_cmd(
 ) -> None:
     """Export a user's whole memory as one JSON envelope (written as it is read: any size)."""
     with open_memory(home, create=False) as mem:
+        held = mem.stats(user=user)["users"].get(user, {})
+        if not any(held.get(k) for k in ("episodes", "facts", "notes", "knowledge")) and not any(
+                s.summary for s in mem.profile(user=user).sections().values()):
+            # an empty envelope is a valid export, but most often the sign of a mistyped id
+            err_console.print(f"note: nothing is stored for user {escape(user)!r} in this home "
+                              "(`reverie stats` lists its users); the export is empty")
         if output is None:
             mem.export_to(sys.stdout, user=user)
             return
