@@ -125,10 +125,11 @@ def clean_fact(text: Any, field: str, limit: int) -> str:
     return content
 
 
-def check_json(value: Any, limit: int) -> None:
+def check_json(value: Any, limit: int, *, setting: int | None = None) -> None:
     """Refuse a JSON document nested deeper than ``limit``, or holding text that is not valid
     Unicode; the field is named as a path (``facts[2].content``). Walked without recursion, and
-    a path is spelled only for the field it names."""
+    a path is spelled only for the field it names. ``setting``: the max_import_depth to name
+    when ``limit`` is what is left of it below an outer level."""
     # a node's place is (its parent's place, key or index), spelled out by _json_path
     stack: list[tuple[Any, int, _Place]] = [(value, 1, None)]
     while stack:
@@ -150,7 +151,8 @@ def check_json(value: Any, limit: int) -> None:
             continue
         if depth > limit:
             where = _json_path(place)
-            raise InvalidInput(f"{where} is nested deeper than {limit} levels (max_import_depth)", field=where)
+            raise InvalidInput(f"{where} is nested deeper than max_import_depth ({setting or limit} levels)",
+                               field=where)
         stack.extend(children)
 
 

@@ -378,7 +378,7 @@ def _pages(ctx: Context, path: Path, user: str, mode: _Mode) -> Iterator[_Parsed
 def _page(ctx: Context, section: str, start: int, batch: list[Any], user: str, mode: _Mode, depth: int) -> _Parsed:
     # an item is checked where the envelope would hold it: two levels down (the envelope, the list)
     for n, raw in enumerate(batch, start):
-        check_json({f"{section}[{n}]": raw}, depth - 1)
+        check_json({f"{section}[{n}]": raw}, depth - 1, setting=depth)
     parse: dict[str, Callable[[dict[str, Any], str, str, _Mode], Any]] = {
         "facts": _fact, "episodes": _model(Episode), "notes": _model(Note), "knowledge": _model(KnowledgeDoc),
     }

@@ -304,3 +304,15 @@ def test_tags_and_a_feedback_reason_have_their_limits(mem):
         mem.feedback(episode.id, "confirmed", reason="r" * 2001, user="ana")
     assert mem.episode(episode.id, user="ana").feedback is None
     mem.feedback(episode.id, "confirmed", reason="helpful", user="ana")
+
+
+def test_an_import_too_deep_names_the_setting_as_it_is_set_whether_read_whole_or_streamed(mem, tmp_path):
+    nested: list = []
+    for _ in range(40):
+        nested = [nested]
+    deep = {"version": 1, "facts": [{"content": "x", "provenance": {"a": nested}}]}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(deep), encoding="utf-8")
+    for load in (lambda: mem.import_(deep, user="ana"), lambda: mem.import_file(path, user="ana")):
+        with pytest.raises(InvalidInput, match=r"nested deeper than max_import_depth \(32 levels\)"):
+            load()

@@ -76,7 +76,7 @@ def dream(
 
 @app.command()
 def consolidate(user: User, home: Home = None, dry_run: DryRun = False, as_json: Json = False) -> None:
-    """Fold duplicate facts (exact, or Jaccard >= 0.9) into the one with the highest [Nx]."""
+    """Fold duplicate facts (exact, or Jaccard >= consolidate_jaccard) into the one with the highest [Nx]."""
     with open_memory(home) as mem:
         report = mem.consolidate(user=user, dry_run=dry_run)
         lines = []
