@@ -109,6 +109,9 @@ def remembered(write: Callable[[], Fact]) -> tuple[Fact, str]:
     updates) or ``reinforced`` (a near-duplicate of a stored fact: that fact gained a use;
     this wording was not kept)."""
     fact, new = created_by(write)
+    # a fact another call made meanwhile (and this one reinforced) is new to the clock, not
+    # unused: a reinforcement always counts a use
+    new = new and fact.uses == 0
     return fact, ("superseded" if fact.supersedes else "created") if new else "reinforced"
 
 

@@ -89,3 +89,15 @@ def test_an_agents_fact_may_say_again_one_every_agent_sees_but_not_replace_it(bm
     dose = mem.remember("Takes 5 mg of melatonin at night", user="ana")
     mine = mem.remember("Takes 10 mg of melatonin at night", user="ana", agent="sleep-bot")
     assert mem.fact(dose.id).status == "consolidated" and mine.agent == "sleep-bot"
+
+
+def test_a_fact_another_call_made_meanwhile_is_answered_reinforced_not_created(mem):
+    from reverie.curation import remembered
+
+    def racing() -> object:  # another request stores the line after this one began, then this one writes
+        mem.remember("Collects vintage stamps", user="ana")
+        return mem.remember("Collects vintage stamps", user="ana")
+
+    fact, outcome = remembered(racing)
+    assert outcome == "reinforced" and fact.uses == 1
+    assert remembered(lambda: mem.remember("Plays the cello", user="ana"))[1] == "created"
