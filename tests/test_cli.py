@@ -424,3 +424,15 @@ def test_an_export_of_a_user_with_nothing_stored_says_so_and_notes_of_no_day_fai
     for command in ("notes", "diary"):
         missing = run(command, "--user", "ana", "--date", "2020-01-01", home=home)
         assert missing.exit_code == 1 and "2020-01-01" in missing.output
+
+
+def test_episodes_print_a_page_at_a_time_and_the_command_that_goes_on(home, tmp_path):
+    talk = tmp_path / "talk.txt"
+    talk.write_text("ana: I kayak on Sundays\nbot: nice\nana: I also hike\nbot: cool\nana: and I swim\nbot: ok\n",
+                    encoding="utf-8")
+    run("ingest", str(talk), "--user", "ana", home=home)
+    first = run("episodes", "--user", "ana", "--limit", "2", "--json", home=home)
+    cursor = re.search(r"--after (\S+)", first.output).group(1)
+    rest = run("episodes", "--user", "ana", "--limit", "2", "--after", cursor, "--json", home=home)
+    seen = [e["id"] for e in json.loads(first.stdout)] + [e["id"] for e in json.loads(rest.stdout)]
+    assert len(seen) == len(set(seen)) == 3 and "more:" not in rest.output

@@ -167,22 +167,24 @@ def episodes(
     home: Home = None,
     thread: Annotated[Optional[str], typer.Option(help="Only this thread.")] = None,
     status: Annotated[Optional[str], typer.Option(help="pending, completed, interrupted or failed.")] = None,
-    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+    limit: Limit = 20,
+    after: After = None,
     as_json: Json = False,
 ) -> None:
-    """List episodes, newest first."""
+    """List episodes, newest first, --limit at a time (the next command to run is printed)."""
     with open_memory(home, create=False) as mem:
-        items = mem.episodes(user=user, thread=thread, status=status, limit=limit)
+        page = mem.episode_page(user=user, thread=thread, status=status, after=after, limit=limit)
         if as_json:
-            emit_json(dump(items))
-            return
-        table = Table(title=f"episodes of {user}")
-        for col in ("id", "when", "thread", "status", "summary"):
-            table.add_column(col, overflow="fold" if col == "summary" else "ellipsis")
-        for e in items:
-            text = e.summary or e.user_text
-            table.add_row(e.id, e.occurred_at.strftime("%Y-%m-%d %H:%M"), e.thread, e.status, escape(text[:200]))
-        console.print(table)
+            emit_json(dump(page.items))
+        else:
+            table = Table(title=f"episodes of {user}")
+            for col in ("id", "when", "thread", "status", "summary"):
+                table.add_column(col, overflow="fold" if col == "summary" else "ellipsis")
+            for e in page.items:
+                text = e.summary or e.user_text
+                table.add_row(e.id, e.occurred_at.strftime("%Y-%m-%d %H:%M"), e.thread, e.status, escape(text[:200]))
+            console.print(table)
+        more(page.next, command_line("episodes", user=user, home=home, thread=thread, status=status, limit=limit))
 
 
 @app.command()
