@@ -17,6 +17,7 @@ from reverie.dream import parse_chat_command, wait
 from reverie.scheduler import Scheduler
 from reverie.errors import Conflict, InvalidInput
 from reverie.models import Fact, Note
+from tests.edits import dreamed, edit_text
 from tests.fake_openai import Reply
 
 DAY0 = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
@@ -507,9 +508,8 @@ def test_a_nightly_dream_the_endpoints_breaker_held_is_tried_again_after_it(home
 def test_a_dream_reports_the_hand_edits_it_took_in_and_they_can_be_undone(mem, home):
     jazz = mem.remember("Likes jazz", user="ana", category="preference")
     mem.remember("Prefers tea over coffee", user="ana", category="preference")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    path = dreamed(mem, home)
+    edit_text(path, "Likes jazz", "Likes cool jazz")
     run = mem.dream(user="ana")
     synced = run.report["synced"]
     assert run.status == "done" and synced.startswith("chg_") and synced != run.report["journal"]
@@ -531,8 +531,7 @@ def test_a_skipped_dream_still_reports_the_hand_edits_it_took_in(home):
         jazz = mem.remember("Likes jazz", user="ana", category="preference")
     assert cli("dream").exit_code == 0
     path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace(f"- [0x] Likes jazz <!-- {jazz.id} -->\n", ""),
-                    encoding="utf-8")
+    edit_text(path, f"- [0x] Likes jazz <!-- {jazz.id} -->\n", "")
     run = json.loads(cli("dream", "--json").output)  # the line is gone: nothing left to dream over
     assert run["status"] == "skipped" and run["report"]["journal"] is None
     synced = run["report"]["synced"]
@@ -541,7 +540,7 @@ def test_a_skipped_dream_still_reports_the_hand_edits_it_took_in(home):
     assert undone.exit_code == 0 and "undid sync" in undone.output
     with Memory(home, background=False) as mem:
         assert mem.fact(jazz.id).status == "consolidated"
-    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    edit_text(path, "Likes jazz", "Likes cool jazz")
     shown = cli("dream").output
     again = re.search(r"took in your edits of MEMORY.md first \(undo: reverie undo (chg_\w+) --user ana\)", shown)
     assert again, shown

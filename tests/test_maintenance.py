@@ -15,6 +15,7 @@ from reverie.cli import app
 from reverie.errors import Conflict, NotFound
 from reverie.journal import journal_key
 from reverie.models import Fact, Provenance
+from tests.edits import dreamed, edit_text
 
 runner = CliRunner()
 NOW = datetime(2024, 9, 1, 12, 0, tzinfo=timezone.utc)
@@ -275,8 +276,7 @@ def test_hand_edits_of_memory_md_are_taken_in_by_sync_and_survive_the_next_dream
     jazz = mem.remember("Likes jazz", user="ana", category="preference")
     mono = mem.remember("Decided to keep the monorepo", user="ana", category="decision")
     mem.set_profile("user.workContext", "Data engineer at Contoso", user="ana")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
+    path = dreamed(mem, home)
     text = path.read_text(encoding="utf-8")
     assert set(lines_of(text)) == {tea.id, jazz.id, mono.id}
 
@@ -317,8 +317,7 @@ def test_a_long_fact_survives_a_sync_of_other_edits_and_a_too_long_line_is_refus
     assert 160 < len(long) <= 1000
     kept = mem.remember(long, user="ana", category="preference")
     jazz = mem.remember("Likes jazz", user="ana", category="preference")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
+    path = dreamed(mem, home)
     too_long = "Decided " + "very " * 250 + "carefully"
     path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz")
                     .replace("### General\n", f"### General\n\n- {too_long}\n"), encoding="utf-8")
@@ -355,10 +354,8 @@ def test_clean_leaves_freshly_ingested_old_history_alone(mem):
 def test_undoing_a_sync_also_takes_back_its_profile_edit(mem, home):
     mem.remember("Likes jazz", user="ana", category="preference")
     mem.set_profile("user.cognitiveStyle", "Conclusion first, then details", user="ana")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("Conclusion first, then details", "Details first"),
-                    encoding="utf-8")
+    path = dreamed(mem, home)
+    edit_text(path, "Conclusion first, then details", "Details first")
     report = mem.sync(user="ana")
     assert report.profile == ["user.cognitiveStyle"] and report.journal  # a profile-only sync can be undone
     assert mem.profile(user="ana").user.cognitive_style.summary == "Details first"
@@ -440,13 +437,12 @@ def test_undo_refuses_while_a_later_edit_of_the_same_profile_section_stands(bmem
 def test_undo_refuses_while_a_later_sync_edited_the_same_fact(mem, home):
     tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
     jazz = mem.remember("Likes jazz", user="ana", category="preference")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("tea over", "green tea over"), encoding="utf-8")
+    path = dreamed(mem, home)
+    edit_text(path, "tea over", "green tea over")
     first = mem.sync(user="ana").journal
-    path.write_text(path.read_text(encoding="utf-8").replace("green tea", "jasmine tea"), encoding="utf-8")
+    edit_text(path, "green tea", "jasmine tea")
     second = mem.sync(user="ana").journal
-    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    edit_text(path, "Likes jazz", "Likes cool jazz")
     other = mem.sync(user="ana").journal  # a later change of another fact does not stand in the way
     shown = path.read_text(encoding="utf-8")
 
@@ -530,7 +526,7 @@ def test_a_hard_deleted_fact_does_not_come_back_with_a_sync_of_other_edits(mem, 
     assert mem.dream(user="ana").status == "done"
     mem.forget(gone.id, user="ana", hard=True)
     path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    edit_text(path, "Likes jazz", "Likes cool jazz")
     report = mem.sync(user="ana")
     assert report.added == [] and [e.content for e in report.edited] == ["Likes cool jazz"]
     assert all("Esperanto" not in f.content for f in mem.facts(user="ana", status="archived") + mem.facts(user="ana"))
@@ -556,10 +552,8 @@ def test_undoing_the_first_dream_leaves_memory_md_matching_the_store(mem, home):
 def test_sync_says_archived_for_a_line_deleted_by_hand(mem, home):
     jazz = mem.remember("Likes jazz", user="ana", category="preference")
     mem.remember("Prefers tea", user="ana", category="preference")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace(f"- [0x] Likes jazz <!-- {jazz.id} -->\n", ""),
-                    encoding="utf-8")
+    path = dreamed(mem, home)
+    edit_text(path, f"- [0x] Likes jazz <!-- {jazz.id} -->\n", "")
     result = cli(home, "sync", "--user", "ana")
     assert result.exit_code == 0
     assert f"archived {jazz.id} Likes jazz" in result.output and "deleted" not in result.output
@@ -569,9 +563,8 @@ def test_sync_says_archived_for_a_line_deleted_by_hand(mem, home):
 def test_a_hard_delete_takes_the_line_out_of_memory_md_and_keeps_a_hand_edit_made_before(mem, home):
     secret = mem.remember("Sees a therapist on Tuesdays", user="ana", category="context")
     mem.remember("Likes jazz", user="ana", category="preference")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz"), encoding="utf-8")
+    path = dreamed(mem, home)
+    edit_text(path, "Likes jazz", "Likes cool jazz")
     mem.forget(secret.id, user="ana", hard=True)
     text = path.read_text(encoding="utf-8")
     assert "therapist" not in text and "Likes cool jazz" in text
@@ -595,8 +588,7 @@ def test_a_tidy_addition_takes_a_known_category_whatever_the_engine_named(home, 
 def test_a_line_added_under_profile_that_is_no_section_becomes_a_fact_not_lost(mem, home):
     mem.remember("Likes jazz", user="ana", category="preference")
     mem.set_profile("user.topOfMind", "Moving to Lisbon", user="ana")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
+    path = dreamed(mem, home)
     text = path.read_text(encoding="utf-8")
     top = next(line for line in text.splitlines() if "Moving to Lisbon" in line)
     path.write_text(text.replace(top, f"{top}\n- I am vegetarian\n- **Hobbies:** chess"), encoding="utf-8")

@@ -10,6 +10,7 @@ import pytest
 from reverie.errors import InvalidInput
 from reverie.profiles import fit_profile, trimmed_record
 from reverie.tokens import count_tokens
+from tests.edits import dreamed, edit_text
 
 AT = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 JOBS = ["nurse", "carpenter", "pilot", "baker", "chemist", "teacher", "plumber", "florist", "lawyer", "architect",
@@ -117,10 +118,9 @@ def test_an_import_past_the_limit_is_refused_when_strict_and_kept_newest_when_no
 def test_a_long_profile_edit_of_memory_md_keeps_its_newest_parts_and_says_so(mem, home):
     mem.remember("Likes jazz", user="ana", category="preference")
     mem.set_profile("user.cognitiveStyle", "Conclusion first, then details", user="ana")
-    assert mem.dream(user="ana").status == "done"
-    path = home / "users" / "ana" / "MEMORY.md"
+    path = dreamed(mem, home)
     long = "; ".join(f"Thinks in {job} terms" for job in JOBS * 2)
-    path.write_text(path.read_text(encoding="utf-8").replace("Conclusion first, then details", long), encoding="utf-8")
+    edit_text(path, "Conclusion first, then details", long)
     report = mem.sync(user="ana")
     assert report.profile == ["user.cognitiveStyle"] and report.profile_trimmed["user.cognitiveStyle"] >= 1
     style = mem.profile(user="ana").user.cognitive_style.summary

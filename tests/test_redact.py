@@ -494,41 +494,9 @@ KEYWORD_LEFT_ALONE = [
 ]
 
 
-@pytest.mark.parametrize("text, secret, kind", EMBEDDED_CAUGHT + KEYWORD_CAUGHT,
-                         ids=[c[2] + ":" + c[0][:40] for c in EMBEDDED_CAUGHT + KEYWORD_CAUGHT])
-def test_embedded_secrets_are_replaced_and_the_rest_survives(text, secret, kind):
-    out = redact(text)
-    assert secret not in out
-    assert "[email]" not in out, "a credential must not pass for an email address"
-    assert out == text.replace(secret, f"[{kind}]")
-    assert redact(out) == out
-
-
 @pytest.mark.parametrize("text, expected", EMBEDDED_EXACT + KEYWORD_EXACT)
 def test_embedded_secret_replacement_keeps_the_useful_parts(text, expected):
     assert redact(text) == expected
-
-
-@pytest.mark.parametrize("text", EMBEDDED_LEFT_ALONE + KEYWORD_LEFT_ALONE)
-def test_look_alikes_of_embedded_secrets_are_left_alone(text):
-    assert find_sensitive(text) == []
-    assert redact(text) == text
-
-
-def test_long_runs_after_the_new_keywords_stay_linear():
-    texts = [
-        "password: " + "the " * (N // 4),
-        "password for " * (N // 13),
-        "passport" + " " * N + "x",
-        "SSN " + "1 " * (N // 2),
-        "api key" + " " * N + "x",
-        "cvv " * (N // 4),
-        "pwd " + "a" * N,
-    ]
-    start = time.perf_counter()
-    for text in texts:
-        assert redact(text) == text
-    assert time.perf_counter() - start < 5.0
 
 
 # --- secrets a tester found stored as written: Unicode look-alikes and forms the detectors missed -----------------
@@ -606,20 +574,6 @@ MISSED_FORMS_LEFT_ALONE = [
 ]
 
 
-@pytest.mark.parametrize("text, secret, kind", LOOK_ALIKE_CAUGHT + MISSED_FORMS_CAUGHT,
-                         ids=[c[2] + ":" + c[0][:40] for c in LOOK_ALIKE_CAUGHT + MISSED_FORMS_CAUGHT])
-def test_look_alike_characters_and_missed_forms_are_redacted(text, secret, kind):
-    out = redact(text)
-    assert out == text.replace(secret, f"[{kind}]")
-    assert redact(out) == out
-
-
-@pytest.mark.parametrize("text", MISSED_FORMS_LEFT_ALONE)
-def test_unicode_text_and_talk_about_secrets_are_left_alone(text):
-    assert find_sensitive(text) == []
-    assert redact(text) == text
-
-
 @pytest.mark.parametrize("space", ZS_SPACES, ids=[f"U+{ord(s):04X}" for s in ZS_SPACES])
 def test_every_unicode_space_separates_a_number_like_a_space(space):
     card, phone = space.join(["4111", "1111", "1111", "1111"]), space.join(["138", "1234", "5678"])
@@ -636,8 +590,34 @@ def test_findings_point_into_the_original_text_around_invisible_characters():
     assert redact(text) == "hi\u200b there: mail [email]\u200b, ｐａｓｓ：[password]"
 
 
-def test_long_runs_after_the_look_alikes_and_missed_forms_stay_linear():
+CAUGHT_IN_TEXT = EMBEDDED_CAUGHT + KEYWORD_CAUGHT + LOOK_ALIKE_CAUGHT + MISSED_FORMS_CAUGHT
+
+
+@pytest.mark.parametrize("text, secret, kind", CAUGHT_IN_TEXT, ids=[c[2] + ":" + c[0][:40] for c in CAUGHT_IN_TEXT])
+def test_embedded_secrets_are_replaced_and_the_rest_survives(text, secret, kind):
+    out = redact(text)
+    assert secret not in out
+    if kind != "email":
+        assert "[email]" not in out, "a credential must not pass for an email address"
+    assert out == text.replace(secret, f"[{kind}]")
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text", EMBEDDED_LEFT_ALONE + KEYWORD_LEFT_ALONE + MISSED_FORMS_LEFT_ALONE)
+def test_look_alikes_of_embedded_secrets_are_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+def test_long_runs_after_the_keywords_and_look_alikes_stay_linear():
     texts = [
+        "password: " + "the " * (N // 4),
+        "password for " * (N // 13),
+        "passport" + " " * N + "x",
+        "SSN " + "1 " * (N // 2),
+        "api key" + " " * N + "x",
+        "cvv " * (N // 4),
+        "pwd " + "a" * N,
         "张" * N + "@",
         "é." * (N // 2) + "@",
         "a@" + "例-" * (N // 2),
@@ -646,9 +626,9 @@ def test_long_runs_after_the_look_alikes_and_missed_forms_stay_linear():
         "pass " * (N // 5),
         "aws secret " * (N // 11),
         "\u200b" * N + "x",
+        "tel: " + "1." * N + "x",
     ]
     start = time.perf_counter()
     for text in texts:
         assert redact(text) == text
-    assert redact("tel: " + "1." * N + "x") == "tel: " + "1." * N + "x"
-    assert time.perf_counter() - start < 5.0
+    assert time.perf_counter() - start < 10.0
