@@ -461,15 +461,20 @@ class Memory:
         """Counts per user (every user without ``user``)."""
         return curation.stats(self.ctx, [check_user(user)] if user else self.store.users())
 
-    def delete_user(self, *, user: str, confirm: str) -> dict[str, int]:
+    def delete_user(self, *, user: str, confirm: str, purge: bool = False) -> dict[str, int]:
         """Delete everything of ``user``: every row (facts, episodes, notes, knowledge, profile,
         tags, journals, API keys, dream runs) and every file of their folder. Irreversible,
-        so ``confirm`` must repeat the user id. Returns what was deleted, by kind."""
+        so ``confirm`` must repeat the user id. Returns what was deleted, by kind.
+        ``purge=True`` then rewrites the store so that no byte of what was deleted stays in
+        its files (the search index's segments, free pages): slow on a large store, and
+        other writers wait meanwhile."""
         user = check_user(user)
         if confirm != user:
             raise InvalidInput(f"confirm must repeat the user id ({user!r}) to delete a whole memory", field="confirm")
         self.learner.forget_user(user)
         deleted = self.store.delete_user(user)
+        if purge:
+            self.store.purge()
         files = self.files.remove_user(user)
         if files:
             deleted["files"] = files

@@ -81,9 +81,41 @@ def test_delete_user_over_rest_and_cli_needs_the_confirmation(home):
             headers = {"Authorization": f"Bearer {key}"}
             assert httpx.delete(f"{url}/api/memory", headers=headers).status_code == 422  # no confirm
             assert httpx.delete(f"{url}/api/memory", params={"confirm": "bob"}, headers=headers).status_code == 400
-            r = httpx.delete(f"{url}/api/memory", params={"confirm": "ana"}, headers=headers)
+            r = httpx.delete(f"{url}/api/memory", params={"confirm": "ana", "purge": "true"}, headers=headers)
             assert r.status_code == 200 and r.json()["deleted"]["episodes"] >= 2
         fill(memory, "cy", "atlantis")
     result = CliRunner().invoke(app, ["delete-user", "--user", "cy", "--confirm", "cy", "--home", str(home)])
     assert result.exit_code == 0 and "deleted the memory of cy" in result.output
     assert rows_mentioning(home / "reverie.db", (MARK, "atlantis")) == []
+    assert _bytes_holding(home, MARK) == []  # the REST delete purged
+
+
+def _bytes_holding(home, word: str) -> list[str]:
+    """The store's files whose raw bytes still hold ``word`` (free pages, index segments, the log)."""
+    return [p.name for p in home.glob("reverie.db*") if word.encode() in p.read_bytes()]
+
+
+def test_a_purge_leaves_no_byte_of_a_deleted_user_in_the_store_files(home):
+    with Memory(home, background=False) as memory:
+        fill(memory, "ana", MARK)
+        fill(memory, "bob", "lofoten")
+        memory.delete_user(user="ana", confirm="ana")
+        assert _bytes_holding(home, MARK)  # deleted rows' bytes: free pages, the index's segments
+        result = CliRunner().invoke(app, ["delete-user", "--user", "bob", "--confirm", "bob", "--purge",
+                                          "--home", str(home)])
+        assert result.exit_code == 0
+        assert _bytes_holding(home, MARK) == [] and _bytes_holding(home, "lofoten") == []
+
+
+def test_a_purge_keeps_everyone_else_whole_and_searchable(bmem):
+    memory = bmem  # on SQLite and on PostgreSQL
+    fill(memory, "ana", MARK)
+    fill(memory, "bob", "lofoten")
+    before = memory.export(user="bob")
+    memory.delete_user(user="ana", confirm="ana", purge=True)
+    after = memory.export(user="bob")
+    for side in (before, after):
+        side.pop("exportedAt")
+    assert after == before
+    assert "lofoten" in memory.recall("when do I go to lofoten?", user="bob").context
+    assert MARK not in memory.recall(f"{MARK} trip", user="bob").context

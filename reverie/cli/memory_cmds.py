@@ -308,11 +308,13 @@ def delete_user_cmd(
     user: User,
     home: Home = None,
     confirm: Annotated[str, typer.Option("--confirm", help="The user id again: this cannot be undone.")] = "",
+    purge: Annotated[bool, typer.Option("--purge", help="Then rewrite the store so no byte of it stays in its files "
+                                        "(slow on a large store; other writers wait).")] = False,
     as_json: Json = False,
 ) -> None:
     """Delete a user's whole memory: every row and file. Irreversible; --confirm repeats the user id."""
     with open_memory(home, create=False) as mem:
-        deleted = mem.delete_user(user=user, confirm=confirm)
+        deleted = mem.delete_user(user=user, confirm=confirm, purge=purge)
         said = ", ".join(f"{n} {k}" for k, n in deleted.items() if n)
         say({"user": user, "deleted": deleted}, as_json,
             f"deleted the memory of {escape(user)}: {said}" if said else f"nothing stored for {escape(user)}: nothing deleted")

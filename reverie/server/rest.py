@@ -410,9 +410,11 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     def delete_memory(
         user: str = caller,
         confirm: str = Query(..., description="The user id again: deleting a whole memory cannot be undone."),
+        purge: bool = Query(False, description="Then rewrite the store so no byte of it stays in its files "
+                                               "(slow on a large store; other writers wait)."),
     ) -> dict[str, Any]:
         """Delete the user's whole memory: every row and every file. Irreversible."""
-        return {"user": user, "deleted": memory.delete_user(user=user, confirm=confirm)}
+        return {"user": user, "deleted": memory.delete_user(user=user, confirm=confirm, purge=purge)}
 
     @api.get("/api/memory/profile", response_model=Profile, tags=["profile"])
     def get_profile(user: str = caller) -> Profile:

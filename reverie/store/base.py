@@ -870,6 +870,12 @@ class Store(ABC):
         keys, dream runs); returns rows deleted per kind. One transaction; irreversible."""
 
     @abstractmethod
+    def purge(self) -> None:
+        """Rewrite the store so that what was deleted leaves no bytes in its files (a deleted
+        row's text stays in free pages, and a search index keeps a deleted row's words, until
+        they are reused or merged): slow on a large store, and it holds other writers back."""
+
+    @abstractmethod
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         """(completed episodes not learned yet, the newest learning error among them or "")."""
 

@@ -937,6 +937,18 @@ class SQLiteStore(Store):
             ).rowcount
         return {k: v for k, v in counts.items() if v}
 
+    def purge(self) -> None:
+        conn = self._conn()
+        conn.execute("PRAGMA secure_delete = ON")  # the pages the rewrite frees are zeroed
+        try:
+            with self.transaction():
+                for fts in _FTS_TABLE.values():  # one segment each, without the deleted rows' words
+                    self._x(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and the log that held the old pages
+        finally:
+            conn.execute("PRAGMA secure_delete = OFF")
+
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         where, params = "status = 'completed' AND learned = 0", []
         if user is not None:
