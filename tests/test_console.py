@@ -713,3 +713,24 @@ def test_tag_merge_says_the_real_tag_names(setup):
     merged = ana.post("/console/tags/merge", {"old": "HELIX", "new": "Python", "next": "/console/tags"})
     page = ana.get(merged.headers["location"]).text
     assert "Merged “helix” into “python”" in page and "HELIX" not in page
+
+
+def test_a_form_drawn_for_one_user_never_writes_into_the_user_another_tab_switched_to(setup):
+    memory, app, keys = setup
+    admin = Browser(app, keys["admin"])
+    tab_a = admin.get("/console/profile?user=ana").text  # tab A shows ana's profile
+    drawn_for = re.search(r'name="as_user" value="([^"]*)"', tab_a).group(1)
+    assert drawn_for == "ana"
+    admin.get("/console/facts?user=bob")  # tab B switches the session to bob
+    sent = admin.client.post("/console/profile", data={
+        "section": "user.workContext", "summary": "ANA: works as a pilot", "csrf": csrf_of(tab_a), "as_user": "ana"})
+    assert sent.status_code == 303
+    page = admin.get(sent.headers["location"]).text
+    assert "nothing was saved: this form was for ana" in page
+    assert "ANA: works as a pilot" not in page  # nor is ana's text offered on bob's form
+    assert memory.profile(user="bob").section("user.workContext").summary == ""
+    assert memory.profile(user="ana").section("user.workContext").summary == ""
+    admin.get("/console/profile?user=ana")
+    again = admin.client.post("/console/profile", data={
+        "section": "user.workContext", "summary": "ANA: works as a pilot", "csrf": csrf_of(tab_a), "as_user": "ana"})
+    assert again.status_code == 303 and memory.profile(user="ana").section("user.workContext").summary

@@ -183,6 +183,8 @@ class View:
         fields = draft.get("fields")
         if not isinstance(fields, dict) or any(fields.get(k) != v for k, v in match.items()):
             return default
+        if fields.get("as_user") not in (None, "", self.session.user):
+            return default  # typed for another user's memory: never offered on this one's form
         value = fields.get(name)
         return value if isinstance(value, str) else default
 
@@ -292,6 +294,12 @@ def check_csrf(view: View, form: Mapping[str, Any]) -> None:
     token = form.get("csrf") or request.headers.get("x-csrf-token")
     if view.fresh or not same_token(view.session.csrf, token if isinstance(token, str) else None):
         raise AccessDenied("the form expired (or came from elsewhere): reload the page and try again", status=403)
+    # the user a page showed when its form was drawn: another tab may have switched the
+    # session's since, and the form must not write into that user's memory
+    drawn_for = form.get("as_user")
+    if isinstance(drawn_for, str) and drawn_for and drawn_for != view.session.user:
+        raise Conflict(f"nothing was saved: this form was for {drawn_for}'s memory, and the console now shows "
+                       f"{view.session.user}'s (switched in another tab); switch back to {drawn_for} and send it again")
 
 
 # ------------------------------------------------------------ routes
