@@ -323,7 +323,7 @@ class _SyncEdits:
         store = ctx.store
         self.known = store.get_facts(base)
         journal.watch([*self.known.values(), *store.list_facts(user)])
-        self.by_text = {exact_key(line.content): fid for fid, line in base.items()}
+        self.by_text = {exact_key(_inline(line.content)): fid for fid, line in base.items()}
         self.now = utcnow()
 
     def apply(self, lines: list[MemoryLine]) -> list[Fact]:
@@ -356,7 +356,9 @@ class _SyncEdits:
 
     def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
         content = clean_line(line.content)
-        if not content or self._too_long(content) or (content == before.content and line.category == before.category and line.area == before.area):
+        # unchanged: the line as MEMORY.md wrote it (a "<!--" inside a fact is written defanged)
+        unchanged = content in (before.content, clean_line(_inline(before.content)))
+        if not content or self._too_long(content) or (unchanged and line.category == before.category and line.area == before.area):
             return fact
         fact.content = content
         if line.category != before.category:

@@ -598,3 +598,12 @@ def test_a_line_added_under_profile_that_is_no_section_becomes_a_fact_not_lost(m
     assert mem.profile(user="ana").user.top_of_mind.summary == "Moving to Lisbon"
     after = path.read_text(encoding="utf-8")
     assert "I am vegetarian" in after and "Hobbies: chess" in after  # written back, as facts now
+
+
+def test_a_fact_memory_md_writes_defanged_is_not_edited_by_a_save_of_another_line(mem):
+    marked = mem.remember("Uses <!-- comments --> in HTML templates", user="v", category="preference")
+    mem.remember("Plain other fact about cats", user="v", category="preference")
+    mem.dream(user="v", days=3)
+    report = mem.save_memory_md(mem.memory_md(user="v").replace("about cats", "about dogs"), user="v")
+    assert [f.content for f in report.edited] == ["Plain other fact about dogs"]
+    assert mem.fact(marked.id).content == "Uses <!-- comments --> in HTML templates"
