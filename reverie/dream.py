@@ -35,7 +35,7 @@ from reverie.claims import is_temporary, stored_relation
 from reverie.context import Context
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry
 from reverie.errors import Conflict, InvalidInput, ReverieError
-from reverie.facts import absorb, fact_rank, numbers, unique
+from reverie.facts import absorb, fact_rank, keyed, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import follow, publish_memory_md, sync
@@ -515,7 +515,7 @@ class _Apply:
         return self._curate([f for _, f in results], live)
 
     def _clean_temporary(self, fact: Fact) -> bool:
-        if not is_temporary(fact.content):
+        if not is_temporary(fact.content) or keyed(fact):
             return False
         self._archive(fact, "temporary state", None)
         self.report.cleaned.append(DreamEntry(content=fact.content, fact_id=fact.id, reason="temporary state"))
@@ -544,7 +544,7 @@ class _Apply:
         evidence = [survivor.id, *(f.id for f in sources), *(n.id for n in entry.notes)]
         times[survivor.id] = max((times[i] for i in evidence if i in times), default=self.now)
         self.ctx.facts.index_fact(survivor, unique([*survivor.tags, *(t for f in sources for t in f.tags)]))
-        merged = [f for f in sources if f is not survivor and f.id not in self.kept_ids]
+        merged = [f for f in sources if f is not survivor and f.id not in self.kept_ids and not keyed(f)]
         for fact in merged:
             self._archive(fact, ARCHIVE_MERGED, survivor)
         if survivor.id in self.inputs.facts and not merged:
@@ -577,7 +577,7 @@ class _Apply:
     def _remove(self, entry: _Entry, results: list[tuple[_Entry, Fact]]) -> None:
         named = set(re.findall(r"(?:fact|note)_[0-9a-f]+", entry.reason))
         for fact in entry.facts:
-            if fact.status == "archived" or fact.id in self.kept_ids or any(f is fact for _, f in results):
+            if fact.status == "archived" or fact.id in self.kept_ids or keyed(fact) or any(f is fact for _, f in results):
                 continue
             successor = next(
                 (f for e, f in results if named & {f.id, *(x.id for x in e.facts), *(n.id for n in e.notes)}),
@@ -601,14 +601,18 @@ class _Apply:
         for fact in by_time:
             for i, other in enumerate(accepted):
                 found = stored_relation(fact.content, other.content, dup)
+                if found is not None and keyed(fact) and keyed(other):
+                    continue  # two items an application keeps under keys of its own: both stay
                 if found == "duplicate":
                     keep, drop = (other, fact) if other.uses >= fact.uses else (fact, other)
+                    if keyed(drop):
+                        keep, drop = drop, keep
                     self.ctx.facts.fold(drop, keep, f"{ARCHIVE_MERGED} (same as {keep.id})", self.journal, self.now)
                     accepted[i] = keep
                     self.report.merged.append(DreamEntry(content=keep.content, fact_id=keep.id,
                                                          replaced=[drop.content], reason="duplicate"))
                     break
-                if found == "conflict" and fact.category == other.category:
+                if found == "conflict" and fact.category == other.category and not keyed(fact):
                     self._archive(fact, ARCHIVE_NEWER, other)
                     self.report.conflicts.append(DreamEntry(content=other.content, fact_id=other.id,
                                                             replaced=[fact.content], reason="the newer entry wins"))

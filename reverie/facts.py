@@ -43,6 +43,16 @@ SKIPPED_META = "facts-skipped:{user}"
 VOUCHED = frozenset({"manual", "import", "sync"})
 
 
+# a fact's meta entries of applications that address it by a key of their own (the LangGraph
+# store's items): such a fact is the application's to replace or delete, never curated away
+# (merged, superseded or dropped by a dream, consolidate, tidy or another fact's new value)
+KEYED_META = ("langgraph",)
+
+
+def keyed(fact: Fact) -> bool:
+    return any(name in fact.meta for name in KEYED_META)
+
+
 def fact_rank(fact: Fact, now: datetime) -> float:
     """Capacity and curation ranking: confidence, uses, recency (naive stored times read as UTC)."""
     last = as_utc(fact.last_used_at or fact.updated_at)
@@ -229,7 +239,7 @@ class FactWriter:
         """Archive the facts ``successor`` contradicts, in the order the judge met them."""
         stale = self.store.get_facts(ids)
         for fact_id in ids:
-            if fact_id in stale:
+            if fact_id in stale and not keyed(stale[fact_id]):  # an application's keyed item is its to replace
                 self.archive_fact(stale[fact_id], "contradicted by a newer fact", successor, successor.updated_at)
 
     def comparable(self, fact: Fact) -> list[FactText]:

@@ -33,7 +33,7 @@ from reverie.engines.base import (
     TagInfo,
 )
 from reverie.errors import EngineError, StoreBusy
-from reverie.facts import clip_learned, note_skipped
+from reverie.facts import clip_learned, keyed, note_skipped
 from reverie.heap import paused_gc
 from reverie.inputs import fit_label, normalize_category
 from reverie.messages import clip, is_trivial
@@ -536,7 +536,8 @@ class Learner:
         for removal in ex.facts_to_remove:
             found = self.store.get_fact(removal.id)
             # ... and takes back only its own (one every agent sees stays for the others)
-            if found is not None and found.user == user and found.status != "archived" and found.agent == agent:
+            if (found is not None and found.user == user and found.status != "archived" and found.agent == agent
+                    and not keyed(found)):  # an application's keyed item is its to delete
                 removed.append((found, removal.reason))
         # an engine cites the lines it read: an episode id, or a message's own id where it has
         # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself

@@ -26,7 +26,16 @@ from reverie.claims import NEGATION, duplicate_pairs, related_pairs, stored_rela
 from reverie.context import Context
 from reverie.engines.base import FactRef, TidyAction
 from reverie.errors import Conflict, InvalidInput, NotFound
-from reverie.facts import FactLine, capacity_record, clean_line, clip_learned, fact_line, numbers, skipped_record
+from reverie.facts import (
+    FactLine,
+    capacity_record,
+    clean_line,
+    clip_learned,
+    fact_line,
+    keyed,
+    numbers,
+    skipped_record,
+)
 from reverie.inputs import normalize_category
 from reverie.journal import Change, Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
@@ -86,6 +95,7 @@ def consolidate(ctx: Context, *, user: str, dry_run: bool = False) -> Consolidat
             groups.append((fact, []))
         else:
             home[1].append(fact)
+    groups = [_keyed_kept(keep, dups) for keep, dups in groups]
     groups = [g for g in groups if g[1]]
     report = ConsolidateReport(
         groups=[DuplicateGroup(kept=fact_line(k), archived=[fact_line(d) for d in dups]) for k, dups in groups],
@@ -195,6 +205,8 @@ class _Judge:
             change.refused = "there is no such live fact"
         elif fact.id in self.touched:
             change.refused = "an earlier change already touches this fact"
+        elif keyed(fact):
+            change.refused = "an application keeps it under a key of its own (a LangGraph item): it is the application's to change"
         else:
             change.refused = self._remove_problem(fact, action) if action.op == "remove" else _rewrite_problem(fact, change.after)
         if not change.refused and fact is not None and action.op != "add":
@@ -230,6 +242,14 @@ class _Judge:
         if any(stored_relation(probe.content, f.content, dup) == "duplicate" for f in self.facts.values() if f.id not in self.touched):
             return "a live fact says this already"
         return ""
+
+
+def _keyed_kept(keep: Fact, dups: list[Fact]) -> tuple[Fact, list[Fact]]:
+    """A duplicate group as it folds: an item an application keeps under a key of its own is
+    never folded away (it is the one kept, and another such item stays beside it)."""
+    group = [keep, *dups]
+    survivor = next((f for f in group if keyed(f)), keep)
+    return survivor, [f for f in group if f is not survivor and not keyed(f)]
 
 
 def _protected(fact: Fact) -> bool:

@@ -339,3 +339,19 @@ def test_search_leaves_the_profile_out(store, mem):
     assert first.key == "diet"
     found = store.search(ANA, query="billing team bank Lisbon")
     assert all(item.value.get("kind") != "profile" for item in found)
+
+
+def test_items_put_under_keys_stay_until_put_again_or_deleted_whatever_reverie_curates(store, mem):
+    store.put(ANA, "m1", {"content": "Ana has a dentist appointment on March 3 at 10:00"})
+    store.put(ANA, "m2", {"content": "Ana has a dentist appointment on April 7 at 15:30"})
+    store.put(ANA, "d1", {"content": "Ana likes green tea"})
+    store.put(ANA, "d2", {"content": "Ana likes green tea"})
+    mem.remember("Ana has a dentist appointment on May 9 at 9:00", user="ana", category="context")
+    mem.remember("Ana likes green tea", user="ana", category="preference")
+    assert mem.dream(user="ana", days=3).status == "done"
+    mem.consolidate(user="ana")
+    for key in ("m1", "m2", "d1", "d2"):
+        assert store.get(ANA, key) is not None, key
+    assert {i.key for i in store.search(ANA)} >= {"m1", "m2", "d1", "d2"}
+    store.delete(ANA, "m1")  # the application deletes what it keyed
+    assert store.get(ANA, "m1") is None

@@ -28,8 +28,10 @@ is edited elsewhere (MEMORY.md, ``update_fact``) the text field follows. A put u
 that is stored already replaces it. ``delete`` forgets the fact (archived, reversible
 with ``Memory.update_fact(id, status="consolidated")``). Facts reverie learned from
 conversation are items too, under their fact id as key: ``get``, ``put`` and ``delete``
-address them like any other. Reverie curates what it holds, so a fact it archives (a
-duplicate folded by ``consolidate``, an older value superseded) leaves the store.
+address them like any other. Reverie curates what it learned (a duplicate folded by
+``consolidate`` or a dream, an older value superseded: such a fact leaves the store), but an
+item put under a key stays until it is put again or deleted: no dream, ``consolidate``,
+``tidy``, learning or other fact's new value archives it (a learned duplicate folds into it).
 
 **Search.** With a ``query``, ``search`` runs reverie's recall and returns what it delivers,
 best first, with recall's score: facts as their items, and what reverie recalls besides
