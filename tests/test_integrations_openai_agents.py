@@ -428,3 +428,13 @@ def test_a_session_moves_with_an_export_and_an_import(mem, tmp_path):
         other.import_(mem.export(user="ana"), user="ana")
         moved = ReverieSession(other, user="ana", session_id="dinner")
         assert run(moved.get_items) == RUN
+
+
+def test_an_agents_forget_reaches_only_what_its_search_can_show(mem):
+    travel = mem.remember("Passport expires in May", user="ana", agent="travel")
+    shared = mem.remember("Is allergic to peanuts", user="ana", category="constraint")
+    cook = {t.name: t for t in memory_tools(mem, user="ana", agent="cook")}
+    assert "Passport" not in invoke(cook["search_memory"], query="passport")
+    assert invoke(cook["forget_memory"], memory_id=travel.id).startswith("Not forgotten: no fact")
+    assert mem.fact(travel.id).status == "consolidated"
+    assert invoke(cook["forget_memory"], memory_id=shared.id) == f"Forgot ({shared.id}): {shared.content}"

@@ -45,11 +45,11 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
 from reverie.aio import AsyncMemory
-from reverie.errors import InvalidInput, ReverieError
+from reverie.errors import InvalidInput, NotFound, ReverieError
 from reverie.inputs import check_json, check_user, clean_label
 from reverie.memory import Memory
 from reverie.messages import parse_message
-from reverie.models import Episode, Message, utcnow
+from reverie.models import Episode, Fact, Message, utcnow
 from reverie.redact import redact
 from reverie.turn import turn_owner
 
@@ -351,8 +351,15 @@ def memory_tools(memory: Memory | AsyncMemory, *, user: str, agent: str | None =
         Args:
             memory_id: the fact's id, as search_memory shows it (fact_...).
         """
+        def forget() -> Fact:
+            fact = mem.fact(memory_id, user=who)
+            if owner is not None and fact.agent not in (None, owner):
+                # what search_memory cannot show this agent, it cannot forget either
+                raise NotFound(f"no fact {memory_id!r}")
+            return mem.forget(fact.id, user=who)
+
         try:
-            fact = await anyio.to_thread.run_sync(lambda: mem.forget(memory_id, user=who))
+            fact = await anyio.to_thread.run_sync(forget)
         except ReverieError as exc:
             return f"Not forgotten: {exc}"
         return f"Forgot ({fact.id}): {fact.content}"
