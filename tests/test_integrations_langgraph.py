@@ -118,10 +118,12 @@ def test_delete_forgets_the_fact_reversibly_and_a_new_put_brings_the_key_back(st
     assert store.search(ANA) == [] and store.search(ANA, query="is ana vegetarian?") == []
     (archived,) = mem.facts(user="ana", status="archived")  # forgotten, not destroyed
     assert archived.content == "Ana is vegetarian"
+    first = mem.facts(user="ana", status="archived")[0].created_at
     store.delete(ANA, "diet")  # deleting what is gone is no error
     store.put(ANA, "diet", {"content": "Ana eats fish again"})
     item = store.get(ANA, "diet")
     assert item is not None and item.value == {"content": "Ana eats fish again"}
+    assert item.created_at > first  # a new item, as LangGraph's own stores make it
     assert [f.content for f in mem.facts(user="ana")] == ["Ana eats fish again"]
 
 

@@ -184,11 +184,13 @@ class ReverieStore(BaseStore):
         with store.transaction():
             fact = self._fact(user, agent, key)
             if fact is None:
-                # a new key, or one whose fact was deleted (archived): that fact comes back
+                # a new key, or one whose fact was deleted (archived): that fact comes back, as
+                # a new item (made now, as LangGraph's own stores make it)
                 fact = store.get_fact(_fact_id(user, agent, key)) or Fact(
                     id=_fact_id(user, agent, key), user=user, agent=agent, content=content,
                     provenance=Provenance(origin="manual"), created_at=now,
                 )
+                fact.created_at = now
             fact.content, fact.category, fact.original_category = content, category, original
             fact.confidence, fact.status, fact.archived_reason, fact.updated_at = 1.0, "consolidated", "", now
             fact.superseded_by, fact.tags = None, []  # a put replaces: the old tags go with the old value
