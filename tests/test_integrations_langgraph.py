@@ -357,3 +357,15 @@ def test_items_put_under_keys_stay_until_put_again_or_deleted_whatever_reverie_c
     assert {i.key for i in store.search(ANA)} >= {"m1", "m2", "d1", "d2"}
     store.delete(ANA, "m1")  # the application deletes what it keyed
     assert store.get(ANA, "m1") is None
+
+
+def test_a_search_with_a_query_pages_and_filters_over_every_item_not_only_what_recall_delivered(store):
+    for i in range(150):
+        store.put(ANA, f"k{i}", {"content": f"Ana recipe note {i}: likes dish number {i} with rice", "i": i})
+    best = store.search(ANA, query="rice dish recipe", limit=100)
+    assert len(best) == 100 and best[0].score > 0
+    assert [i.score for i in best] == sorted((i.score for i in best), reverse=True)
+    rest = store.search(ANA, query="rice dish recipe", limit=100, offset=100)
+    assert len(rest) == 50 and not {i.key for i in rest} & {i.key for i in best}
+    late = store.search(ANA, query="rice dish recipe", filter={"i": {"$gte": 140}}, limit=50)
+    assert sorted(i.value["i"] for i in late) == list(range(140, 150))

@@ -40,7 +40,9 @@ reverie id and value ``{"content": line, "kind": kind}``. The profile's lines ar
 recall delivers them first whatever the query, and they would take the places of what it
 found (``memory_block`` has them, and ``Memory.profile``). Without a query it lists
 the namespace's facts, oldest first. ``filter`` (exact values, ``$eq $ne $gt $gte $lt $lte``),
-``limit`` and ``offset`` apply to the values either way. Items live in their own namespace
+``limit`` and ``offset`` apply to the values either way; with a query, what recall found comes
+first, and a page past it (or a filter it leaves short) goes on with the namespace's other
+facts, oldest first, scored 0. Items live in their own namespace
 and those under it: ``("memories", "ana")`` finds ana's agents' facts too.
 """
 
@@ -210,11 +212,17 @@ class ReverieStore(BaseStore):
             raise InvalidInput("query must be text (or None to list the namespace)", field="query")
         found = self._recalled(user, agent, op.query) if op.query else self._listed(user, agent)
         kept = [item for item in found if _matches(item.value, op.filter or {})]
+        if op.query and len(kept) < op.offset + op.limit:
+            # recall delivers what its budget holds: a page past it, or a filter, sees the rest of
+            # the namespace's facts too, after what recall found, scored 0 (matched nothing)
+            seen = {item.key for item in found}
+            kept += [item for item in self._listed(user, agent, score=0.0)
+                     if item.key not in seen and _matches(item.value, op.filter or {})]
         return kept[op.offset: op.offset + op.limit]
 
-    def _listed(self, user: str, agent: str | None) -> list[SearchItem]:
+    def _listed(self, user: str, agent: str | None, score: float | None = None) -> list[SearchItem]:
         facts = self.memory.store.list_facts(user, agent=agent)
-        return [self._item(f) for f in facts if agent is None or f.agent == agent]
+        return [self._item(f, score) for f in facts if agent is None or f.agent == agent]
 
     def _recalled(self, user: str, agent: str | None, query: str) -> list[SearchItem]:
         result = self.memory.recall(query, user=user, agent=agent, budget=self.budget, track=False)
