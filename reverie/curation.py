@@ -322,7 +322,8 @@ def set_tag_status(ctx: Context, name: str, status: str, *, user: str) -> Tag:
     """A person deprecates a tag (it never matches again) or makes it active again;
     journaled as a "tags" change that ``undo`` takes back."""
     if status not in ("active", "deprecated"):
-        raise InvalidInput("status must be active or deprecated (merge a tag with merge_tags)", field="status")
+        raise InvalidInput("status must be active or deprecated (to fold a tag into another, merge the two)",
+                           field="status")
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name must be a tag name", field="name")
     writer = TagWriter(ctx.store, user)

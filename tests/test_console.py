@@ -680,6 +680,7 @@ def test_the_dream_status_answers_json_even_for_an_error(setup):
 @pytest.mark.parametrize("path, status, said", [
     ("/console/facts?user=bob", 403, "this key reaches only ana&#39;s memory"),  # no quotes round the name
     ("/console/facts?status=gone", 400, "archived or all"),  # every choice of the filter
+    ("/console/dreams?before=zz", 400, "before is not a cursor this list gave out"),  # the page's own name
 ])
 def test_a_refused_page_says_plainly_why(setup, path, status, said):
     _, app, keys = setup

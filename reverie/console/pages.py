@@ -350,7 +350,10 @@ def add_routes(router: APIRouter, console: Console) -> None:
             latest = _or_none(lambda: memory.dream_status(user=user))
             if latest is not None and latest.status in ("queued", "running"):
                 current = latest
-        diaries = memory.diary_page(user=user, after=before or None, limit=DIARY_PAGE)
+        try:
+            diaries = memory.diary_page(user=user, after=before or None, limit=DIARY_PAGE)
+        except InvalidInput as exc:  # the page's own name for the diaries' cursor
+            raise InvalidInput(str(exc).replace("after ", "before ", 1), field="before") from exc
         changes = memory.change_page(user=user, after=after or None, limit=PAGE)
         return view.render(
             "dreams.html", title="Dreams", run=current, run_text=describe(current) if current else "",
