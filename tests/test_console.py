@@ -735,3 +735,12 @@ def test_a_form_drawn_for_one_user_never_writes_into_the_user_another_tab_switch
     again = admin.client.post("/console/profile", data={
         "section": "user.workContext", "summary": "ANA: works as a pilot", "csrf": csrf_of(tab_a), "as_user": "ana"})
     assert again.status_code == 303 and memory.profile(user="ana").section("user.workContext").summary
+
+
+def test_the_recall_playground_shows_a_person_the_text_itself_and_no_markup_runs(setup):
+    memory, app, keys = setup
+    memory.remember("Writes arrows like --> and <-- in notes <script>alert(1)</script>", user="ana")
+    page = Browser(app, keys["ana"]).get("/console/recall?message=arrows+in+notes&budget=400").text
+    shown = re.search(r'<p class="pre item-text">([^<]*)</p>', page).group(1)
+    assert "--&gt; and &lt;--" in shown and "&amp;gt;" not in shown  # escaped once, for the page
+    assert "<script>alert(1)</script>" not in page

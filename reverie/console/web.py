@@ -12,6 +12,7 @@ no framing.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import zlib
@@ -110,6 +111,9 @@ def _environment() -> Environment:
     )
     env.filters["markdown"] = markdown
     env.filters["when"] = when
+    # a recalled line as an agent reads it has < and > written as character references; a
+    # person reads the text itself (the page escapes it again, as every text)
+    env.filters["as_said"] = html.unescape
     env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
     env.globals["prefix"] = PREFIX
     env.globals["version"] = __version__
