@@ -31,7 +31,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from reverie.errors import InvalidInput
+from reverie.errors import Conflict, InvalidInput
 from reverie.inputs import check_date, check_user
 from reverie.store.base import Store
 
@@ -142,10 +142,24 @@ class UserFiles:
             final = self.confine(user, path)
             if final.is_file():
                 text = final.read_text(encoding="utf-8")
-                # a mirror holding what this folder was last written is stale, not edited (another
-                # replica's mirror may have written the store since): only a change by hand counts
-                if text != stored and _sha(text) != _read_or_none(_written_mark(final)):
-                    return text
+                written = _read_or_none(_written_mark(final))
+                if text == stored or _sha(text) == written:
+                    # a mirror holding what this folder was last written is stale, not edited
+                    # (another replica may have written the store since): brought up to date
+                    if stored is not None and text != stored:
+                        self.write(user, path, stored, durable=False)
+                    return stored
+                if written is not None and stored is not None and written != _sha(stored):
+                    # edited by hand, but from a version the store has replaced since: read
+                    # against the newer one, the edit would take back what replaced it
+                    raise Conflict(
+                        f"{final} was edited, but it was written before the store's current version (another "
+                        "process wrote it since): nothing was taken in and the file is left as it is. Move it "
+                        "aside (the next sync writes the current version there) and make the edit again on "
+                        "that, or in the console")
+                return text
+            if stored is not None:  # a mirror's file that is gone is written again
+                self.write(user, path, stored, durable=False)
         return stored
 
     def exists(self, user: str, path: Path) -> bool:

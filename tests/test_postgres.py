@@ -155,6 +155,35 @@ def test_a_stale_mirror_of_another_replica_does_not_undo_an_edit_made_through_th
         b.close()
 
 
+def test_a_hand_edit_of_a_mirror_another_replica_has_since_outdated_is_refused_not_taken_against_the_new(
+        tmp_path, pg_url):
+    from reverie import Conflict
+
+    a = Memory(tmp_path / "a", background=False, store=pg_url, mirror_dir=tmp_path / "mirror-a")
+    b = Memory(tmp_path / "b", background=False, store=pg_url)  # a replica without a mirror
+    try:
+        a.remember("Prefers window seats on flights", user="u", category="preference")
+        assert a.dream(user="u", days=30, now=DAY).status == "done"
+        b.remember("Allergic to peanuts", user="u", category="constraint")
+        assert b.dream(user="u", days=30, now=DAY, force=True).status == "done"  # the store moves on
+        md = tmp_path / "mirror-a" / "users" / "u" / "MEMORY.md"
+        stale = md.read_text(encoding="utf-8")
+        assert "peanuts" not in stale
+        md.write_text(stale.replace("window seats", "aisle seats"), encoding="utf-8")
+        with pytest.raises(Conflict, match="written before the store's current version"):
+            a.sync(user="u")
+        assert sorted(f.content for f in a.facts(user="u")) == ["Allergic to peanuts", "Prefers window seats on flights"]
+        assert "aisle seats" in md.read_text(encoding="utf-8")  # the person's edit is left where it is
+        md.unlink()  # moved aside: the next sync writes the current version there
+        assert a.sync(user="u").changed is False and "peanuts" in md.read_text(encoding="utf-8")
+        md.write_text(md.read_text(encoding="utf-8").replace("window seats", "aisle seats"), encoding="utf-8")
+        assert [f.content for f in a.sync(user="u").edited] == ["Prefers aisle seats on flights"]
+        assert "Allergic to peanuts" in [f.content for f in a.facts(user="u")]
+    finally:
+        a.close()
+        b.close()
+
+
 def test_without_a_mirror_documents_live_in_the_store_and_every_replica_sees_them(tmp_path, pg_url):
     first = Memory(tmp_path / "one", background=False, store=pg_url)
     second = Memory(tmp_path / "two", background=False, store=pg_url)
