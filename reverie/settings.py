@@ -161,9 +161,12 @@ class Settings(BaseModel):
     def _known_store(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             return None
-        if value is not None and "://" in value and not value.startswith(("postgresql://", "postgres://")):
-            raise ValueError("store must be a postgresql:// URL (or unset, for SQLite in the home)")
-        return value
+        if value is not None and not value.strip().startswith(("postgresql://", "postgres://")):
+            # anything else would open as the path of a SQLite file: a mistyped URL
+            # ("postgresql:/host/db", "localhost:5432/db") made a stray file in the working folder
+            raise ValueError("store must be a postgresql:// URL, e.g. postgresql://user@host:5432/db "
+                             "(or unset, for SQLite in the home)")
+        return value.strip() if value is not None else None
 
     @field_validator("durability")
     @classmethod

@@ -63,9 +63,11 @@ def test_store_from_the_environment_and_from_config_toml(home, pg_url, monkeypat
     with Memory(home, background=False) as mem:
         assert isinstance(mem.store, PostgresStore)
         assert [f.content for f in mem.facts(user="ana")] == ["Uses vim"]
-    (home / "config.toml").write_text('store = "mysql://x"\n', encoding="utf-8")
-    with pytest.raises(InvalidInput, match="postgresql://"):
-        Memory(home, background=False)
+    for wrong in ("mysql://x", "postgresql:/postgres@127.0.0.1:5432/test", "localhost:5432/test"):
+        (home / "config.toml").write_text(f'store = "{wrong}"\n', encoding="utf-8")
+        with pytest.raises(InvalidInput, match="postgresql://"):  # never a stray SQLite file of that name
+            Memory(home, background=False)
+    assert not any(p.name.endswith("test") for p in Path.cwd().rglob("*5432*"))
 
 
 def test_sqlite_stays_the_default(home):
