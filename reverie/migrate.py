@@ -30,7 +30,7 @@ from reverie.files import UserFiles
 from reverie.models import Tag
 from reverie.portability import differing_parts
 from reverie.store.base import USER_META_PREFIXES, ApiKey, Store, meta_user
-from reverie.store.postgres import PostgresStore, is_postgres_url, redact_url
+from reverie.store.postgres import PostgresStore, is_postgres_url, migration_target_problem, redact_url
 
 # what is counted per user, in the order reports show it
 KINDS = (
@@ -174,7 +174,10 @@ def migrate_home(
         report.users = {user: source.counts(user) for user in users}
         report.api_keys = int(source.q("SELECT count(*) FROM api_keys")[0][0])
         report.settings = len(source.install_meta())
-        if dry_run:
+        if dry_run:  # what the copy would refuse, said now (nothing is written to check it)
+            problem = migration_target_problem(to)
+            if problem:
+                report.problems.append(problem)
             return report
         target = PostgresStore(to)
         try:

@@ -124,3 +124,32 @@ def test_exports_are_compared_a_part_at_a_time_naming_what_differs(tmp_path):
         assert differing_parts(a.ctx, b.ctx, "ana") == ["profile", "facts"]
         a.add([{"role": "user", "content": "We harvested honey today."}], user="ana")
         assert differing_parts(a.ctx, b.ctx, "ana") == ["profile", "facts", "episodes"]  # one side has one more
+
+
+def test_a_dry_run_says_what_the_copy_would_refuse(home, pg_url):
+    import psycopg
+
+    from reverie.store.postgres import split_schema, with_schema
+
+    with Memory(home, background=False) as mem:
+        mem.remember("Keeps bees", user="ana")
+    ok = migrate(home, "--to", pg_url, "--dry-run")
+    assert ok.exit_code == 0 and json.loads(ok.output)["problems"] == []
+    assert migrate(home, "--to", pg_url).exit_code == 0
+    filled = migrate(home, "--to", pg_url, "--dry-run")
+    assert filled.exit_code == 1 and "already holds a memory" in json.loads(filled.output)["problems"][0]
+    down = migrate(home, "--to", "postgresql://postgres@127.0.0.1:5499/test", "--dry-run")
+    assert down.exit_code == 1 and "cannot connect to PostgreSQL" in json.loads(down.output)["problems"][0]
+    base, schema = split_schema(pg_url)
+    other = f"{schema}_other"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{other}"')
+        conn.execute(f'CREATE TABLE "{other}".notes (id int)')  # another application's table
+    try:
+        foreign = migrate(home, "--to", with_schema(pg_url, other), "--dry-run")
+        assert foreign.exit_code == 1 and "another application" in json.loads(foreign.output)["problems"][0]
+        said = runner.invoke(app, ["migrate", "--home", str(home), "--to", with_schema(pg_url, other), "--dry-run"])
+        assert said.exit_code == 1 and "the copy would fail" in said.output
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{other}" CASCADE')

@@ -50,6 +50,8 @@ def migrate(
             report = mem.migrate_to(to, dry_run=dry_run, on_progress=lambda step: progress.update(task, description=step))
     if as_json:
         emit_json(report.as_dict())
+        if report.problems:
+            raise typer.Exit(1)
         return
     table = Table(title=f"{'would copy' if dry_run else 'copied'} {report.source} -> {escape(redact_url(to))}")
     kinds = list(report.totals())[:-2]  # per user (API keys and settings belong to the install)
@@ -62,5 +64,9 @@ def migrate(
     console.print(f"API keys: {report.api_keys}; install settings: {report.settings}")
     if dry_run:
         console.print("dry run: nothing was copied")
+        for problem in report.problems:  # what the copy itself would refuse
+            err_console.print(f"[bold red]the copy would fail:[/] {escape(problem)}", soft_wrap=True)
+        if report.problems:
+            raise typer.Exit(1)
     else:
         console.print("[green]checked:[/] the counts match and every user's export is the same in PostgreSQL")

@@ -246,6 +246,35 @@ def scratch_schema(url: str, prefix: str = "reverie_scratch") -> Iterator[str]:
             conn.execute(f"DROP SCHEMA IF EXISTS {_ident(name)} CASCADE")
 
 
+def migration_target_problem(url: str) -> str:
+    """What would stop a migration into ``url``, read without writing anything ("" when
+    nothing): a server that does not answer, a schema that already holds a memory, or one
+    holding another application's tables under reverie's names."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+    conninfo, schema = split_schema(url)
+    where = redact_url(url)
+    try:
+        with psycopg.connect(conninfo, connect_timeout=5, autocommit=True) as conn:
+            named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
+            tables = {str(r[0]) for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (named,))}
+            ours = sorted(tables & set(TABLES))
+            if ours and "schema_version" not in tables:
+                return (f"schema {named!r} at {where} holds tables of another application with names reverie uses "
+                        f"({', '.join(ours)}): name a new schema with ?schema=NAME")
+            filled = [t for t in ours if t != "schema_version" and conn.execute(
+                f'SELECT EXISTS (SELECT 1 FROM "{named}"."{t}")').fetchone()[0]]  # type: ignore[index]
+    except psycopg.Error as exc:
+        return f"cannot connect to PostgreSQL at {where}: {' '.join(str(exc).split())}"
+    if filled:
+        return (f"{where} already holds a memory (rows in {', '.join(filled)}): migrate into an empty database, "
+                "or name a new schema with ?schema=NAME")
+    return ""
+
+
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
