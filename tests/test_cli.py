@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -436,3 +437,20 @@ def test_episodes_print_a_page_at_a_time_and_the_command_that_goes_on(home, tmp_
     rest = run("episodes", "--user", "ana", "--limit", "2", "--after", cursor, "--json", home=home)
     seen = [e["id"] for e in json.loads(first.stdout)] + [e["id"] for e in json.loads(rest.stdout)]
     assert len(seen) == len(set(seen)) == 3 and "more:" not in rest.output
+
+
+def test_an_export_to_a_pipe_or_dash_writes_through_it_and_never_replaces_it(home, tmp_path):
+    import os
+
+    run("remember", "Likes jazz", "--user", "ana", home=home)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = __import__("threading").Thread(target=lambda: got.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    result = run("export", "--user", "ana", "-o", str(fifo), home=home)
+    reader.join(10)
+    assert result.exit_code == 0 and json.loads(got[0])["facts"][0]["content"] == "Likes jazz"
+    assert fifo.is_fifo()  # still the pipe, not a file renamed over it
+    dashed = run("export", "--user", "ana", "-o", "-", home=home)
+    assert json.loads(dashed.stdout)["facts"][0]["content"] == "Likes jazz" and not Path("-").exists()

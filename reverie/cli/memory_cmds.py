@@ -324,7 +324,7 @@ def delete_user_cmd(
 def export_cmd(
     user: User,
     home: Home = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default, or -: stdout).")] = None,
 ) -> None:
     """Export a user's whole memory as one JSON envelope (written as it is read: any size)."""
     with open_memory(home, create=False) as mem:
@@ -334,8 +334,13 @@ def export_cmd(
             # an empty envelope is a valid export, but most often the sign of a mistyped id
             err_console.print(f"note: nothing is stored for user {escape(user)!r} in this home "
                               "(`reverie stats` lists its users); the export is empty")
-        if output is None:
+        if output is None or str(output) == "-":
             mem.export_to(sys.stdout, user=user)
+            return
+        if output.exists() and not output.is_file() and not output.is_dir():
+            # a device, a pipe (/dev/stdout): written through, never replaced by a renamed file
+            with output.open("w", encoding="utf-8") as out:
+                mem.export_to(out, user=user)
             return
         partial = output.with_name(f".{output.name}.partial")
         try:
