@@ -364,7 +364,8 @@ def merge_tags(ctx: Context, old: str, new: str, *, user: str) -> int:
 def stats(ctx: Context, users: list[str]) -> dict[str, Any]:
     """Counts per user."""
     store = ctx.store
-    out: dict[str, Any] = {"home": str(ctx.files.home), "schema_version": store.schema_version(), "users": {}}
+    out: dict[str, Any] = {"home": str(ctx.files.home), "store": store.where, "schema_version": store.schema_version(),
+                           "users": {}}
     for name in users:
         counts = store.counts(name)  # counting queries: as fast with 100,000 episodes as with 10
         out["users"][name] = {

@@ -939,3 +939,22 @@ def test_a_closed_store_refuses_to_be_used(tmp_path, pg_url):
         mem.recall("bees", user="ana")
     with pytest.raises(StoreError, match="is closed"):
         mem.remember("Likes tea", user="ana")
+
+
+def test_a_hint_carries_the_store_given_as_a_flag_and_stats_names_the_store(tmp_path, pg_url, monkeypatch):
+    from typer.testing import CliRunner
+
+    from reverie.cli import app
+
+    monkeypatch.delenv("REVERIE_STORE", raising=False)
+    home = tmp_path / "no-such-home"
+    runner = CliRunner()
+    for line in ("Likes kayaks", "Owns a red canoe", "Rows on Sundays"):
+        runner.invoke(app, ["remember", line, "--user", "ana", "--store", pg_url, "--home", str(home)])
+    listed = runner.invoke(app, ["facts", "--user", "ana", "--limit", "2", "--store", pg_url, "--home", str(home)])
+    hint = next(line for line in listed.output.splitlines() if line.startswith("more: "))
+    assert f"--store {pg_url}" in hint.replace("'", "")
+    more = runner.invoke(app, hint.removeprefix("more: reverie ").replace("'", "").split())
+    assert more.exit_code == 0 and "ana" in more.output and "more:" not in more.output
+    stats = runner.invoke(app, ["stats", "--store", pg_url, "--home", str(home)])
+    assert f"reverie at {pg_url.split('?')[0]}" in stats.output.replace("\n", "")

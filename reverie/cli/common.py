@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
 from reverie.observe import configure_logging
 from reverie.settings import Settings
-from reverie.store import is_postgres_url
+from reverie.store import is_postgres_url, redact_url
 from reverie.version import __version__
 
 _STORE: ContextVar[str | None] = ContextVar("reverie_cli_store", default=None)
@@ -245,6 +246,9 @@ def emit_json(data: Any) -> None:
 def command_line(name: str, **options: Any) -> str:
     """``reverie NAME --option value ...`` of the options given (None and False left out)."""
     parts = ["reverie", *name.split()]
+    store = chosen_store()
+    if store is not None and store != os.environ.get("REVERIE_STORE"):
+        options = {**options, "store": redact_url(store)}  # given as --store: the next command needs it too
     for key, value in options.items():
         if value is None or value is False:
             continue

@@ -385,7 +385,7 @@ def stats(user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only
         if as_json:
             emit_json(data)
             return
-        table = Table(title=f"reverie at {data['home']} (schema v{data['schema_version']})")
+        table = Table(title=f"reverie at {escape(data['store'])} (schema v{data['schema_version']})")
         for col in ("user", "episodes", "facts", "notes", "knowledge", "tags", "threads"):
             table.add_column(col)
         for name, s in data["users"].items():

@@ -509,6 +509,8 @@ class Store(ABC):
     #: PostgreSQL store): documents live in the store instead of files, the learning queue is
     #: claimed through :meth:`claim_learning`, and :meth:`try_lock` holds across processes.
     shared: bool = False
+    #: where the store is, as messages say it: a file's path, or a URL without its password
+    where: str = ""
 
     # ------------------------------------------------------------ lifecycle
     @abstractmethod

@@ -572,6 +572,7 @@ class SQLiteStore(Store):
         if durability not in SYNCHRONOUS:
             raise StoreError(f"durability must be one of {', '.join(SYNCHRONOUS)}, not {durability!r}")
         self.path = Path(path)
+        self.where = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_ms = busy_timeout_ms
         self._synchronous = SYNCHRONOUS[durability]
