@@ -132,6 +132,9 @@ def test_a_schema_that_is_no_plain_name_fails_before_connecting():
     # a closed port: a connection attempt would fail otherwise
     with pytest.raises(StoreError, match="schema 'bad-name' is not a plain name"):
         PostgresStore(f"postgresql://postgres@127.0.0.1:{_closed_port()}/test?schema=bad-name")
+    for twice in ("?schema=a&schema=b", "?schema=a&sslmode=disable&schema=a"):
+        with pytest.raises(StoreError, match="names one schema, once"):  # not the last one named
+            PostgresStore(f"postgresql://postgres@127.0.0.1:{_closed_port()}/test{twice}")
     assert time.monotonic() - began < 1
 
 

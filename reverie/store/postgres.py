@@ -200,6 +200,8 @@ def split_schema(url: str) -> tuple[str, str | None]:
     for param in url[mark + 1:].split("&"):
         key, _, value = param.partition("=")
         if unquote(key) == "schema":
+            if schema is not None:  # the first name or the last: neither is what was meant for sure
+                raise StoreError("?schema= names one schema, once (a plain name: letters, digits and '_')")
             schema = unquote(value)
         elif param:
             rest.append(param)
@@ -1042,7 +1044,8 @@ class PostgresStore(Store):
             raise StoreError(
                 f"the PostgreSQL store at {self.where} cannot create its tables: {where} already holds a "
                 f"table of another application with a name reverie uses ({' '.join(str(exc).split())}); keep "
-                "reverie's tables in a schema of their own: add ?schema=NAME to the URL"
+                "reverie's tables in a schema of their own: "
+                + ("name a new one in ?schema=NAME" if self.schema else "add ?schema=NAME to the URL")
             ) from None
 
     def schema_version(self) -> int:
