@@ -73,10 +73,11 @@ _CN_LABEL = re.compile(rf"第\s*(?P<n>\d+|{_CN_NUMERAL})\s*(?P<u>[{_CJK}])?")
 _CN_WEEKDAY = re.compile(r"(?<![零〇一二两三四五六七八九十\d])(?:星期|礼拜|周)(?P<d>[一二三四五六日天1-7])")  # not 一周三次
 _CN_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 
-# a numbered label introduces another item ("Lesson 1" / "Lesson 2"), never a new value
+# a numbered label introduces another item ("Lesson 1" / "Lesson 2", "Ticket 1234" / "Ticket
+# 5678"), never a new value
 _LABEL_WORDS = (
     "lesson|chapter|step|part|week|day|episode|ep|session|item|section|module|exercise|question|task|"
-    "season|scene|act|lecture"
+    "season|scene|act|lecture|ticket|issue|bug|pr|order|invoice|incident|case"
 )
 _EN_NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,

@@ -64,6 +64,10 @@ PAIRS = [
     # numbered labels: another item, not a new value
     ("Lesson 2: SQLite basics", "Lesson 1: SQLite basics", DISTINCT),
     ("Lesson 2: Postgres", "Lesson 1: SQLite", DISTINCT),
+    ("Ticket 5678 is blocked", "Ticket 1234 is blocked", DISTINCT),  # ids of items a team tracks
+    ("PR 34 is merged", "PR 12 is merged", DISTINCT),
+    ("Order #5531 shipped", "Order #5530 shipped", DISTINCT),
+    ("Issue 12 is fixed", "Issue 13 is fixed", DISTINCT),
     ("Chapter 4 covers indexes", "Chapter 3 covers indexes", DISTINCT),
     ("Step 2: install uv", "Step 1: install uv", DISTINCT),
     ("Part 2: SQLite basics", "Part 1: SQLite basics", DISTINCT),
