@@ -51,6 +51,7 @@ __all__ = [
     "check_id",
     "check_json",
     "check_messages",
+    "check_moment",
     "check_query",
     "check_reason",
     "check_tags",
@@ -265,7 +266,20 @@ def check_time(value: Any, field: str) -> datetime | None:
             raise InvalidInput(f"{field} is not an ISO date-time: {value!r}", field=field) from exc
     if not isinstance(value, datetime):
         raise InvalidInput(f"{field} must be a date-time, not {type(value).__name__}", field=field)
-    return as_utc(value)
+    try:
+        return as_utc(value)
+    except OverflowError as exc:  # the first or last hours of the calendar, in another zone than UTC
+        raise InvalidInput(f"{field} is out of the range of dates: {value!r}", field=field) from exc
+
+
+def check_moment(value: Any, field: str) -> datetime | None:
+    """:func:`check_time`, in the time zone it was given in (UTC for a naive time): the
+    instant is the same, and "yesterday" or "today" in a message are that zone's days."""
+    when = check_time(value, field)
+    given = value if isinstance(value, datetime) else None
+    if when is None or given is None or given.tzinfo is None:
+        return when
+    return when.astimezone(given.tzinfo)
 
 
 def check_messages(messages: Any) -> list[Any]:

@@ -32,6 +32,7 @@ from reverie.inputs import (
     check_messages,
     check_query,
     check_text,
+    check_moment,
     check_time,
     check_user,
     clean_id,
@@ -165,7 +166,7 @@ class Memory:
         return Turn.open(
             self.store, self.recaller, self.learner, message, user=check_user(user),
             thread=self._id(thread, "thread") or "default", agent=self._id(agent, "agent"),
-            budget=check_budget(budget) or self.settings.budget, at=check_time(at, "at"),
+            budget=check_budget(budget) or self.settings.budget, at=check_moment(at, "at"),
         )
 
     def complete_turn(self, turn_id: str, reply: str, *, user: str | None = None) -> Episode:
@@ -409,7 +410,7 @@ class Memory:
         """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
         return self.recaller.recall(
             check_query(query), user=check_user(user), budget=check_budget(budget) or self.settings.budget,
-            thread=self._id(thread, "thread"), agent=self._id(agent, "agent"), at=check_time(at, "at"),
+            thread=self._id(thread, "thread"), agent=self._id(agent, "agent"), at=check_moment(at, "at"),
             explain=explain, track=track,
         )
 

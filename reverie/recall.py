@@ -227,7 +227,10 @@ class Recaller:
         # recall matches on the beginning and end of a long message: every step after
         # this is linear in max_query_chars, whatever the message's length
         query = clip(query, self.ctx.settings.max_query_chars)
-        perception = self.perceive(query, now)
+        # "yesterday" is a day where the asker is: in the zone of the time asked at (UTC for a
+        # naive one), else in this machine's, as the nightly dream is
+        reading = (at if at.tzinfo is not None else now) if at is not None else now.astimezone()
+        perception = self.perceive(query, reading)
         query_terms = terms(query)
         asked_about = names_in(query)
         # a shallow answer delivers no daily note: their search is skipped

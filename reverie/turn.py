@@ -109,7 +109,7 @@ class Turn:
         # a pending episode that start-up recovery marks interrupted, never lost
         with store.transaction():
             store.put_episode(episode)
-        recall = recaller.recall(text, user=user, budget=budget, thread=None, agent=agent, at=when,
+        recall = recaller.recall(text, user=user, budget=budget, thread=None, agent=agent, at=at,
                                  explain=False, track=True)
         episode.perception = stored_perception(recall.perception)
         episode.scene, episode.sub_scene = episode.perception.scene, episode.perception.sub_scene

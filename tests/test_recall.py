@@ -569,3 +569,34 @@ def test_a_question_about_someone_most_matches_name_delivers_the_match_its_other
     evidence = said("Gina", "dance brings freedom after work")
     result = bmem.recall("How does Gina describe the feeling that dance brings?", user="ana", budget=200, at=NOW)
     assert result.items[0].id == evidence.id
+
+
+def test_yesterday_is_a_day_where_the_asker_is(mem):
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    marta = mem.add(["I had lunch with my sister Marta"], user="ana", at=datetime(2024, 6, 11, 12, 0, tzinfo=la))[0]
+    pedro = mem.add(["I had coffee with my boss Pedro"], user="ana", at=datetime(2024, 6, 12, 9, 0, tzinfo=la))[0]
+    mem.flush()
+    asked = datetime(2024, 6, 12, 20, 0, tzinfo=la)  # already June 13 in UTC
+    result = mem.recall("who did I meet yesterday?", user="ana", at=asked, explain=True, track=False)
+    [ref] = result.perception.time_refs
+    assert (ref.start, ref.end) == (datetime(2024, 6, 11, tzinfo=la), datetime(2024, 6, 12, tzinfo=la) - timedelta(microseconds=1))
+    scores = {i.id: i.score for i in result.items}
+    assert scores[marta.id] > scores.get(pedro.id, 0.0)  # June 11 where she lives, not in UTC
+
+
+@pytest.mark.parametrize("message", ["The pyramids were built 4500 years ago, right?", "99999999999999 days ago"])
+def test_a_time_before_the_calendar_is_no_time_reference_and_no_crash(mem, message):
+    with mem.turn(message, user="ana") as turn:
+        turn.complete("Yes.")
+    assert mem.recall(message, user="ana").perception.time_refs == []
+    assert mem.episodes(user="ana")[0].status == "completed"
+
+
+def test_a_time_at_the_calendars_edge_in_another_zone_is_a_clear_error(mem):
+    from reverie import InvalidInput
+
+    with pytest.raises(InvalidInput, match="out of the range of dates") as caught:
+        mem.recall("hello", user="ana", at=datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))))
+    assert caught.value.field == "at"

@@ -219,7 +219,10 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
             at = bisect.bisect_right(starts, start)
             if (at > 0 and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue
-            span = handler(m, today)
+            try:
+                span = handler(m, today)
+            except (ValueError, OverflowError):  # "4500 years ago": before the calendar's year 1
+                span = None
             if span is None:
                 continue
             starts.insert(at, start)
