@@ -25,9 +25,9 @@ Messages = Iterable[RawMessage]
 TIME_FIELDS = ("at", "timestamp", "created_at", "time")
 # a speaker field that names a role, not a person
 # a transcript's speaker that names a role, not a person ("User:", "用户：")
-ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user",
-              "用户": "user", "人类": "user", "助手": "assistant", "助理": "assistant", "系统": "system",
-              "机器人": "bot"}
+ROLE_NAMES = {**{r: r for r in AGENT_ROLES}, "user": "user", "human": "user", "ai": "assistant",
+              "model": "assistant", "用户": "user", "人类": "user", "助手": "assistant", "助理": "assistant",
+              "系统": "system", "机器人": "bot"}
 TRIVIAL = re.compile(
     r"^\s*(ok(ay)?|k|thanks?( you)?|thx|ty|cool|nice|great|got it|sure|yes|yep|no|nope|hi|hello|hey|bye|"
     r"好的?|好|嗯+|哦+|谢谢|多谢|收到|行|可以|对|是的|拜拜|你好)\s*[.!?。！？~～]*\s*$",
@@ -73,9 +73,14 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
     # a speaker named by a role and no role ({"speaker": "assistant"}): that role, no name (the
     # agent's message is no person's, and "user: ..." names nobody)
     named_role = ROLE_NAMES.get(speaker.strip().lower()) if isinstance(speaker, str) and not data.get("role") else None
+    if isinstance(speaker, str) and speaker.strip() == "Ai":
+        named_role = None  # "AI:" is the agent, but Ai is also a person's name
     if named_role is not None:
         speaker = None
-    role = data.get("role") or named_role or ("user" if not speaker else "speaker")
+    given = data.get("role")
+    # a role as frameworks spell it ("User", LangChain's "human" / "ai", Gemini's "model")
+    role = (ROLE_NAMES.get(given.strip().lower(), given) if isinstance(given, str) else given) or named_role or (
+        "user" if not speaker else "speaker")
     stamp = next((name for name in TIME_FIELDS if data.get(name) is not None), "at")
     when = check_time(data.get(stamp), f"{field}.{stamp}") or at
     return Message(

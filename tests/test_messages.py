@@ -85,3 +85,29 @@ def test_a_chinese_transcript_labelled_by_role_is_the_user_and_the_agent(tmp_pat
         assert [m.role for m in episode.messages] == ["user", "assistant"]
         assert all(m.speaker is None for m in episode.messages)
         assert "用户" not in " ".join(f.content for f in mem.facts(user="ana"))
+
+
+@pytest.mark.parametrize("raw, role, speaker", [
+    ({"role": "User", "content": "hi"}, "user", None),
+    ({"role": "human", "content": "hi"}, "user", None),
+    ({"role": "ai", "content": "hi"}, "assistant", None),
+    ({"role": "model", "content": "hi"}, "assistant", None),
+    ({"speaker": "AI", "content": "hi"}, "assistant", None),
+    ({"speaker": "Ai", "content": "hi"}, "speaker", "Ai"),  # a person's name too
+])
+def test_roles_as_frameworks_spell_them_are_reverie_roles(raw, role, speaker):
+    said = parse_message(raw, 0, None)
+    assert (said.role, said.speaker) == (role, speaker)
+
+
+def test_a_langchain_buffer_transcript_learns_the_humans_facts_not_the_ais(tmp_path):
+    from reverie import Memory
+
+    path = tmp_path / "buffer.txt"
+    path.write_text("Human: I work as a teacher in Leeds.\nAI: Great, I work as a chef in Paris, as it were.\n",
+                    encoding="utf-8")
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest(path, user="ana")
+        said = " ".join(f.content for f in mem.facts(user="ana"))
+        assert "Leeds" in said and "Paris" not in said
+        assert "Paris" not in mem.profile(user="ana").user.work_context.summary
