@@ -26,12 +26,16 @@ from reverie.messages import Messages, RawMessage, as_line, parse_message
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
 from reverie.store.base import Store, input_digest, nth_input, source_key
+from reverie.text import token_set
 
 LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
 MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
 log = logging.getLogger("reverie.ingest")
 
+# a message whose id was stored with other text is the same message (a re-export that fixed a
+# word) when at least this share of their words is the same; else another that reuses the id
+SAME_MESSAGE = 0.5
 SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})([:：])\s*(.+)$")
 # a word of a speaker's name: "Ana", "Dr.", "O'Brien", "Jean-Luc", "张三", "user", "SPEAKER_A"
 NAME_WORD = re.compile(r"[^\W\d_][\w.'’-]*")
@@ -137,19 +141,21 @@ def skip_known(
     lookups per call; call it inside the transaction that stores the result. ``counts``
     (updated in place) makes several calls count as one: the parts of a streamed file.
     """
-    sources = [source_key(m.source_id) for g in groups for m in g if m.source_id]
-    known = store.known_inputs(user, thread, sources) if sources else set()
+    sources = [k for g in groups for m in g if m.source_id
+               for k in (source_key(m.source_id, m.content), source_key(m.source_id))]
+    known = store.known_inputs(user, thread, sources) if sources else {}
+    before = _texts_by_id(store, known)
     out = Fresh()
     kept: list[list[Message]] = []
     for group in groups:
         left = []
         for m in group:
-            key = source_key(m.source_id) if m.source_id else None
-            if key is not None and key in known:
+            if m.source_id and _stored_before(m, known, before):
                 out.skipped_messages += 1
                 continue
-            if key is not None:
-                known.add(key)  # the same id twice in one call: the first one stands
+            if m.source_id:  # the same message twice in one call: the first one stands
+                known[source_key(m.source_id, m.content)] = ""
+                before.setdefault(m.source_id, m.content)
             left.append(m)
         if left:
             kept.append(left)
@@ -161,15 +167,41 @@ def skip_known(
         digest = input_digest(group)
         digests.append(nth_input(digest, counts.get(digest, 0)))
         counts[digest] = counts.get(digest, 0) + 1
-    seen = store.known_inputs(user, thread, digests) if digests else set()
+    seen = store.known_inputs(user, thread, digests) if digests else {}
     for group, digest in zip(kept, digests):
         if digest in seen:
             out.skipped += 1
             out.skipped_messages += len(group)
             continue
         out.groups.append(group)
-        out.keys.append([digest, *(source_key(m.source_id) for m in group if m.source_id)])
+        out.keys.append([digest, *(k for m in group if m.source_id
+                                    for k in (source_key(m.source_id, m.content), source_key(m.source_id)))])
     return out
+
+
+def _texts_by_id(store: Store, known: dict[str, str]) -> dict[str, str]:
+    """The text stored under each message id that an episode was stored with (its first)."""
+    by_id = {key[2:]: episode for key, episode in known.items() if key.startswith("s:") and "#" not in key and episode}
+    texts: dict[str, str] = {}
+    for episode in store.get_episodes(set(by_id.values())).values():
+        for m in episode.messages:
+            if m.source_id in by_id and by_id[m.source_id] == episode.id:
+                texts.setdefault(m.source_id, m.content)
+    return texts
+
+
+def _stored_before(m: Message, known: dict[str, str], before: dict[str, str]) -> bool:
+    """Whether ``m`` (which has an id) was stored before: its id with the same text, or with
+    text that says nearly the same (a re-export that fixed a word). An id stored with other
+    text is another message reusing it (ids that restart in each day's export)."""
+    assert m.source_id is not None
+    if source_key(m.source_id, m.content) in known:
+        return True
+    text = before.get(m.source_id)
+    if text is None:
+        return source_key(m.source_id) in known  # its episode is gone: known by its id, as before
+    old, new = token_set(text), token_set(m.content)
+    return bool(old | new) and len(old & new) >= SAME_MESSAGE * len(old | new)
 
 
 @dataclass

@@ -146,3 +146,47 @@ def test_recall_delivers_a_repeated_line_once_then_other_items(mem):
     assert kept.parts and kept.parts["relevance"] > 0 and len(kept.provenance) == 1
     assert mem.episode(kept.provenance[0]).messages[0].content == "the marathon is going well."
     assert result.context.count("the marathon is going well") == 1
+
+
+def test_an_id_given_again_with_other_text_is_another_message_and_the_same_is_skipped(mem):
+    first = mem.add([{"id": "m1", "role": "user", "content": "I am allergic to shellfish"},
+                     {"id": "m2", "role": "assistant", "content": "Noted."}], user="ana")
+    again = mem.add([{"id": "m1", "role": "user", "content": "I am allergic to shellfish"},
+                     {"id": "m2", "role": "assistant", "content": "Noted."}], user="ana")
+    other = mem.add([{"id": "m1", "role": "user", "content": "I bought a Honda Civic"},
+                     {"id": "m2", "role": "assistant", "content": "Nice car."}], user="ana")  # the next day's export
+    assert len(first) == 1 and (len(again), again.skipped) == (0, 1) and len(other) == 1
+    texts = sorted(e.user_text for e in mem.episodes(user="ana"))
+    assert texts == ["I am allergic to shellfish", "I bought a Honda Civic"]
+
+
+def test_an_older_homes_keys_by_id_alone_still_skip_what_it_stored(mem):
+    from reverie.store.base import source_key
+
+    [episode] = mem.add(["I am allergic to shellfish"], user="ana", thread="t")
+    with mem.store.transaction():  # the key an older reverie kept for message m1: its id alone
+        mem.store.put_inputs("ana", "t", episode.id, [source_key("m1")])
+    again = mem.add([{"id": "m1", "role": "user", "content": "I am allergic to shellfish"}], user="ana", thread="t")
+    assert (len(again), again.skipped_messages) == (0, 1)
+
+
+
+def test_another_locomo_conversation_in_the_same_thread_is_kept_though_its_ids_repeat(home, tmp_path):
+    other = {
+        "speaker_a": "Jon", "speaker_b": "Gina",
+        "session_1_date_time": "4:04 pm on 20 January, 2023",
+        "session_1": [
+            {"speaker": "Jon", "dia_id": "D1:1", "text": "I lost my banking job and want to open a dance studio."},
+            {"speaker": "Gina", "dia_id": "D1:2", "text": "Wow, I started an online clothing store myself!"},
+        ],
+    }
+    for name, conv in (("conv-26.json", _locomo()), ("conv-30.json", other)):
+        (tmp_path / name).write_text(json.dumps(conv), encoding="utf-8")
+    first = json.loads(_cli("ingest", str(tmp_path / "conv-26.json"), "--user", "ana", "--thread", "chats", "--json",
+                            home=home))
+    second = json.loads(_cli("ingest", str(tmp_path / "conv-30.json"), "--user", "ana", "--thread", "chats", "--json",
+                             home=home))
+    assert second["episodes"] >= 1 and second["skipped_messages"] == 0  # D1:1 again, but another message
+    texts = " ".join(e["user_text"] for e in json.loads(_cli("episodes", "--user", "ana", "--json", home=home)))
+    assert "dance studio" in texts and "support group" in texts
+    assert first["skipped_messages"] == 0

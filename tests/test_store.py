@@ -347,10 +347,10 @@ def test_unlearned_episodes_learning_backlog_and_marking(store):
 def test_input_keys_are_known_per_user_and_thread_and_the_first_episode_keeps_a_key(store):
     store.put_inputs("ana", "t1", "ep_1", ["d:abc", "s:D1:1"])
     store.put_inputs("ana", "t1", "ep_2", ["d:abc", "s:D1:2"])
-    assert store.known_inputs("ana", "t1", ["d:abc", "s:D1:2", "s:D9"]) == {"d:abc", "s:D1:2"}
-    assert store.known_inputs("ana", "t2", ["d:abc"]) == set()
-    assert store.known_inputs("bob", "t1", ["d:abc"]) == set()
-    assert store.known_inputs("ana", "t1", []) == set()
+    assert store.known_inputs("ana", "t1", ["d:abc", "s:D1:2", "s:D9"]) == {"d:abc": "ep_1", "s:D1:2": "ep_2"}
+    assert store.known_inputs("ana", "t2", ["d:abc"]) == {}
+    assert store.known_inputs("bob", "t1", ["d:abc"]) == {}
+    assert store.known_inputs("ana", "t1", []) == {}
 
 
 def test_touch_counts_uses(store):

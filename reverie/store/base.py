@@ -497,9 +497,14 @@ def nth_input(digest: str, n: int) -> str:
 SALT_META = "api_keys.salt"
 
 
-def source_key(source_id: str) -> str:
-    """The input key of an external message id (a LoCoMo dia_id...)."""
-    return "s:" + source_id
+def source_key(source_id: str, content: str | None = None) -> str:
+    """The input key of an external message id (a LoCoMo dia_id...) and the text it names:
+    an id given again with other text (ids that restart in each day's export, two LoCoMo
+    conversations in one thread) is another message. Without ``content``, the key older
+    homes kept, by the id alone."""
+    if content is None:
+        return "s:" + source_id
+    return f"s:{source_id}#{hashlib.sha256(content.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 class Store(ABC):
@@ -589,9 +594,10 @@ class Store(ABC):
     def mark_learned(self, episode_ids: Iterable[str], learned: bool = True, error: str = "") -> None: ...
 
     @abstractmethod
-    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> dict[str, str]:
         """Which of these input keys (:func:`input_digest`, :func:`source_key`) an episode of
-        ``user`` in ``thread`` was already stored under: an indexed lookup per key."""
+        ``user`` in ``thread`` was already stored under, and that episode's id: an indexed
+        lookup per key."""
 
     @abstractmethod
     def put_inputs(self, user: str, thread: str, episode_id: str, keys: Iterable[str]) -> None:

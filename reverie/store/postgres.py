@@ -1263,15 +1263,16 @@ class PostgresStore(Store):
                 (learned, error, ids),
             )
 
-    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> dict[str, str]:
         keys = list(dict.fromkeys(keys))
         if not keys:
-            return set()
+            return {}
         self._lock([user])
         rows = self._q(
-            "SELECT key FROM input_keys WHERE user_id = %s AND thread = %s AND key = ANY(%s)", (user, thread, keys)
+            "SELECT key, episode_id FROM input_keys WHERE user_id = %s AND thread = %s AND key = ANY(%s)",
+            (user, thread, keys),
         )
-        return {r[0] for r in rows}
+        return {r[0]: r[1] for r in rows}
 
     def put_inputs(self, user: str, thread: str, episode_id: str, keys: Iterable[str]) -> None:
         self._lock([user])

@@ -969,12 +969,12 @@ class SQLiteStore(Store):
                 [int(learned), error, *ids],
             )
 
-    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> set[str]:
-        found: set[str] = set()
+    def known_inputs(self, user: str, thread: str, keys: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
         for chunk in _chunked(keys):
             found.update(
-                r[0] for r in self._x(
-                    f"SELECT key FROM input_keys WHERE user = ? AND thread = ? AND key IN ({_in(chunk)})",
+                (r[0], r[1]) for r in self._x(
+                    f"SELECT key, episode_id FROM input_keys WHERE user = ? AND thread = ? AND key IN ({_in(chunk)})",
                     [user, thread, *chunk],
                 )
             )
