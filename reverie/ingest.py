@@ -227,6 +227,16 @@ def is_locomo(data: Any) -> bool:
     return isinstance(data, dict) and "speaker_a" in data and "session_1" in data
 
 
+def _unwrapped_locomo(data: Any) -> Any:
+    """LoCoMo's own release (``locomo10.json``) wraps each conversation in a sample:
+    ``{"sample_id", "conversation": {speaker_a, session_1, ...}, "qa"}``, one or a list."""
+    def inner(sample: Any) -> Any:
+        if isinstance(sample, dict) and is_locomo(sample.get("conversation")):
+            return sample["conversation"]
+        return sample
+    return [inner(d) for d in data] if isinstance(data, list) else inner(data)
+
+
 def locomo_sessions(data: dict[str, Any]) -> list[tuple[int, datetime, list[dict[str, Any]]]]:
     """(number, date, turns) for each session that has turns, in order."""
     out: list[tuple[int, datetime, list[dict[str, Any]]]] = []
@@ -507,6 +517,7 @@ def speaker_line(line: str) -> tuple[str, str] | None:
 
 
 def _from_json(data: Any, thread: str, name: str) -> list[Conversation]:
+    data = _unwrapped_locomo(data)
     if is_locomo(data):
         return [locomo_conversation(data, thread)]
     if isinstance(data, list) and data and all(is_locomo(d) for d in data):

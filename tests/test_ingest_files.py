@@ -235,3 +235,22 @@ def test_lines_that_do_not_start_with_a_name_continue_the_message(tmp_path, line
         mem.ingest(path, user="u", learn=False)
         (episode,) = mem.episodes(user="u")
     assert [(m.speaker, m.content) for m in episode.messages] == [("Ana", f"first\n{line}")]
+
+
+
+def test_locomos_own_release_file_of_wrapped_samples_is_read(tmp_path):
+    from reverie import Memory
+
+    def sample(text: str) -> dict:
+        return {"speaker_a": "Caroline", "speaker_b": "Melanie", "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [{"speaker": "Caroline", "dia_id": "D1:1", "text": text},
+                              {"speaker": "Melanie", "dia_id": "D1:2", "text": "That sounds brave!"}]}
+
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([{"sample_id": "conv-26", "conversation": sample("I went to a support group."), "qa": []},
+                                {"sample_id": "conv-27", "conversation": sample("I adopted a puppy."), "qa": []}]),
+                    encoding="utf-8")
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest(path, user="ana", learn=False)
+        said = " ".join(e.user_text for e in mem.episodes(user="ana"))
+        assert "support group" in said and "puppy" in said
