@@ -26,23 +26,39 @@ log = logging.getLogger("reverie.turn")
 
 
 def turn_owner() -> str:
-    """Who holds a pending turn: this host and process (asked each time: a fork has its own pid)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """Who holds a pending turn: this host and process, and when the process began where the
+    system says (asked each time: a fork has its own pid)."""
+    pid = os.getpid()
+    began = _began(pid)
+    return f"{socket.gethostname()}:{pid}" + (f"/{began}" if began else "")
+
+
+def _began(pid: int) -> str | None:
+    """When process ``pid`` began, in clock ticks since boot (Linux's /proc), else None: a pid
+    is reused (a restarted container numbers its processes from 1 again), its start is not."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return fields[19]
+    except (OSError, IndexError):
+        return None
 
 
 def owner_alive(owner: str | None) -> bool:
     if not owner or ":" not in owner:
         return False
-    host, _, pid = owner.rpartition(":")
+    host, _, process = owner.rpartition(":")
     if host != socket.gethostname():
         return True  # another machine's turn: not ours to judge
+    pid, _, began = process.partition("/")
     try:
         os.kill(int(pid), 0)
     except (ProcessLookupError, ValueError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    # the pid is taken; by the process that opened the turn only if it began when that one did
+    return not began or _began(int(pid)) in (None, began)
 
 
 def recover_turns(store: Store) -> int:
@@ -52,7 +68,7 @@ def recover_turns(store: Store) -> int:
     if stale:
         with store.transaction():
             for ep in stale:
-                ep.status = "interrupted"
+                ep.status, ep.owner = "interrupted", None
                 store.put_episode(ep)
         log.info("marked %d turns from a crashed process as interrupted", len(stale))
     return len(stale)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import os
 import textwrap
 from datetime import datetime, timezone
 
@@ -186,6 +187,24 @@ def test_a_pending_frame_left_by_a_crashed_process_becomes_interrupted(home):
     assert ep.status == "interrupted"
     assert ep.user_text == "Crash right after the frame is stored"
     mem.close()
+
+
+def test_a_pending_turn_whose_pid_another_process_has_taken_since_becomes_interrupted(home):
+    import socket
+
+    mem = Memory(home, background=False)
+    turn = mem.turn("Opened by a process that died", user="ana")
+    # as a restarted container leaves it: this host, a pid that is taken now (by this very
+    # process), but by a process that began at another time
+    stored = mem.episode(turn.id)
+    stored.owner = f"{socket.gethostname()}:{os.getpid()}/1"
+    with mem.store.transaction():
+        mem.store.put_episode(stored)
+    mem.close()
+    again = Memory(home, background=False)
+    recovered = again.episode(turn.id)
+    assert recovered.status == "interrupted" and recovered.owner is None
+    again.close()
 
 
 def test_a_live_processes_pending_frame_is_left_alone(home):
