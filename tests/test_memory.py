@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import os
 import textwrap
 from datetime import datetime, timezone
 
