@@ -50,11 +50,16 @@ class Scheduler:
         self._thread: threading.Thread | None = None
 
     def next_run(self, now: datetime | None = None) -> datetime:
-        """The next run time after ``now`` (local time)."""
+        """The next run time after ``now`` (local time). The day is counted on the wall clock
+        and the offset taken for the day it lands on: across a change of daylight saving time a
+        fixed offset would run an hour off (and twice on the night the clocks go back)."""
         now = (now or datetime.now().astimezone()).astimezone()
-        due = now.replace(hour=self.at[0], minute=self.at[1], second=self.at[2] if len(self.at) > 2 else 0,
-                          microsecond=0)
-        return due if due > now else due + timedelta(days=1)
+        wall = now.replace(tzinfo=None)
+        due = wall.replace(hour=self.at[0], minute=self.at[1], second=self.at[2] if len(self.at) > 2 else 0,
+                           microsecond=0)
+        if due <= wall:
+            due += timedelta(days=1)
+        return due.astimezone()  # a naive time read as this machine's local time, its offset that day's
 
     def run_due(self, due: datetime) -> list[DreamRun]:
         """The run scheduled for ``due``, once across every process sharing the store: None

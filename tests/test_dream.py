@@ -214,6 +214,24 @@ def test_scheduler_runs_at_2355_local_by_default(mem):
         Scheduler(mem, at="25:00")
 
 
+@pytest.mark.skipif(not hasattr(__import__("time"), "tzset"), reason="needs time.tzset (POSIX)")
+def test_the_nightly_run_keeps_its_wall_clock_time_across_daylight_saving(mem, monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    time.tzset()
+    try:
+        scheduler = Scheduler(mem)
+        spring = scheduler.next_run(datetime(2024, 3, 9, 23, 56).astimezone())  # the clocks go forward that night
+        assert spring.strftime("%Y-%m-%d %H:%M %z") == "2024-03-10 23:55 -0700"
+        autumn = scheduler.next_run(datetime(2024, 11, 3, 22, 55, 30).astimezone())  # ... and back
+        assert autumn.strftime("%Y-%m-%d %H:%M %z") == "2024-11-03 23:55 -0800"
+        assert scheduler.next_run(autumn + timedelta(seconds=1)).strftime("%Y-%m-%d %H:%M") == "2024-11-04 23:55"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
 # ---------------------------------------------------------------- distillation
 
 PREFERENCES = ["tea over coffee in the morning", "Python for scripting", "dark mode in every editor",
