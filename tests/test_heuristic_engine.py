@@ -318,6 +318,8 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("我在字节跳动工作", "在字节跳动工作", "identity"),
     ("Lesson learned: run migrations before deploying", "Run migrations before deploying", "knowledge"),
     ("Alice is my manager", "Alice is their manager", "context"),
+    ("My daughter is named Lucia", "Lucia is their daughter", "context"),
+    ("My son is called Tom", "Tom is their son", "context"),
     ("I'm from Sweden", "Is from Sweden", "identity"),
     ("I no longer use emacs", "No longer uses emacs", "correction"),
     ("I run a bakery in Porto", "Runs a bakery in Porto", "identity"),

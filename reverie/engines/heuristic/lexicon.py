@@ -350,7 +350,7 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
           negates=True),
     _rule("context", "my", r"\b(?P<x>[A-Z][a-z]+)\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
-    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?P<x>[A-Z][a-z]+)\b", 0.85,
+    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>[A-Z][a-z]+)\b", 0.85,
           "{x} is their {v}"),
     _rule("preference", "favorite|favourite", r"\bmy\s+favou?rite\s+(?P<v>[\w\s-]{1,30}?)\s+(?:is|are)\s+(?P<x>.+)", 0.9,
           "Favorite {v}: {x}"),
