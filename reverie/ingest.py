@@ -13,6 +13,7 @@ import codecs
 import json
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from reverie.errors import InvalidInput
 from reverie.inputs import check_messages, clean_id
-from reverie.messages import Messages, RawMessage, as_line, parse_message
+from reverie.messages import ROLE_NAMES, Messages, RawMessage, as_line, parse_message
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
 from reverie.store.base import Store, input_digest, nth_input, source_key
@@ -36,7 +37,7 @@ log = logging.getLogger("reverie.ingest")
 # a message whose id was stored with other text is the same message (a re-export that fixed a
 # word) when at least this share of their words is the same; else another that reuses the id
 SAME_MESSAGE = 0.5
-SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})([:：])\s*(.+)$")
+SPEAKER_LINE = re.compile(r"^\s*([^:：]{1,40})([:：])\s*(.*)$")
 # a word of a speaker's name: "Ana", "Dr.", "O'Brien", "Jean-Luc", "张三", "user", "SPEAKER_A"
 NAME_WORD = re.compile(r"[^\W\d_][\w.'’-]*")
 # the numbered speakers of a diarized transcript: "Speaker 1", "SPEAKER_00", "user2"
@@ -467,8 +468,9 @@ def _jsonl_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
 
 
 def _line_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
-    """'Speaker: text' lines; a line without a speaker continues the message before it, or
-    (first) is the user's."""
+    """'Speaker: text' lines (the text may start on the next line); a line without a speaker
+    continues the message before it, or (first) is the user's."""
+    speakers = _speakers(path)
     pending: dict[str, Any] | None = None
     start = 0
     with path.open(encoding="utf-8-sig") as lines:
@@ -477,18 +479,34 @@ def _line_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             said = speaker_line(line)
-            if said:
+            if said and said[0] in speakers:
                 if pending is not None:
                     where.line = start
                     yield pending
                 pending, start = {"speaker": said[0], "content": said[1]}, number
             elif pending is not None:
-                pending["content"] += "\n" + line.strip()
+                pending["content"] = (pending["content"] + "\n" + line.strip()).strip()
             else:
                 pending, start = {"role": "user", "content": line.strip()}, number
     if pending is not None:
         where.line = start
         yield pending
+
+
+def _speakers(path: Path) -> set[str]:
+    """Who speaks in a 'Speaker: text' file: the labels on two lines or more (a talk's speakers
+    recur) and the roles, or every label when fewer than two recur (a short talk). A label
+    once in a longer talk is a line of a message ("Flight: Monday to Tokyo" in Ana's plan)."""
+    labels: Counter[str] = Counter()
+    with path.open(encoding="utf-8-sig") as lines:
+        for raw_line in lines:
+            said = speaker_line(raw_line.rstrip("\n"))
+            if said:
+                labels[said[0]] += 1
+    recurring = {name for name, n in labels.items() if n >= 2}
+    if len(recurring) < 2:
+        return set(labels)
+    return recurring | {name for name in labels if name.strip().lower() in ROLE_NAMES}
 
 
 def speaker_line(line: str) -> tuple[str, str] | None:

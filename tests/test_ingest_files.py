@@ -254,3 +254,18 @@ def test_locomos_own_release_file_of_wrapped_samples_is_read(tmp_path):
         mem.ingest(path, user="ana", learn=False)
         said = " ".join(e.user_text for e in mem.episodes(user="ana"))
         assert "support group" in said and "puppy" in said
+
+
+def test_a_key_value_line_in_a_message_is_its_text_and_a_speaker_may_stand_alone_on_a_line(tmp_path):
+    from reverie import Memory
+
+    path = tmp_path / "plan.txt"
+    path.write_text("Ana: Here is my plan for the trip:\nFlight: Monday morning to Tokyo\nHotel: Park Hyatt\n"
+                    "Bot: Sounds great.\nAna:\nI work as a carpenter in Leeds.\nBot:\nThat is great.\n",
+                    encoding="utf-8")
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest(path, user="ana", learn=False)
+        messages = [m for e in reversed(mem.episodes(user="ana")) for m in e.messages]
+        assert [m.speaker or m.role for m in messages] == ["Ana", "bot", "Ana", "bot"]  # Bot: the agent's role
+        assert messages[0].content == "Here is my plan for the trip:\nFlight: Monday morning to Tokyo\nHotel: Park Hyatt"
+        assert messages[2].content == "I work as a carpenter in Leeds."
