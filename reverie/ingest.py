@@ -71,6 +71,10 @@ def store_messages(
         if m.source_id:
             m.source_id = clean_id(m.source_id, "source_id", store.salt)
     source = clean_id(source, "source", store.salt)
+    stamps = [m.at for m in msgs]
+    if all(stamps) and any(b < a for a, b in zip(stamps, stamps[1:])):  # type: ignore[operator]
+        # an export newest first, or out of order: grouped as they were said (a reply after its message)
+        msgs = sorted(msgs, key=lambda m: m.at)  # type: ignore[arg-type, return-value]
     groups = group_messages(msgs, grouping)
     now = datetime.now(timezone.utc)
     with store.transaction(batch=True):

@@ -269,3 +269,19 @@ def test_a_key_value_line_in_a_message_is_its_text_and_a_speaker_may_stand_alone
         assert [m.speaker or m.role for m in messages] == ["Ana", "bot", "Ana", "bot"]  # Bot: the agent's role
         assert messages[0].content == "Here is my plan for the trip:\nFlight: Monday morning to Tokyo\nHotel: Park Hyatt"
         assert messages[2].content == "I work as a carpenter in Leeds."
+
+
+def test_messages_out_of_time_order_are_grouped_as_they_were_said(tmp_path):
+    from reverie import Memory
+
+    lines = [{"role": "assistant", "content": "Noted, Paris it is.", "timestamp": "2024-05-01T10:03:00Z"},
+             {"role": "user", "content": "I am a vegan and I live in Paris.", "timestamp": "2024-05-01T10:02:00Z"},
+             {"role": "assistant", "content": "Hello! How can I help?", "timestamp": "2024-05-01T10:01:00Z"},
+             {"role": "user", "content": "Hi there", "timestamp": "2024-05-01T10:00:00Z"}]
+    path = tmp_path / "newest-first.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.ingest(path, user="ana", learn=False)
+        pairs = sorted((e.occurred_at.minute, e.user_text, e.reply_text) for e in mem.episodes(user="ana"))
+        assert pairs == [(0, "Hi there", "Hello! How can I help?"),
+                         (2, "I am a vegan and I live in Paris.", "Noted, Paris it is.")]
