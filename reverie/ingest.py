@@ -463,7 +463,7 @@ def _jsonl_messages(path: Path, where: FileLines) -> Iterator[RawMessage]:
         for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
-                    item = json.loads(line)
+                    item = json.loads(line.rstrip("\r\n"))  # a column past the line's end names its end
                 except json.JSONDecodeError as exc:
                     raise InvalidInput(f"{path.name} line {number} is not JSON: {exc.msg} (column {exc.colno})",
                                        field=f"line {number}") from exc

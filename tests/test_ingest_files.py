@@ -285,3 +285,10 @@ def test_messages_out_of_time_order_are_grouped_as_they_were_said(tmp_path):
         pairs = sorted((e.occurred_at.minute, e.user_text, e.reply_text) for e in mem.episodes(user="ana"))
         assert pairs == [(0, "Hi there", "Hello! How can I help?"),
                          (2, "I am a vegan and I live in Paris.", "Noted, Paris it is.")]
+
+
+def test_a_jsonl_line_cut_short_names_the_column_where_it_ends(tmp_path):
+    path = tmp_path / "talk.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "user", "content": "yo"\n', encoding="utf-8")
+    caught = _refused(tmp_path, path)
+    assert "line 2 is not JSON: Expecting ',' delimiter (column 33)" in str(caught)  # just past its end
