@@ -138,8 +138,8 @@ def skip_known(
 ) -> Fresh:
     """Leave out what is stored already for ``user`` in ``thread``.
 
-    A message whose source id (a LoCoMo dia_id...) was stored before, or came earlier in
-    this call, is dropped; a group with nothing left is a skipped episode. A group that is
+    A message whose source id (a LoCoMo dia_id...) was stored before with the same text, or
+    text that says nearly the same, or came earlier in this call, is dropped; a group with nothing left is a skipped episode. A group that is
     left whole (or in part) is skipped when an episode with the same occurred time and
     content (:func:`input_digest`) was stored: the n-th identical group of a call matches
     the n-th stored one, so repeated exchanges inside one file are all kept. Two indexed
@@ -149,7 +149,10 @@ def skip_known(
     sources = [k for g in groups for m in g if m.source_id
                for k in (source_key(m.source_id, m.content), source_key(m.source_id))]
     known = store.known_inputs(user, thread, sources) if sources else {}
-    before = _texts_by_id(store, known)
+    # the first text of each id known with other text than this call gives it
+    before = _first_texts(store, {
+        m.source_id: known[source_key(m.source_id)] for g in groups for m in g
+        if m.source_id and source_key(m.source_id) in known and source_key(m.source_id, m.content) not in known})
     out = Fresh()
     kept: list[list[Message]] = []
     for group in groups:
@@ -184,9 +187,8 @@ def skip_known(
     return out
 
 
-def _texts_by_id(store: Store, known: dict[str, str]) -> dict[str, str]:
-    """The text stored under each message id that an episode was stored with (its first)."""
-    by_id = {key[2:]: episode for key, episode in known.items() if key.startswith("s:") and "#" not in key and episode}
+def _first_texts(store: Store, by_id: dict[str, str]) -> dict[str, str]:
+    """The text of each message id in the episode (``by_id``: id -> episode id) it came in first."""
     texts: dict[str, str] = {}
     for episode in store.get_episodes(set(by_id.values())).values():
         for m in episode.messages:

@@ -190,3 +190,10 @@ def test_another_locomo_conversation_in_the_same_thread_is_kept_though_its_ids_r
     texts = " ".join(e["user_text"] for e in json.loads(_cli("episodes", "--user", "ana", "--json", home=home)))
     assert "dance studio" in texts and "support group" in texts
     assert first["skipped_messages"] == 0
+
+
+def test_an_id_holding_a_hash_mark_given_again_with_other_text_is_another_message(mem):
+    mem.add([{"id": "chat#1", "role": "user", "content": "I am allergic to shellfish"}], user="ana")
+    other = mem.add([{"id": "chat#1", "role": "user", "content": "I bought a Honda Civic"}], user="ana")
+    again = mem.add([{"id": "chat#1", "role": "user", "content": "I am allergic to shellfish!"}], user="ana")
+    assert len(other) == 1 and (len(again), again.skipped_messages) == (0, 1)
