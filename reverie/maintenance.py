@@ -503,12 +503,10 @@ def _undoable(ctx: Context, journal_id: str, user: str) -> Journal:
     if journal.undone_at is not None:
         raise Conflict(f"{journal_id} was already undone on {journal.undone_at:%Y-%m-%d %H:%M}")
     later = journal.overlapped(ctx.store)
-    if len(later) == 1:
-        raise Conflict(f"cannot undo {journal_id} ({journal.action}): a later change, {later[0]}, touched the "
-                       f"same items and would be lost; undo {later[0]} first, or keep both")
     if later:
-        raise Conflict(f"cannot undo {journal_id} ({journal.action}): {len(later)} later changes touched the "
-                       f"same items and would be lost; undo them first, newest first: {', '.join(later)}")
+        which = f"a later change, {later[0]}," if len(later) == 1 else f"{len(later)} later changes"
+        raise Conflict(f"cannot undo {journal_id} ({journal.action}): {which} touched the same items and would be "
+                       f"lost; undo {'it' if len(later) == 1 else 'them'} first, newest first: {', '.join(later)}")
     return journal
 
 
