@@ -136,7 +136,9 @@ class UserFiles:
 
     def read_edit(self, user: str, path: Path) -> str | None:
         """The document as a person may have edited it: with a store, the mirror's file when
-        it differs from the stored text (edited by hand), else the stored text."""
+        it differs from the stored text (edited by hand), else the stored text. A mirror file
+        that is stale or gone is written again; one edited from an outdated version is a
+        Conflict."""
         stored = self.read(user, path)
         if self.store is not None and self.mirror is not None:
             final = self.confine(user, path)
