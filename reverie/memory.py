@@ -474,11 +474,11 @@ class Memory:
             raise InvalidInput(f"confirm must repeat the user id ({user!r}) to delete a whole memory", field="confirm")
         self.learner.forget_user(user)
         deleted = self.store.delete_user(user)
-        if purge:
-            self.store.purge()
         files = self.files.remove_user(user)
         if files:
             deleted["files"] = files
+        if purge:  # last: a purge that cannot finish says so, and the deletion stands
+            self.store.purge()
         return deleted
 
     def users(self) -> list[str]:

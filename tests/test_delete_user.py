@@ -4,17 +4,19 @@ of anyone else is touched."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from datetime import datetime, timezone
 
 import httpx
 import pytest
 from typer.testing import CliRunner
 
-from reverie import InvalidInput, Memory
+from reverie import InvalidInput, Memory, StoreError
 from reverie.cli import app
 from reverie.facts import note_skipped
 from reverie.keys import create_key
 from reverie.server import create_app
+from reverie.store.sqlite import SQLiteStore
 from tests.live_server import live_server
 
 MARK = "zanzibar"  # a word only ana's memory holds
@@ -119,3 +121,48 @@ def test_a_purge_keeps_everyone_else_whole_and_searchable(bmem):
     assert after == before
     assert "lofoten" in memory.recall("when do I go to lofoten?", user="bob").context
     assert MARK not in memory.recall(f"{MARK} trip", user="bob").context
+
+
+def test_a_purge_waits_out_another_checkpoint_and_leaves_no_byte(home):
+    """A checkpoint that meets another one running gives up at once (SQLite calls no busy
+    handler there): a purge beside a process that checkpoints all the time still empties the log."""
+    with Memory(home, background=False) as memory:
+        for n in range(30):
+            fill(memory, f"u{n}", f"{MARK}{n}x")
+        memory.delete_user(user="u0", confirm="u0")
+        stop = threading.Event()
+
+        def checkpoint_all_the_time() -> None:
+            other = sqlite3.connect(home / "reverie.db", isolation_level=None)
+            while not stop.is_set():
+                other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            other.close()
+
+        hammer = threading.Thread(target=checkpoint_all_the_time)
+        hammer.start()
+        try:
+            memory.store.purge()
+        finally:
+            stop.set()
+            hammer.join()
+        assert _bytes_holding(home, f"{MARK}0x") == []
+
+
+def test_a_purge_that_cannot_empty_the_log_says_so_and_the_deletion_stands(tmp_path):
+    store = SQLiteStore(tmp_path / "reverie.db", busy_timeout_ms=300)
+    try:
+        with Memory(tmp_path, store=store, background=False) as memory:
+            fill(memory, "ana", MARK)
+            fill(memory, "bob", "lofoten")
+            reader = sqlite3.connect(tmp_path / "reverie.db", isolation_level=None)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM facts").fetchone()  # a snapshot from before the purge
+            with pytest.raises(StoreError, match="log of .* still holds their old pages.*--purge"):
+                memory.delete_user(user="ana", confirm="ana", purge=True)
+            assert memory.users() == ["bob"] and not (tmp_path / "users" / "ana").exists()
+            reader.execute("COMMIT")
+            reader.close()
+            memory.delete_user(user="ana", confirm="ana", purge=True)  # again, with the store idle
+            assert _bytes_holding(tmp_path, MARK) == []
+    finally:
+        store.close()

@@ -946,9 +946,27 @@ class SQLiteStore(Store):
                 for fts in _FTS_TABLE.values():  # one segment each, without the deleted rows' words
                     self._x(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
             conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and the log that held the old pages
+            self._truncate_log(conn)  # and the log that held the old pages
         finally:
             conn.execute("PRAGMA secure_delete = OFF")
+
+    def _truncate_log(self, conn: sqlite3.Connection) -> None:
+        # A checkpoint that meets another one running (this store's checkpoint thread, which
+        # the commits above woke, or another process's) gives up at once, busy handler or
+        # not; one that meets a reader of an older snapshot waits for it. Tried again until
+        # the store's busy timeout: a log left as it is would keep the deleted rows' pages.
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"the deleted rows are gone, but the log of {self.path} still holds their old pages: another "
+                    "connection kept reading or checkpointing the store. Purge again when no other process has "
+                    "it open (reverie delete-user --user <id> --confirm <id> --purge)"
+                )
+            time.sleep(0.05)
 
     def learning_backlog(self, user: str | None = None) -> tuple[int, str]:
         where, params = "status = 'completed' AND learned = 0", []
