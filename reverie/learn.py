@@ -313,7 +313,7 @@ class Learner:
                 episodes.sort(key=lambda e: (e.occurred_at, e.created_at))
                 for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
                     try:
-                        self.learn(chunk, read_at=read_at)
+                        applied = self.learn(chunk, read_at=read_at)
                     except EngineError as exc:
                         failed = [e.id for e in episodes[start:]]
                         self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
@@ -333,7 +333,7 @@ class Learner:
                         failed = [e.id for e in episodes[start:]]
                         self._retry_later(key, pending, failed, exc, later=ids[page_start + LOAD_PAGE :])
                         raise
-                    learned += len(chunk)
+                    learned += applied  # not those another process learned meanwhile
             return learned
 
     def _requeue(self, key: Key, ids: list[str], delay: float, attempts: int) -> None:
@@ -357,19 +357,21 @@ class Learner:
         self._requeue(key, [*ids, *(later or [])], delay, pending.attempts)
 
     # ------------------------------------------------------------ learning one batch
-    def learn(self, episodes: list[Episode], *, read_at: Hashable | None = None) -> None:
-        """Learn one batch. ``read_at``: the store's :meth:`~reverie.store.base.Store.write_mark`
-        taken before ``episodes`` were read, if the caller has it."""
+    def learn(self, episodes: list[Episode], *, read_at: Hashable | None = None) -> int:
+        """Learn one batch; returns how many of ``episodes`` this call learned (not those
+        learned meanwhile elsewhere). ``read_at``: the store's
+        :meth:`~reverie.store.base.Store.write_mark` taken before ``episodes`` were read, if
+        the caller has it."""
         if not episodes:
-            return
+            return 0
         # the engines' answers, while the collector waits if they run here (not on an endpoint)
         offline = self.ctx.engines.offline("summarize", "extract", "govern_tags")
         with paused_gc() if offline else nullcontext():
             plan = self._plan(episodes)
         with self._apply_lock, paused_gc():
-            self._apply(episodes, plan, read_at)
+            return self._apply(episodes, plan, read_at)
 
-    def _apply(self, episodes: list[Episode], plan: _Plan, read_at: Hashable | None = None) -> None:
+    def _apply(self, episodes: list[Episode], plan: _Plan, read_at: Hashable | None = None) -> int:
         user = episodes[0].user
         with self.store.transaction(batch=True), self.facts.judging():
             # the engines took their time: apply to the episodes as they are now, so that
@@ -379,7 +381,7 @@ class Learner:
                 current = self.store.get_episodes(e.id for e in episodes)
                 episodes = [current[e.id] for e in episodes if e.id in current and not current[e.id].learned]
             if not episodes:
-                return
+                return 0
             writer = TagWriter(self.store, user)
             self._apply_summaries(writer, episodes, plan)
             self._apply_tag_decisions(writer, plan.decisions)
@@ -394,6 +396,7 @@ class Learner:
                 else:
                     live.discard(name)
         mirror_notes(self.store, self.ctx.files, user, {e.occurred_at.date().isoformat() for e in episodes})
+        return len(episodes)
 
     def _plan(self, episodes: list[Episode]) -> _Plan:
         limit = self.settings.max_message_chars

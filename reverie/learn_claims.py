@@ -158,7 +158,7 @@ class ClaimingLearner(Learner):
             try:
                 for start, chunk in _chunks(episodes, self.ctx.engines.extract.batch_chars):
                     try:
-                        self.learn(chunk)
+                        applied = self.learn(chunk)
                     except EngineError as exc:
                         rest = [e.id for e in episodes[start:]]
                         said = failed(exc, len(rest), refs[0].user)
@@ -168,7 +168,7 @@ class ClaimingLearner(Learner):
                             retry_max=RETRY_MAX_SECONDS,
                         )
                         return learned, True
-                    learned += len(chunk)
+                    learned += applied
                     left[:] = [e.id for e in episodes[start + len(chunk):]]
             except StoreBusy as exc:
                 # rolled back for another writer (a deadlock): nothing was written, and the

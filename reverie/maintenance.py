@@ -40,6 +40,7 @@ from reverie.inputs import normalize_category
 from reverie.journal import Change, Journal, journal_key
 from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
+from reverie.notes import unwritten_notes
 from reverie.profiles import trimmed_record
 from reverie.store.base import Page
 from reverie.tags import TagWriter
@@ -604,6 +605,8 @@ class HealthReport(Model):
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
     # facts engines proposed that learning did not keep, so far, by reason
     facts_skipped: dict[str, int] = Field(default_factory=dict)
+    # days whose markdown notes file the last try could not write (the store holds them)
+    notes_unwritten: list[str] = Field(default_factory=list)
 
 
 # thresholds of the verdict (the seed names the signs, not the numbers)
@@ -643,7 +646,15 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     report.profile_trimmed = {str(k): int(v) for k, v in dict(trimmed.get("sections", {})).items()}
     skipped = skipped_record(ctx.store, user)
     report.facts_skipped = {str(k): int(v) for k, v in dict(skipped.get("reasons", {})).items()}
+    unwritten = unwritten_notes(ctx.store, user)
+    report.notes_unwritten = [str(d) for d in unwritten.get("dates", [])]
     report.reasons = _verdict(report)
+    if report.notes_unwritten:
+        report.reasons.append(
+            f"the notes files of {len(report.notes_unwritten)} day(s) could not be written: "
+            f"{str(unwritten.get('error', ''))[:200]} (the notes are in the store; learning or "
+            "`reverie flush` writes the files again once the folder can be written)"
+        )
     report.healthy = not report.reasons
     if report.facts_skipped:
         report.advice.append(

@@ -417,7 +417,13 @@ class Memory:
     def flush(self, *, user: str | None = None) -> int:
         """Learn from everything queued now instead of after the debounce; returns episodes learned.
         What an engine failure left unlearned stays queued: see :meth:`learning_backlog`."""
-        return self.learner.flush(user=check_user(user) if user is not None else None)
+        user = check_user(user) if user is not None else None
+        learned = self.learner.flush(user=user)
+        for someone in [user] if user is not None else self.store.users():
+            # notes files an earlier try could not write (the notes are in the store)
+            if notes.unwritten_notes(self.store, someone):
+                notes.mirror_notes(self.store, self.files, someone, [])
+        return learned
 
     def learning_backlog(self, *, user: str | None = None) -> tuple[int, str]:
         """(completed episodes not learned yet, the newest learning error among them or "")."""

@@ -8,19 +8,23 @@ the store, which is the truth.
 
 from __future__ import annotations
 
+import json
+import logging
 from datetime import datetime
 from typing import Any, Iterable
 
 from reverie.context import Context
 from reverie.engines.base import SummarizeRequest
-from reverie.errors import InvalidInput
+from reverie.errors import InvalidInput, ReverieError
 from reverie.files import UserFiles
 from reverie.inputs import clean_id
 from reverie.messages import clip, group, is_trivial, parse_message
 from reverie.models import AGENT_ROLES, Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
-from reverie.store.base import Store
+from reverie.store.base import Store, meta_record
 from reverie.text import exact_key, normalize_space, preferred_language
+
+log = logging.getLogger("reverie")
 
 
 def render_day(date: str, lines: Iterable[str]) -> str:
@@ -28,16 +32,45 @@ def render_day(date: str, lines: Iterable[str]) -> str:
     return f"# {date}\n\n{body}\n"
 
 
+# the days whose markdown file could not be written: {"dates": [...], "error", "last_at"}
+UNWRITTEN_META = "notes-unwritten:{user}"
+
+
 def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]) -> None:
     """Rewrite the markdown file of each given day from the store (with a shared store, only
-    when there is a mirror folder to write it to)."""
+    when there is a mirror folder to write it to), and of each day an earlier call could not
+    write. The store holds the notes: a file that cannot be written (a folder another owner
+    made, a full disk) is logged and counted in ``health``, and never undoes what the caller
+    committed; a later call writes it."""
     if not files.keeps_views:
         return
-    for date in sorted(set(dates)):
+    record = unwritten_notes(store, user)
+    unwritten: set[str] = set()
+    error = ""
+    for date in sorted(set(dates) | set(record.get("dates", []))):
         lines = store.note_lines(user, date)
-        if lines:
-            # the store holds the notes; a lost file is written again on the next flush
+        if not lines:
+            continue
+        try:
             files.write(user, files.notes_file(user, date), render_day(date, lines), durable=False)
+        except (OSError, ReverieError) as exc:
+            unwritten.add(date)
+            error = str(exc)
+    if unwritten:
+        log.warning("the notes of %d day(s) of %s could not be written (they are in the store): %s",
+                    len(unwritten), user, error)
+        record = {"dates": sorted(unwritten), "error": redact(error)[:300], "last_at": utcnow().isoformat()}
+    elif not record:
+        return
+    else:
+        record = {}
+    with store.transaction():
+        store.set_meta(UNWRITTEN_META.format(user=user), json.dumps(record, sort_keys=True) if record else "")
+
+
+def unwritten_notes(store: Store, user: str) -> dict[str, Any]:
+    """The days of ``user`` whose markdown file the last try could not write ({} when none)."""
+    return meta_record(store, UNWRITTEN_META.format(user=user))
 
 
 def put_episode_notes(store: Store, user: str, episodes: Iterable[Episode]) -> None:

@@ -953,3 +953,39 @@ def test_an_agents_conversation_neither_says_again_nor_takes_back_another_agents
     extract = next(r for r in fake_openai.requests if r.step == "extract")
     assert "Works at Acme" in extract.message("user") and "Lives in Berlin" not in extract.message("user")
     mem.close()
+
+
+def test_a_notes_file_that_cannot_be_written_leaves_each_episode_learned_once(mem, home):
+    """The store holds the notes: a day's file that cannot be written (here a file stands
+    where the notes folder goes) is said in health, and no retry learns the episodes again."""
+    blocker = home / "users" / "ana" / "memory"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("in the way", encoding="utf-8")
+    at = datetime(2026, 11, 3, 9, tzinfo=timezone.utc)
+    mem.add(["I work as a nurse at the city hospital", "Good to know"], user="ana", at=at)
+    mem.add(["I always cycle to work", "Nice"], user="ana", thread="t2", at=at)
+    assert mem.flush(user="ana") == 2
+    facts = {f.id: f.uses for f in mem.store.list_facts("ana")}
+    notes = mem.store.note_lines("ana", "2026-11-03")
+    report = mem.health(user="ana")
+    assert report.notes_unwritten == ["2026-11-03"] and not report.healthy
+    assert any("notes files of 1 day(s) could not be written" in r for r in report.reasons)
+    assert mem.learning_backlog(user="ana") == (0, "")
+    assert mem.flush(user="ana") == 0  # nothing to learn again, and nothing learned twice
+    assert {f.id: f.uses for f in mem.store.list_facts("ana")} == facts
+    assert mem.store.note_lines("ana", "2026-11-03") == notes
+    blocker.unlink()
+    mem.flush(user="ana")  # writes what could not be written
+    assert (blocker / "2026-11-03.md").read_text(encoding="utf-8").count("nurse") == 1
+    assert mem.health(user="ana").notes_unwritten == []
+
+
+def test_a_batch_counts_only_the_episodes_it_learned_itself(mem):
+    """What a flush reports: a batch whose episodes another process learned meanwhile
+    (between the read and the write) counts none of them."""
+    at = datetime(2026, 11, 3, 9, tzinfo=timezone.utc)
+    mem.add(["I work as a nurse at the city hospital", "Good to know"], user="ana", at=at)
+    episodes = list(mem.store.get_episodes([e.id for e in mem.store.list_episodes("ana")]).values())
+    assert mem.learner.learn(episodes) == 1
+    assert mem.learner.learn(episodes) == 0  # read before the first learned them
+    assert mem.flush(user="ana") == 0
