@@ -51,6 +51,7 @@ from reverie.models import (
     new_id,
     utcnow,
 )
+from reverie.owners import owner_alive, process_owner
 from reverie.redact import redact
 from reverie.store.base import DreamRun, Page, decode_cursor, page_of
 from reverie.text import (
@@ -226,7 +227,8 @@ def run_dream(
     ends). Raises Conflict while another dream of this user is running.
     """
     days = check_days(ctx.settings.dream_days if days is None else days)
-    run = DreamRun(id=new_id("dream"), user=user, status="queued", days=days, started_at=utcnow())
+    run = DreamRun(id=new_id("dream"), user=user, status="queued", days=days, started_at=utcnow(),
+                   owner=process_owner())
     key = _claim(ctx, run)
     try:
         ctx.store.put_dream_run(run)
@@ -285,7 +287,8 @@ def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
         try:
             last = ctx.store.last_dream_run(run.user)
             if last and last.status in ("queued", "running"):
-                if ctx.store.shared:  # the store's lock is free: the process that ran it is gone
+                # the store's lock is free, or the process that ran it is seen gone (killed)
+                if ctx.store.shared or (last.owner and not owner_alive(last.owner)):
                     last.status, last.error, last.finished_at = "failed", "the process running it stopped", utcnow()
                     ctx.store.put_dream_run(last)
                 elif utcnow() - as_utc(last.started_at) < STALE_RUN:

@@ -10,8 +10,6 @@ One word for one thing: a *turn* is what the API (``Memory.turn``,
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from datetime import datetime
 from types import TracebackType
 
@@ -19,46 +17,12 @@ from reverie.errors import Conflict, NotFound
 from reverie.inputs import MAX_TAGS, clean_text, fit_label
 from reverie.learn import Learner
 from reverie.models import Episode, EpisodeStatus, Message, Perception, as_utc, utcnow
+from reverie.owners import owner_alive
+from reverie.owners import process_owner as turn_owner
 from reverie.recall import Recall, Recaller
 from reverie.store.base import Store
 
 log = logging.getLogger("reverie.turn")
-
-
-def turn_owner() -> str:
-    """Who holds a pending turn: this host and process, and when the process began where the
-    system says (asked each time: a fork has its own pid)."""
-    pid = os.getpid()
-    began = _began(pid)
-    return f"{socket.gethostname()}:{pid}" + (f"/{began}" if began else "")
-
-
-def _began(pid: int) -> str | None:
-    """When process ``pid`` began, in clock ticks since boot (Linux's /proc), else None: a pid
-    is reused (a restarted container numbers its processes from 1 again), its start is not."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-        return fields[19]
-    except (OSError, IndexError):
-        return None
-
-
-def owner_alive(owner: str | None) -> bool:
-    if not owner or ":" not in owner:
-        return False
-    host, _, process = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True  # another machine's turn: not ours to judge
-    pid, _, began = process.partition("/")
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    except PermissionError:
-        pass
-    # the pid is taken; by the process that opened the turn only if it began when that one did
-    return not began or _began(int(pid)) in (None, began)
 
 
 def recover_turns(store: Store) -> int:

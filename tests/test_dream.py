@@ -589,3 +589,61 @@ def test_the_diary_says_one_kept_entry_in_the_singular(mem):
     mem.remember("Likes jazz", user="ana", category="preference")
     assert mem.dream(user="ana").status == "done"
     assert "I kept 2 entries as they were." in "".join(mem.diaries(user="ana").values())
+
+
+def _owner_of_a_killed_process(reap: bool) -> str:
+    """The owner string of a process that was killed (and reaped, or left a zombie)."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "from reverie.owners import process_owner; print(process_owner(), flush=True); "
+                               "import time; time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    owner = child.stdout.readline().strip()
+    child.send_signal(signal.SIGKILL)
+    if reap:
+        child.wait()
+    else:  # killed, not yet reaped: what a server restarted at once sees of its predecessor
+        import time
+
+        while True:
+            with open(f"/proc/{child.pid}/stat") as stat:
+                if stat.read().rpartition(")")[2].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        child.stdout.close()
+    return owner
+
+
+@pytest.mark.parametrize("reap", [True, False], ids=["reaped", "zombie"])
+def test_a_dream_left_running_by_a_killed_process_does_not_block_the_next(mem, reap):
+    from reverie.store.base import DreamRun
+
+    say(mem, "I prefer tea over coffee in the morning", day(0))
+    mem.flush()
+    confirm_pending(mem)
+    left = DreamRun(id="dream_left", user="ana", status="running", days=3, started_at=datetime.now(timezone.utc),
+                    owner=_owner_of_a_killed_process(reap))
+    with mem.store.transaction():
+        mem.store.put_dream_run(left)
+    run = mem.dream(user="ana", days=3, now=day(1), force=True)
+    assert run.status == "done"
+    stopped = mem.store.get_dream_run("dream_left")
+    assert stopped.status == "failed" and "stopped" in stopped.error
+
+
+def test_a_dream_running_in_a_live_process_still_refuses_another(home):
+    """On SQLite, where no lock spans processes, a run whose process lives is respected
+    (a shared store tells it by the store's lock instead)."""
+    from reverie.owners import process_owner
+    from reverie.store.base import DreamRun
+
+    with Memory(home, background=False) as mem:
+        with mem.store.transaction():
+            mem.store.put_dream_run(DreamRun(id="dream_live", user="ana", status="running", days=3,
+                                             started_at=datetime.now(timezone.utc), owner=process_owner()))
+        with pytest.raises(Conflict, match="another process is dreaming for ana"):
+            mem.dream(user="ana", days=3, now=day(1), force=True)

@@ -51,7 +51,7 @@ from reverie.memory import Memory
 from reverie.messages import parse_message
 from reverie.models import Episode, Fact, Message, utcnow
 from reverie.redact import redact
-from reverie.turn import turn_owner
+from reverie.owners import process_owner
 
 KEY = "openai_agents"  # Episode.meta[KEY] = {"items": [the SDK's items, in order]}
 # fields that name, route or carry data rather than words: stored exactly as given
@@ -150,7 +150,7 @@ class ReverieSession:
         now = utcnow()
         return Episode(
             user=self.user, agent=self.agent, thread=self.session_id, created_at=now,
-            occurred_at=max(now, after) if after is not None else now, status="pending", owner=turn_owner(),
+            occurred_at=max(now, after) if after is not None else now, status="pending", owner=process_owner(),
             meta={KEY: {"items": []}},
         )
 

@@ -80,7 +80,7 @@ def decode_cursor(cursor: str | None, types: Sequence[type]) -> list[Any] | None
         return None
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: "[[[[..." nested past the parser's depth
         raise InvalidInput("after is not a cursor this list gave out", field="after") from exc
 
     def fits(value: Any, kind: type) -> bool:
@@ -199,6 +199,7 @@ class DreamRun:
     input_hash: str = ""
     report: dict[str, Any] | None = None
     error: str = ""
+    owner: str = ""  # the process that runs it (reverie.owners), so that a crashed one is seen
 
 
 # ---------------------------------------------------------------- what full text indexes

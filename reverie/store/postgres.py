@@ -2211,6 +2211,7 @@ class PostgresStore(Store):
                 "input_hash": run.input_hash,
                 "report": run.report,
                 "error": run.error,
+                "owner": run.owner,
             },
             ensure_ascii=False,
         )
@@ -2233,6 +2234,7 @@ class PostgresStore(Store):
             input_hash=body["input_hash"],
             report=body["report"],
             error=body["error"],
+            owner=body.get("owner", ""),
         )
 
     def get_dream_run(self, run_id: str) -> DreamRun | None:

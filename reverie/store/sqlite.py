@@ -1606,6 +1606,7 @@ class SQLiteStore(Store):
                 "input_hash": run.input_hash,
                 "report": run.report,
                 "error": run.error,
+                "owner": run.owner,
             },
             ensure_ascii=False,
         )
@@ -1627,6 +1628,7 @@ class SQLiteStore(Store):
             input_hash=body["input_hash"],
             report=body["report"],
             error=body["error"],
+            owner=body.get("owner", ""),
         )
 
     def get_dream_run(self, run_id: str) -> DreamRun | None:
