@@ -38,7 +38,7 @@ from reverie.errors import Conflict, InvalidInput, ReverieError
 from reverie.facts import absorb, fact_rank, keyed, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
-from reverie.memory_md import follow, publish_memory_md, sync
+from reverie.memory_md import follow, publish_memory_md, sync, withdrawn_like
 from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
@@ -419,14 +419,22 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     if not force and last and run.input_hash in (last.input_hash, (last.report or {}).get("output_hash")):
         return report.skip(f"nothing changed since the last dream ({last.id}); force a run to dream anyway")
     plan = ctx.engines.distill.distill(inputs.request(ctx.settings.dream_max_entries))
+    # MEMORY.md edited while the engine thought: taken in now, so that the dream neither
+    # overwrites the edit nor reads against an older file
+    late = sync(ctx, user=user)
+    report.synced = report.synced or late.journal
     journal = Journal(id=run.id, user=user, action="dream")
     with ctx.store.transaction():
         # read again under the lock: the learning line may have written while the engine thought
         inputs = _Inputs.read(ctx, user, since, until)
-        entries = _check(plan.entries, inputs, report)
+        entries = _check(ctx, user, plan.entries, inputs, report)
         if not any(e.action != "remove" for e in entries):
             return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
         curated = _Apply(ctx, inputs, journal, report, now).run(entries)
+        if late.added:  # lines added by hand meanwhile stay in MEMORY.md, whatever the plan said
+            listed = {f.id for f in curated}
+            added = ctx.store.get_facts([a.fact_id for a in late.added if a.fact_id not in listed])
+            curated += [f for f in added.values() if f.status == "consolidated"]
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     report.entries = len(curated)
     report.categories = len({f.category for f in curated})
@@ -449,10 +457,15 @@ class _Entry:
     reason: str
 
 
-def _check(proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> list[_Entry]:
+def _check(ctx: Context, user: str, proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> list[_Entry]:
     entries = []
     for proposal in proposals:
         entry, problem = _ground(proposal, inputs)
+        if entry is not None and entry.action in ("add", "merge") and entry.notes and not entry.facts:
+            # a line a person deleted is not written back from what was said before
+            deleted = withdrawn_like(ctx.store, user, entry.content, ctx.settings.duplicate_jaccard)
+            if deleted is not None and all(inputs.times.get(n.id, deleted) <= deleted for n in entry.notes):
+                entry, problem = None, f"a person deleted this line on {deleted.date().isoformat()}, after its notes"
         if entry is None:
             report.rejected.append(DreamEntry(content=proposal.content, sources=proposal.sources, reason=problem))
             log.info("dream: rejected %s %r: %s", proposal.action, proposal.content, problem)

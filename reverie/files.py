@@ -132,7 +132,7 @@ class UserFiles:
         if self.store is not None:
             return self.store.get_document(user, self.name(user, path))
         final = self.confine(user, path)
-        return final.read_text(encoding="utf-8") if final.is_file() else None
+        return read_text(final) if final.is_file() else None
 
     def read_edit(self, user: str, path: Path) -> str | None:
         """The document as a person may have edited it: with a store, the mirror's file when
@@ -143,7 +143,7 @@ class UserFiles:
         if self.store is not None and self.mirror is not None:
             final = self.confine(user, path)
             if final.is_file():
-                text = final.read_text(encoding="utf-8")
+                text = read_text(final)
                 written = _read_or_none(_written_mark(final))
                 if text == stored or _sha(text) == written:
                     # a mirror holding what this folder was last written is stale, not edited
@@ -191,6 +191,25 @@ class UserFiles:
         if self.store is not None:  # a mirror: remember what was written, to tell a hand edit from it
             write_atomic(_written_mark(final), _sha(text), durable=False)
         return path
+
+
+def read_text(path: Path) -> str:
+    """A document a person may have saved with another editor: UTF-8 (a byte order mark is
+    dropped), or UTF-16 with its byte order mark (what some editors call "Unicode"); any
+    other encoding is refused, naming the file, rather than read as the wrong characters."""
+    raw = path.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16").replace("\r\n", "\n")
+        except UnicodeDecodeError:
+            pass
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{path} is not UTF-8 text (byte {exc.start} cannot be read): save it as UTF-8, or move it aside to "
+            "have it written again from the store"
+        ) from exc
 
 
 def _written_mark(final: Path) -> Path:

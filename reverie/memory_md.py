@@ -15,11 +15,15 @@ that snapshot and takes them into the store (journaled: ``reverie undo``).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import unicodedata
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import Field
 
+from reverie.claims import stored_relation
 from reverie.context import Context
 from reverie.errors import Conflict, InvalidInput
 from reverie.facts import FactLine, clean_line, fact_line, fact_rank
@@ -33,10 +37,12 @@ from reverie.models import (
     Model,
     Profile,
     Provenance,
+    as_utc,
     utcnow,
 )
 from reverie.profiles import fit_section, note_trimmed
 from reverie.redact import redact
+from reverie.store.base import Store
 from reverie.tags import TagWriter
 from reverie.text import exact_key, normalize_space, plural
 
@@ -113,16 +119,26 @@ def text_sha(text: str) -> str:
 
 
 def publish_memory_md(
-    ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None
+    ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None, read: str | None = None,
 ) -> Path:
     """Write MEMORY.md atomically and remember what was written (for sync); ``dreamed_at``
-    None keeps the date of the last dream, "" says there was none."""
+    None keeps the date of the last dream, "" says there was none. ``read``: the
+    :func:`text_sha` of the file the caller took in (a sync), else what reverie last wrote.
+    A file that holds neither was edited meanwhile: it is not overwritten (Conflict), so the
+    next sync takes the edit in."""
     path = memory_md_path(ctx, user)
     previous = load_snapshot(ctx, user)
     if dreamed_at is None:
         dreamed_at = previous.dreamed_at if previous else ""
     profile = ctx.store.get_profile(user)
     text = render_memory_md(user, profile, facts, dreamed_at)
+    current = ctx.files.read_edit(user, path)
+    base = read if read is not None else previous.sha if previous else None
+    if current is not None and text_sha(current) not in (base, text_sha(text)):
+        raise Conflict(
+            "MEMORY.md was edited by hand while reverie was about to write it: the file is left as it is, and "
+            "`reverie sync` (or the next dream) takes the edit in"
+        )
     ctx.files.write(user, path, text)
     snapshot = Snapshot(
         sha=text_sha(text),
@@ -278,9 +294,22 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
     snapshot = load_snapshot(ctx, user)
     report = SyncReport()
     text = ctx.files.read_edit(user, path)
-    if snapshot is None or text is None:
+    if text is None:
         return report
+    if snapshot is None:
+        # a MEMORY.md reverie never wrote (by hand before the first dream, or the only copy
+        # left of a lost store): every line in it is new
+        snapshot = Snapshot(sha="")
     if text_sha(text) == snapshot.sha:
+        return report
+    if not text.strip() and snapshot.facts:
+        # an emptied file is far likelier damage (a failed save, a full disk) than a person
+        # deleting every entry at once: taken as nothing, and written again from the store
+        report.refused.append(RefusedLine(
+            content="", reason="MEMORY.md was empty: read as damage, not as deleting every entry, and written again "
+                               "from the store (forget entries to delete them)"))
+        kept = [f for f in ctx.store.get_facts(snapshot.facts).values() if f.status != "archived"]
+        publish_memory_md(ctx, user, kept, read=text_sha(text))
         return report
     lines, profile = parse_memory_md(text)
     journal = Journal(user=user, action="sync")
@@ -296,7 +325,7 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
                 report.profile.append(section)
         note_trimmed(ctx.store, user, report.profile_trimmed, now)
         report.journal = journal.id if journal.commit(ctx.store).changes else None
-    publish_memory_md(ctx, user, curated)
+    publish_memory_md(ctx, user, curated, read=text_sha(text))
     return report
 
 
@@ -342,6 +371,7 @@ class _SyncEdits:
             if fid not in seen and fact.status != "archived":
                 self.ctx.facts.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
                 self.report.deleted.append(fact_line(fact))
+        note_withdrawn(self.ctx.store, self.user, [f.content for f in self.report.deleted], self.now)
         return [f for f in seen.values() if f.status != "archived"]
 
     def _too_long(self, content: str) -> bool:
@@ -355,7 +385,7 @@ class _SyncEdits:
         return True
 
     def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
-        content = clean_line(line.content)
+        content = _visible(clean_line(line.content))
         # unchanged: the line as MEMORY.md wrote it (a "<!--" inside a fact is written defanged)
         unchanged = content in (before.content, clean_line(_inline(before.content)))
         if not content or self._too_long(content) or (unchanged and line.category == before.category and line.area == before.area):
@@ -371,7 +401,7 @@ class _SyncEdits:
         return fact
 
     def _add(self, line: MemoryLine) -> Fact | None:
-        content = clean_line(line.content)
+        content = _visible(clean_line(line.content))
         if not content or self._too_long(content):
             return None
         fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
@@ -385,3 +415,59 @@ class _SyncEdits:
             self.ctx.store.put_fact(stored)
         self.report.added.append(fact_line(stored))
         return stored
+
+
+def _visible(text: str) -> str:
+    """``text``, or "" when it shows nothing (zero-width marks, a byte order mark only)."""
+    return text if any(unicodedata.category(c)[0] not in "CZ" for c in text) else ""
+
+
+# ---------------------------------------------------------------- lines a person took out
+
+# the lines a person deleted from MEMORY.md, newest last: [{"content", "at"}]; a dream does
+# not write one of them back from notes older than the deletion
+WITHDRAWN_META = "withdrawn:{user}"
+WITHDRAWN_KEPT = 200
+
+
+def note_withdrawn(store: Store, user: str, contents: list[str], at: datetime) -> None:
+    """Remember lines a person deleted (inside the caller's transaction)."""
+    if not contents:
+        return
+    kept = _withdrawn_record(store, user)
+    kept += [{"content": c, "key": _key_digest(c), "at": at.isoformat()} for c in contents]
+    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
+
+
+def erase_withdrawn(store: Store, user: str, content: str) -> None:
+    """A line deleted for good keeps no text here, only its digest (inside the caller's
+    transaction)."""
+    kept = _withdrawn_record(store, user)
+    key = _key_digest(content)
+    if any(w.get("key") == key and w.get("content") for w in kept):
+        kept = [{**w, "content": ""} if w.get("key") == key else w for w in kept]
+        store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept, ensure_ascii=False))
+
+
+def withdrawn(store: Store, user: str) -> list[tuple[str, str, datetime]]:
+    """The lines a person deleted (the last :data:`WITHDRAWN_KEPT`): (content, or "" for one
+    deleted for good; the digest of its :func:`exact_key`; when)."""
+    return [(str(w.get("content", "")), str(w.get("key", "")), as_utc(datetime.fromisoformat(w["at"])))
+            for w in _withdrawn_record(store, user)]
+
+
+def withdrawn_like(store: Store, user: str, content: str, duplicate_at: float) -> datetime | None:
+    """When a person last deleted a line that says what ``content`` says, else None."""
+    key = _key_digest(content)
+    found = [at for text, digest_, at in withdrawn(store, user)
+             if digest_ == key or (text and stored_relation(content, text, duplicate_at) == "duplicate")]
+    return max(found, default=None)
+
+
+def _withdrawn_record(store: Store, user: str) -> list[dict[str, str]]:
+    raw = store.get_meta(WITHDRAWN_META.format(user=user))
+    return list(json.loads(raw)) if raw else []
+
+
+def _key_digest(content: str) -> str:
+    return hashlib.sha256(exact_key(content).encode("utf-8")).hexdigest()[:32]

@@ -1,0 +1,148 @@
+"""MEMORY.md is a file a person edits: every edit is taken in or refused with a word, never
+overwritten unread; what reverie cannot read is named."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reverie import InvalidInput, Memory
+from reverie.errors import Conflict
+from reverie.memory_md import publish_memory_md
+from tests.edits import dreamed, edit_text
+from tests.fake_openai import Reply
+
+
+def memory_md(mem: Memory, user: str = "ana"):
+    path = mem.ctx.files.memory_md(user)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_a_memory_md_written_by_hand_before_any_dream_is_taken_in_not_overwritten(mem, home):
+    mem.remember("Drinks oolong tea", user="ana", category="preference")
+    path = memory_md(mem)
+    path.write_text("# Memory of ana\n\n## Rules\n\n- Never book flights before 9am\n\n## Profile\n\n"
+                    "- **Work Context:** Pilot at a small airline\n", encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert [a.content for a in report.added] == ["Never book flights before 9am"]
+    assert report.profile == ["user.workContext"]
+    assert mem.profile(user="ana").user.work_context.summary == "Pilot at a small airline"
+    assert mem.dream(user="ana", force=True).status == "done"
+    text = path.read_text(encoding="utf-8")
+    assert "Never book flights before 9am" in text and "Drinks oolong tea" in text
+
+
+def test_a_memory_md_left_from_a_lost_store_is_taken_in_by_the_first_dream(home):
+    with Memory(home, background=False) as mem:
+        mem.remember("Is allergic to peanuts", user="ana", category="constraint")
+        mem.remember("Prefers window seats", user="ana", category="preference")
+        dreamed(mem, home)
+    (home / "reverie.db").unlink()
+    for stray in home.glob("reverie.db-*"):
+        stray.unlink()
+    with Memory(home, background=False) as mem:  # the file is the only copy left
+        mem.remember("Drinks oolong tea", user="ana", category="preference")
+        run = mem.dream(user="ana", force=True)
+        assert run.status == "done" and run.report["synced"]
+        contents = {f.content for f in mem.facts(user="ana")}
+        assert {"Is allergic to peanuts", "Prefers window seats", "Drinks oolong tea"} <= contents
+        assert "Is allergic to peanuts" in memory_md(mem).read_text(encoding="utf-8")
+
+
+def test_an_emptied_memory_md_is_read_as_damage_and_written_again(mem, home):
+    kept = [mem.remember(c, user="ana", category="preference") for c in ("Likes jazz", "Prefers window seats")]
+    path = dreamed(mem, home)
+    before = path.read_text(encoding="utf-8")
+    path.write_text("", encoding="utf-8")
+    report = mem.sync(user="ana")
+    assert not report.deleted and "empty" in report.refused[0].reason
+    assert all(mem.fact(f.id).status == "consolidated" for f in kept)
+    assert path.read_text(encoding="utf-8") == before
+
+
+def test_a_line_of_invisible_characters_added_by_hand_is_no_fact(mem, home):
+    mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    edit_text(path, "## Preferences\n", "## Preferences\n\n- \u200b\u200b\n")
+    report = mem.sync(user="ana")
+    assert not report.added and [f.content for f in mem.facts(user="ana")] == ["Likes jazz"]
+
+
+def test_a_memory_md_saved_as_utf16_is_read_and_one_in_another_encoding_is_named(mem, home):
+    mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    text = path.read_text(encoding="utf-8").replace("Likes jazz", "Likes cool jazz")
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-16"))  # Notepad's "Unicode"
+    assert [e.content for e in mem.sync(user="ana").edited] == ["Likes cool jazz"]
+    path.write_bytes("# Memory of ana\n\n## Preferences\n\n- Likes café\n".encode("latin-1"))
+    with pytest.raises(InvalidInput, match=r"MEMORY.md is not UTF-8 text .*save it as UTF-8"):
+        mem.sync(user="ana")
+    run = mem.dream(user="ana", force=True)
+    assert run.status == "failed" and "not UTF-8" in run.error
+
+
+def test_reverie_never_overwrites_an_edit_it_has_not_read(mem, home):
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    edit_text(path, "## Preferences\n", "## Preferences\n\n- Is allergic to peanuts\n")
+    edited = path.read_text(encoding="utf-8")
+    with pytest.raises(Conflict, match="edited by hand"):
+        publish_memory_md(mem.ctx, "ana", [mem.fact(jazz.id)])
+    assert path.read_text(encoding="utf-8") == edited
+    assert [a.content for a in mem.sync(user="ana").added] == ["Is allergic to peanuts"]
+
+
+def test_an_edit_made_while_the_engine_dreams_is_taken_in_not_lost(home, fake_openai):
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    try:
+        jazz = mem.remember("Likes jazz", user="ana", category="preference")
+        path = memory_md(mem)
+
+        def keep_all(body: dict) -> dict:
+            data = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+            return {"entries": [{"action": "keep", "content": f["content"], "sources": [f["id"]]}
+                                for f in data["facts"]]}
+
+        fake_openai.respond_by_step({"distill": keep_all})
+        assert mem.dream(user="ana").status == "done"
+
+        def edit_then_keep(body: dict) -> Reply | dict:  # the person saves while the model thinks
+            edit_text(path, "## Preferences\n", "## Preferences\n\n- Is allergic to peanuts\n")
+            return keep_all(body)
+
+        fake_openai.respond_by_step({"distill": edit_then_keep})
+        run = mem.dream(user="ana", force=True)
+        assert run.status == "done" and run.report["synced"]
+        text = path.read_text(encoding="utf-8")
+        assert "Is allergic to peanuts" in text and "Likes jazz" in text
+        assert any(f.content == "Is allergic to peanuts" and f.status == "consolidated" for f in mem.facts(user="ana"))
+        assert mem.fact(jazz.id).status == "consolidated"
+    finally:
+        mem.close()
+
+
+def test_a_line_deleted_by_hand_is_not_written_back_from_older_notes(mem, home):
+    at = datetime.now(timezone.utc) - timedelta(hours=1)
+    mem.add(["I love hiking in the Serra da Estrela mountains", "Sounds lovely"], user="ana", at=at)
+    mem.add(["I always cycle to work", "Nice"], user="ana", thread="t2", at=at)
+    mem.flush()
+    for fact in mem.facts(user="ana", status="pending"):
+        mem.reinforce(fact.id, user="ana")
+    path = dreamed(mem, home)
+    hiking = [line for line in path.read_text(encoding="utf-8").splitlines() if "Serra da Estrela" in line]
+    assert hiking
+    edit_text(path, hiking[0] + "\n", "")
+    run = mem.dream(user="ana", force=True)
+    assert run.status == "done" and run.report["synced"]
+    assert "Serra da Estrela" not in path.read_text(encoding="utf-8")
+    assert not [f for f in mem.facts(user="ana") if "Serra da Estrela" in f.content and f.status != "archived"]
+    assert "cycle" in path.read_text(encoding="utf-8")
+    # said again after the deletion, it is learned again
+    mem.add(["I love hiking in the Serra da Estrela mountains", "Again!"], user="ana", thread="t3",
+            at=datetime.now(timezone.utc))
+    mem.flush()
+    assert [f for f in mem.facts(user="ana") if "Serra da Estrela" in f.content and f.status != "archived"]
