@@ -264,7 +264,9 @@ def query_tokens(query_terms: Iterable[str]) -> list[str]:
 
 
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
-USER_META_PREFIXES = ("memory_md:", "capacity:", "profile-trimmed:", "facts-skipped:")
+USER_META_PREFIXES = (
+    "memory_md:", "capacity:", "profile-trimmed:", "facts-skipped:", "notes-unwritten:", "withdrawn:",
+)
 
 
 def meta_user(key: str) -> str | None:
