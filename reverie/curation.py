@@ -42,7 +42,7 @@ from reverie.models import (
     check_section,
     utcnow,
 )
-from reverie.profiles import check_profile_length
+from reverie.profiles import check_profile_length, drop_outdated_parts
 from reverie.redact import redact
 from reverie.store.base import FACT_ORDERS, ITEM_KINDS, Page
 from reverie.tags import TagWriter, normalize_tag, usable_tags
@@ -199,6 +199,9 @@ def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = 
             Journal.erase_fact(ctx.store, fact.user, fact.id)
         else:
             ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
+        # nor does the profile say it any more
+        drop_outdated_parts(ctx.store, fact.user, gone=[fact.content], newer=[],
+                            duplicate_at=ctx.settings.duplicate_jaccard, now=utcnow())
         # a dream does not write it back from notes said before (of one deleted for good,
         # only a digest is kept)
         note_withdrawn(ctx.store, fact.user, [fact.content], utcnow())

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from reverie.claims import fact_relation, judge_keys
 from reverie.journal import Journal
 from reverie.models import DECAY, Fact, KnowledgeDoc, Model, Note, as_utc
+from reverie.profiles import drop_outdated_parts
 from reverie.redact import redact
 from reverie.settings import Settings
 from reverie.store.base import FactText, Store, add_tally, meta_record
@@ -238,9 +239,14 @@ class FactWriter:
     def _supersede(self, ids: list[str], successor: Fact) -> None:
         """Archive the facts ``successor`` contradicts, in the order the judge met them."""
         stale = self.store.get_facts(ids)
+        gone = []
         for fact_id in ids:
             if fact_id in stale and not keyed(stale[fact_id]):  # an application's keyed item is its to replace
                 self.archive_fact(stale[fact_id], "contradicted by a newer fact", successor, successor.updated_at)
+                gone.append(stale[fact_id].content)
+        # nor does the profile say it any more
+        drop_outdated_parts(self.store, successor.user, gone=gone, newer=[], duplicate_at=self.settings.duplicate_jaccard,
+                            now=successor.updated_at)
 
     def comparable(self, fact: Fact) -> list[FactText]:
         """The stored facts the judge reads a new fact against, oldest first: every live fact

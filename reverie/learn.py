@@ -50,7 +50,7 @@ from reverie.models import (
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
-from reverie.profiles import fit_section, note_trimmed
+from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -577,6 +577,7 @@ class Learner:
             if self.facts.add_fact(writer, fact, new.tags) is fact:
                 added.append(fact)
         said: frozenset[str] | None = None
+        taken_back: list[str] = []
         for fact, reason in removed:
             successor = _successor(fact, added)
             if successor is None:
@@ -586,6 +587,11 @@ class Learner:
                     skipped[REMOVAL_REFUSED] = skipped.get(REMOVAL_REFUSED, 0) + 1
                     continue
             self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)
+            taken_back.append(fact.content)
+        # the profile says what is true now: not what was taken back, nor what a newer fact
+        # of this batch contradicts (a correction; a new city)
+        drop_outdated_parts(self.store, user, gone=taken_back, newer=[f.content for f in added],
+                            duplicate_at=self.settings.duplicate_jaccard, now=now)
         note_skipped(self.store, user, skipped, now)
         self.facts.enforce_capacity(user, now)
 

@@ -15,12 +15,16 @@ import re
 from datetime import datetime
 from typing import Any
 
+from reverie.claims import stored_relation
 from reverie.errors import InvalidInput
 from reverie.store.base import Store, add_tally, meta_record
+from reverie.text import exact_key, token_set
 
 # what separates the parts of a section: the heuristic merge joins them with "; "
 PROFILE_PARTS = re.compile(r"[;；。\n]|\.\s")
 TRIMMED_META = "profile-trimmed:{user}"
+# a part and what separates it from the next
+_PART = re.compile(r"(.*?)([;；。\n]\s*|\.\s+|$)", re.S)
 
 
 def fit_profile(summary: str, limit: int) -> tuple[str, int]:
@@ -74,3 +78,44 @@ def trimmed_record(store: Store, user: str) -> dict[str, Any]:
 def note_trimmed(store: Store, user: str, trimmed: dict[str, int], now: datetime) -> None:
     """Count the parts that gave way (inside the caller's transaction)."""
     add_tally(store, TRIMMED_META.format(user=user), trimmed, now, total="parts", by="sections")
+
+
+def drop_outdated_parts(
+    store: Store, user: str, *, gone: list[str], newer: list[str], duplicate_at: float, now: datetime,
+) -> list[str]:
+    """The profile describes the user as they are now: a part that says what a fact taken
+    back said (``gone``: forgotten, deleted by hand, contradicted) or that a newer fact
+    contradicts (``newer``) leaves its section (inside the caller's transaction). Returns the
+    sections changed. Cheap when nothing relates: a part is judged only against facts it
+    shares a word with."""
+    if not gone and not newer:
+        return []
+    gone_keys = [(exact_key(g), token_set(g), g) for g in gone]
+    newer_words = [(token_set(n), n) for n in newer]
+    changed = []
+    for name, section in store.get_profile(user).sections().items():
+        if not section.summary:
+            continue
+        kept, dropped = [], False
+        for found in _PART.finditer(section.summary):
+            part, gap = found.group(1), found.group(2)
+            if not part.strip() and not gap:
+                continue
+            if part.strip() and _outdated(part, gone_keys, newer_words, duplicate_at):
+                dropped = True
+                continue
+            kept.append(part + gap)
+        if dropped:
+            store.put_profile_section(user, name, "".join(kept).strip().rstrip(";；").strip(), now)
+            changed.append(name)
+    return changed
+
+
+def _outdated(part: str, gone: list[tuple[str, frozenset[str], str]], newer: list[tuple[frozenset[str], str]],
+              duplicate_at: float) -> bool:
+    words, key = token_set(part), exact_key(part)
+    for gone_key, gone_words, text in gone:
+        if gone_words & words and (gone_key in key or stored_relation(part, text, duplicate_at) == "duplicate"):
+            return True
+    return any(new_words & words and stored_relation(part, text, duplicate_at) == "conflict"
+               for new_words, text in newer)

@@ -156,3 +156,35 @@ def test_the_heuristic_profile_takes_durable_lines_and_one_value_at_a_time(mem):
     assert "Graz" in personal and "Porto" not in personal
     # the facts and episodes keep the rest
     assert any("nurse" in f.content for f in mem.facts(user="ana", status=None))
+
+
+# ---------------------------------------------------------------- the profile says what is true now
+
+def test_a_fact_replaced_by_a_newer_value_leaves_the_profile(bmem):
+    mem = bmem  # on SQLite and on PostgreSQL
+    mem.set_profile("user.personalContext", "Lives in Porto; Has a cat named Mia", user="ana")
+    porto = mem.remember("Lives in Porto", user="ana", category="identity")
+    mem.remember("Lives in Lisbon", user="ana", category="identity")
+    assert mem.fact(porto.id).status == "archived"
+    assert mem.profile(user="ana").user.personal_context.summary == "Has a cat named Mia"
+    assert "Porto" not in mem.recall("where do I live?", user="ana", track=False).context
+
+
+def test_a_forgotten_fact_leaves_the_profile_and_other_parts_stay(bmem):
+    mem = bmem
+    mem.set_profile("user.workContext", "Works as a nurse at Santa Maria. Plays the cello", user="ana")
+    nurse = mem.remember("Works as a nurse at Santa Maria", user="ana", category="identity")
+    mem.forget(nurse.id, user="ana")
+    assert mem.profile(user="ana").user.work_context.summary == "Plays the cello"
+
+
+def test_a_correction_learned_from_talk_leaves_no_outdated_profile_part(mem):
+    mem.add(["I live in Berlin and work as a nurse at Charité.", "Nice."], user="ivy", thread="a",
+            at=datetime(2026, 11, 1, tzinfo=timezone.utc))
+    mem.flush()
+    assert "Berlin" in mem.profile(user="ivy").user.personal_context.summary
+    mem.add(["I no longer live in Berlin, I moved to Lisbon last week.", "Got it."], user="ivy", thread="b",
+            at=datetime(2026, 11, 20, tzinfo=timezone.utc))
+    mem.flush()
+    assert "Berlin" not in mem.profile(user="ivy").user.personal_context.summary
+    assert "Berlin" not in mem.recall("Which city am I in?", user="ivy", track=False).context.split("\n- ")[1]
