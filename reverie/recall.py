@@ -521,8 +521,11 @@ class Recaller:
             out.add(c, "correction", _fact_line(c.item))
         background_budget = int(budget * BACKGROUND_FACT_SHARE)
         for b in background:
-            if b.category != "correction" and out.used_by("background") < background_budget:
-                out.add(b, "background", _fact_line(b.item))
+            if b.category != "correction":
+                line = _fact_line(b.item)
+                # its share is a cap: a long standing preference does not crowd out the answer
+                if out.used_by("background") + count_tokens(line) <= background_budget:
+                    out.add(b, "background", line)
         route = perception.route
         full_text_left = DEEP_FULL_TEXT if route == "deep" else 0
         covered: set[str] = set()  # episodes already said, as an episode line or a note

@@ -600,3 +600,19 @@ def test_a_time_at_the_calendars_edge_in_another_zone_is_a_clear_error(mem):
     with pytest.raises(InvalidInput, match="out of the range of dates") as caught:
         mem.recall("hello", user="ana", at=datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))))
     assert caught.value.field == "at"
+
+
+def test_a_long_standing_preference_never_takes_more_than_its_share_of_the_budget(mem):
+    """Background facts have a share of the budget, a cap: one long preference line used to
+    pass the check made before it was added and crowd out the answer at some budgets."""
+    from datetime import datetime
+
+    mem.remember(("Prefers answers that " + ", ".join(f"mention point {i} about formatting style and tone"
+                                                      for i in range(1, 20)))[:990], user="hal", category="preference")
+    mem.add([{"role": "user", "content": "My flight to Oslo leaves on December 12 at 7:40 from gate B22."}],
+            user="hal", at=datetime(2026, 12, 1))
+    mem.flush()
+    for budget in (200, 220, 240, 300):
+        items = mem.recall("When does my flight to Oslo leave?", user="hal", budget=budget, track=False).items
+        assert any("Oslo" in i.text for i in items), budget
+        assert not any(i.depth == "background" for i in items), budget
