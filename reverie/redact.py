@@ -31,13 +31,25 @@ Some secrets are told by the word that names them, with a colon, ``is`` or a
 mere space: card security codes (``cvv 123``, ``CVC: 987``, ``安全码：123``) become
 ``[card]``; passport numbers and social security numbers in any grouping
 (``passport X12345678``, ``SSN: 123 45 6789``) ``[id-number]``; a long machine-made
-value right after ``api key`` or ``AWS secret`` ``[api-key]``; a phone number in any
-national format after ``tel``, ``phone``, ``mobile``, ``cell``, ``电话`` or ``手机``
-(``tel: [phone]``). Without a verb or colon a password must mix letters and digits
-(``wifi password [password]``); after ``pass``, a word with many other senses, it
-must also hold a symbol (``pass [password]``); and several words that end the clause
-after a colon or ``is`` are one passphrase (``my password is [password]``,
-``密码是：[password]``) unless they read as a remark about it.
+value right after ``api key`` or ``AWS secret`` ``[api-key]`` (after ``secret`` alone, or
+later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-character secret
+access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
+``cell``, ``电话`` or ``手机``, a few words like "number" or "to reach me" between
+(``tel: [phone]``, ``my phone number to reach me is [phone]``); a PIN and the digits of a
+door, gate, alarm or safe code ``[password]`` (``the door code is [password]``). Without a
+verb or colon a password must mix letters and digits (``wifi password [password]``); after
+``pass``, a word with many other senses, it must also hold a symbol (``pass [password]``),
+or with a colon or ``is`` at least mix both cases and digits (``my pass is [password]``);
+and several words that end the clause after a colon or ``is`` are one passphrase
+(``my password is [password]``, ``密码是：[password]``) unless they read as a remark about it.
+A password may also come before its name (``[password] is my password``, ``use [password]
+as the wifi password``, ``[password] is the gate code``), in quotes right after it
+(``the password '[password]'``) or after a pause (``my wifi password, it is [password]``):
+then only its look sets it apart from the words around it, and it must look made up
+(letters and digits, or six digits or more; a code or PIN its digits).
+
+A phone number that runs on into more digits (``+1 415 555 0199 98765``) is the longest
+run of its space-separated groups that makes a number: ``[phone] 98765``.
 
 Text is read as it looks: any Unicode space counts as a space, fullwidth letters,
 digits and symbols as ASCII (``４１１１ １１１１ …``, ``ｐａｓｓｗｏｒｄ``), and invisible
@@ -108,13 +120,22 @@ class _Detector:
     value_groups: tuple[str, ...] = ()
     # The pattern runs only if the lower-cased text holds one of these (when given).
     cue: tuple[str, ...] = ()
+    # For a match that may run on into the next value ("+1 415 555 0199 98765"): the span of
+    # what is sensitive in it, or None. Used instead of ``check`` and ``value_groups``.
+    fit: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
 
     def find(self, text: str) -> list[Finding]:
         found = []
         for m in self.pattern.finditer(text):
-            if self.check is not None and not self.check(m):
+            if self.fit is not None:
+                span = self.fit(m)
+                if span is None:
+                    continue
+                start, end = span
+            elif self.check is not None and not self.check(m):
                 continue
-            start, end = _value_span(m, self.value_groups)
+            else:
+                start, end = _value_span(m, self.value_groups)
             found.append(Finding(self.kind, start, end))
         return found
 
@@ -173,17 +194,48 @@ def _subscriber_number(value: str, shortest: int = 8) -> bool:
     return shortest <= len(digits) <= 15 and "0000000" not in digits
 
 
-def _phone_ok(m: re.Match[str]) -> bool:
-    return _subscriber_number(m.group())
+def _phone_length_ok(value: str, shortest: int = 8) -> bool:
+    """As many digits as a subscriber's number. Only the North American plan's country code starts
+    with 1 (+1 and 10 digits), and a Chinese mobile is 1 and 10 digits too: more is a number and more."""
+    digits = _digits(value)
+    return _subscriber_number(digits, shortest) and (digits[0] != "1" or len(digits) <= 11)
+
+
+def _phone_ok(value: str) -> bool:
+    return _PHONE_RE.fullmatch(value) is not None and _phone_length_ok(value)
+
+
+def _longest_phone(m: re.Match[str], group: int | str, ok: Callable[[str], bool]) -> tuple[int, int] | None:
+    """The phone number the value of ``m`` begins with: all of it, or its longest prefix of whole
+    groups that is one (``+1 415 555 0199`` of ``+1 415 555 0199 98765``: a number, then a code).
+
+    The regex takes groups greedily, and a longer number that no check accepts would
+    otherwise hide the number before it. A prefix ends only where a space does: a group
+    joined by ``-`` or ``.`` belongs to the value that goes on (``... 0199 123-45-6789``).
+    """
+    value, start = m.group(group), m.start(group)
+    if ok(value):
+        return start, start + len(value)
+    for cut in range(len(value) - 1, 0, -1):
+        if value[cut] == " " and value[cut - 1].isdigit() and ok(value[:cut]):
+            return start, start + cut
+    return None
+
+
+def _phone_span(m: re.Match[str]) -> tuple[int, int] | None:
+    return _longest_phone(m, 0, _phone_ok)
 
 
 _DATE_RE = re.compile(r"\d{4}([./-])\d{1,2}\1\d{1,2}|\d{1,2}([./-])\d{1,2}\2\d{2,4}")
 
 
-def _named_phone_ok(m: re.Match[str]) -> bool:
+def _named_phone_ok(value: str) -> bool:
     """After its name a phone number may be local (7 digits: ``tel 555 0132``), but not a date (``phone: 2023-05-08``)."""
-    value = m.group("bare")
-    return _subscriber_number(value, shortest=7) and not _DATE_RE.fullmatch(value)
+    return _phone_length_ok(value, shortest=7) and not _DATE_RE.fullmatch(value)
+
+
+def _named_phone_span(m: re.Match[str]) -> tuple[int, int] | None:
+    return _longest_phone(m, "bare", _named_phone_ok)
 
 
 # --- what a secret value looks like -------------------------------------------------
@@ -238,6 +290,25 @@ def _symbolic_secret(value: str) -> bool:
     )
 
 
+_LETTERS_AND_DIGITS = re.compile(r"[A-Za-z]+|\d+")
+
+
+def _scrambled(value: str) -> bool:
+    """Letters of both cases and digits shuffled together (``Zq8kL2pW9``), as no name or reference is written.
+
+    A name takes its number as a suffix (``TestLogin2``, ``level3``, ``Gate12``): it changes
+    between letters and digits once, where a made-up value changes three times or more; and
+    a booking or ticket reference (``A12B34C5``) is written in one case.
+    """
+    return (
+        len(value) >= 8
+        and value.isalnum()
+        and any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and len(_LETTERS_AND_DIGITS.findall(value)) >= 4
+    )
+
+
 def _password_ok(m: re.Match[str]) -> bool:
     key = m.group("key").lower()
     quoted = m.group("quoted")
@@ -247,7 +318,7 @@ def _password_ok(m: re.Match[str]) -> bool:
     if key == "pass":
         # Also a ticket, an exam, a move, a test result ("--- PASS: TestLogin2"), a Python
         # statement ('pass': 'The "pass" statement'): only a value that can be nothing but a password.
-        return _symbolic_secret(value)
+        return _symbolic_secret(value) or _scrambled(value)
     if quoted is not None:
         return True
     if _NO_VALUE.fullmatch(value.rstrip(".,;:!")):
@@ -350,6 +421,67 @@ def _keyword_password_ok(m: re.Match[str]) -> bool:
     return not _in_query(m) and _password_ok(m)
 
 
+def _made_up(value: str) -> bool:
+    """A value no sentence uses as a word: letters and digits together (``hunter2``) or six digits or
+    more (``123456``), and not a measure (``2am``), a path or a stand-in (``${PASSWORD}``).
+
+    Asked where nothing but the value's look tells it from the words around it: a value
+    given before the password's name, or after a pause ("my password, it is ...").
+    """
+    if len(value) < 6 or not _literal(value) or value.startswith(("/", "~", ".", "-")) or "/" in value or "\\" in value:
+        return False
+    if value.isdigit():
+        return True
+    return any(ch.isalpha() for ch in value) and any(ch.isdigit() for ch in value) and not _MEASURE_RE.fullmatch(value)
+
+
+def _quoted_password_ok(m: re.Match[str]) -> bool:
+    """``the password 'letmein123'``: quotes set the value apart, but after the bare word they as often mark a
+    label or a word (``the password "field"``, ``type password "slowly"``): only a value that looks made up."""
+    value = m.group("quoted")
+    return _made_up(value) or (len(value) >= 6 and _literal(value) and _random_looking(value))
+
+
+def _told_password_ok(m: re.Match[str]) -> bool:
+    """``my wifi password, it is BlueFalcon77``: after a pause the clause may say anything
+    ("my password, it is Tuesday's fault"): a bare value must look made up."""
+    quoted = m.group("quoted")
+    if quoted is not None:
+        return _literal(quoted) and not _plain_word(quoted) and not _NO_VALUE.fullmatch(quoted)
+    return _made_up(m.group("bare"))
+
+
+# Words before a password's name that make the sentence a remark about the value ("123456 is the most
+# common password", "hunter2 is not my password").
+_REMARK_WORDS = frozenset(
+    "not never no most least worst best common commonest popular typical default example sample weakest"
+    " strongest famous classic standard".split()
+)
+
+
+def _named_after_ok(m: re.Match[str]) -> bool:
+    """``hunter2 is my password``, ``0420 is my PIN``, ``4512 is the gate code``: a value given before its name.
+
+    Nothing before the value says a secret comes, so it must look like one: a PIN or a
+    code its digits, a password a made-up value (not "This is my password").
+    """
+    if any(word.lower() in _REMARK_WORDS for word in m.group("between").split()):
+        return False
+    key = m.group("key").lower()
+    quoted = m.group("quoted")
+    value = quoted if quoted is not None else m.group("bare")
+    if key.startswith("pin"):
+        return value.isdigit() and 4 <= len(value) <= 8
+    if key.endswith("code"):
+        if _LOCK_CODE_RE.fullmatch(value):
+            return True
+        if not key.startswith("pass"):  # a door code is its digits; a passcode may be a password
+            return False
+    if quoted is not None:
+        return _literal(value) and not _plain_word(value) and not _NO_VALUE.fullmatch(value)
+    return _made_up(value)
+
+
 def _keyword_secret_ok(m: re.Match[str]) -> bool:
     return not _in_query(m) and _secret_value_ok(m)
 
@@ -361,11 +493,23 @@ def _keyword_api_key_ok(m: re.Match[str]) -> bool:
     if m.group("space") is None:
         return True
     value = m.group("quoted") if m.group("quoted") is not None else m.group("bare")
+    if m.group("key").lower() == "secret":
+        # "top secret Project2024Falcon": no key word, no key; but AWS's 40-character secret access key is one
+        return _aws_secret_shaped(value)
+    return len(value) >= 16 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
+
+
+_AWS_SECRET_RE = re.compile(r"[A-Za-z0-9/+]{40}")
+
+
+def _aws_secret_shaped(value: str) -> bool:
+    """40 base64 characters, both cases and a digit or ``/``/``+`` among them, as AWS makes a secret access key
+    (not a lower-case hex digest of the same length, nor a run of letters)."""
     return (
-        m.group("key").lower() != "secret"  # "top secret Project2024Falcon": no key word, no key
-        and len(value) >= 16
-        and any(ch.isdigit() for ch in value)
-        and any(ch.isalpha() for ch in value)
+        _AWS_SECRET_RE.fullmatch(value) is not None
+        and any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and any(ch.isdigit() or ch in "/+" for ch in value)
     )
 
 
@@ -492,6 +636,19 @@ _BARE_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw"
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
+# Codes that open something: "the door code is 4512", "4512 is the gate code". Only digits ("the door
+# code is on the fridge"); "building code" and "area code" are no secrets, and are not here.
+_LOCK_CODE_WORD = r"(?:door|gate|alarm|safe|lock|lockbox|garage|keypad|entry|entrance|access)[ -]?code"
+_LOCK_CODE = r"[#*]?\d{3,10}[#*]?"
+_LOCK_CODE_RE = re.compile(_LOCK_CODE)
+# Names of a value given before them: "hunter2 is my password", "0420 is my PIN", "4512 is the gate code".
+_NAMED_AFTER_WORD = rf"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:[ -]?(?:code|number))?|{_LOCK_CODE_WORD}"
+# What follows that name when it names the value before it: the clause's end, or a word that starts no noun
+# ("hunter2 is my password for everything"); in "X is my password manager" the name is another thing's.
+_AFTER_NAME = (
+    r"for|on|at|in|to|and|but|so|or|now|too|again|everywhere|because|since|though|although|if|when|while|which"
+    r"|ever|anyway|lol|haha|btw"
+)
 # A passphrase is a few words that end the clause; a conjunction ends it too
 # ("my password is correct horse battery staple and I never change it").
 _CLAUSE_WORD = r"(?i:and|but|so|or|because|since|though|although|if|unless|until|when|while|which)(?![A-Za-z])"
@@ -527,9 +684,21 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
               | xox[abposr]-[A-Za-z0-9-]{10,}                                      # Slack
               | hf_[A-Za-z0-9]{30,} | glpat-[A-Za-z0-9_-]{20,}                     # Hugging Face, GitLab
               | npm_[A-Za-z0-9]{36}                                                # npm
+              | rv_[A-Za-z0-9_-]{43}(?![_-])                                       # reverie's own (reverie.keys)
             )(?![A-Za-z0-9])"""
         ),
         check=lambda m: _random_looking(m.group()),
+    ),
+    _Detector(
+        "api-key",  # AWS's secret access key given with its key id: "key AKIA... and secret wJalrXUtnFEMI/..."
+        _compile(
+            r"""(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])
+            [^.!?\n]{0,80}?   # the same sentence
+            (?<![A-Za-z0-9/+=])(?P<bare>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"""
+        ),
+        check=lambda m: _aws_secret_shaped(m.group("bare")),
+        value_groups=("bare",),
+        cue=("akia", "asia"),
     ),
     _Detector(
         "token",
@@ -602,6 +771,58 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         ),
         check=_bare_english_password_ok,
         value_groups=("bare",),
+    ),
+    _Detector(
+        "password",  # 'the password "letmein123"': a quoted value right after the word, no verb, no colon
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:{_BARE_PASSWORD_WORD})[ \t]+
+            [\"'“‘`](?P<quoted>(?!{_PLACEHOLDER}[\"'”’`])[^\s\"'“”‘’`]{{1,64}})[\"'”’`]"""
+        ),
+        check=_quoted_password_ok,
+        value_groups=("quoted",),
+        cue=("passw", "passphrase", "passcode", "pw"),
+    ),
+    _Detector(
+        "password",  # "my wifi password, it is BlueFalcon77", "the password for the router? it's BlueFalcon77"
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:{_BARE_PASSWORD_WORD})
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
+            [ \t]*(?:[,;?!]|\.\.\.|…|[-–—])[ \t]*   # a pause, then a clause that gives the value
+            (?:(?i:oh|so|and|well|btw|ok|okay|yeah|i[ \t]+think|i[ \t]+guess)[ \t]*,?[ \t]+)?
+            (?:(?:(?i:it|that|this|which|mine)(?:[ \t]+(?i:is|was)|['’]s)|(?i:is|was))
+                (?:[ \t]+(?i:now|still|currently|actually))?(?:[ \t]*[:：])?[ \t]+
+              | [:：][ \t]*)"""
+            + _value(_BARE_SPACED)
+        ),
+        check=_told_password_ok,
+        value_groups=("quoted", "bare"),
+        cue=("passw", "passphrase", "passcode", "pw"),
+    ),
+    _Detector(
+        "password",  # the value first: "hunter2 is my password", "use hunter2 as my password", "4512 is the gate code"
+        _compile(
+            r"(?<![^\s(\[])"
+            + _value(r"[^\s\"'“”‘’`(\[]{1,64}")
+            + rf"""[ \t]+(?i:is|was|as)[ \t]+(?:(?i:my|the|our|your|his|her|their)[ \t]+)?
+            (?P<between>(?:[A-Za-z][\w-]*[ \t]+){{0,2}}?)   # "my new wifi password"
+            (?i:(?P<key>{_NAMED_AFTER_WORD}))
+            (?=[ \t]*(?:[^\w\s]|$)|[ \t]+(?i:{_AFTER_NAME})(?![A-Za-z]))"""
+        ),
+        check=_named_after_ok,
+        value_groups=("quoted", "bare"),
+        # The name follows a space; "pin" alone is in too many words ("keeping", "shopping").
+        cue=("passw", "passphrase", "passcode", "pw", " pin", "code"),
+    ),
+    _Detector(
+        "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580"
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:{_LOCK_CODE_WORD})
+            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
+            (?:\s*(?:[:=：]|=>)\s*|\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)
+            (?P<bare>{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date"""
+        ),
+        value_groups=("bare",),
+        cue=("code",),
     ),
     _Detector(
         "card",  # the card's security code: "cvv 123", "CVC: 987", "安全码是123"
@@ -823,6 +1044,20 @@ _EMAIL_DETECTORS = (
     ),
 )
 
+# North American area codes and exchanges never start with 0 or 1.
+_PHONE = r"""(?:
+    \+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}                 # +1 415-555-0132
+  | (?:1[ .-])?(?:\([2-9]\d\d\)[ .-]?|[2-9]\d\d[ .-])[2-9]\d\d[ .-]\d{4}   # (415) 555 0132
+  | 1[3-9]\d(?:[ -]?\d{4}){2}                                             # 138 0013 8000
+  | (?:\(0\d{1,4}\)[ -]?|0\d{1,4}[ -])\d{3,8}(?:[ -]\d{3,4})?             # 010-12345678
+)"""
+_PHONE_RE = _compile(_PHONE)
+# Words a sentence may put between a number's name and the number: "my phone number to reach me is ...",
+# "mobile for work: ...". Only these: other words make a sentence about the phone ("phone plan for 1 500 000 users").
+_PHONE_FILLER = r"""(?:[ \t]+(?i:
+    to[ \t]+(?:reach|call|text|contact)(?:[ \t]+(?:me|us|him|her|them))?(?:[ \t]+(?:on|at))?
+    | (?:for|at)[ \t]+(?:work|home|emergencies|calls|the[ \t]+office) | here|now|still|currently|also|too)){0,2}"""
+
 _NUMBER_DETECTORS = (
     _Detector(
         "id-number",  # Chinese resident ID: region, birth date, sequence, check character
@@ -850,31 +1085,22 @@ _NUMBER_DETECTORS = (
         _compile(_NUM_START + r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}" + _NUM_END),
     ),
     _Detector(
-        "phone",  # North American area codes and exchanges never start with 0 or 1
-        _compile(
-            _NUM_START
-            + r"""(?:
-                \+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}                 # +1 415-555-0132
-              | (?:1[ .-])?(?:\([2-9]\d\d\)[ .-]?|[2-9]\d\d[ .-])[2-9]\d\d[ .-]\d{4}   # (415) 555 0132
-              | 1[3-9]\d(?:[ -]?\d{4}){2}                                             # 138 0013 8000
-              | (?:\(0\d{1,4}\)[ -]?|0\d{1,4}[ -])\d{3,8}(?:[ -]\d{3,4})?             # 010-12345678
-            )"""
-            + _NUM_END
-        ),
-        check=_phone_ok,
+        "phone",
+        _compile(_NUM_START + _PHONE + _NUM_END),
+        fit=_phone_span,
     ),
     _Detector(
         "phone",  # any national format after the number's name: "tel: 0612345678", "mobile 06.12.34.56.78", "电话 030 1234567"
         _compile(
             r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp)
                 (?:[ _-]?(?i:number|no\.?|num))?\.?"""
+            + _PHONE_FILLER
             + _KEY_SEP
             + r"""| (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
             (?P<bare>\+?(?:\(\d{1,5}\)[ .-]?)?\d+(?:[ .-]\d+){0,7})"""
             + _NUM_END
         ),
-        check=_named_phone_ok,
-        value_groups=("bare",),
+        fit=_named_phone_span,
         cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "手机", "手機", "电话", "電話", "座机", "传真"),
     ),
 )
@@ -900,8 +1126,8 @@ _CODE_DETECTORS = (
 # (and a few substring tests for the cues of the embedded secrets).
 # The secret cue is searched in lower case, which is several times faster than IGNORECASE.
 _SECRET_CUE = re.compile(
-    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_|npm_"
-    r"|bearer|p(?:ass|wd?|in)|token|key|secret|cv[vc]|ssn|social security|密码|密碼|口令|令牌|密钥|秘钥|护照|安全码"
+    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_|npm_|rv_"
+    r"|bearer|p(?:ass|wd?|in)|token|key|secret|code|cv[vc]|ssn|social security|密码|密碼|口令|令牌|密钥|秘钥|护照|安全码"
 )
 _EMBEDDED_CUE = re.compile("|".join(sorted({re.escape(cue) for d in _EMBEDDED_DETECTORS for cue in d.cue})))
 _NUMBER_CUE = re.compile(r"\d(?:[\s().-]{0,3}\d){6}")
@@ -974,7 +1200,7 @@ def _find(text: str) -> list[Finding]:
             rank += len(detectors)
             continue
         for detector in detectors:
-            if detector.cue and not any(cue in lower for cue in detector.cue):
+            if detector.cue and not any(map(lower.__contains__, detector.cue)):  # no generator: this runs often
                 rank += 1
                 continue
             candidates.extend((f.start, f.start - f.end, rank, f) for f in detector.find(text) if f.end > f.start)

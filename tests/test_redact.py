@@ -632,3 +632,167 @@ def test_long_runs_after_the_keywords_and_look_alikes_stay_linear():
     for text in texts:
         assert redact(text) == text
     assert time.perf_counter() - start < 10.0
+
+
+# --- secrets a second round of testing found kept: a password before its name, in quotes or after a pause,
+# "pass:", AWS secrets after "secret" alone, reverie's own keys, phone numbers run on into more digits, codes ----
+
+RV_KEY = "rv_" + "y4V0c_GNwgvXuUdPWneJYH5U6Go0Pp7zm811Czdj6hU"  # the shape reverie.keys mints
+
+# (text, the secret, the placeholder kind)
+SECOND_ROUND_CAUGHT = [
+    # a password named after its value
+    ("I always use hunter2 as my password for everything", "hunter2", "password"),
+    ("hunter2 is my password", "hunter2", "password"),
+    ("use Zq8kL2pW9 as the wifi password", "Zq8kL2pW9", "password"),
+    ("abc123 was my old password lol", "abc123", "password"),
+    ('"Tulip2024!" is my password', "Tulip2024!", "password"),
+    ("0420 is my PIN", "0420", "password"),
+    ("12345 is the gate code, see you at six", "12345", "password"),
+    # quoted right after the word
+    ("the password 'letmein123'", "letmein123", "password"),
+    ('my password "letmein123"', "letmein123", "password"),
+    # after a pause
+    ("my wifi password, it is BlueFalcon77", "BlueFalcon77", "password"),
+    ("the password for the router? it's BlueFalcon77", "BlueFalcon77", "password"),
+    ("my email password - it's hunter22", "hunter22", "password"),
+    # "pass" with a colon or "is", and a value that can only be made up
+    ("pass: Zq8kL2pW9", "Zq8kL2pW9", "password"),
+    ("my pass is Zq8kL2pW9", "Zq8kL2pW9", "password"),
+    # AWS's secret access key after "secret" alone
+    (f"secret {AWS_SECRET}", AWS_SECRET, "api-key"),
+    # reverie's own API keys
+    (RV_KEY, RV_KEY, "api-key"),
+    (f"the laptop talks to reverie with {RV_KEY} now", RV_KEY, "api-key"),
+    # a phone number run on into more digits, and one with words between its name and it
+    ("phone: +1 415 555 0199 98765", "+1 415 555 0199", "phone"),
+    ("+49 30 1234567 89012", "+49 30 1234567", "phone"),
+    ("tel: 0612345678 123456", "0612345678", "phone"),
+    ("My favourite phone number to reach me is 912 345 678", "912 345 678", "phone"),
+    ("my mobile for work is 06 12 34 56 78", "06 12 34 56 78", "phone"),
+    # codes that open a door
+    ("the door code is 4512", "4512", "password"),
+    ("gate code: 7781", "7781", "password"),
+    ("the alarm code for the shop is #2580", "#2580", "password"),
+]
+
+SECOND_ROUND_EXACT = [
+    (f"key {AWS_KEY} and secret {AWS_SECRET}", "key [api-key] and secret [api-key]"),
+    (f"{AWS_KEY} / {AWS_SECRET}", "[api-key] / [api-key]"),
+    # a 40-letter run after the key id is no secret key: AWS's has both cases and digits
+    (f"id {AWS_KEY} for repo {'abcdefghij' * 4}", f"id [api-key] for repo {'abcdefghij' * 4}"),
+    ("+1 415 555 0199 123-45-6789", "[phone] [id-number]"),
+    ("call +1 415 555 0199 12345 is the gate code", "call [phone] [password] is the gate code"),
+    ("hunter2 is my password and 0420 is my PIN", "[password] is my password and [password] is my PIN"),
+]
+
+SECOND_ROUND_LEFT_ALONE = [
+    # a value before the name: only one that looks made up, and only when the name ends the phrase
+    "Chrome2 is my password manager",
+    "This is my password",
+    "What is my password?",
+    "I use Bitwarden as my password manager",
+    "1Password is my password manager",
+    "123456 is the most common password",
+    "Password1 is the worst password ever",
+    "2 is my PIN length",
+    "4 digits is the door code length",
+    "Covid19 was the reason for my password change",
+    "2024 is the year I changed my password",
+    # quoted words after the bare word
+    'type password "slowly"',
+    'the password "field" is required',
+    'click "Forgot password" "Reset"',
+    "my password 'cause I forgot",
+    # a pause, then a remark
+    "I changed my password, it is safer now",
+    "I forgot my password, it's 2am and I'm locked out",
+    "my password, it's on the fridge",
+    "the password? it's in the email",
+    "forgot my password, it is 2024-05-08 today",
+    # "pass" is a ticket, a level, a test result
+    "pass is valid until Friday",
+    "my bus pass is expired",
+    "the pass is in the drawer",
+    "the pass is level3",
+    "boarding pass: A12B34C5",
+    "pass: 2023edition",
+    "--- PASS: TestLogin2 (0.00s)",
+    # "secret" and 40 characters that are no AWS key
+    "secret 4c0883a69102937d6231471b5dbb6204fe512961",
+    "the secret recipe is in /home/ana/Documents/recipes/grandma-cookies.txt",
+    # "rv_" that is no key
+    "the rv_ prefix marks reverie keys",
+    "rv_campsite_booking_2019",
+    # numbers near a phone's name that are no phone number
+    "the score was +1 2 3 4",
+    "population +1 200 000",
+    "phone plan for 1 500 000 users",
+    "my phone is also 5 years old",
+    "my phone to call is 2023-05-08",
+    # codes that open nothing, and door codes that give no code
+    "the door code is on the fridge",
+    "the door code is 4 digits",
+    "the door code changed in 2019",
+    "the gate code is 12:30",
+    "the door code is 2023-05-08",
+    "the safe code is 1990s style",
+    "the area code is 415",
+    "zip code: 94110",
+    "the building code is 2021",
+    "error code: 404",
+    "the dress code is black tie",
+    "the promo code is SAVE20",
+]
+
+
+@pytest.mark.parametrize(
+    "text, secret, kind", SECOND_ROUND_CAUGHT, ids=[c[2] + ":" + c[0][:40] for c in SECOND_ROUND_CAUGHT]
+)
+def test_second_round_secrets_are_replaced_and_the_rest_survives(text, secret, kind):
+    out = redact(text)
+    assert out == text.replace(secret, f"[{kind}]")
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text, expected", SECOND_ROUND_EXACT)
+def test_second_round_replacements_keep_the_rest(text, expected):
+    assert redact(text) == expected
+    assert redact(expected) == expected
+
+
+@pytest.mark.parametrize("text", SECOND_ROUND_LEFT_ALONE)
+def test_look_alikes_of_the_second_round_are_left_alone(text):
+    assert find_sensitive(text) == []
+    assert redact(text) == text
+
+
+def test_every_key_reverie_mints_is_redacted():
+    import base64 as b64
+    import random
+
+    from reverie.keys import PREFIX
+
+    rng = random.Random(0)
+    for _ in range(500):
+        # secrets.token_urlsafe(32), as reverie.keys mints a key: 32 bytes, url-safe base64, no padding
+        key = PREFIX + b64.urlsafe_b64encode(rng.randbytes(32)).rstrip(b"=").decode()
+        assert redact(f"use {key}.") == "use [api-key]."
+
+
+def test_long_runs_around_the_second_round_forms_stay_linear():
+    texts = [
+        "hunter2 is my " * (N // 14),
+        "a" * N + " is my password",
+        "x is " + "my " * (N // 3) + "password",
+        "password, " * (N // 10),
+        "password, it is " + "-" * N,
+        "door code is " * (N // 13),
+        "phone number to reach me " * (N // 25),
+        "+1 " + "2 " * N,
+    ]
+    start = time.perf_counter()
+    for text in texts:
+        assert redact(text) == text
+    assert redact(AWS_KEY + " " + "a/" * N) == "[api-key] " + "a/" * N
+    assert time.perf_counter() - start < 10.0
