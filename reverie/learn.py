@@ -596,12 +596,20 @@ class Learner:
         self.facts.enforce_capacity(user, now)
 
 
+# the placeholders redaction leaves for a credential (a password, a key, a token)
+_CREDENTIAL = re.compile(r"\[(?:password|api-key|token|private-key)\]")
+
+
 def _not_kept(new: NewFact, content: str, threshold: float) -> str:
     """Why an engine's proposed fact is not kept ("" when it is)."""
     if new.confidence < threshold:
         return "below fact_confidence_threshold"
     if not content:
         return "empty once redacted"
+    if _CREDENTIAL.search(content):
+        # "Prefers the slack token [api-key] for the bot": a line that exists to carry a
+        # secret says nothing once the secret is gone
+        return "held a credential"
     if is_temporary(content):
         return "temporary state"
     if is_trivial(content):

@@ -989,3 +989,16 @@ def test_a_batch_counts_only_the_episodes_it_learned_itself(mem):
     assert mem.learner.learn(episodes) == 1
     assert mem.learner.learn(episodes) == 0  # read before the first learned them
     assert mem.flush(user="ana") == 0
+
+
+def test_a_line_that_only_carried_a_credential_is_not_kept_as_a_fact(mem):
+    at = datetime(2026, 11, 3, 9, tzinfo=timezone.utc)
+    mem.add(["I prefer to log in with pw: Zq8kL2pW9x!", "Noted"], user="ana", at=at)
+    mem.add(["Decided to use the api key sk-proj-abcdefghijklmnopqrstuvwxyz012345 in staging", "Ok"], user="ana",
+            thread="t2", at=at)
+    mem.add(["I prefer window seats on long flights", "Noted"], user="ana", thread="t3", at=at)
+    mem.flush()
+    contents = [f.content for f in mem.facts(user="ana", status="pending")]
+    assert not [c for c in contents if "[password]" in c or "[api-key]" in c]
+    assert any("window seats" in c for c in contents)
+    assert mem.health(user="ana").facts_skipped.get("held a credential", 0) >= 1
