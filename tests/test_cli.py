@@ -454,3 +454,16 @@ def test_an_export_to_a_pipe_or_dash_writes_through_it_and_never_replaces_it(hom
     assert fifo.is_fifo()  # still the pipe, not a file renamed over it
     dashed = run("export", "--user", "ana", "-o", "-", home=home)
     assert json.loads(dashed.stdout)["facts"][0]["content"] == "Likes jazz" and not Path("-").exists()
+
+
+def test_ingest_no_learn_only_stores_and_says_what_waits(home, tmp_path):
+    path = tmp_path / "talk.jsonl"
+    path.write_text('{"role":"user","content":"I work as a nurse in Porto"}\n{"role":"assistant","content":"ok"}\n'
+                    '{"role":"user","content":"I love hiking in the Alps"}\n{"role":"assistant","content":"nice"}\n',
+                    encoding="utf-8")
+    result = run("ingest", str(path), "--user", "ana", "--no-learn", home=home)
+    assert result.exit_code == 0, result.output
+    assert "not learned yet (2 wait: `reverie flush --user ana`)" in result.output
+    with Memory(home, background=False, learn="elsewhere") as mem:  # the process that closed learned nothing
+        assert mem.learning_backlog(user="ana")[0] == 2 and not mem.facts(user="ana")
+    assert "learned from 2" in run("flush", "--user", "ana", home=home).output

@@ -48,7 +48,8 @@ def ingest(
     user: User,
     home: Home = None,
     thread: Annotated[Optional[str], typer.Option(help="Thread for the messages (default: from the file, else 'default').")] = None,
-    learn: Annotated[bool, typer.Option("--learn/--no-learn", help="Learn right away instead of after the debounce.")] = True,
+    learn: Annotated[bool, typer.Option("--learn/--no-learn", help="Learn now (the default), or only store: the episodes "
+                                        "wait for `reverie flush` or a server to learn them.")] = True,
     engine: Engine = None,
     base_url: BaseUrl = None,
     model: Model = None,
@@ -58,7 +59,9 @@ def ingest(
     """Ingest a past conversation from a file, then learn from it.
 
     Input stored before (the same file again) is recognised and skipped."""
-    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
+    # --no-learn: this process learns nothing, not even as it closes; the store keeps the queue
+    with open_memory(home, engine=engine, base_url=base_url, model=model, api_key=api_key,
+                     learn="here" if learn else "elsewhere") as mem:
         with Progress(console=console, transient=True, disable=as_json) as progress:
             task = progress.add_task("ingesting", total=None)
             with fail_cleanly():
@@ -69,10 +72,12 @@ def ingest(
             emit_json({**report.model_dump(mode="json"), "waiting": waiting, "error": error})
         else:
             partial = f" ({report.skipped_messages} messages)" if report.skipped_messages != report.skipped else ""
+            learned = (f"learned from {report.learned}" if learn else
+                       f"not learned yet ({mem.learning_backlog(user=user)[0]} wait: `reverie flush --user {escape(user)}`)")
             console.print(
                 f"Ingested [bold]{report.episodes}[/] episodes from {report.conversations} conversation(s); "
                 f"skipped [bold]{report.skipped}[/] stored before{partial}; "
-                f"learned from {report.learned}. {user} has {report.facts} facts now."
+                f"{learned}. {user} has {report.facts} facts now."
             )
         fail_if_waiting(waiting, error, as_json)
 
