@@ -467,3 +467,16 @@ def test_ingest_no_learn_only_stores_and_says_what_waits(home, tmp_path):
     with Memory(home, background=False, learn="elsewhere") as mem:  # the process that closed learned nothing
         assert mem.learning_backlog(user="ana")[0] == 2 and not mem.facts(user="ana")
     assert "learned from 2" in run("flush", "--user", "ana", home=home).output
+
+
+def test_recall_no_track_leaves_usage_counts_alone(home):
+    with Memory(home, background=False) as mem:
+        fact = mem.remember("Prefers window seats on long flights", user="ana", category="preference")
+    for _ in range(2):
+        assert "window seats" in run("recall", "which seat on the long flight?", "--user", "ana", "--no-track",
+                                     home=home).output
+    with Memory(home, background=False) as mem:
+        assert mem.fact(fact.id).uses == 0
+    run("recall", "which seat on the long flight?", "--user", "ana", home=home)
+    with Memory(home, background=False) as mem:
+        assert mem.fact(fact.id).uses == 1

@@ -245,15 +245,17 @@ def recall(
         help="Token budget of the block, 1-100,000 (default: the configured `budget`, 2000 unless set).")] = None,
     thread: Annotated[Optional[str], typer.Option(help="The current thread.")] = None,
     why: Annotated[bool, typer.Option("--why", help="Show every item's score parts and matched tags.")] = False,
+    track: Annotated[bool, typer.Option("--track/--no-track", help="Count what is delivered as used ([Nx]), as an "
+                                        "agent's recall does (the default), or only look.")] = True,
     engine: Engine = None,
     base_url: BaseUrl = None,
     model: Model = None,
     api_key: ApiKey = None,
     as_json: Json = False,
 ) -> None:
-    """Print the <memory> block for a message (read-only apart from usage counts)."""
+    """Print the <memory> block for a message (read-only apart from usage counts; --no-track: read-only)."""
     with open_memory(home, create=False, engine=engine, base_url=base_url, model=model, api_key=api_key) as mem:
-        result = mem.recall(query, user=user, budget=budget, thread=thread, explain=why)
+        result = mem.recall(query, user=user, budget=budget, thread=thread, explain=why, track=track)
         if as_json:
             emit_json(result.as_dict())
             return
@@ -263,7 +265,7 @@ def recall(
             f"[dim]tags[/] {', '.join(p.tags) or '-'}  [dim]tokens[/] {result.tokens}/{result.budget}"
         )
         console.print(escape(result.context) if result.context else "[dim](no memory for this message)[/]")
-        if why:
+        if why and result.items:  # nothing delivered: no table of nothing
             print_why(result)
 
 
