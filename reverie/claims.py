@@ -48,7 +48,7 @@ EXCLUSIVE = re.compile(
     re.IGNORECASE,
 )
 # "emacs over vim", "tea instead of coffee": what follows is the value given up
-GIVEN_UP = re.compile(r"\b(?:over|instead of|rather than)\s+\S+|,\s*not\s+\S+|而不是\S+|，?不是\S+")
+GIVEN_UP = re.compile(r"\b(?:over|instead of|rather than)\s+[^\s,;]+|,\s*not\s+[^\s,;]+|而不是[^\s,;，；]+|，?不是[^\s,;，；]+")
 # "light mode in editors": what follows such a word says where the value holds, not the value
 QUALIFIER = re.compile(r"\b(?:in|at|on|for|during|when|while)\b", re.IGNORECASE)
 
@@ -345,13 +345,56 @@ def _verb(match: re.Match[str]) -> str:
     return " ".join(stem(w) for w in match.group(0).lower().split())
 
 
-def _split_object(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """What an exclusive verb takes (the value) and where it holds (the qualifier)."""
-    text = GIVEN_UP.sub(" ", text)
+def _split_object(text: str) -> tuple[frozenset[str], frozenset[str], str]:
+    """What an exclusive verb takes (the value), where it holds (the qualifier) and the word
+    that opens the qualifier ("for", "in"; "" without one). A clause after the statement
+    ("..., gofmt handles it anyway") is neither."""
+    text = clip_object(GIVEN_UP.sub(" ", text), False)
+    head, comma, after = text.partition(",")
+    if comma and len(after.split()) >= 3 and not re.search(r"\b(?:and|or)\b", after, re.IGNORECASE):
+        text = head  # "spaces, gofmt handles it anyway": a clause of its own, not a list of values
     qualifier = QUALIFIER.search(text)
     if qualifier is None:
-        return token_set(text), frozenset()
-    return token_set(text[: qualifier.start()]), token_set(text[qualifier.start():])
+        return token_set(text), frozenset(), ""
+    where = re.split(r"[,;]", text[qualifier.start():], maxsplit=1)[0]
+    return token_set(text[: qualifier.start()]), token_set(where), qualifier.group(0).lower()
+
+
+def _given_up(text: str) -> frozenset[str]:
+    """The values a line gives up: "coffee over tea" -> {tea}."""
+    found = [token_set(m.group(0)) for m in GIVEN_UP.finditer(text)]
+    return frozenset().union(*found) - {"instead", "rather"} if found else frozenset()
+
+
+# One current job and one home at a time: "Works as a staff engineer at Tidepool" and "Works at
+# Finlytics", "Moved to Lisbon last month" and "Lives in Porto" fill one slot with another
+# named value, whatever else the lines say. (The first group: what it holds.)
+_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("employer", re.compile(r"\b(?:works?\s+(?:as\s+[^,;.!?]+?\s+)?(?:at|for)|joined(?=\s+[^,;.!?]+?\s+as\b))\s+"
+                            r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
+    ("home", re.compile(r"\b(?:lives?\s+in|(?:is\s+)?based\s+in|moved\s+(?:back\s+)?to|relocated\s+to)\s+"
+                        r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
+)
+
+
+def _frame(text: str, values: _Values) -> tuple[str, frozenset[str], frozenset[str]] | None:
+    """(the frame, the terms of its subject, the names that fill it), for a line that fills
+    one with a name: ("employer", {}, {"tidepool"}) for "Works as a staff engineer at Tidepool"."""
+    for kind, pattern in _FRAMES:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        said = set(re.findall(r"[^\W_]+", m["o"].lower()))
+        names = frozenset(n for n in values.names if n in said)
+        return (kind, token_set(text[: m.start()]), names) if names else None
+    return None
+
+
+def _frame_conflict(a: "_Reading", b: "_Reading") -> bool:
+    """Both fill one frame for the same subject with other names ("Works at Tidepool" /
+    "Works as a backend engineer at Finlytics")."""
+    return bool(a.frame and b.frame and a.frame[0] == b.frame[0] and a.frame[1] == b.frame[1]
+                and not a.frame[2] & b.frame[2] and not a.negated and not b.negated)
 
 
 @dataclass(frozen=True)
@@ -366,6 +409,7 @@ class _Reading:
     tokens: frozenset[str]
     atoms: frozenset[str]
     bare: bool  # nothing but names, values and update words: the rest alone cannot tell it apart
+    frame: tuple[str, frozenset[str], frozenset[str]] | None  # one job, one home: see _frame
 
 
 @lru_cache(maxsize=16384)
@@ -381,6 +425,7 @@ def _reading(text: str) -> _Reading:
         tokens=token_set(text),
         atoms=_atoms(values),
         bare=not (values.rest - values.name_terms - _UPDATE_WORDS),
+        frame=_frame(text, values),
     )
 
 
@@ -393,6 +438,7 @@ def _unrelated(a: _Reading, b: _Reading) -> bool:
         and not (a.atoms & b.atoms)
         and not (a.verb and a.verb == b.verb)
         and not (a.bare and b.bare)
+        and not (a.frame and b.frame and a.frame[0] == b.frame[0])
     )
 
 
@@ -408,6 +454,8 @@ def judge_keys(text: str) -> frozenset[str]:
         keys.add(f"v:{r.verb}")
     if r.bare:
         keys.add("bare")
+    if r.frame:
+        keys.add(f"f:{r.frame[0]}")
     return frozenset(keys)
 
 
@@ -420,14 +468,20 @@ def _exclusive_conflict(new: str, old: str) -> bool:
     # same subject (what precedes the verb), another value after it
     if a.subject != b.subject:
         return False
-    obj_a, where_a = _split_object(new[slot_a.end():])
-    obj_b, where_b = _split_object(old[slot_b.end():])
+    obj_a, where_a, opens = _split_object(new[slot_a.end():])
+    obj_b, where_b, _ = _split_object(old[slot_b.end():])
     if where_a != where_b:
         return False  # "Python at work" / "Python at home": two facts, not one changed
     only_a, only_b = obj_a - obj_b, obj_b - obj_a
     # one value for another ("vim" / "emacs"), or the same value words with another
     # ("dark mode in editors" / "light mode in editors")
     single = len(obj_a) == 1 and len(obj_b) == 1
+    if single and where_a and opens != "for" and not obj_a & obj_b:
+        # two things that only share where they hold ("jeans at work" / "tea at work") are two
+        # facts; one value for another there only when they are two of an exclusive pair, one
+        # is given up for the other ("coffee over tea in the morning"), or what they are for
+        # is the same ("Python for data work" / "SQL for data work")
+        return _exclusive_clash(obj_a, obj_b) or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old))
     return bool((single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
 
 
@@ -475,6 +529,8 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     a, b = _reading(new), _reading(old)
     if _unrelated(a, b):
         return None
+    if _frame_conflict(a, b):
+        return "conflict"  # "Works at Tidepool" / "Works as a backend engineer at Finlytics"
     negated_differs = a.negated != b.negated
     a_values, b_values = a.values, b.values
     verdict = _value_relation(a_values, b_values, negated_differs)
@@ -614,6 +670,49 @@ def stored_relation(a: str, b: str, duplicate_at: float) -> str | None:
     return fact_relation(a, b, duplicate_at)
 
 
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _alike(a: str, b: str) -> bool:
+    """Two terms of one word: "editor" / "editors", "edit" / "editing" (terms are stems)."""
+    short, long = sorted((a, b), key=len)
+    return short == long or (len(short) >= 4 and long.startswith(short))
+
+
+def different_items(a: str, b: str) -> bool:
+    """Two lines that say the same kind of thing of two different things, never one thing said
+    twice: one frame with another thing in it ("Loves chess on weekends" / "Loves jazz on
+    weekends", "Is a fan of Bach" / "Is a fan of jazz"), or each with a value the other lacks
+    ("Has a dog named Max" / "Has a dog named Rex", "Lesson 1" / "Lesson 2"). Word overlap
+    cannot tell them from a line said again; what folds lines into one (the dream) asks this.
+
+    The frame is what the lines share from their first word on and from their last word
+    back; what lies between differs, with no word in common, on both sides."""
+    a, b = _USER_SUBJECT.sub("", a), _USER_SUBJECT.sub("", b)
+    va, vb = _read_values(a), _read_values(b)
+    if va.labels != vb.labels:
+        return True
+    more_a = bool(va.quantities - vb.quantities) or any(
+        k not in vb.idents and not (k in va.names and k in vb.words) for k in va.idents)
+    more_b = bool(vb.quantities - va.quantities) or any(
+        k not in va.idents and not (k in vb.names and k in va.words) for k in vb.idents)
+    if more_a and more_b:
+        return True
+    wa, wb = _WORD.findall(a.lower()), _WORD.findall(b.lower())
+    sa, sb = [stem(w) for w in wa], [stem(w) for w in wb]
+    head = 0
+    while head < min(len(sa), len(sb)) and sa[head] == sb[head]:
+        head += 1
+    if not head:
+        return False  # "Prefers dark mode" / "Likes dark mode": the frame itself differs
+    tail = 0
+    while tail < min(len(sa), len(sb)) - head and sa[-1 - tail] == sb[-1 - tail]:
+        tail += 1
+    mid_a = token_set(" ".join(wa[head:len(wa) - tail]))
+    mid_b = token_set(" ".join(wb[head:len(wb) - tail]))
+    return bool(mid_a and mid_b) and not any(_alike(x, y) for x in mid_a for y in mid_b)
+
+
 def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
     """The pairs ``(i, j)``, ``i < j``, of ``texts`` that :func:`stored_relation` may judge a
     duplicate or a conflict, found through an index instead of trying every pair.
@@ -635,6 +734,8 @@ def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
         keys = {f"x:{exact_key(text)}"} | {f"t:{term}" for term in ordered[:prefix]}
         if r.verb:
             keys.add(f"s:{r.verb}:{' '.join(sorted(r.subject))}")
+        if r.frame:
+            keys.add(f"f:{r.frame[0]}:{' '.join(sorted(r.frame[1]))}")
         rest = r.values.rest - r.values.name_terms - _UPDATE_WORDS
         keys.add(f"r:{' '.join(sorted(rest))}")  # the bare lines (no rest) share one key
         for key in keys:

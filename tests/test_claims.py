@@ -91,6 +91,21 @@ PAIRS = [
     ("Takes 10 mg of melatonin nightly", "Takes 5 mg of melatonin", DISTINCT),
     ("Has 3 kids and a dog", "Has 2 kids", DISTINCT),
     ("Has 2 kids and 1 dog", "Has 2 kids", DISTINCT),
+    # one job and one home at a time: another employer or place, whatever else the lines say
+    ("Works as a staff engineer at Tidepool", "Works as a backend engineer at Finlytics", CONFLICT),
+    ("Works at Tidepool", "Works as a backend engineer at Finlytics", CONFLICT),
+    ("Joined Tidepool as a staff engineer", "Works as a backend engineer at Finlytics", CONFLICT),
+    ("Moved to Lisbon last month", "Lives in Porto", CONFLICT),
+    ("Works as a staff engineer at Tidepool", "Works at Tidepool", DISTINCT),
+    ("Emma works at Google", "Works at Meta", DISTINCT),
+    ("Works at Google", "Works at night", DISTINCT),
+    # a value given up, or a clause after the statement, does not hide another value
+    ("Prefers spaces over tabs in Go code, gofmt handles it anyway", "Prefers tabs over spaces in Go code", CONFLICT),
+    ("Prefers spaces over tabs, gofmt handles it anyway", "Prefers tabs over spaces", CONFLICT),
+    ("Prefers coffee over tea in the morning", "Prefers tea in the morning", CONFLICT),
+    ("Prefers SQL for data work", "Prefers Python for data work", CONFLICT),
+    # two things that share only where they hold are two facts
+    ("Prefers jeans at work", "Prefers tea at work", DISTINCT),
     # the same fact, said again
     ("Prefers trash over rm!", "Prefers trash over rm", DUP),
     ("PREFERS TABS OVER SPACES", "prefers tabs over spaces", DUP),
@@ -155,6 +170,27 @@ def test_confusion_matrix():
     assert not wrong, wrong
 
 
+@pytest.mark.parametrize("a, b, different", [
+    ("Loves chess on weekends", "Loves jazz on weekends", True),
+    ("Is a fan of Bach", "Is a fan of jazz", True),
+    ("Has a dog named Max", "Has a dog named Rex", True),
+    ("Lesson 1: SQLite basics", "Lesson 2: SQLite basics", True),
+    ("Loves playing chess on weekends", "Loves playing jazz piano on weekends", True),
+    ("The user loves chess on weekends", "Loves jazz on weekends", True),
+    # one thing in two wordings
+    ("Loves pottery on weekends", "Loves pottery on the weekends", False),
+    ("Prefers dark mode in editors", "Prefers dark mode in the editor", False),
+    ("Prefers dark mode in editors", "Likes dark mode in editors", False),
+    ("Uses vim for editing", "Uses vim as their main editor", False),
+    ("Loves chess", "Loves chess on weekends", False),
+])
+def test_different_items_tells_two_things_of_one_kind_from_one_thing_said_twice(a, b, different):
+    from reverie.claims import different_items
+
+    assert different_items(a, b) is different
+    assert different_items(b, a) is different
+
+
 def test_learning_a_contrary_preference_archives_the_old_one(mem):
     old = mem.remember("Prefers vim for editing", user="ana", category="preference")
     with mem.turn("I prefer emacs over vim for all editing now", user="ana") as turn:
@@ -171,6 +207,12 @@ def test_remembering_a_new_number_replaces_the_old_value(mem):
     assert new.id != old.id and new.content == "Takes 10 mg of melatonin"
     assert mem.fact(old.id).status == "archived" and mem.fact(old.id).superseded_by == new.id
     assert [f.content for f in mem.facts(user="ana")] == ["Takes 10 mg of melatonin"]
+
+
+def test_a_new_job_elsewhere_replaces_the_old_one(mem):
+    old = mem.remember("Works as a backend engineer at Finlytics", user="ana", category="identity")
+    new = mem.remember("Works as a staff engineer at Tidepool", user="ana", category="identity")
+    assert mem.fact(old.id).status == "archived" and mem.fact(old.id).superseded_by == new.id
 
 
 def test_numbered_items_are_kept_side_by_side(mem):

@@ -388,6 +388,118 @@ def test_long_lines_are_clipped():
     assert len(fact.content) <= 120 and fact.content.endswith("…")
 
 
+@pytest.mark.parametrize("text", [
+    "Let's say I work as a pirate on a ship, what would my day look like",
+    "Pretend I'm a pirate",
+    "Suppose I'm a lawyer",
+    "Imagine I'm a pirate and I live on a ship",
+    "My brother told me: I work as a plumber.",
+    "My sister said I'm a terrible cook",
+    "Everyone says I'm a great cook",
+    "According to my mom, I'm a genius",
+    "I'm a doctor, just kidding",
+    "I work at Google lol jk",
+    "I'm a doctor. Just kidding!",
+    "I'm an idiot",
+])
+def test_made_up_reported_and_joking_lines_are_not_facts(text):
+    result = extract(text)
+    assert (result.new_facts, result.user) == ([], {})
+
+
+@pytest.mark.parametrize("text, content", [
+    ("That said, I prefer tea", "Prefers tea"),  # a phrase, not someone's words
+    ("I told her I work as a nurse", "Works as a nurse"),  # the user's own words
+    ("I'm not joking, I work at Google", "Works at Google"),
+    ("I love joking around with my kids", "Loves joking around with their kids"),
+])
+def test_the_users_own_words_around_those_cues_are_still_facts(text, content):
+    assert [f.content for f in extract(text).new_facts] == [content]
+
+
+@pytest.mark.parametrize("text, content, section", [
+    ("I'm vegetarian", "Is vegetarian", "personalContext"),
+    ("I am allergic to peanuts", "Is allergic to peanuts", "personalContext"),
+    ("I'm allergic to peanuts", "Is allergic to peanuts", "personalContext"),
+    ("I have a severe peanut allergy", "Has a severe peanut allergy", "personalContext"),
+    ("I'm married to Joao", "Is married to Joao", "personalContext"),
+    ("I just joined Tidepool as a staff engineer", "Joined Tidepool as a staff engineer", "workContext"),
+    ("I now work at Tidepool", "Works at Tidepool", "workContext"),
+    ("I'm currently working at Google as an SRE", "Works at Google as an SRE", "workContext"),
+    ("Actually I moved to Lisbon last month", "Moved to Lisbon last month", "personalContext"),
+])
+def test_statements_about_oneself_a_user_expects_to_be_learned(text, content, section):
+    result = extract(text)
+    assert [(f.content, f.category) for f in result.new_facts] == [(content, "identity")]
+    assert section in result.user
+
+
+@pytest.mark.parametrize("text", [
+    "Am I allergic to peanuts?",
+    "If I'm vegetarian, what should I cook?",
+    "Suppose I moved to Lisbon",
+    "I joined a book club",  # joined, but no job
+    "I'm not vegetarian",
+])
+def test_those_statements_asked_or_supposed_are_not_facts(text):
+    assert extract(text).new_facts == []
+
+
+def test_a_move_tells_the_profile_where_the_user_lives_now():
+    profile = Profile()
+    profile.user.personal_context.summary = "Lives in Porto"
+    result = extract("Actually I moved to Lisbon last month", profile=profile)
+    assert result.user["personalContext"].summary == "Lives in Lisbon"
+
+
+@pytest.mark.parametrize("text, contents", [
+    ("I live in Porto and I work as a backend engineer at Finlytics.",
+     ["Lives in Porto", "Works as a backend engineer at Finlytics"]),
+    ("I like tea but I hate coffee", ["Likes tea", "Hates coffee"]),
+    ("My wife and I love hiking", ["Loves hiking"]),  # one subject of two people: one clause
+])
+def test_each_first_person_clause_gives_its_own_signal(text, contents):
+    assert [f.content for f in extract(text).new_facts] == contents
+
+
+CHANGED_VALUES = [
+    ("I prefer dark mode in every editor", "I prefer light mode in every editor"),
+    ("I prefer 2 spaces for indentation", "I prefer 4 spaces for indentation"),
+    ("I work as a backend engineer at Finlytics", "I work as a backend engineer at Tidepool"),
+    ("I prefer Python for data work", "I prefer SQL for data work"),
+]
+
+
+def _told(said: str) -> str:
+    return said.replace("I prefer", "Prefers").replace("I work", "Works")
+
+
+@pytest.mark.parametrize("old, new", CHANGED_VALUES)
+def test_a_value_changed_within_one_batch_is_kept_in_order_not_merged(old, new):
+    result = extract(old, new)
+    assert [(f.content, f.sources) for f in result.new_facts] == [(_told(old), ["ep0"]), (_told(new), ["ep1"])]
+
+
+@pytest.mark.parametrize("old, new", CHANGED_VALUES)
+def test_the_later_value_wins_within_one_learning_batch_as_across_batches(mem, old, new):
+    day1 = datetime(2024, 3, 1, 9, tzinfo=timezone.utc)
+    mem.add([{"role": "user", "content": old, "at": day1.isoformat()},
+             {"role": "user", "content": new, "at": (day1 + timedelta(days=1)).isoformat()}], user="ana")
+    mem.flush()
+    (live,) = mem.facts(user="ana")
+    (archived,) = mem.facts(user="ana", status="archived")  # the older value, kept as history
+    assert (live.content, archived.content, archived.superseded_by) == (_told(new), _told(old), live.id)
+
+
+def test_a_value_said_again_after_a_change_wins_again(mem):
+    day1 = datetime(2024, 3, 1, 9, tzinfo=timezone.utc)
+    mem.add([{"role": "user", "content": f"I prefer {mode} mode in every editor",
+              "at": (day1 + timedelta(days=i)).isoformat()} for i, mode in enumerate(["dark", "light", "dark"])],
+            user="ana")
+    mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Prefers dark mode in every editor"]
+
+
 # ---------------------------------------------------------------- summarize
 
 def test_summary_keeps_the_speaker_and_stays_short():
@@ -426,6 +538,32 @@ def test_summary_of_a_long_turn_is_one_short_line():
 ])
 def test_a_summary_tells_a_past_tense_as_it_was_said_and_a_present_one_in_the_third_person(said, told):
     assert engine.summarize(SummarizeRequest(messages=[user(said)])).summary == told
+
+
+@pytest.mark.parametrize("said, told", [
+    ("I no longer eat meat", "No longer eats meat"),
+    ("I cannot eat gluten", "Cannot eat gluten"),
+    ("I recently moved to Lisbon", "Recently moved to Lisbon"),
+    ("I only drink decaf", "Only drinks decaf"),
+    ("I just joined Tidepool", "Just joined Tidepool"),
+    ("I still use vim", "Still uses vim"),
+    ("I can't stand jazz", "Can't stand jazz"),
+    ("I won't fly", "Won't fly"),
+    ("I don't eat pork", "Doesn't eat pork"),
+    ("I kind of like jazz", "Kind of likes jazz"),
+    ("I fly a lot", "Flies a lot"),
+])
+def test_the_third_person_keeps_adverbs_and_modals_and_conjugates_the_verb_after_them(said, told):
+    from reverie.engines.heuristic.person import third_clause
+
+    assert third_clause(said) == told
+    summary = engine.summarize(SummarizeRequest(messages=[user(said)])).summary
+    assert summary == f"User: {told[:1].lower()}{told[1:]}"
+
+
+def test_tidy_keeps_the_adverb_of_a_filler_wrapped_fact():
+    plan = engine.tidy([FactRef(id="a", content="The user said that they only drink decaf")])
+    assert [(a.op, a.content) for a in plan.actions] == [("rewrite", "Only drinks decaf")]
 
 
 def test_chinese_summary():
@@ -526,6 +664,55 @@ def test_distill_newer_wins_on_a_conflict():
     plan = engine.distill(DistillRequest(facts=facts, notes=[]))
     assert [(e.action, e.sources, e.reason) for e in plan.entries] == [
         ("keep", ["new"], "kept"), ("remove", ["old"], "superseded by new")]
+
+
+def test_distill_keeps_distinct_things_that_share_a_qualifier_apart():
+    topics = ["chess", "jazz", "bowling", "pottery", "camping", "sushi", "kayaking", "poetry", "gardening", "origami",
+              "cycling", "baking", "astronomy", "birdwatching", "karaoke", "surfing", "tennis", "knitting", "yoga",
+              "salsa", "hiking", "climbing", "sailing", "fishing", "painting", "sketching", "skating", "rowing",
+              "archery", "fencing", "juggling", "improv", "podcasts", "crosswords", "sudoku", "volunteering",
+              "gaming", "skiing", "snorkeling", "calligraphy"]
+    facts = [FactRef(id=f"f{i}", content=f"Loves {t} on weekends", updated_at=T0 + timedelta(days=i))
+             for i, t in enumerate(topics)]
+    facts.append(FactRef(id="again", content="Loves chess on the weekends", updated_at=T0))
+    plan = engine.distill(DistillRequest(facts=facts, notes=[], max_entries=100))
+    kept = [e for e in plan.entries if e.action != "remove"]
+    assert len(kept) == 40
+    assert [e.sources for e in kept if e.action == "merge"] == [["f0", "again"]]  # the same thing, said twice
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Prefers tabs over spaces in Go code", "Prefers spaces over tabs in Go code"),
+    ("Prefers tabs over spaces", "Prefers spaces over tabs, gofmt handles it anyway"),
+    ("Works as a backend engineer at Finlytics", "Works as a staff engineer at Tidepool"),
+])
+def test_distill_lets_the_newer_value_win_over_a_more_used_older_one(old, new):
+    facts = [FactRef(id="old", content=old, uses=3, updated_at=T0),
+             FactRef(id="new", content=new, uses=0, updated_at=T0 + timedelta(days=1))]
+    plan = engine.distill(DistillRequest(facts=facts, notes=[]))
+    assert [(e.action, e.content, e.sources, e.reason) for e in plan.entries] == [
+        ("keep", new, ["new"], "kept"), ("remove", old, ["old"], "superseded by new")]
+
+
+def test_a_dream_reports_a_newer_value_from_the_notes_as_a_replacement(mem):
+    from reverie.models import Note
+
+    day1 = datetime(2024, 3, 1, 9, tzinfo=timezone.utc)
+    mem.add([{"role": "user", "content": "I prefer tabs over spaces in Go code", "at": day1.isoformat()}], user="ana")
+    mem.flush()
+    (old,) = mem.facts(user="ana")
+    for _ in range(3):
+        mem.reinforce(old.id, user="ana")
+    mem.update_fact(old.id, user="ana", status="consolidated")
+    mem.store.put_note(Note(user="ana", date="2024-03-05", content="User: prefers spaces over tabs in Go code",
+                            created_at=day1 + timedelta(days=4)))
+    run = mem.dream(user="ana", days=10, now=day1 + timedelta(days=5))
+    assert run.status == "done", run.error
+    assert run.report["merged"] == []
+    assert [(c["content"], c["replaced"]) for c in run.report["conflicts"]] == [
+        ("Prefers spaces over tabs in Go code", ["Prefers tabs over spaces in Go code"])]
+    assert mem.fact(old.id).status == "archived"
+    assert "spaces over tabs" in mem.memory_md(user="ana") and "tabs over spaces" not in mem.memory_md(user="ana")
 
 
 # ---------------------------------------------------------------- tidy

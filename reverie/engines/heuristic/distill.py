@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
 
-from reverie.claims import Claim, contradicts, parse_claim
+from reverie.claims import Claim, contradicts, different_items, fact_relation, parse_claim
 from reverie.engines.base import DistillRequest, DreamPlan, PlanEntry
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.signals import (
@@ -88,14 +88,25 @@ def _rank_key(item: _Item) -> tuple[int, float, float, int]:
     return (-item.uses, -item.confidence, _recency(item.when), item.order)
 
 
+def _conflict(a: _Item, b: _Item) -> bool:
+    """The two say another value of one thing (a correction, the opposite liking, another
+    value of one slot): the newer one stands, the older one goes, never one merged line."""
+    if contradicts(a.claim, b.claim) or contradicts(b.claim, a.claim):
+        return True
+    return a.category == b.category and fact_relation(a.content, b.content, 1.0) == "conflict"
+
+
 def _similar(a: _Item, b: _Item) -> bool:
     ta, tb = a.claim.tokens, b.claim.tokens
-    if contradicts(a.claim, b.claim) or contradicts(b.claim, a.claim):
-        return False
-    if a.content.casefold() == b.content.casefold() or overlap(ta, tb) >= 0.5:
+    if a.content.casefold() == b.content.casefold():
         return True
     small, large = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
-    return len(small) >= 2 and small <= large
+    if not (overlap(ta, tb) >= 0.5 or (len(small) >= 2 and small <= large)):
+        return False
+    # word overlap is no sameness: "Loves chess on weekends" and "Loves jazz on weekends"
+    # share all but what each loves, and "Prefers tabs over spaces" says the opposite of
+    # "Prefers spaces over tabs" with the same words
+    return not _conflict(a, b) and not different_items(a.content, b.content)
 
 
 # "User: ..." / "Caroline: ..." / "用户：..." opens a note line; "Lesson learned: ..." is no speaker
@@ -153,8 +164,7 @@ def _supersede(clusters: list[_Cluster]) -> tuple[list[_Cluster], list[PlanEntry
     kept: list[_Cluster] = []
     removals: list[PlanEntry] = []
     for cluster in sorted(clusters, key=lambda c: (_recency(c.when), c.head.order)):
-        winner = next((k for k in kept if contradicts(k.head.claim, cluster.head.claim)
-                       or contradicts(cluster.head.claim, k.head.claim)), None)
+        winner = next((k for k in kept if _conflict(k.head, cluster.head)), None)
         if winner is None:
             kept.append(cluster)
             continue

@@ -57,6 +57,8 @@ _ONE_VALUE = ("works as ", "works at ", "works for ", "lives in ", "is based in 
 _WAS = re.compile(r"^worked\b", re.IGNORECASE)
 _PAST = re.compile(r"^(?:was|were|had|went|did|made|took|got|\w+ed)\b", re.IGNORECASE)
 _ANY_DAY = datetime(2000, 1, 1, tzinfo=timezone.utc)
+# a move to a place by its name: the profile says the user lives there
+_MOVED = re.compile(r"^(?i:moved|relocated)\s+(?i:back\s+)?to\s+(?P<place>(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
 
 
 def _one_value_slot(line: str) -> str | None:
@@ -102,7 +104,12 @@ def _section_updates(signals: list[Signal], own: set[int], profile: Profile) -> 
     :func:`reverie.models.speaks_for_profile`) change."""
     additions: dict[str, list[str]] = {}
     for i, sig in enumerate(signals):
-        if i in own and sig.section and sig.confidence >= 0.85 and not _not_now(sig.content):
+        if i not in own or not sig.section or sig.confidence < 0.85:
+            continue
+        moved = _MOVED.match(sig.content)
+        if moved:  # "Moved to Lisbon last month": where they live now, however long ago they moved
+            additions.setdefault(sig.section, []).append(f"Lives in {moved['place']}")
+        elif not _not_now(sig.content):
             additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
     updates: dict[str, SectionUpdate] = {}
     for section, lines in additions.items():
@@ -147,9 +154,27 @@ def _positions(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+_TWIN = 0.6  # a line this close says the same: a twin (of a stored fact: reinforce it)
+
+
+def _takes_back(new: Signal, old: Signal) -> bool:
+    """Whether ``new``, said after ``old``, holds another value of what ``old`` says."""
+    return (fact_relation(new.content, old.content, _TWIN) == "conflict"
+            or contradicts(parse_claim(new.content, new.negated), parse_claim(old.content, old.negated)))
+
+
+def _unindex(by_term: dict[str, int], sig: Signal, at: int) -> None:
+    """Takes the signal at ``at`` out of the twin index: what is said after it is no twin of it."""
+    bit = 1 << at
+    for t in term_set(sig.content):
+        if t in by_term:
+            by_term[t] &= ~bit
+
+
 def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], list[str]]:
-    """The signals of the user's messages, twins merged; the positions of those that may
-    change the profile; and the sentences of those messages."""
+    """The signals of the user's messages, twins merged (another value of the same thing is
+    no twin: both stay, in the order said); the positions of those that may change the
+    profile; and the sentences of those messages."""
     speakers = {s.casefold() for s in request.user_speakers}
     signals: list[Signal] = []
     own: set[int] = set()
@@ -164,8 +189,15 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
         source = request.episode_ids[i] if i < len(request.episode_ids) else message.source_id
         for sig in sentence_signals(message_said):
             terms = term_set(sig.content)
-            near = _positions(_union(by_term, terms))
-            at = next((j for j in near if overlap(term_set(signals[j].content), terms) >= 0.6), None)
+            near = [j for j in _positions(_union(by_term, terms))
+                    if overlap(term_set(signals[j].content), terms) >= _TWIN]
+            # a close line that says another value ("light mode" after "dark mode", "4 spaces" after
+            # "2 spaces") is no twin: both are kept in the order they were said, so that the later
+            # one replaces the older as it would in a later batch (the learning line archives it)
+            changed = [j for j in near if _takes_back(sig, signals[j])]
+            for j in changed:
+                _unindex(by_term, signals[j], j)
+            at = next((j for j in near if j not in changed), None)
             if at is None:
                 at, target = len(signals), sig
                 bit = 1 << at
@@ -180,9 +212,6 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
             if source and source not in target.sources:
                 target.sources.append(source)
     return signals, own, said
-
-
-_TWIN = 0.6  # a stored fact this close says the same: reinforce it
 
 
 class _StoredFacts:

@@ -329,6 +329,13 @@ _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|total
 # the subject opens a clause: "Everyone we love was there" says nothing about liking
 _LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still)\s+)"
 _SUBJECT = _LEAD + r"(?:(?:i|we|the user|user)\s+)" + _ADVERBS
+# "I now work at ...", "I just moved to ...": an adverb between the subject and the verb
+_NOW = r"(?:(?:now|currently|still|also|actually|just|recently|finally|officially)\s+)?"
+# "I'm an idiot", "I'm a terrible cook": a judgement of oneself, no job
+_SELF_JUDGED = (r"idiot|moron|dummy|dumbass|fool|loser|failure|disaster|klutz|noob|clown|imbecile|genius|terrible|"
+                r"awful|horrible|lousy|hopeless|bad|poor|decent|pretty")
+# "I'm vegetarian": a diet or a condition that is part of who one is
+_DIETS = r"vegetarian|vegan|pescatarian|pescetarian|celiac|coeliac|diabetic|lactose|gluten|teetotal"
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
 
@@ -369,16 +376,34 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("behavior", "always|never|usually|tend", _SUBJECT + r"(?P<v>always|never|usually|tend to)\s+(?P<x>.+)", 0.7, "{V} {xv}"),
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
     _rule("identity", "i'm|am", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
-          r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow)\b)(?P<x>.+)", 0.9, "Is {v} {x}", "workContext"),
-    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
+          r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow|" + _SELF_JUDGED + r")\b)(?P<x>.+)", 0.9,
+          "Is {v} {x}", "workContext"),
+    _rule("identity", _DIETS, r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:strictly|fully|now|also|still|mostly|completely)\s+)?"
+          r"(?P<x>(?:" + _DIETS + r")\b.*)", 0.9, "Is {x}", "personalContext"),
+    _rule("identity", "allergic", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:very|severely|deathly|highly|mildly|slightly|also|really|"
+          r"super)\s+)?(?P<v>allergic)\s+to\s+(?P<x>.+)", 0.9, "Is allergic to {x}", "personalContext"),
+    _rule("identity", "allergy|allergies", r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:an?\s+)?(?:(?:severe|mild|bad|serious)\s+)?"
+          r"[\w-]+\s+allerg(?:y|ies)\b.*)", 0.9, "{V} {x}", "personalContext"),
+    _rule("identity", "married|engaged", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:happily|now|also|recently|newly|just)\s+)?"
+          r"(?P<x>(?:married|engaged)\s+to\s+.+)", 0.9, "Is {x}", "personalContext"),
+    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
           # "worked in the garden" is something done, not a job
           r"(?!\s+(?:the|my|our|their|a)\s+(?:garden|yard|backyard|allotment|vegetable patch)s?\b)))\s+(?P<x>.+)", 0.9, "{V} {x}",
           "workContext"),
+    _rule("identity", "working", r"\b(?:i'm|i am|(?:the )?user is)\s+" + _NOW + r"(?P<v>working)\s+(?P<w>as|at|for)\s+(?P<x>.+)",
+          0.9, "Works {w} {x}", "workContext"),
+    # "I just joined Tidepool as a staff engineer": a new job (a club joined is no job: "as" must follow)
+    _rule("identity", "joined", r"\b(?:i|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>joined)\s+"
+          r"(?P<x>(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z])[\w&.'-]*){0,3}\s+as\s+.+)", 0.9, "Joined {x}", "workContext"),
     _rule("identity", "run|runs|own|owns|manage|manages|founded|co-founded|lead|leads",
           r"\b(?:i|we|(?:the )?user)\s+(?:also\s+)?(?P<v>runs?|owns?|manages?|founded|co-founded|leads?)\s+"
           r"(?P<x>(?:a|an|my|our|their)\s+.+)", 0.85, "{V} {x}", "workContext"),
     _rule("identity", "from|based", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
-    _rule("identity", "live|grew", r"\b(?:i|(?:the )?user)\s+(?P<v>lives?|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}", "personalContext"),
+    _rule("identity", "live|grew", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>lives?|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}",
+          "personalContext"),
+    # "Actually I moved to Lisbon last month": a new home, a place by its name
+    _rule("identity", "moved|relocated", r"\b(?:i|we|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>moved|relocated)\s+"
+          r"(?:back\s+)?to\s+(?P<x>(?:the\s+)?(?-i:[A-Z]).+)", 0.85, "{V} to {x}", "personalContext"),
     _rule("identity", "studying|majoring", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
           "workContext"),
     _rule("identity", "have", r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
@@ -450,6 +475,39 @@ NOISE = re.compile(r"\.\w{1,5}:\d+|traceback|exception:|error at")
 NOISE_CUES = (":", "traceback", "error")
 HEDGE = re.compile(r"^(?:if|whether|unless|maybe|perhaps|do you|does|did you|would you|can you|could you)\b"
                    r"|^(?:如果|要是|假如|是否)")
+# The next three read a whole sentence whose first-person lines are not said as facts.
+# A made-up situation ("Let's say I work as a pirate ...", "Pretend I'm a pirate", "Suppose I'm a
+# lawyer"); lower-cased.
+HYPOTHETICAL = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|well|now|hmm+|alright)[,\s]+)?"
+    r"(?:(?:let's|lets|let us)\s+(?:say|pretend|imagine|assume|suppose|play|role[- ]?play)"
+    r"|say\s+(?:that\s+)?(?=(?:i|i'm|we|we're|my)\b)|suppose|supposing|imagine|pretend|assume|assuming"
+    r"|hypothetically|theoretically|in theory|what if|picture this|role[- ]?play(?:ing)?|for the sake of argument"
+    r"|in a (?:hypothetical|parallel|fictional))\b|^(?:假设|想象一下)"
+)
+# Someone else's words about the user ("My brother told me: I work as a plumber.", "My sister said
+# I'm a terrible cook", "According to my mom, I'm ..."). The reporter is someone named or described
+# ("My brother", "Mom", "everyone"), never the user ("I told her I work as a nurse" is their own
+# word) nor a phrase ("That said, I ..."); as written, for a name is capitalised.
+REPORTED = re.compile(
+    r"^(?:[A-Za-z]+,\s*)?"  # "Honestly, ..."
+    r"(?:(?i:my|his|her|their|our|your|the|a|an)\s+[\w' -]{1,40}?"
+    r"|(?i:everyone|everybody|people|someone|somebody|he|she|they|you)"
+    r"|(?!(?:That|This|Having|With|Needless|As|All|So|It|What|Who|Which|Enough)\b)[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+    r"\s+(?:(?i:always|often|once|just|also|keeps?|kept)\s+)?"
+    r"(?i:told me|tells me|telling me|said|says|saying|claims?|claimed|thinks?|thought|believes?|believed|"
+    r"insists?|insisted|jokes?|joked|wrote|writes|texted|swears?|swore)\b"
+    r"(?:\s+(?i:that))?\s*[:,]?\s*[\"“']?\s*(?=(?i:i|i'm|i've|i'd|i'll|my|we|we're)\b)"
+    r"|^(?i:according to)\b"
+)
+# Taken back as said: "I'm a doctor, just kidding", "I work at Google lol jk"; lower-cased.
+JOKE = re.compile(
+    r"\b(?:just|only|i'm|i am|am)\s+(?:kidding|joking)\b|\bj/?k\b|\bnot really\W*$|\b(?:kidding|joking)\W*$"
+    r"|(?:^|\s)/s\W*$"
+)
+# A sentence that is nothing but that takes back the one before it ("I'm a doctor. Just kidding!").
+JOKE_ALONE = re.compile(r"^\W*(?:(?:lol|haha\w*|lmao|ok)\W+)*(?:(?:just|only)\s+)?(?:kidding|joking|jk|j/k|not really)\b"
+                        r"\W*(?:(?:lol|haha\w*|lmao)\W*)?$")
 COGNITIVE_CUES = (
     "first", "step", "picture", "concise", "brief", "succinct", "terse", "short", "point", "fluff", "preamble",
     "intro", "code", "example", "examples", "why", "reasoning", "bullet", "bulleted", "challenge", "push",

@@ -158,7 +158,7 @@ def _signal(text: str) -> Signal | None:
     rules = _candidate_rules(clause)
     if not rules and not clause.has_cue(_COGNITIVE_CUES):
         return None  # no cue of any rule: nothing to say, whatever the gates below would find
-    if lx.HEDGE.search(clause.low) or is_noise(clause) or is_temporary(clause):
+    if lx.HEDGE.search(clause.low) or lx.HYPOTHETICAL.search(clause.low) or is_noise(clause) or is_temporary(clause):
         return None
     cognitive = _cognitive(clause)
     if cognitive:
@@ -177,18 +177,26 @@ def _signal(text: str) -> Signal | None:
     return None
 
 
-_CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并且|但是?|所以|也)?(?=我|(?:i|i'm|we|my)\b)",
-                           re.IGNORECASE)
+_CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并且|但是?|所以|也)?(?=我|(?:i|i'm|we|my)\b)"
+                           # "I live in Porto and I work as ...": "and I" / "but I" without a comma, when
+                           # the clause before has a first-person subject of its own ("My wife and I" has none)
+                           r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've)\b|我", re.IGNORECASE)
 
 
 def _clauses(sentence: str) -> list[str]:
-    """A sentence cut where a new first-person clause starts ("..., and I prefer ...", "...，我喜欢...")."""
+    """A sentence cut where a new first-person clause starts ("..., and I prefer ...", "...，我喜欢...",
+    "... and I work as ...")."""
     pieces: list[str] = []
     start = 0
     for m in _CLAUSE_START.finditer(sentence):
-        if len(sentence[start:m.start()].strip()) >= 4:  # "No, I meant ..." stays whole
-            pieces.append(sentence[start:m.start()])
-            start = m.end()
+        before = sentence[start:m.start()]
+        if len(before.strip()) < 4:  # "No, I meant ..." stays whole
+            continue
+        if m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before):
+            continue
+        pieces.append(before)
+        start = m.end()
     pieces.append(sentence[start:])
     return [clause for p in pieces if (clause := p.strip())]
 
@@ -196,13 +204,23 @@ def _clauses(sentence: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def _signals_in(sentence: str) -> tuple[Signal, ...]:
     """The signals of one sentence (cached: talk repeats its short sentences). Never handed
-    out as they are: a caller may change a signal's confidence and sources."""
+    out as they are: a caller may change a signal's confidence and sources.
+
+    None from a sentence that does not say its first-person lines as facts: a made-up
+    situation ("Suppose I'm a lawyer"), someone else's words ("My sister said I'm ...")
+    or a joke ("I work at Google lol jk")."""
+    low = sentence.lower()
+    if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low):
+        return ()
     return tuple(sig for clause in _clauses(sentence) if (sig := _signal(clause)))
 
 
 def sentence_signals(said: list[str]) -> list[Signal]:
-    """Signals of a text split into sentences (:func:`sentences`), clause by clause."""
-    return [replace(sig, sources=[]) for sentence in said for sig in _signals_in(sentence)]
+    """Signals of a text split into sentences (:func:`sentences`), clause by clause; a sentence
+    the next one takes back ("I'm a doctor. Just kidding!") has none."""
+    return [replace(sig, sources=[]) for i, sentence in enumerate(said)
+            if not (i + 1 < len(said) and lx.JOKE_ALONE.match(said[i + 1].lower()))
+            for sig in _signals_in(sentence)]
 
 
 def line_signals(text: str) -> list[Signal]:

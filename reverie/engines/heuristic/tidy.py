@@ -10,7 +10,7 @@ import re
 
 from reverie.engines.base import FactRef, TidyAction, TidyPlan
 from reverie.engines.heuristic import lexicon as lx
-from reverie.engines.heuristic.person import third_verb
+from reverie.engines.heuristic.person import conjugate_first, third_verb
 from reverie.engines.heuristic.words import cap
 from reverie.text import exact_key, has_cjk, normalize_space, stem, term_set
 
@@ -29,7 +29,12 @@ def _defluff(content: str) -> str:
         return _ZH_PRONOUN.sub("", stripped)
     m = _LEADING_PRONOUN.match(stripped)
     if m:
-        stripped = (third_verb(m["v"]) if m["they"] else m["v"]) + m["rest"]
+        if not m["they"]:
+            stripped = m["v"] + m["rest"]
+        elif third_verb(m["v"]) == m["v"] and m["rest"][:1].isspace():
+            stripped = conjugate_first(m["v"] + m["rest"])  # "they only drink decaf": past the adverb
+        else:
+            stripped = third_verb(m["v"]) + m["rest"]
     return cap(stripped)
 
 
