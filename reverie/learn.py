@@ -590,7 +590,8 @@ class Learner:
             taken_back.append(fact.content)
         # the profile says what is true now: not what was taken back, nor what a newer fact
         # of this batch contradicts (a correction; a new city)
-        drop_outdated_parts(self.store, user, gone=taken_back, newer=[f.content for f in added],
+        replaced = {f.supersedes for f in added}  # an older value of this same batch is no newer fact
+        drop_outdated_parts(self.store, user, gone=taken_back, newer=[f.content for f in added if f.id not in replaced],
                             duplicate_at=self.settings.duplicate_jaccard, now=now)
         note_skipped(self.store, user, skipped, now)
         self.facts.enforce_capacity(user, now)

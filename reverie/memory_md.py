@@ -83,7 +83,7 @@ LEGACY_LABELS: dict[str, str] = {
 _TITLE_CATEGORY = {t.casefold(): c for c, t in CATEGORY_TITLES.items()}
 _LABEL_SECTION = {label.casefold(): s for s, label in [*LEGACY_LABELS.items(), *PROFILE_LABELS.items()]}
 _H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
-_BULLET = re.compile(r"^[-*+]\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
+_BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
 _PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
 
 
@@ -216,10 +216,12 @@ def _entry(fact: Fact) -> str:
     return f"- [{fact.uses}x] {_inline(fact.content)} <!-- {fact.id} -->"
 
 
-def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
-    """The entry lines (with the category of their heading) and the profile lines of MEMORY.md."""
+def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str], list[str]]:
+    """The entry lines (with the category of their heading), the profile lines of MEMORY.md,
+    and the lines of text under a heading that are no list item (not taken in: said)."""
     lines: list[MemoryLine] = []
     profile: dict[str, str] = {}
+    loose: list[str] = []
     category: str | None = None
     area: str | None = None
     for raw in text.splitlines():
@@ -235,6 +237,8 @@ def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
             continue
         bullet = _BULLET.match(line)
         if bullet is None or category is None:
+            if bullet is None and category is not None and line and not line.startswith("<!--"):
+                loose.append(line)
             continue
         body = normalize_space(bullet["body"])
         if category == "profile":
@@ -248,7 +252,7 @@ def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str]]:
         elif body:
             lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
                                     area=(area or "General") if category == "preference" else None))
-    return lines, profile
+    return lines, profile, loose
 
 
 def _category_of(title: str) -> str:
@@ -311,7 +315,9 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
         kept = [f for f in ctx.store.get_facts(snapshot.facts).values() if f.status != "archived"]
         publish_memory_md(ctx, user, kept, read=text_sha(text))
         return report
-    lines, profile = parse_memory_md(text)
+    lines, profile, loose = parse_memory_md(text)
+    report.refused += [RefusedLine(content=line, reason="not a list item: an entry is a line that starts with '- '")
+                       for line in loose]
     journal = Journal(user=user, action="sync")
     with ctx.store.transaction():
         journal.watch_profile(ctx.store)

@@ -146,3 +146,24 @@ def test_a_line_deleted_by_hand_is_not_written_back_from_older_notes(mem, home):
             at=datetime.now(timezone.utc))
     mem.flush()
     assert [f for f in mem.facts(user="ana") if "Serra da Estrela" in f.content and f.status != "archived"]
+
+
+def test_a_numbered_item_is_an_entry_and_loose_text_is_said_not_dropped(mem, home):
+    mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    edit_text(path, "## Preferences\n", "## Preferences\n\n1. Prefers window seats\n"
+                    "My partner Joao is allergic to shellfish, never suggest shellfish recipes.\n")
+    report = mem.sync(user="ana")
+    assert [a.content for a in report.added] == ["Prefers window seats"]
+    assert [r.content for r in report.refused] == [
+        "My partner Joao is allergic to shellfish, never suggest shellfish recipes."]
+    assert "list item" in report.refused[0].reason
+
+
+def test_a_value_changed_within_one_batch_leaves_the_newer_in_the_profile(mem):
+    mem.add(["I work as a backend engineer at Finlytics", "Nice"], user="ana", at=datetime(2026, 11, 1, tzinfo=timezone.utc))
+    mem.add(["I work as a backend engineer at Tidepool", "Congrats"], user="ana", thread="t2",
+            at=datetime(2026, 11, 2, tzinfo=timezone.utc))
+    mem.flush()  # one batch
+    work = mem.profile(user="ana").user.work_context.summary
+    assert "Tidepool" in work and "Finlytics" not in work
