@@ -404,6 +404,8 @@ def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]
             data = json.loads(path.read_text(encoding="utf-8-sig"))
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path.name} is not valid JSON: {exc}", field="$") from exc
+        except RecursionError as exc:  # "[[[[..." deeper than the parser goes, as import says it
+            raise InvalidInput(f"{path.name} is nested too deeply", field="$") from exc
         for conv in _from_json(data, thread, path.name):
             yield conv.thread, conv.messages
     else:

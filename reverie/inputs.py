@@ -263,7 +263,8 @@ def check_time(value: Any, field: str) -> datetime | None:
         try:
             value = datetime.fromisoformat(value)
         except ValueError as exc:
-            raise InvalidInput(f"{field} is not an ISO date-time: {value!r}", field=field) from exc
+            shown = value if len(value) <= 80 else value[:80] + "…"  # a message, not an echo of any length
+            raise InvalidInput(f"{field} is not an ISO date-time: {shown!r}", field=field) from exc
     if not isinstance(value, datetime):
         raise InvalidInput(f"{field} must be a date-time, not {type(value).__name__}", field=field)
     try:

@@ -744,3 +744,58 @@ def test_the_recall_playground_shows_a_person_the_text_itself_and_no_markup_runs
     shown = re.search(r'<p class="pre item-text">([^<]*)</p>', page).group(1)
     assert "--&gt; and &lt;--" in shown and "&amp;gt;" not in shown  # escaped once, for the page
     assert "<script>alert(1)</script>" not in page
+
+
+# ------------------------------------------------------------ signing out ends the session; no secret rides a cookie
+def test_a_cookie_copied_before_sign_out_reads_and_writes_nothing_after_it(setup):
+    memory, app, keys = setup
+    ana = Browser(app, keys["ana"])
+    page = ana.get("/console/facts")
+    assert page.status_code == 200
+    copied, token = ana.client.cookies.get("reverie_console"), csrf_of(page.text)
+    assert ana.post("/console/sign-out").status_code == 303
+    # the copy, replayed by another client (as a thief of the cookie would)
+    thief = TestClient(app, base_url=BASE, follow_redirects=False)
+    thief.cookies.set("reverie_console", copied)
+    read = thief.get("/console/facts")
+    assert read.status_code == 303 and read.headers["location"].startswith("/console/sign-in")
+    wrote = thief.post("/console/facts", data={"content": "Was written after sign-out", "category": "other",
+                                               "csrf": token})
+    assert wrote.status_code in (401, 403) or wrote.headers["location"].startswith("/console/sign-in")
+    assert memory.facts(user="ana") == []
+    # with another server process over the same store too (its sessions read the same record)
+    other = create_app(memory, mcp=False)
+    again = TestClient(other, base_url=BASE, follow_redirects=False)
+    again.cookies.set("reverie_console", copied)
+    assert again.get("/console/facts").status_code == 303
+    # signing in again starts a session of its own, which works
+    assert ana.sign_in(keys["ana"]).status_code == 303 and ana.get("/console/facts").status_code == 200
+
+
+def _flash_of(response) -> dict:
+    """The flash message a response sets, as the browser keeps it (signed, not encrypted)."""
+    import base64
+    import zlib
+
+    value = response.cookies.get("reverie_console_flash") or ""
+    packed = value.strip('"').rsplit(".", 1)[0]
+    return json.loads(zlib.decompress(base64.urlsafe_b64decode(packed)))
+
+
+def test_a_refused_forms_draft_and_its_message_carry_no_secret_in_the_cookie_or_the_form(setup):
+    memory, app, keys = setup
+    ana = Browser(app, keys["ana"])
+    secret = "password Hunter2Secret"
+    too_long = f"My {secret} is for the wiki; " + "and a very long note about tea " * 40
+    refused = ana.post("/console/facts", {"content": too_long, "category": "preference"}, page="/console/facts")
+    assert refused.status_code == 303
+    flash = _flash_of(refused)
+    assert flash["error"] and "Hunter2Secret" not in json.dumps(flash)
+    assert "[password]" in flash["draft"]["fields"]["content"]  # what was typed comes back, the secret masked
+    page = ana.get(refused.headers["location"]).text
+    assert "Hunter2Secret" not in page and "[password]" in page
+    # a message built from a value typed (the profile section) is redacted too
+    section = ana.post("/console/profile", {"section": "AKIAIOSFODNN7EXAMPLE", "summary": "x"}, page="/console/profile")
+    assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(_flash_of(section))
+    assert "AKIAIOSFODNN7EXAMPLE" not in ana.get(section.headers["location"]).text
+    assert memory.facts(user="ana") == []

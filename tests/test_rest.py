@@ -427,6 +427,75 @@ def test_a_crafted_cursor_out_of_range_is_the_400_naming_after_in_every_list_and
                 assert r.status_code == 400 and not_ours["detail"] in r.text, (path, after, r.status_code)
 
 
+def test_a_cursor_nested_past_the_json_parsers_depth_is_the_400_naming_after_not_a_500(api):
+    deep = base64.urlsafe_b64encode(b"[" * 1490).decode().rstrip("=")  # 1,990 characters: under max_length
+    not_ours = {"detail": "after is not a cursor this list gave out", "field": "after"}
+    with api.client("ana") as ana:
+        for path in ("/api/memory/facts", "/api/memory/knowledge", "/api/memory/episodes", "/api/memory/notes",
+                     "/api/tags", "/api/memory/changes", "/api/memory/diaries"):
+            r = ana.get(path, params={"after": deep})
+            assert (r.status_code, r.json()) == (400, not_ours), (path, r.text)
+    with httpx.Client(base_url=api.url, timeout=30) as browser:
+        page = browser.get("/console/sign-in").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        browser.post("/console/sign-in", data={"key": api.keys["ana"], "csrf": csrf, "next": ""})
+        for path, name in (("/console/facts", "after"), ("/console/dreams", "before"), ("/console/dreams", "after"),
+                           ("/console/notes", "after"), ("/console/tags", "after"), ("/console/timeline", "after")):
+            r = browser.get(path, params={name: deep})
+            assert r.status_code == 400 and f"{name} is not a cursor this list gave out" in r.text, (path, name)
+
+
+# what a tester typed where a date, a section, an id or a user belonged
+SECRETS = ("Hunter2Secret", "AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghij", "sk-proj-0123456789")
+
+
+def test_an_error_answer_never_echoes_a_secret_sent_in_the_value_it_refuses(api, ana):
+    with api.client("admin") as admin:
+        answers = [
+            ana.post("/api/memory/ingest", json={"messages": [
+                {"role": "user", "content": "hello", "at": "password Hunter2Secret"}]}),  # 400: not a date
+            ana.put("/api/memory/profile/AKIAIOSFODNN7EXAMPLE", json={"summary": "x"}),  # 400: no such section
+            ana.get("/api/memory/facts", params={"category": "AKIAIOSFODNN7EXAMPLE"}),  # 400: no such category
+            ana.get("/api/memory/facts/ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"),  # 404 naming the id
+            ana.post("/api/memory/feedback", json={"id": "sk-proj-0123456789abcdefghijklmnopqrstu",
+                                                   "status": "confirmed"}),  # 404
+            ana.post("/api/memory/changes/ghp_0123456789abcdefghijklmnopqrstuvwxyzAB/undo"),  # 404
+            admin.get("/api/memory/facts", params={"user": "pw=Hunter2Secret"}),  # 400: not a user id
+            ana.post("/api/memory/facts", content=b"hi", headers={"Content-Type": "text/plain; password=Hunter2Secret"}),
+        ]
+    assert [r.status_code for r in answers] == [400, 400, 400, 404, 404, 404, 400, 415], [r.text for r in answers]
+    for r in answers:
+        assert not any(secret in r.text for secret in SECRETS), r.text
+        assert ErrorAnswer.model_validate(r.json()).detail
+    assert "[password]" in answers[0].json()["detail"] and answers[0].json()["field"] == "messages[0].at"
+    assert "user" in answers[6].json()["detail"]
+
+
+def test_a_damaged_store_file_is_a_503_that_says_so_and_how_to_recover(tmp_path):
+    import sqlite3
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        for n in range(40):
+            memory.remember(f"Keeps note number {n} about the garden", user="ana")
+    db = home / "reverie.db"
+    with sqlite3.connect(db) as conn:  # the facts' table and indexes: their first pages overwritten, as a bad disk would
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        roots = [r[0] for r in conn.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'facts' AND rootpage > 1")]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with db.open("r+b") as f:
+        for root in roots:
+            f.seek((root - 1) * size)
+            f.write(os.urandom(size))
+    with Memory(home, background=False) as memory, live_server(create_app(memory, auth=False, mcp=False)) as url:
+        r = httpx.get(f"{url}/api/memory", params={"user": "ana"})
+        assert r.status_code == 503, r.text
+        detail = r.json()["detail"]
+        assert f"the store file {db} is damaged" in detail and "malformed" in detail
+        assert ".recover" in detail and "reverie import" in detail and "Stop every process" in detail
+
+
 def test_a_422_names_the_field_but_never_echoes_the_value_sent(ana):
     secret = "rv_0123456789secretvalue"
     for r in (ana.post("/api/memory/facts", json={"content": "Likes figs", "api_key": secret}),
@@ -568,6 +637,63 @@ def test_several_workers_serve_and_one_process_learns_what_they_complete(tmp_pat
     with Memory(home, background=False) as memory:
         notes = memory.notes(user="default")
         assert len(notes) == len({n.content for n in notes})  # no exchange was learned twice
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_workers_stop_serving_when_the_serve_process_is_killed_outright(tmp_path):
+    """SIGKILL of `reverie serve --workers 2` (nothing of it runs again: no learning, no dream)
+    must not leave its workers serving the port as if all were well."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--workers", "2", "--port", str(port),
+         "--home", str(tmp_path / "home")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(f"{url}/healthz", proc)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+        def port_free() -> bool:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+            except httpx.HTTPError:
+                return True
+            return False
+
+        wait_until(port_free, 8, "the port to be free after the serve process was killed")
+        wait_until(lambda: not any(_alive(w) for w in workers), 25, "the workers to exit")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for worker in workers:
+            if _alive(worker):
+                os.kill(worker, signal.SIGKILL)
 
 
 def _sample(text: str, name: str, **labels: str) -> float:

@@ -194,3 +194,88 @@ def test_every_time_is_read_as_utc_and_a_utc_time_is_kept_as_it_is():
     assert type(stored.at.tzinfo) is TzInfo and stored.at == naive.at
     assert as_utc(stored.at) is stored.at and as_utc(naive.at) is naive.at
     assert stored.at.isoformat() == "2023-05-08T09:30:00+00:00"
+
+
+# ---------------------------------------------------------------- 4. files the CLI cannot use as they are
+
+
+def test_ingesting_a_json_file_nested_past_the_parsers_depth_is_a_one_line_error_as_import_says_it(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    home = tmp_path / "home"
+    ingested = one_line_error(runner.invoke(app, ["ingest", str(deep), "--user", "ana", "--home", str(home)]))
+    assert "deep.json is nested too deeply" in ingested
+    imported = one_line_error(runner.invoke(app, ["import", str(deep), "--user", "ana", "--home", str(home)]))
+    assert "nested too deeply" in imported
+
+
+def _damage_the_facts_table(home) -> None:
+    """Overwrite the first page of the facts' table and of each of its indexes with noise, as a
+    failing disk would (a store this small holds each in that one page)."""
+    import os
+    import sqlite3
+
+    db = home / "reverie.db"
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        roots = [r[0] for r in conn.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'facts' AND rootpage > 1")]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    with db.open("r+b") as f:
+        for root in roots:
+            f.seek((root - 1) * size)
+            f.write(os.urandom(size))
+
+
+@pytest.mark.parametrize("args", [["stats"], ["facts", "--user", "ana"]])
+def test_a_damaged_store_file_is_a_one_line_error_that_says_how_to_recover(tmp_path, args):
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        for n in range(40):
+            memory.remember(f"Keeps note number {n} about the garden", user="ana")
+    _damage_the_facts_table(home)
+    line = one_line_error(runner.invoke(app, [*args, "--home", str(home)]))
+    assert f"the store file {home / 'reverie.db'} is damaged" in line and "malformed" in line
+    assert '".recover"' in line and "Stop every process that writes to it" in line and "reverie import" in line
+    as_json = runner.invoke(app, [*args, "--home", str(home), "--json"])
+    assert as_json.exit_code == 2 and json.loads(as_json.output)["type"] == "StoreError"
+
+
+def test_a_store_in_a_folder_this_user_cannot_write_says_so(tmp_path):
+    """A read-only home (mode 555 for a user; a read-only mount for root, whom modes do not stop):
+    SQLite can open no -wal file beside the store, and the error says it is the folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        memory.remember("Ana likes figs", user="ana")
+    for extra in ("reverie.db-wal", "reverie.db-shm"):
+        (home / extra).unlink(missing_ok=True)
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "reverie.cli", "facts", "--user", "ana", "--home"]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    if os.geteuid() == 0:
+        shown = tmp_path / "read-only"
+        shown.mkdir()
+        script = (f"mount --bind {home} {shown} && mount -o remount,ro,bind {shown} && "
+                  f"exec {' '.join(command)} {shown}")
+        done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=env,
+                              cwd=root, timeout=60)
+        where = shown
+    else:
+        home.chmod(0o555)
+        try:
+            done = subprocess.run([*command, str(home)], capture_output=True, text=True, env=env, cwd=root,
+                                  timeout=60)
+        finally:
+            home.chmod(0o755)
+        where = home
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "Traceback" not in line and len(line.splitlines()) == 1, line
+    assert f"the folder {where} is not writable" in line and "unable to open database file" in line

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shlex
+import sqlite3
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,6 +29,8 @@ from reverie.store import is_postgres_url, redact_url
 from reverie.version import __version__
 
 _STORE: ContextVar[str | None] = ContextVar("reverie_cli_store", default=None)
+# the SQLite file of the memory this command opened, for what its failures say (fail_cleanly)
+_STORE_FILE: ContextVar[Path | None] = ContextVar("reverie_cli_store_file", default=None)
 
 
 def _store_option() -> Any:
@@ -197,6 +200,7 @@ def open_memory(
             settings = settings.for_server()
         if not is_postgres_url(settings.store):  # a PostgreSQL store needs no home folder to exist
             check_home(settings.home, create=create, db=Path(settings.store) if settings.store else None)
+            _STORE_FILE.set(Path(settings.store) if settings.store else settings.home / "reverie.db")
         try:
             mem = Memory(settings=settings, background=background, learn=learn)
         except OSError as exc:  # e.g. a home folder that cannot be created or read
@@ -223,7 +227,11 @@ def check_home(home: Path, *, create: bool, db: Path | None = None) -> None:
 def fail_cleanly() -> Iterator[None]:
     try:
         yield
-    except ReverieError as exc:  # one line, whatever the width of the terminal
+    except (ReverieError, sqlite3.DatabaseError) as caught:  # one line, whatever the width of the terminal
+        # a damaged store file, or one in a folder this user may not write, says so and what to do
+        exc = _store_failure(caught) or caught
+        if not isinstance(exc, ReverieError):
+            raise  # SQLite failed for another reason: a fault of reverie's, with its traceback
         if _json_requested():  # a script asked for JSON: the error is JSON too, on stdout
             error: dict[str, Any] = {"error": str(exc), "type": type(exc).__name__}
             field = getattr(exc, "field", None)
@@ -233,6 +241,16 @@ def fail_cleanly() -> Iterator[None]:
         else:
             err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _store_failure(exc: BaseException) -> ReverieError | None:
+    """What SQLite's own error about the store file means for a person (reverie.server.failures),
+    or None; looked at only for a store's errors (it loads the server's modules)."""
+    if not isinstance(exc, (sqlite3.Error, StoreError)):
+        return None
+    from reverie.server.failures import store_failure
+
+    return store_failure(exc, _STORE_FILE.get())
 
 
 def _json_requested() -> bool:

@@ -86,9 +86,9 @@ def serve(
             metrics.mkdir()
             stack.callback(share_metrics(metrics).stop)
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
-                                                   overrides=overrides, balance=str(balance), metrics=str(metrics))
-            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
-                                                                  "http": NoDelayHttpProtocol}
+                                                   overrides=overrides, balance=str(balance), metrics=str(metrics),
+                                                   parent=os.getpid())
+            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
         scheduler = Scheduler(mem).start()
@@ -98,7 +98,9 @@ def serve(
         previous = signal.signal(signal.SIGTERM, _exit_cleanly)
         try:
             settle_heap()
-            uvicorn.run(app_, host=host, port=port, log_level="info", **options)
+            # httptools' parser, with the size and time of a request's head bounded (and
+            # TCP_NODELAY): reverie.server.limits, documented in docs/front-doors.md
+            uvicorn.run(app_, host=host, port=port, log_level="info", http=NoDelayHttpProtocol, **options)
         finally:
             signal.signal(signal.SIGTERM, previous)
             scheduler.stop()

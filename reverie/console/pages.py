@@ -35,6 +35,7 @@ from reverie.keys import create_key, list_keys, revoke_key
 from reverie.memory_md import text_sha
 from reverie.models import CATEGORIES, FEEDBACK_STATUSES, PROFILE_LABELS, PROFILE_SECTIONS, Episode
 from reverie.recall import RecallItem
+from reverie.redact import redact
 from reverie.scheduler import Scheduler
 from reverie.store.base import FACT_ORDERS
 from reverie.tags import normalize_tag
@@ -86,7 +87,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     @router.post("/sign-out")
     def sign_out(view: View = Depends(posted)) -> Response:
-        view.use_session(console.sessions.new())
+        view.use_session(console.sessions.sign_out(view.session))
         return view.redirect(f"{PREFIX}/sign-in" if console.auth else PREFIX, flash="Signed out.")
 
     @router.post("/user")
@@ -299,8 +300,10 @@ def add_routes(router: APIRouter, console: Console) -> None:
 
     def memory_page(view: View, *, typed: str | None = None, base: str | None = None, error: str = "",
                     conflict: bool = False, status: int = 200) -> Response:
-        """The MEMORY.md page; after a refused save, ``typed`` (the text sent) stays in the editor."""
+        """The MEMORY.md page; after a refused save, ``typed`` (the text sent, redacted as saving
+        it would have: no secret typed there is sent back) stays in the editor."""
         user = view.user
+        typed = redact(typed) if typed is not None else None
         text = memory.memory_md(user=user)
         last = memory.store.last_dream_run(user, status="done")
         report = (last.report or {}) if last else {}

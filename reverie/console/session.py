@@ -5,7 +5,11 @@ never kept, shown or logged. The cookie holds the key's id, the user the console
 and a CSRF token, signed with HMAC-SHA256 under a random secret kept in the store (so
 that every server process over the same home reads the same cookies). Each request
 checks the signature, the expiry, and that the key is still live: revoking a key ends
-its console sessions at once.
+its console sessions at once. Signing out ends the session on the server too: its
+CSRF token (a random value of its own, kept by the session until it ends) is recorded,
+hashed, in the store's meta key ``console.signed_out`` until the cookie would have
+expired anyway, and a cookie of a recorded session is refused by every server process
+over the store (a copy of the cookie taken before sign-out reads and writes nothing).
 
 Without keys (``reverie serve --no-auth``, only on 127.0.0.1) every visitor gets a
 session that may show any user, as REST's ``?user=`` does.
@@ -20,6 +24,7 @@ import json
 import secrets
 import time
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from reverie.errors import AccessDenied
 from reverie.inputs import check_user
@@ -30,6 +35,8 @@ COOKIE = "reverie_console"
 FLASH_COOKIE = "reverie_console_flash"
 SESSION_SECONDS = 12 * 3600
 _SECRET_META = "console.secret"
+# {sha256 of a signed-out session's CSRF token: when its cookie expires}, pruned as it is written
+_SIGNED_OUT_META = "console.signed_out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +91,8 @@ class Sessions:
             return None
         if session.expires < time.time():
             return None
+        if self.auth and session.user is not None and _ended(session) in self._signed_out():
+            return None  # signed out: a copy of the cookie is worth nothing
         if not self.auth:
             return session if session.user is not None else None
         if session.key_id is not None:
@@ -102,6 +111,27 @@ class Sessions:
             raise AccessDenied("that is not a live API key: check it, or create one with `reverie keys create`")
         return Session(csrf=secrets.token_urlsafe(32), expires=int(time.time()) + SESSION_SECONDS,
                        user=key.user, key_id=key.id, key_user=key.user, admin=key.admin)
+
+    def sign_out(self, session: Session) -> Session:
+        """End ``session`` for good (a copy of its cookie is refused from now on, by every
+        process over the store) and return a fresh one."""
+        if self.auth and session.signed_in:  # (without keys any visitor gets the same session anew)
+            now = int(time.time())
+            with self.store.transaction():
+                ended = {k: v for k, v in self._signed_out().items() if isinstance(v, int) and v >= now}
+                ended[_ended(session)] = session.expires
+                self.store.set_meta(_SIGNED_OUT_META, json.dumps(ended, sort_keys=True))
+        return self.new()
+
+    def _signed_out(self) -> dict[str, Any]:
+        """The sessions signed out whose cookies have not expired yet (read from the store on
+        each request: a session ended by another server process is ended here too)."""
+        raw = self.store.get_meta(_SIGNED_OUT_META)
+        try:
+            record = json.loads(raw) if raw else {}
+        except ValueError:
+            return {}
+        return record if isinstance(record, dict) else {}
 
     def switch(self, session: Session, user: str) -> Session:
         """Show another user's memory (admin keys, or no keys, only)."""
@@ -142,6 +172,12 @@ class Sessions:
                         self.store.set_meta(_SECRET_META, secret)
             self._secret = bytes.fromhex(secret)
         return self._secret
+
+
+def _ended(session: Session) -> str:
+    """How a signed-out session is recorded: a hash of its CSRF token, drawn at sign-in and
+    kept by that session alone (switching users keeps it, signing in again draws another)."""
+    return hashlib.sha256(session.csrf.encode()).hexdigest()[:32]
 
 
 def same_token(expected: str, given: str | None) -> bool:

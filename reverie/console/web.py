@@ -32,6 +32,7 @@ from markupsafe import Markup
 
 from reverie.console.session import COOKIE, FLASH_COOKIE, Session, Sessions, same_token
 from reverie.errors import AccessDenied, Conflict, EngineError, InvalidInput, NotFound, ReverieError, StoreError
+from reverie.redact import redact
 from reverie.version import __version__
 
 if TYPE_CHECKING:
@@ -70,10 +71,12 @@ def status_of(exc: ReverieError) -> int:
 
 
 def message_of(exc: ReverieError) -> str:
+    """The message an error page or a flash shows, redacted (:func:`reverie.redact.redact`): one
+    built from a value typed (a date, an id, a user) must not show a secret typed there again."""
     text = str(exc)
     if isinstance(exc, InvalidInput) and exc.field and exc.field not in text:
         text = f"{exc.field}: {text}"
-    return text
+    return redact(text)
 
 
 # ------------------------------------------------------------ templates
@@ -207,20 +210,23 @@ class View:
     ) -> Response:
         """A 303 to ``to`` with a message for the next page; ``draft`` (``{"action": path,
         "fields": {...}}``, a refused form's values) goes with it so that the form shows them
-        again, as far as a cookie holds them."""
+        again, as far as a cookie holds them. The message and what was typed are redacted
+        first (:func:`reverie.redact.redact`): the cookie is signed, not encrypted, and a
+        password typed into a refused form must not ride in it (nor come back in the form;
+        storing it would have redacted it the same way)."""
         response = RedirectResponse(to, status_code=303)
         if flash:
-            message: dict[str, Any] = {"text": flash, "error": error, "undo": undo}
+            message: dict[str, Any] = {"text": redact(flash), "error": error, "undo": undo}
             value = _pack(message)
             if draft and draft.get("fields"):
-                fields = dict(draft["fields"])
+                fields = {k: redact(v) if isinstance(v, str) else v for k, v in draft["fields"].items()}
                 while fields:
                     value = _pack({**message, "draft": {**draft, "fields": fields}})
                     if len(value) <= FLASH_BYTES:
                         break
                     # too long for a cookie: drop the longest field (said in the message)
                     del fields[max(fields, key=lambda k: len(fields[k]))]
-                    message["text"] = flash + " (What you typed was too long to keep here: it is not in the form.)"
+                    message["text"] = redact(flash) + " (What you typed was too long to keep here: it is not in the form.)"
                     value = _pack(message)
             response.set_cookie(FLASH_COOKIE, self.console.sessions.sign(value), httponly=True, samesite="strict",
                                 path=PREFIX, secure=self.request.url.scheme == "https", max_age=60)

@@ -29,6 +29,8 @@ from reverie.errors import InvalidInput, ReverieError
 from reverie.inputs import check_user
 from reverie.models import FeedbackStatus
 from reverie.recall import neutralize
+from reverie.redact import redact
+from reverie.server.failures import store_failure
 from reverie.server.shapes import MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
 
@@ -81,7 +83,7 @@ def _answer(action: Callable[[str], Any]) -> str:
     try:
         return as_json(action(current_user()))
     except ReverieError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(str(exc)) from exc  # redacted on the way out (_Server.call_tool)
 
 
 class _Server(MCPServer):
@@ -89,13 +91,24 @@ class _Server(MCPServer):
     line per tool that names each field ("search: limit: Input should be greater than or
     equal to 1"), as reverie's other errors are, not pydantic's several lines and link."""
 
+    store_path: Any = None  # the SQLite file of the memory served, for what its failures say
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
+            # a damaged store file (or one that cannot be opened) says so and what to do
+            failure = store_failure(exc, self.store_path)
+            if failure is not None:
+                raise ToolError(redact(f"{name}: {failure}")) from exc
+            # every message is redacted (reverie.redact): one built from a value sent (an id, a
+            # date) must not carry a secret typed there back to the client, or into its logs
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
-                raise
-            raise ToolError(f"{name}: {_arguments_refused(exc.__cause__)}") from exc.__cause__
+                said = redact(str(exc))
+                if said == str(exc):
+                    raise
+                raise type(exc)(said) from exc.__cause__
+            raise ToolError(redact(f"{name}: {_arguments_refused(exc.__cause__)}")) from exc.__cause__
 
 
 def _arguments_refused(error: ValidationError) -> str:
@@ -222,6 +235,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     # WARNING: the SDK configures root logging in its constructor; keep that as quiet as the default
     server = _Server("reverie", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools)
     server.middleware.append(_BindUser(check_user(user) if user is not None else None))
+    server.store_path = getattr(memory.store, "path", None)
 
     # resources carry stored text to the model as recall's <memory> block does: escaped the
     # same way (reverie.recall.neutralize), so no line of it can pose as a tag or instructions
@@ -246,7 +260,7 @@ def _resource(read: Callable[[str], str]) -> str:
     try:
         return read(current_user())
     except ReverieError as exc:
-        raise ResourceError(str(exc)) from exc
+        raise ResourceError(redact(str(exc))) from exc
 
 
 def run_stdio(memory: "Memory", *, user: str) -> None:

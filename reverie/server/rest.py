@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import sqlite3
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
 import anyio.to_thread
@@ -61,6 +62,8 @@ from reverie.models import (
     TagStatus,
 )
 from reverie.observe import metrics_text
+from reverie.redact import redact
+from reverie.server.failures import store_failure
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import ErrorAnswer, FieldError, MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
@@ -82,6 +85,7 @@ _MEANING = {
     401: "No API key, or an unknown or revoked one",
     403: "The key may not act for the user it names (`?user=` needs an admin key)",
     404: "No such item for this user (another user's item answers the same)",
+    408: "The body did not arrive whole in time (30 s after the headers): nothing was written, the connection is closed",
     409: "The request clashes with the current state (e.g. completing a turn twice)",
     413: "The body is larger than max_body_bytes",
     415: "The body was sent with another Content-Type than application/json",
@@ -89,6 +93,8 @@ _MEANING = {
     503: "The store could not be reached; with Retry-After when it was busy (nothing was written)",
 }
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+# how long a request body may take to arrive whole, from the end of its headers (a 408 after)
+BODY_SECONDS = 30.0
 DATE = Path(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")
 
 
@@ -177,12 +183,14 @@ class DreamIn(_Body):
 
 # ------------------------------------------------------------ errors
 def error_response(exc: ReverieError) -> JSONResponse:
-    """One mapping from reverie's errors to HTTP, for the API and the MCP door alike."""
+    """One mapping from reverie's errors to HTTP, for the API and the MCP door alike. The
+    message is redacted (:func:`reverie.redact.redact`): one built from a value sent (a
+    date, a section, an id, a user) must not carry a secret typed there back, into a log."""
     if isinstance(exc, AccessDenied):
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
+        return JSONResponse({"detail": redact(str(exc))}, status_code=exc.status, headers=headers)
     status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 400)
-    body: dict[str, Any] = {"detail": str(exc)}
+    body: dict[str, Any] = {"detail": redact(str(exc))}
     if isinstance(exc, InvalidInput) and exc.field:
         if exc.field not in body["detail"]:
             body["detail"] = f"{exc.field}: {body['detail']}"
@@ -191,8 +199,21 @@ def error_response(exc: ReverieError) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers={"Retry-After": "1"} if isinstance(exc, StoreBusy) else None)
 
 
-async def _on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
-    return error_response(exc)
+def _on_errors(store_path: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The handlers of reverie's errors and of SQLite's own, for a store at ``store_path``:
+    a damaged store file, or one in a folder this user may not write, is a 503 that says so
+    and what to do (reverie.server.failures), not a 500."""
+
+    async def on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
+        return error_response((store_failure(exc, store_path) if isinstance(exc, StoreError) else None) or exc)
+
+    async def on_sqlite_error(_: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
+        failure = store_failure(exc, store_path)
+        if failure is None:
+            raise exc  # not the file's state: a 500, as any other fault
+        return error_response(failure)
+
+    return on_reverie_error, on_sqlite_error
 
 
 async def _on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -203,12 +224,12 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
     if broken is not None:
         at = broken.get("loc", ["body", "?"])[-1]
         reason = (broken.get("ctx") or {}).get("error") or broken.get("msg", "")
-        return JSONResponse({"detail": f"body: not valid JSON (at character {at}: {reason})", "field": "body"},
+        return JSONResponse({"detail": redact(f"body: not valid JSON (at character {at}: {reason})"), "field": "body"},
                             status_code=400)
     kind = request.headers.get("content-type", "")
     if kind.split(";")[0].strip().lower() not in ("application/json", "") and any(
             list(e.get("loc", [])) == ["body"] for e in errors):
-        return JSONResponse({"detail": f"body: send JSON with 'Content-Type: application/json', not {kind[:80]!r}",
+        return JSONResponse({"detail": redact(f"body: send JSON with 'Content-Type: application/json', not {kind[:80]!r}"),
                              "field": "body"}, status_code=415)
     # a misspelled field shows as "unknown" first, not as the missing field it was meant to be
     unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
@@ -221,7 +242,7 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
     # where and why, never the value sent: a secret the caller mistyped must not come back (and
     # end up in logs); FieldError keeps loc, msg and type only
     refused = [FieldError.model_validate(e).model_dump() for e in errors]
-    return JSONResponse({"detail": f"{field}: {message}", "field": field, "errors": refused}, status_code=422)
+    return JSONResponse({"detail": redact(f"{field}: {message}"), "field": field, "errors": refused}, status_code=422)
 
 
 def _field(error: dict[str, Any]) -> str:
@@ -233,10 +254,27 @@ async def _on_http_error(request: Request, exc: StarletteHTTPException) -> Respo
     """Starlette's own errors keep their status; a body that cannot be parsed names the body."""
     if isinstance(exc, _TooLarge):
         return _too_large(exc.limit)
+    if isinstance(exc, _TooSlow):
+        return _too_slow(exc.seconds)
     if exc.status_code == 400 and "parsing the body" in str(exc.detail):
         return JSONResponse({"detail": "body: not a JSON document reverie can read (malformed or nested too deeply)",
                              "field": "body"}, status_code=400)
+    if isinstance(exc.detail, str) and redact(exc.detail) != exc.detail:
+        exc = StarletteHTTPException(exc.status_code, redact(exc.detail), exc.headers)
     return await http_exception_handler(request, exc)
+
+
+class _SendWatch:
+    """An ASGI ``send`` passed through, noting whether the answer has begun (after which a
+    refusal can no longer be sent)."""
+
+    def __init__(self, send: Send):
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Any) -> None:
+        self.started = self.started or message["type"] == "http.response.start"
+        await self.send(message)
 
 
 class BodyLimit:
@@ -256,7 +294,6 @@ class BodyLimit:
             await self._refuse(scope, receive, send)
             return
         seen = 0
-        started = False
 
         async def counted() -> Any:
             nonlocal seen
@@ -267,19 +304,66 @@ class BodyLimit:
                     raise _TooLarge(self.limit)
             return message
 
-        async def tracked(message: Any) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        watched = _SendWatch(send)
         try:
-            await self.app(scope, counted, tracked)
+            await self.app(scope, counted, watched)
         except _TooLarge:
-            if not started:
+            if not watched.started:
                 await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         await _too_large(self.limit)(scope, receive, send)
+
+
+class BodyDeadline:
+    """ASGI middleware: a request body that has not arrived whole ``seconds`` after the
+    request's headers did is a 408 (``Connection: close``), whether it trickles or stalls
+    short of its Content-Length; nothing of it reaches an endpoint. Once the body is in,
+    ``receive`` is passed through as it is (a streamed answer listens on it for the client
+    going away, for as long as it streams)."""
+
+    def __init__(self, app: Any, seconds: float):
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = anyio.current_time() + self.seconds
+        whole = False
+
+        async def timed() -> Any:
+            nonlocal whole
+            if whole:
+                return await receive()
+            try:
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                    message = await receive()
+            except TimeoutError:
+                raise _TooSlow(self.seconds) from None
+            whole = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        watched = _SendWatch(send)
+        try:
+            await self.app(scope, timed, watched)
+        except _TooSlow:
+            if not watched.started:
+                await _too_slow(self.seconds)(scope, receive, send)
+
+
+class _TooSlow(StarletteHTTPException):
+    """Raised while the body is awaited past BodyDeadline's time (answered 408 by _on_http_error)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(status_code=408)
+        self.seconds = seconds
+
+
+def _too_slow(seconds: float) -> JSONResponse:
+    return JSONResponse({"detail": f"the request body did not arrive whole within {seconds:g} seconds",
+                         "field": "body"}, status_code=408, headers={"Connection": "close"})
 
 
 class _TooLarge(StarletteHTTPException):
@@ -326,9 +410,12 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
         # without keys, a page the browser loads must not reach us through DNS rebinding
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
     app.add_middleware(BodyLimit, limit=memory.settings.max_body_bytes)
+    app.add_middleware(BodyDeadline, seconds=BODY_SECONDS)
     # starlette types every handler as taking Exception, not the class it is registered for
     # (Kludex/starlette#2417): a handler of a subclass is refused though it is sound
-    app.add_exception_handler(ReverieError, _on_reverie_error)  # type: ignore[arg-type]
+    on_reverie_error, on_sqlite_error = _on_errors(getattr(memory.store, "path", None))
+    app.add_exception_handler(ReverieError, on_reverie_error)
+    app.add_exception_handler(sqlite3.DatabaseError, on_sqlite_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
 
@@ -351,7 +438,7 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     mount_docs(app)
     mount_console(app, memory, auth=auth, default_user=default_user)  # the web console at /console
     if mcp_server is not None:
-        app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who)))
+        app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who, getattr(memory.store, "path", None))))
 
     @app.get("/metrics", tags=["server"], response_class=PlainTextResponse)
     def metrics() -> Response:
@@ -373,7 +460,9 @@ AFTER = Query(None, max_length=2000, description="The cursor of the page before 
 
 
 def _answers(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The error answers ``codes`` as OpenAPI ``responses``: each one an ErrorAnswer."""
+    """The error answers ``codes`` as OpenAPI ``responses``: each one an ErrorAnswer (a route
+    that takes a body, 415, may also answer that it came too slowly, 408)."""
+    codes = (*codes, 408) if 415 in codes else codes
     return {code: {"model": ErrorAnswer, "description": _MEANING[code]} for code in codes}
 
 
@@ -662,9 +751,10 @@ class _McpDoor:
     """ASGI endpoint at /mcp: authorize the key, then hand the request to the MCP SDK
     with the key's user written into the scope."""
 
-    def __init__(self, server: MCPServer, who: Callable[[str | None, str | None], str]):
+    def __init__(self, server: MCPServer, who: Callable[[str | None, str | None], str], store_path: Any = None):
         self.manager = server.session_manager
         self.who = who
+        self.store_path = store_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -674,6 +764,12 @@ class _McpDoor:
         try:
             user = await anyio.to_thread.run_sync(self.who, secret, named)
         except ReverieError as exc:
-            await error_response(exc)(scope, receive, send)
+            await error_response(store_failure(exc, self.store_path) or exc)(scope, receive, send)
+            return
+        except sqlite3.DatabaseError as exc:  # the keys' table of a damaged store file
+            failure = store_failure(exc, self.store_path)
+            if failure is None:
+                raise
+            await error_response(failure)(scope, receive, send)
             return
         await self.manager.handle_request({**scope, USER_SCOPE: user}, receive, send)

@@ -14,28 +14,37 @@ import gc
 import json
 import logging
 import os
+import signal
 import socket
+import threading
+import time
 from typing import Any
 
 from fastapi import FastAPI
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from reverie.memory import Memory
 from reverie.observe import share_metrics
 from reverie.server.balance import CONNECTION_EXTENSION, Balance, BalanceConnections
+from reverie.server.limits import GuardedHttpProtocol
 from reverie.server.rest import create_app
 from reverie.settings import Settings
 
 CONFIG_ENV = "REVERIE_SERVE_WORKER"
+# a worker looks this often whether the `reverie serve` process that started it is still there,
+# and once it is gone, exits at the latest this long after it began to shut down
+PARENT_POLL_SECONDS = 0.5
+PARENT_GONE_GRACE_SECONDS = 20.0
 log = logging.getLogger("reverie.serve")
 
 # this worker's share of the connections (reverie.server.balance), set by worker_app
 _balance: Balance | None = None
 
 
-class NoDelayHttpProtocol(HttpToolsProtocol):
+class NoDelayHttpProtocol(GuardedHttpProtocol):
     """uvicorn's HTTP/1.1 protocol (httptools' C parser, as uvicorn picks it by itself for
-    one process) with TCP_NODELAY on every connection.
+    one process), with the bounds of :class:`reverie.server.limits.GuardedHttpProtocol` (the
+    size and time of a request's head) and TCP_NODELAY on every connection. ``reverie
+    serve`` uses it with one process and with several.
 
     With several workers uvicorn binds the listening socket itself, without a protocol
     number, and asyncio then leaves Nagle's algorithm on for the connections it accepts
@@ -85,18 +94,45 @@ def settle_heap() -> None:
 
 def worker_config(
     home: str, *, auth: bool, default_user: str, overrides: dict[str, Any], balance: str | None = None,
-    metrics: str | None = None,
+    metrics: str | None = None, parent: int | None = None,
 ) -> str:
     """What a worker needs to build its app, as the JSON its environment carries
     (``balance``: the workers' shared file, :func:`reverie.server.balance.create_file`;
-    ``metrics``: the folder where every process writes its metrics, :func:`reverie.observe.share_metrics`)."""
+    ``metrics``: the folder where every process writes its metrics, :func:`reverie.observe.share_metrics`;
+    ``parent``: the pid of the ``reverie serve`` process, whose end the worker follows, :func:`watch_parent`)."""
     return json.dumps({"home": home, "auth": auth, "user": default_user, "overrides": overrides,
-                       "balance": balance, "metrics": metrics})
+                       "balance": balance, "metrics": metrics, "parent": parent})
+
+
+def watch_parent(parent: int | None, *, every: float = PARENT_POLL_SECONDS,
+                 grace: float = PARENT_GONE_GRACE_SECONDS) -> threading.Thread | None:
+    """Stop this worker when ``parent`` (the ``reverie serve`` process that started it) is gone.
+
+    A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers: they were
+    handed to init and went on serving the port while nothing learned their turns, nor
+    dreamed, and /healthz said ok. A thread looks every ``every`` seconds whether this
+    process's parent is still ``parent``; when it is not, the worker shuts down as on SIGTERM
+    (uvicorn finishes the requests it is answering), and exits regardless after ``grace``."""
+    if not parent:
+        return None
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        log.warning("the reverie serve process (pid %d) that started this worker is gone: this worker stops", parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="reverie-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def worker_app() -> FastAPI:
     """The app of one worker (a uvicorn factory, read from the environment)."""
     config = json.loads(os.environ[CONFIG_ENV])
+    watch_parent(config.get("parent"))
     # usage counts are written every few seconds, not on every recall (Settings.for_server)
     settings = Settings.load(config["home"], **config["overrides"]).for_server()
     memory = Memory(settings=settings, background=False, learn="elsewhere")
