@@ -209,10 +209,12 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
     None from a sentence that does not say its first-person lines as facts: a made-up
     situation ("Suppose I'm a lawyer"), someone else's words ("My sister said I'm ...")
     or a joke ("I work at Google lol jk")."""
-    low = sentence.lower()
-    if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low):
-        return ()
-    return tuple(sig for clause in _clauses(sentence) if (sig := _signal(clause)))
+    found = tuple(sig for clause in _clauses(sentence) if (sig := _signal(clause)))
+    if found:  # the sentence's gates only when it says something (most sentences say nothing)
+        low = sentence.lower()
+        if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low):
+            return ()
+    return found
 
 
 def sentence_signals(said: list[str]) -> list[Signal]:
