@@ -41,7 +41,7 @@ from reverie.profiles import fit_profile
 from reverie.store.background import Background
 from reverie.store.base import ITEM_KINDS, Hit, Item, Store, fts_tokens
 from reverie.tags import expand, resolve, tag_keys
-from reverie.text import terms, token_set, words
+from reverie.text import e_variants, terms, token_set, words
 from reverie.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("reverie.recall")
@@ -235,7 +235,9 @@ class Recaller:
         asked_about = names_in(query)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
-        hits = self.store.search(user, query_terms, kinds, CANDIDATES_PER_KIND, names=asked_about)
+        # "Where do I live?" finds "Lives in Berlin": the stems of live and lives differ
+        searched = query_terms + [t for t in e_variants(query) if t not in query_terms]
+        hits = self.store.search(user, searched, kinds, CANDIDATES_PER_KIND, names=asked_about)
         names = list(perception.keyphrases) + query_terms  # what may name a tag
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         # the best text matches (their tags lead further), the tags the query names and the

@@ -119,6 +119,23 @@ def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=131072)
+def e_variants(text: str) -> list[str]:
+    """The other form of each content word's stem where :func:`stem` keeps a final "e" in
+    one form and not in another: "live" -> "liv" (what "lives", "lived", "living" index as)
+    and "lives" -> "live" (what "live" indexes as). For a search: the index holds the stems
+    as they were written."""
+    out = []
+    for word in words(text):
+        term = _content_term(word)
+        if term is None or not term.isascii() or not term.isalpha() or len(term) < 3:
+            continue
+        if term == word and term.endswith("e") and len(term) > 3 and not term.endswith("ee"):
+            out.append(term[:-1])
+        elif term != word and not term.endswith("e") and word.endswith(("es", "ed", "ing")):
+            out.append(term + "e")
+    return [t for t in dict.fromkeys(out) if t not in STOPWORDS]
+
+
 def _content_term(word: str) -> str | None:
     """A word's search term, or None for a stopword (a word is looked at once, not per text)."""
     if word in STOPWORDS or (len(word) == 1 and not has_cjk(word)):

@@ -616,3 +616,17 @@ def test_a_long_standing_preference_never_takes_more_than_its_share_of_the_budge
         items = mem.recall("When does my flight to Oslo leave?", user="hal", budget=budget, track=False).items
         assert any("Oslo" in i.text for i in items), budget
         assert not any(i.depth == "background" for i in items), budget
+
+
+def test_a_base_form_finds_its_inflected_forms_and_back(mem):
+    """The stems of "live" and "lives" differ ("live", "liv"): a question in one form finds a
+    memory written in the other."""
+    from datetime import datetime
+
+    mem.remember("Lives in Berlin", user="bob", category="identity")
+    mem.add([{"role": "user", "content": "We moved to Lisbon last weekend."}], user="cy", at=datetime(2026, 3, 27))
+    mem.add([{"role": "user", "content": "I love to bake bread on Sundays."}], user="dee", at=datetime(2026, 3, 28))
+    mem.flush()
+    assert "Berlin" in mem.recall("Where do I live?", user="bob", track=False).context
+    assert "Lisbon" in mem.recall("When did we move?", user="cy", track=False).context
+    assert "bread" in mem.recall("what have I baked lately?", user="dee", track=False).context

@@ -16,3 +16,12 @@ def test_normalize_space_collapses_every_kind_of_whitespace_and_trims_the_ends()
         assert normalize_space(text) == "a b c", repr(space)
     assert normalize_space("") == "" and normalize_space(" \n ") == ""
     assert normalize_space("Priya:  ｈｉ\u200bthere") == "Priya: ｈｉ\u200bthere"  # a zero-width space is no space
+
+
+def test_e_variants_give_the_other_stem_of_a_word_with_a_final_e():
+    from reverie.text import e_variants, stem
+
+    assert e_variants("Where do I live?") == ["liv"] == [stem("lives")]
+    assert e_variants("lives in Berlin") == ["live"] == [stem("live")]
+    assert e_variants("When did we move?") == [stem("moved")]
+    assert e_variants("the cat sat on the mat") == []  # no final e anywhere
