@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import threading
@@ -61,3 +62,14 @@ def wait_until(check, timeout: float, what: str) -> None:  # type: ignore[no-unt
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """Stop a server process as its operator would (SIGTERM), and for good if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -20,7 +20,7 @@ from reverie.inputs import check_json
 from reverie.keys import create_key
 from reverie.messages import clip
 from reverie.server import create_app
-from tests.live_server import live_server
+from tests.live_server import live_server, stop_process
 
 NOW = datetime(2024, 6, 15, 12, tzinfo=timezone.utc)
 
@@ -354,7 +354,6 @@ def _rss_kb(pid: int) -> int:
 def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(tmp_path):
     """uvicorn over httptools read a 20 MB header whole (a 200 MB one grew the process to 568 MB)."""
     import os
-    import signal
     import subprocess
     import sys
     from pathlib import Path
@@ -380,12 +379,7 @@ def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(
         # a head of a usual size is served as ever
         assert httpx.get(f"{url}/healthz", headers={"X-Fine": "b" * 8000}).status_code == 200
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture
@@ -452,20 +446,7 @@ def test_a_body_short_of_its_length_or_trickling_is_a_408_and_nothing_is_written
     with socket.create_connection((host, int(port)), timeout=20) as sock:
         sock.sendall(head)
         start = time.monotonic()
-        answer = b""
-        for _ in range(40):
-            try:
-                sock.sendall(b" ")
-            except OSError:
-                break
-            sock.settimeout(0.25)
-            try:
-                chunk = sock.recv(65536)
-            except (TimeoutError, socket.timeout):
-                continue
-            answer += chunk
-            if not chunk or b"\r\n\r\n" in answer:
-                break
+        answer, _ = _trickle(sock, b" ", 40, until_head=True)
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         assert time.monotonic() - start < 5
     assert memory.facts(user="default") == []
@@ -483,24 +464,33 @@ def test_a_body_left_unread_by_an_answered_request_is_not_waited_for_forever(qui
         # /healthz takes no body: it answers at once, and the rest of the body trickles in
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nab")
         start = time.monotonic()
-        answer, closed = b"", False
-        for _ in range(60):
-            try:
-                sock.sendall(b"c")  # keeps uvicorn's own keep-alive timer from closing it
-            except OSError:
-                closed = True
-                break
-            sock.settimeout(0.25)
-            try:
-                chunk = sock.recv(65536)
-            except (TimeoutError, socket.timeout):
-                continue
-            except ConnectionResetError:
-                closed = True
-                break
-            if not chunk:
-                closed = True
-                break
-            answer += chunk
+        # a byte at a time keeps uvicorn's own keep-alive timer from closing it
+        answer, closed = _trickle(sock, b"c", 60, until_head=False)
         assert answer.startswith(b"HTTP/1.1 200 "), answer
         assert closed and time.monotonic() - start < 6
+
+
+def _trickle(sock, byte: bytes, tries: int, *, until_head: bool) -> tuple[bytes, bool]:
+    """Send ``byte`` every quarter second or so, reading what comes back: (the answer, whether
+    the server closed the connection). ``until_head``: stop once an answer's head is in."""
+    import socket
+
+    answer = b""
+    for _ in range(tries):
+        try:
+            sock.sendall(byte)
+        except OSError:
+            return answer, True
+        sock.settimeout(0.25)
+        try:
+            chunk = sock.recv(65536)
+        except (TimeoutError, socket.timeout):
+            continue
+        except ConnectionResetError:
+            return answer, True
+        if not chunk:
+            return answer, True
+        answer += chunk
+        if until_head and b"\r\n\r\n" in answer:
+            break
+    return answer, False

@@ -25,6 +25,7 @@ import psycopg
 
 from tests.fake_openai import Reply
 from tests.live_server import free_port, wait_for, wait_until
+from tests.live_server import stop_process as stop
 from tests.pg import drop_schema, new_schema, server_url
 from tests.test_learning import _extraction
 
@@ -59,16 +60,6 @@ def start(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], st
     proc, url = launch(home, store, **env)
     wait_for(f"{url}/healthz", proc)
     return proc, url
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def rows(schema_name: str, sql: str, params: tuple = ()) -> list[tuple]:
