@@ -38,7 +38,7 @@ from reverie.errors import Conflict, InvalidInput, ReverieError
 from reverie.facts import absorb, fact_rank, keyed, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
-from reverie.memory_md import follow, publish_memory_md, sync, withdrawn_like
+from reverie.memory_md import follow, publish_memory_md, sync, withdrawn, withdrawn_like
 from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
@@ -459,11 +459,12 @@ class _Entry:
 
 def _check(ctx: Context, user: str, proposals: list[PlanEntry], inputs: _Inputs, report: DreamReport) -> list[_Entry]:
     entries = []
+    taken_out = withdrawn(ctx.store, user)  # the lines a person deleted, read once
     for proposal in proposals:
         entry, problem = _ground(proposal, inputs)
-        if entry is not None and entry.action in ("add", "merge") and entry.notes and not entry.facts:
+        if entry is not None and entry.action in ("add", "merge") and entry.notes and not entry.facts and taken_out:
             # a line a person deleted is not written back from what was said before
-            deleted = withdrawn_like(ctx.store, user, entry.content, ctx.settings.duplicate_jaccard)
+            deleted = withdrawn_like(taken_out, entry.content, ctx.settings.duplicate_jaccard)
             if deleted is not None and all(inputs.times.get(n.id, deleted) <= deleted for n in entry.notes):
                 entry, problem = None, f"a person deleted this line on {deleted.date().isoformat()}, after its notes"
         if entry is None:

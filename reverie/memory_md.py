@@ -462,10 +462,11 @@ def withdrawn(store: Store, user: str) -> list[tuple[str, str, datetime]]:
             for w in _withdrawn_record(store, user)]
 
 
-def withdrawn_like(store: Store, user: str, content: str, duplicate_at: float) -> datetime | None:
-    """When a person last deleted a line that says what ``content`` says, else None."""
+def withdrawn_like(deleted: list[tuple[str, str, datetime]], content: str, duplicate_at: float) -> datetime | None:
+    """When a person last deleted (of ``deleted``, :func:`withdrawn`'s list) a line that says
+    what ``content`` says, else None."""
     key = _key_digest(content)
-    found = [at for text, digest_, at in withdrawn(store, user)
+    found = [at for text, digest_, at in deleted
              if digest_ == key or (text and stored_relation(content, text, duplicate_at) == "duplicate")]
     return max(found, default=None)
 
