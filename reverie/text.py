@@ -118,7 +118,6 @@ def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     return tuple(t for t in map(_content_term, words(text)) if t is not None)
 
 
-@lru_cache(maxsize=131072)
 def e_variants(text: str) -> list[str]:
     """The other form of each content word's stem where :func:`stem` keeps a final "e" in
     one form and not in another: "live" -> "liv" (what "lives", "lived", "living" index as)
@@ -136,6 +135,7 @@ def e_variants(text: str) -> list[str]:
     return [t for t in dict.fromkeys(out) if t not in STOPWORDS]
 
 
+@lru_cache(maxsize=131072)
 def _content_term(word: str) -> str | None:
     """A word's search term, or None for a stopword (a word is looked at once, not per text)."""
     if word in STOPWORDS or (len(word) == 1 and not has_cjk(word)):
