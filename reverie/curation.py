@@ -26,7 +26,7 @@ from reverie.inputs import (
     clean_text,
 )
 from reverie.journal import Journal
-from reverie.memory_md import erase_withdrawn, note_withdrawn, refresh_memory_md, sync
+from reverie.memory_md import note_withdrawn, refresh_memory_md, sync
 from reverie.models import (
     AREAS,
     CATEGORIES,
@@ -204,9 +204,7 @@ def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = 
                             duplicate_at=ctx.settings.duplicate_jaccard, now=utcnow())
         # a dream does not write it back from notes said before (of one deleted for good,
         # only a digest is kept)
-        note_withdrawn(ctx.store, fact.user, [fact.content], utcnow())
-        if hard:
-            erase_withdrawn(ctx.store, fact.user, fact.content)
+        note_withdrawn(ctx.store, fact.user, [fact.content], utcnow(), keep_text=not hard)
     if hard:
         refresh_memory_md(ctx, fact.user)
     return fact

@@ -102,12 +102,18 @@ def check_date(value: Any, field: str = "date") -> str:
         raise InvalidInput(f"{field}: {exc}", field=field) from exc
 
 
+def shows_something(text: str) -> bool:
+    """Whether ``text`` has a character that shows: not only spaces and invisible marks
+    (zero-width joiners, a byte order mark)."""
+    return any(unicodedata.category(c)[0] not in "CZ" for c in text)
+
+
 def clean_text(text: Any, field: str) -> str:
     """Required text, stripped and redacted."""
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
     cleaned = _redact.redact(_CONTROL.sub("", check_unicode(text, field)).strip())
-    if not any(unicodedata.category(c)[0] not in "CZ" for c in cleaned):
+    if not shows_something(cleaned):
         # only spaces and invisible marks (zero-width joiners, a byte order mark): it shows nothing
         raise InvalidInput(f"{field} is empty" if not cleaned else f"{field} shows nothing (invisible characters "
                            "only)", field=field)

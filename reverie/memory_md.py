@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from reverie.claims import stored_relation
 from reverie.context import Context
 from reverie.errors import Conflict, InvalidInput
 from reverie.facts import FactLine, clean_line, fact_line, fact_rank
-from reverie.inputs import check_unicode, normalize_category
+from reverie.inputs import check_unicode, normalize_category, shows_something
 from reverie.journal import SNAPSHOT, Journal
 from reverie.models import (
     AREAS,
@@ -391,7 +390,8 @@ class _SyncEdits:
         return True
 
     def _edit(self, fact: Fact, before: MemoryLine, line: MemoryLine) -> Fact:
-        content = _visible(clean_line(line.content))
+        content = clean_line(line.content)
+        content = content if shows_something(content) else ""
         # unchanged: the line as MEMORY.md wrote it (a "<!--" inside a fact is written defanged)
         unchanged = content in (before.content, clean_line(_inline(before.content)))
         if not content or self._too_long(content) or (unchanged and line.category == before.category and line.area == before.area):
@@ -407,7 +407,8 @@ class _SyncEdits:
         return fact
 
     def _add(self, line: MemoryLine) -> Fact | None:
-        content = _visible(clean_line(line.content))
+        content = clean_line(line.content)
+        content = content if shows_something(content) else ""
         if not content or self._too_long(content):
             return None
         fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
@@ -423,36 +424,27 @@ class _SyncEdits:
         return stored
 
 
-def _visible(text: str) -> str:
-    """``text``, or "" when it shows nothing (zero-width marks, a byte order mark only)."""
-    return text if any(unicodedata.category(c)[0] not in "CZ" for c in text) else ""
-
-
 # ---------------------------------------------------------------- lines a person took out
 
-# the lines a person deleted from MEMORY.md, newest last: [{"content", "at"}]; a dream does
-# not write one of them back from notes older than the deletion
+# the lines a person deleted (from MEMORY.md, or forgot), newest last: [{"content", "key",
+# "at"}], "key" the digest of the line's exact_key; a dream does not write one of them back
+# from notes older than the deletion
 WITHDRAWN_META = "withdrawn:{user}"
 WITHDRAWN_KEPT = 200
 
 
-def note_withdrawn(store: Store, user: str, contents: list[str], at: datetime) -> None:
-    """Remember lines a person deleted (inside the caller's transaction)."""
+def note_withdrawn(store: Store, user: str, contents: list[str], at: datetime, *, keep_text: bool = True) -> None:
+    """Remember lines a person deleted (inside the caller's transaction). ``keep_text=False``
+    (deleted for good): only their digests are kept, theirs and those of earlier deletions of
+    the same lines."""
     if not contents:
         return
+    keys = [_key_digest(c) for c in contents]
     kept = _withdrawn_record(store, user)
-    kept += [{"content": c, "key": _key_digest(c), "at": at.isoformat()} for c in contents]
+    if not keep_text:
+        kept = [{**w, "content": ""} if w.get("key") in keys else w for w in kept]
+    kept += [{"content": c if keep_text else "", "key": k, "at": at.isoformat()} for c, k in zip(contents, keys)]
     store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
-
-
-def erase_withdrawn(store: Store, user: str, content: str) -> None:
-    """A line deleted for good keeps no text here, only its digest (inside the caller's
-    transaction)."""
-    kept = _withdrawn_record(store, user)
-    key = _key_digest(content)
-    if any(w.get("key") == key and w.get("content") for w in kept):
-        kept = [{**w, "content": ""} if w.get("key") == key else w for w in kept]
-        store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept, ensure_ascii=False))
 
 
 def withdrawn(store: Store, user: str) -> list[tuple[str, str, datetime]]:

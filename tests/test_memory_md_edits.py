@@ -167,3 +167,15 @@ def test_a_value_changed_within_one_batch_leaves_the_newer_in_the_profile(mem):
     mem.flush()  # one batch
     work = mem.profile(user="ana").user.work_context.summary
     assert "Tidepool" in work and "Finlytics" not in work
+
+
+def test_a_line_forgotten_for_good_leaves_only_a_digest_among_the_deleted_lines(mem):
+    from reverie.memory_md import withdrawn
+
+    fact = mem.remember("Sees a therapist on Tuesdays", user="ana", category="context")
+    mem.forget(fact.id, user="ana")
+    assert [text for text, _, _ in withdrawn(mem.store, "ana")] == ["Sees a therapist on Tuesdays"]
+    mem.forget(fact.id, user="ana", hard=True)
+    kept = withdrawn(mem.store, "ana")
+    assert kept and all(text == "" and digest for text, digest, _ in kept)
+    assert "therapist" not in (mem.store.get_meta("withdrawn:ana") or "")
