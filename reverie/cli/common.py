@@ -26,6 +26,7 @@ from reverie.memory import Memory
 from reverie.observe import configure_logging
 from reverie.settings import Settings
 from reverie.store import is_postgres_url, redact_url
+from reverie.store.failures import store_failure
 from reverie.version import __version__
 
 _STORE: ContextVar[str | None] = ContextVar("reverie_cli_store", default=None)
@@ -244,12 +245,10 @@ def fail_cleanly() -> Iterator[None]:
 
 
 def _store_failure(exc: BaseException) -> ReverieError | None:
-    """What SQLite's own error about the store file means for a person (reverie.server.failures),
-    or None; looked at only for a store's errors (it loads the server's modules)."""
+    """What SQLite's own error about the store file means for a person
+    (:func:`reverie.store.failures.store_failure`), or None."""
     if not isinstance(exc, (sqlite3.Error, StoreError)):
         return None
-    from reverie.server.failures import store_failure
-
     return store_failure(exc, _STORE_FILE.get())
 
 

@@ -30,7 +30,7 @@ from reverie.inputs import check_user
 from reverie.models import FeedbackStatus
 from reverie.recall import neutralize
 from reverie.redact import redact
-from reverie.server.failures import store_failure
+from reverie.store.failures import store_failure
 from reverie.server.shapes import MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
 

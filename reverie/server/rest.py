@@ -63,7 +63,7 @@ from reverie.models import (
 )
 from reverie.observe import metrics_text
 from reverie.redact import redact
-from reverie.server.failures import store_failure
+from reverie.store.failures import store_failure
 from reverie.server.mcp_server import USER_SCOPE, create_mcp
 from reverie.server.shapes import ErrorAnswer, FieldError, MessageIn, TurnCompleted, TurnOpened, raw_messages
 from reverie.version import __version__
@@ -202,7 +202,7 @@ def error_response(exc: ReverieError) -> JSONResponse:
 def _on_errors(store_path: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The handlers of reverie's errors and of SQLite's own, for a store at ``store_path``:
     a damaged store file, or one in a folder this user may not write, is a 503 that says so
-    and what to do (reverie.server.failures), not a 500."""
+    and what to do (reverie.store.failures), not a 500."""
 
     async def on_reverie_error(_: Request, exc: ReverieError) -> JSONResponse:
         return error_response((store_failure(exc, store_path) if isinstance(exc, StoreError) else None) or exc)
