@@ -720,6 +720,10 @@ def test_metrics_of_several_workers_add_up_whichever_worker_answers(tmp_path):
         # the serving parent learned the turn (workers never learn): its engine calls count too
         wait_until(lambda: _sample(scrape(), "reverie_engine_calls_total", step="summarize") >= 1, 15,
                    "the learning process's engine calls in /metrics")
+        # a worker that did not answer the scrape is counted as its last snapshot says (one
+        # every SNAPSHOT_SECONDS): on a loaded machine the other's recalls may not be in it yet
+        wait_until(lambda: _sample(scrape(), "reverie_recall_seconds_count") >= 12, 15,
+                   "every worker's recalls in /metrics")
         counts = []
         for _ in range(10):
             text = scrape()
