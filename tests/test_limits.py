@@ -351,8 +351,10 @@ def _rss_kb(pid: int) -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1])
 
 
-def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(tmp_path):
-    """uvicorn over httptools read a 20 MB header whole (a 200 MB one grew the process to 568 MB)."""
+@pytest.mark.parametrize("command", ["serve", "console"])
+def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(tmp_path, command):
+    """uvicorn over httptools read a 20 MB header whole (a 200 MB one grew the process to 568 MB).
+    ``reverie console`` serves through the same protocol."""
     import os
     import subprocess
     import sys
@@ -362,7 +364,7 @@ def test_reverie_serve_answers_a_head_past_the_limit_431_without_reading_it_all(
 
     root = Path(__file__).resolve().parents[1]
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "reverie.cli", "serve", "--no-auth", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "reverie.cli", command, "--no-auth", "--port", str(port),
                              "--home", str(tmp_path / "home")], env={**os.environ, "PYTHONPATH": str(root)},
                             cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
