@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -43,6 +44,7 @@ from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc,
 from reverie.notes import unwritten_notes
 from reverie.profiles import trimmed_record
 from reverie.store.base import Page
+from reverie.store.failures import recovery
 from reverie.tags import TagWriter
 from reverie.text import exact_key, terms, token_set, words
 
@@ -607,6 +609,36 @@ class HealthReport(Model):
     facts_skipped: dict[str, int] = Field(default_factory=dict)
     # days whose markdown notes file the last try could not write (the store holds them)
     notes_unwritten: list[str] = Field(default_factory=list)
+
+
+class StoreCheck(Model):
+    """What reading the whole store found (:func:`check_store`, ``reverie check``)."""
+
+    store: str  # where it is (a PostgreSQL URL without its password)
+    intact: bool
+    problems: list[str] = Field(default_factory=list)  # at most MAX_INTEGRITY_PROBLEMS
+    advice: str = ""  # what to do, when something is wrong
+    seconds: float = 0.0
+
+
+def check_store(ctx: Context) -> StoreCheck:
+    """Read the whole store for damage (:meth:`~reverie.store.base.Store.integrity_problems`):
+    its time grows with the store's size, so it runs when asked, never on its own. Damaged
+    pages of a SQLite file are recovered with SQLite's own tools or an export; derived data
+    that disagrees with the items (full-text rows and counts, tag counts) is built anew by
+    exporting each user and importing them into a new store."""
+    started = time.perf_counter()
+    problems = ctx.store.integrity_problems()
+    where = ctx.store.where
+    advice = ""
+    if any(p.startswith("SQLite:") or "could not be read" in p for p in problems):
+        advice = recovery(where)
+    elif problems:
+        advice = ("The items are whole; what is derived from them is not. Export each user (reverie export USER "
+                  "> USER.json) and import them into a new store (reverie import USER.json --user USER --home NEW, "
+                  "or --store with a new schema): every index and count is built again from the items.")
+    return StoreCheck(store=where, intact=not problems, problems=problems, advice=advice,
+                      seconds=round(time.perf_counter() - started, 3))
 
 
 # thresholds of the verdict (the seed names the signs, not the numbers)

@@ -44,6 +44,7 @@ from reverie.maintenance import (
     CleanReport,
     ConsolidateReport,
     HealthReport,
+    StoreCheck,
     TidyReport,
     UndoReport,
 )
@@ -567,6 +568,12 @@ class Memory:
     def health(self, *, user: str) -> HealthReport:
         """Seed 002's signs of healthy memory and a verdict with reasons."""
         return maintenance.health(self.ctx, user=check_user(user))
+
+    def check_store(self) -> StoreCheck:
+        """Read the whole store for damage and for derived data (full-text index, counts) that
+        disagrees with the items; what to do if any. Its time grows with the store: run it
+        when in doubt (after a crash, a full disk, a copied file), not per request."""
+        return maintenance.check_store(self.ctx)
 
     def sync(self, *, user: str) -> SyncReport:
         """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""

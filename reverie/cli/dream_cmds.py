@@ -167,6 +167,26 @@ def health(
             raise typer.Exit(1)
 
 
+@app.command()
+def check(home: Home = None, as_json: Json = False) -> None:
+    """Read the whole store for damage (a failing disk, a crash mid-copy) and for search or tag
+    data that disagrees with the memories; exits 1 when something is wrong, with what to do.
+    Its time grows with the store (seconds per GB)."""
+    with open_memory(home, create=False) as mem:
+        report = mem.check_store()
+    if as_json:
+        emit_json(dump(report))
+    elif report.intact:
+        console.print(f"[green]intact:[/] {escape(report.store)} (read in {report.seconds:.1f} s)")
+    else:
+        console.print(f"[red]damaged:[/] {escape(report.store)}")
+        for problem in report.problems:
+            console.print(f"  - {escape(problem)}")
+        console.print(escape(report.advice), soft_wrap=True)
+    if not report.intact:
+        raise typer.Exit(1)
+
+
 def _print_health(report: Any) -> None:
     table = Table(title=f"memory health of {report.user}", show_header=False)
     rows = (

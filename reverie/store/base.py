@@ -263,6 +263,9 @@ def query_tokens(query_terms: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t for term in query_terms if term for t in fts_tokens(term)))
 
 
+# the most problems an integrity check lists (a damaged file can have thousands)
+MAX_INTEGRITY_PROBLEMS = 20
+
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
 USER_META_PREFIXES = (
     "memory_md:", "capacity:", "profile-trimmed:", "facts-skipped:", "notes-unwritten:", "withdrawn:",
@@ -542,6 +545,14 @@ class Store(ABC):
 
     @abstractmethod
     def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def integrity_problems(self) -> list[str]:
+        """What is wrong with the store, read whole (its size in time: run on demand, never on
+        a request's path): damaged pages where the store keeps its own (SQLite), and the
+        derived data that triggers keep beside the items (full-text rows and counts, tag
+        counts) where it disagrees with them. Empty when nothing is found; at most
+        :data:`MAX_INTEGRITY_PROBLEMS` lines."""
 
     @abstractmethod
     def users(self) -> list[str]:

@@ -31,13 +31,7 @@ def store_failure(exc: BaseException, path: str | Path | None) -> StoreError | N
     named = str(where) if where else "the store file"
     lowered = said.lower()
     if any(mark in lowered for mark in _DAMAGED):
-        fixed = str(where.with_name("fixed.db")) if where else "fixed.db"
-        recover = (
-            f"Stop every process that writes to it (reverie serve, its workers, scripts), keep a copy of it, "
-            f"then recover what it still holds: sqlite3 {named} \".recover\" | sqlite3 {fixed}, check the copy "
-            f"(sqlite3 {fixed} \"PRAGMA integrity_check\"), move the damaged file and its -wal and -shm files "
-            f"aside and put {Path(fixed).name} in its place; or restore the memory from an earlier export "
-            f"(reverie import)")
+        recover = recovery(where)
         if "not a database" in lowered:  # no SQLite header at all: another file, or its first page lost
             return StoreError(f"cannot open the store at {named}: it is not an SQLite database, or its first page "
                               f"is damaged (SQLite: {said}). If it is reverie's store: {recover}")
@@ -55,6 +49,20 @@ def store_failure(exc: BaseException, path: str | Path | None) -> StoreError | N
         return StoreError(f"cannot open the store at {named}: SQLite could not open the file (SQLite: {said}); "
                           f"check that the path exists and that this user may write there")
     return None
+
+
+def recovery(path: str | Path | None) -> str:
+    """What to do with the damaged SQLite file at ``path``: recover what it still holds into
+    a new file, or restore an export."""
+    where = Path(path) if path else None
+    named = str(where) if where else "the store file"
+    fixed = str(where.with_name("fixed.db")) if where else "fixed.db"
+    return (
+        f"Stop every process that writes to it (reverie serve, its workers, scripts), keep a copy of it, "
+        f"then recover what it still holds: sqlite3 {named} \".recover\" | sqlite3 {fixed}, check the copy "
+        f"(sqlite3 {fixed} \"PRAGMA integrity_check\"), move the damaged file and its -wal and -shm files "
+        f"aside and put {Path(fixed).name} in its place; or restore the memory from an earlier export "
+        f"(reverie import)")
 
 
 def _sqlite_said(exc: BaseException) -> str | None:

@@ -63,6 +63,7 @@ from reverie.store.base import (
     RECENT_THREAD_EPISODES,
     first_distinct,
     FACT_ORDERS,
+    MAX_INTEGRITY_PROBLEMS,
     best_first,
     best_hits,
     best_rows,
@@ -1051,6 +1052,43 @@ class PostgresStore(Store):
     def schema_version(self) -> int:
         row = self._one("SELECT version FROM schema_version")
         return int(row[0]) if row else 0
+
+    def integrity_problems(self) -> list[str]:
+        """The derived data the triggers keep against what it is derived from: each item's
+        term rows against its lexemes (counted), the term and tag counts against their rows,
+        and each user's full-text totals against their items. The server keeps its own pages
+        (data checksums, and the amcheck extension where it is installed: see
+        docs/postgresql.md)."""
+        problems: list[str] = []
+        for kind, code in _KIND_CODE.items():
+            table = _TABLE[kind]
+            row = self._one(
+                f"SELECT (SELECT coalesce(sum(cardinality(tsvector_to_array(tsv))), 0) FROM {table}), "
+                f"(SELECT count(*) FROM terms WHERE kind = {code})")
+            if row is not None and int(row[0]) != int(row[1]):
+                problems.append(f"the term index holds {row[1]} row(s) of {kind}s where their text has {row[0]} "
+                                "lexeme(s): search misses or mis-ranks them")
+            row = self._one(
+                f"SELECT count(*) FROM (SELECT user_id, count(*) AS n, sum(doc_len) AS tokens FROM {table} "
+                "GROUP BY user_id) m "
+                f"FULL JOIN (SELECT user_id, rows, tokens FROM fts_stats WHERE kind = %s AND (rows <> 0 OR tokens <> 0)) "
+                "s USING (user_id) WHERE m.n IS DISTINCT FROM s.rows OR m.tokens IS DISTINCT FROM s.tokens", (kind,))
+            if row is not None and int(row[0]):
+                problems.append(f"the full-text totals of {row[0]} user(s) differ from their {kind}s: "
+                                "search ranks them wrongly")
+        row = self._one(
+            "SELECT count(*) FROM (SELECT user_id, kind, lexeme, count(*) AS n FROM terms GROUP BY 1, 2, 3) t "
+            "FULL JOIN (SELECT user_id, kind, lexeme, n FROM term_sizes WHERE n <> 0) s USING (user_id, kind, lexeme) "
+            "WHERE t.n IS DISTINCT FROM s.n")
+        if row is not None and int(row[0]):
+            problems.append(f"{row[0]} term count(s) differ from the term index: search ranks those words wrongly")
+        row = self._one(
+            "SELECT count(*) FROM (SELECT user_id, tag, count(*) AS n FROM item_tags GROUP BY 1, 2) p "
+            "FULL JOIN (SELECT user_id, tag, n FROM tag_sizes WHERE n <> 0) s USING (user_id, tag) "
+            "WHERE p.n IS DISTINCT FROM s.n")
+        if row is not None and int(row[0]):
+            problems.append(f"{row[0]} tag count(s) differ from the tag's postings: recall weighs those tags wrongly")
+        return problems[:MAX_INTEGRITY_PROBLEMS]
 
     def _check_open(self) -> None:
         if self._closed:  # the pool's own error would name no store
