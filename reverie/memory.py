@@ -408,7 +408,13 @@ class Memory:
         explain: bool = False,
         track: bool = True,
     ) -> Recall:
-        """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it."""
+        """The ``<memory>`` block for ``query`` within ``budget`` tokens, and why each item is in it.
+
+        ``at`` is the moment of asking (default now): the times a query names ("yesterday",
+        "last week") are read from it, in its zone (UTC for a naive one), and recency is
+        measured from it. It is not a view of the memory as it was then: what was learned
+        later is still recalled, and an event after ``at`` counts as far from it as one as
+        long before. ``track=False`` leaves the usage counts as they are."""
         return self.recaller.recall(
             check_query(query), user=check_user(user), budget=check_budget(budget) or self.settings.budget,
             thread=self._id(thread, "thread"), agent=self._id(agent, "agent"), at=check_moment(at, "at"),
