@@ -1058,7 +1058,7 @@ class PostgresStore(Store):
         term rows against its lexemes (counted), the term and tag counts against their rows,
         and each user's full-text totals against their items. The server keeps its own pages
         (data checksums, and the amcheck extension where it is installed: see
-        docs/postgresql.md)."""
+        docs/postgres.md)."""
         problems: list[str] = []
         for kind, code in _KIND_CODE.items():
             table = _TABLE[kind]
@@ -1076,18 +1076,18 @@ class PostgresStore(Store):
             if row is not None and int(row[0]):
                 problems.append(f"the full-text totals of {row[0]} user(s) differ from their {kind}s: "
                                 "search ranks them wrongly")
-        row = self._one(
-            "SELECT count(*) FROM (SELECT user_id, kind, lexeme, count(*) AS n FROM terms GROUP BY 1, 2, 3) t "
-            "FULL JOIN (SELECT user_id, kind, lexeme, n FROM term_sizes WHERE n <> 0) s USING (user_id, kind, lexeme) "
-            "WHERE t.n IS DISTINCT FROM s.n")
-        if row is not None and int(row[0]):
-            problems.append(f"{row[0]} term count(s) differ from the term index: search ranks those words wrongly")
-        row = self._one(
-            "SELECT count(*) FROM (SELECT user_id, tag, count(*) AS n FROM item_tags GROUP BY 1, 2) p "
-            "FULL JOIN (SELECT user_id, tag, n FROM tag_sizes WHERE n <> 0) s USING (user_id, tag) "
-            "WHERE p.n IS DISTINCT FROM s.n")
-        if row is not None and int(row[0]):
-            problems.append(f"{row[0]} tag count(s) differ from the tag's postings: recall weighs those tags wrongly")
+        # each derived count against the rows it counts: (source, its groups, the counts, what a difference means)
+        for counted, keys, counts, means in (
+            ("terms", "user_id, kind, lexeme", "term_sizes", "term count(s) differ from the term index: "
+             "search ranks those words wrongly"),
+            ("item_tags", "user_id, tag", "tag_sizes", "tag count(s) differ from the tag's postings: "
+             "recall weighs those tags wrongly"),
+        ):
+            row = self._one(f"SELECT count(*) FROM (SELECT {keys}, count(*) AS n FROM {counted} GROUP BY {keys}) c "
+                            f"FULL JOIN (SELECT {keys}, n FROM {counts} WHERE n <> 0) s USING ({keys}) "
+                            "WHERE c.n IS DISTINCT FROM s.n")
+            if row is not None and int(row[0]):
+                problems.append(f"{row[0]} {means}")
         return problems[:MAX_INTEGRITY_PROBLEMS]
 
     def _check_open(self) -> None:
