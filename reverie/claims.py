@@ -14,8 +14,8 @@ each other; they are one slot holding a new value (a conflict: newest wins) only
 when the rest is the same, and otherwise two facts.
 
 :func:`fact_relation` compares two lines as they are written. The heuristic engine
-also reads a line as a *claim* - a predicate (likes, uses, works at, lives in, comes
-from), its polarity and its object - with :func:`parse_claim`, and asks
+also reads a line as a *claim* - a predicate (likes, uses, eats or drinks, works at, lives
+in, comes from), its polarity and its object - with :func:`parse_claim`, and asks
 :func:`contradicts` whether a newer claim takes an older one back (a correction, the
 opposite liking, a new single value, another value of an exclusive pair such as
 vim / emacs).
@@ -41,7 +41,9 @@ from reverie.text import (
     token_set,
 )
 
-NEGATION = re.compile(r"\b(not|never|no|don't|doesn't|dont|won't|isn't|hate|dislike)\b|n't|不|别|没|禁止", re.IGNORECASE)
+# "gluten-free" says without gluten: "Can't eat gluten" takes no "Eats gluten-free bread" back
+NEGATION = re.compile(r"\b(not|never|no|cannot|don't|doesn't|dont|won't|isn't|hate|dislike)\b|n't|(?<=\w)-free\b"
+                      r"|不|别|没|禁止", re.IGNORECASE)
 EXCLUSIVE = re.compile(
     r"\b(prefers?|preferred|uses?|using|lives? in|works? (?:at|as|for|on)|based in|moved to|switched to|"
     r"decided|chose|favou?rite|name is|(?:i|user) (?:am|is) an?)\b|偏好|更喜欢|改用|用|住在|工作|决定|最喜欢",
@@ -476,13 +478,16 @@ def _exclusive_conflict(new: str, old: str) -> bool:
     # one value for another ("vim" / "emacs"), or the same value words with another
     # ("dark mode in editors" / "light mode in editors")
     single = len(obj_a) == 1 and len(obj_b) == 1
-    if single and where_a and opens != "for" and not obj_a & obj_b:
+    one_kind = _one_kind(obj_a, obj_b)  # "green tea" / "coffee": two drinks
+    if (single or one_kind) and where_a and opens != "for" and not obj_a & obj_b:
         # two things that only share where they hold ("jeans at work" / "tea at work") are two
-        # facts; one value for another there only when they are two of an exclusive pair, one
-        # is given up for the other ("coffee over tea in the morning"), or what they are for
-        # is the same ("Python for data work" / "SQL for data work")
-        return _exclusive_clash(obj_a, obj_b) or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old))
-    return bool((single or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
+        # facts; one value for another there only when they are two of an exclusive pair or
+        # two things of one kind ("tea in the morning" / "coffee in the morning"), one is given
+        # up for the other ("coffee over tea in the morning"), or what they are for is the same
+        # ("Python for data work" / "SQL for data work")
+        return (_exclusive_clash(obj_a, obj_b) or one_kind
+                or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old)))
+    return bool((single or one_kind or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
 
 
 def _atoms(values: _Values) -> frozenset[str]:
@@ -555,7 +560,8 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
 _CLAIM_EN = re.compile(
     r"^(?:(?:the\s+)?user\s+|i\s+|we\s+)?(?:really\s+|also\s+|still\s+|actually\s+)?(?P<p>would prefer|prefers?|"
     r"likes?|loves?|enjoys?|adores?|dislikes?|hates?|can't stand|(?:doesn't|does not|don't|do not)\s+"
-    r"(?:like|enjoy|want|use)|no longer\s+(?:likes?|uses?|enjoys?)|uses?|works?\s+(?:at|for)|lives?\s+in|"
+    r"(?:like|enjoy|want|use|eat|drink)|(?:can't|cannot|can not|won't|will not)\s+(?:eat|drink)|"
+    r"no longer\s+(?:likes?|uses?|enjoys?|eats?|drinks?)|uses?|eats?|drinks?|avoids?|works?\s+(?:at|for)|lives?\s+in|"
     r"is from|am from|moved to)\s+(?P<o>.+)", re.IGNORECASE)
 _CLAIM_ZH = re.compile(r"^(?:用户|我)?(?:也|很|非常|特别|最|更|比较|一直|还是)*(?P<p>不喜欢|讨厌|不再喜欢|不再用|"
                        r"不再使用|更喜欢|喜欢|偏好|偏爱|热爱|爱|习惯|使用|用|住在|来自)(?P<o>.+)")
@@ -572,6 +578,27 @@ EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"pip", "poetry", "uv", "conda"}),
 )
 _EXCLUSIVE_STEMS = tuple(frozenset(stem(w) for w in g) for g in EXCLUSIVE_GROUPS)
+# Things of one kind: one of them preferred where another was ("Prefers tea in the morning" /
+# "Prefers coffee in the morning") fills one slot with another value, where two things of other
+# kinds that only share where they hold stay two facts ("Prefers jeans at work" / "Prefers tea at
+# work"). Unlike EXCLUSIVE_GROUPS, liking or drinking both is no clash ("Likes tea" / "Likes coffee").
+ONE_KIND_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"tea", "coffee", "decaf", "espresso", "latte", "cappuccino", "matcha", "chai", "cocoa", "juice",
+               "water", "milk", "soda", "beer", "wine", "kombucha", "smoothie", "smoothies"}),
+)
+_ONE_KIND_STEMS = tuple(frozenset(stem(w) for w in g) for g in ONE_KIND_GROUPS)
+
+
+def _one_kind(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two short values (a word or two) that each name one thing of one kind, not the same one:
+    "green tea" / "coffee"."""
+    if len(a) > 2 or len(b) > 2:
+        return False
+    for group in _ONE_KIND_STEMS:
+        ka, kb = a & group, b & group
+        if len(ka) == 1 and len(kb) == 1 and ka != kb:
+            return True
+    return False
 
 # where the object of a statement ends: a full stop, "but ...", "because ...", a dash
 _CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while)\b"
@@ -593,6 +620,8 @@ def clip_object(text: str, cjk: bool) -> str:
 def _predicate(p: str) -> tuple[str, bool]:
     p = p.lower()
     negative = any(n in p for n in ("dislike", "hate", "can't", "n't", "not", "no longer", "不", "讨厌"))
+    if "eat" in p or "drink" in p or "avoid" in p:  # "Doesn't eat pork" / "Eats pork", "Avoids caffeine"
+        return "consume", not (negative or "avoid" in p)
     if "use" in p or "用" in p:
         return "use", not negative
     if "work" in p:
@@ -608,7 +637,7 @@ def _predicate(p: str) -> tuple[str, bool]:
 class Claim:
     """A line read as a claim: "Doesn't like coffee" -> group "like", not positive, object {coffee}."""
 
-    group: str = ""  # like, use, employer, home, origin; "" when the line states no such claim
+    group: str = ""  # like, use, consume, employer, home, origin; "" when the line states no such claim
     positive: bool = True
     obj: frozenset[str] = frozenset()  # the object's terms
     negated: frozenset[str] = frozenset()  # the terms a correction takes back

@@ -336,6 +336,35 @@ _SELF_JUDGED = (r"idiot|moron|dummy|dumbass|fool|loser|failure|disaster|klutz|no
                 r"awful|horrible|lousy|hopeless|bad|poor|decent|pretty")
 # "I'm vegetarian": a diet or a condition that is part of who one is
 _DIETS = r"vegetarian|vegan|pescatarian|pescetarian|celiac|coeliac|diabetic|lactose|gluten|teetotal"
+# "I can't have dairy", "I avoid caffeine": what one eats or drinks, when no verb of eating says so
+# (plain words, one a cue each: the rule below runs only on a clause that names one)
+_FOODS = ("gluten|wheat|dairy|lactose|milk|cheese|egg|eggs|soy|nuts|peanut|peanuts|shellfish|seafood|fish|pork|beef|meat|"
+          "sugar|sugars|salt|carbs|carbohydrates|caffeine|caffeinated|coffee|decaf|alcohol|booze|wine|beer|liquor|sweets|"
+          "chocolate|garlic|onion|onions|sesame|msg|soda|sodas|fodmap|fodmaps|nightshades|spicy|fried|processed|junk|"
+          "halal|kosher")
+# the clause opens with its subject ("Sadly I can't eat gluten"), not "the one thing I can't eat"
+_LEAD_SAID = r"(?:" + _LEAD + r"|\b(?:since|sadly|unfortunately)\s+)"
+_SUBJECT_SAID = _LEAD_SAID + r"(?:i|(?:the )?user)\s+(?:(?:also|still|really|generally|strictly|just|now|actually|" \
+    r"personally|honestly|absolutely|totally|simply|definitely|literally|basically|pretty much)\s+){0,2}"
+# "I can't eat right now", "I cannot eat another bite", "I only drink on weekends", "I can't drink and
+# drive": eating at a time, a place or an amount, no thing eaten; "... for two weeks", "... until the
+# surgery": a thing not eaten for a while only
+_NOT_EATEN = (
+    r"(?!(?:it|that|this|them|those|these|one|anything(?!\s+(?:with|containing|made with))|something|everything|"
+    r"nothing|much|more|less|anymore|any\s*more|another|enough|so|too|very|out|in|at|on|with|without|before|after|"
+    r"during|when|whenever|while|until|till|if|unless|because|since|alone|here|there|right|now|today|tonight|yet|"
+    r"fast(?!\s+food)|quickly|slowly|late|early|properly|well|like|again|or|and|around|near|outside|inside|once|"
+    r"twice|every|each|for|to|as|by|a|an|the|my|your|his|her|our|their|me|you|him|us|lots?|half|normally|"
+    r"regularly|often|straight)\b)"
+    r"(?![^.!?;]*\b(?:until|till|tomorrow|yet|this\s+(?:week|month|year)|for\s+(?:a|an|one|two|three|a\s+few|"
+    r"a\s+couple\s+of|several|\d+)\s+(?:more\s+)?(?:days?|weeks?|months?|hours?))\b)"
+)
+# a food as the thing itself ("dairy products", "spicy food"), not what names another ("coffee shops")
+_FOOD = (r"(?:(?:all|any|most|anything with|foods? with|foods? containing)\s+)?(?:[\w'-]+\s+)?(?:" + _FOODS
+         + r")(?:-\w+)*(?:\s+(?:products|food|foods|drinks|beverages|items))?"
+         r"(?=\s*$|\s*[,.;:!?)]|\s+(?:and|or|but|so|after|before|in|at|on|during|when|whenever|because|since|as|"
+         r"for|if|unless|these|now|any\s*more|completely|entirely|altogether|mostly|where|wherever|like|too|"
+         r"though|although|lately)\b)")
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
 
@@ -382,8 +411,21 @@ RULES_EN: tuple[Rule, ...] = (
           r"(?P<x>(?:" + _DIETS + r")\b.*)", 0.9, "Is {x}", "personalContext"),
     _rule("identity", "allergic", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:very|severely|deathly|highly|mildly|slightly|also|really|"
           r"super)\s+)?(?P<v>allergic)\s+to\s+(?P<x>.+)", 0.9, "Is allergic to {x}", "personalContext"),
-    _rule("identity", "allergy|allergies", r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:an?\s+)?(?:(?:severe|mild|bad|serious)\s+)?"
-          r"[\w-]+\s+allerg(?:y|ies)\b.*)", 0.9, "{V} {x}", "personalContext"),
+    _rule("identity", "allergy|allergies|intolerance|intolerances|sensitivity|sensitivities|celiac|coeliac",
+          r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:(?:an?\s+)?(?:(?:severe|mild|bad|serious)\s+)?"
+          r"[\w-]+\s+(?:allerg(?:y|ies)|intoleran(?:ce|ces)|sensitivit(?:y|ies))|(?:celiac|coeliac)(?:\s+disease)?)\b.*)",
+          0.9, "{V} {x}", "personalContext"),
+    # "I'm intolerant to lactose", "I'm dairy intolerant" ("I'm lactose intolerant" is a diet above)
+    _rule("identity", "intolerant", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:very|severely|mildly|slightly|also|really)\s+)?"
+          r"(?P<x>intolerant\s+(?:to|of)\s+.+|(?:" + _FOODS + r")[\s-]+intolerant\b.*)", 0.9, "Is {x}", "personalContext"),
+    # "I can't eat gluten", "I don't eat pork", "I only drink decaf", "I drink nothing but water"
+    _rule("identity", "eat|eats|drink|drinks", _SUBJECT_SAID + r"(?P<v>(?:can't|cannot|can not|don't|do not|doesn't|does not|"
+          r"won't|will not|try not to|only)\s+(?:eats?|drinks?)|(?:eats?|drinks?)\s+(?:only|nothing but|no))\s+" + _NOT_EATEN
+          + r"(?P<x>.+)", 0.85, "{V} {x}", "personalContext"),
+    # "I can't have dairy", "I avoid caffeine", "I stay away from sugar": a food or a drink held off
+    _rule("identity", _FOODS, _SUBJECT_SAID + r"(?P<v>avoids?|try to avoid|tries to avoid|stays? away from|steers? clear of|"
+          r"(?:can't|cannot|can not)\s+(?:have|tolerate|handle|digest|stomach)|(?:don't|do not|doesn't|does not)\s+"
+          r"(?:do|tolerate|digest))\s+" + _NOT_EATEN + r"(?P<x>" + _FOOD + r".*)", 0.85, "{V} {x}", "personalContext"),
     _rule("identity", "married|engaged", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:happily|now|also|recently|newly|just)\s+)?"
           r"(?P<x>(?:married|engaged)\s+to\s+.+)", 0.9, "Is {x}", "personalContext"),
     _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
