@@ -35,8 +35,9 @@ value right after ``api key`` or ``AWS secret`` ``[api-key]`` (after ``secret`` 
 later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-character secret
 access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
 ``cell``, ``电话`` or ``手机``, a few words like "number" or "to reach me" between
-(``tel: [phone]``, ``my phone number to reach me is [phone]``); a PIN and the digits of a
-door, gate, alarm or safe code ``[password]`` (``the door code is [password]``). Without a
+(``tel: [phone]``, ``my phone number to reach me is [phone]``), or after "call me at"
+(``call me at [phone]``); a PIN and the digits of a door, gate, alarm or safe code
+``[password]`` (``the door code is [password]``, ``gate code [password]``). Without a
 verb or colon a password must mix letters and digits (``wifi password [password]``); after
 ``pass``, a word with many other senses, it must also hold a symbol (``pass [password]``),
 or with a colon or ``is`` at least mix both cases and digits (``my pass is [password]``);
@@ -46,10 +47,15 @@ A password may also come before its name (``[password] is my password``, ``use [
 as the wifi password``, ``[password] is the gate code``), in quotes right after it
 (``the password '[password]'``) or after a pause (``my wifi password, it is [password]``):
 then only its look sets it apart from the words around it, and it must look made up
-(letters and digits, or six digits or more; a code or PIN its digits).
+(letters and digits, or six digits or more; a code or PIN its digits), or be a single
+plain word where only a password can stand: beginning its clause before "is my/the ...
+password" (``[password] is the wifi password``, not "This is my password"), or ending
+the clause after a pause (``my password? it's [password]``, not "my password, it's tricky").
 
 A phone number that runs on into more digits (``+1 415 555 0199 98765``) is the longest
-run of its space-separated groups that makes a number: ``[phone] 98765``.
+run of its groups that makes a number: ``[phone] 98765``. It ends at a space if one makes
+a number, else at a dash (``+1-415-555-0199-98765``: ``[phone]-98765``), and never inside
+another number joined to it (``415-555-0100-415-555-0199``: ``[phone]-[phone]``).
 
 Text is read as it looks: any Unicode space counts as a space, fullwidth letters,
 digits and symbols as ASCII (``４１１１ １１１１ …``, ``ｐａｓｓｗｏｒｄ``), and invisible
@@ -123,9 +129,14 @@ class _Detector:
     # For a match that may run on into the next value ("+1 415 555 0199 98765"): the span of
     # what is sensitive in it, or None. Used instead of ``check`` and ``value_groups``.
     fit: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
+    # For a value another may be joined to ("415-555-0100-415-555-0199"): given the text, the end of
+    # one value and the end of the match it was taken from, the span of the value that begins right
+    # after it and the end of the match that one was taken from, or None.
+    follow: Callable[[str, int, int], tuple[int, int, int] | None] | None = None
 
     def find(self, text: str) -> list[Finding]:
         found = []
+        followed = 0  # how far values joined to others were followed: each stretch once, so linear
         for m in self.pattern.finditer(text):
             if self.fit is not None:
                 span = self.fit(m)
@@ -137,6 +148,13 @@ class _Detector:
             else:
                 start, end = _value_span(m, self.value_groups)
             found.append(Finding(self.kind, start, end))
+            if self.follow is None or end <= followed:
+                continue
+            limit = m.end()
+            while (joined := self.follow(text, end, limit)) is not None:
+                start, end, limit = joined
+                found.append(Finding(self.kind, start, end))
+            followed = end
         return found
 
 
@@ -205,25 +223,90 @@ def _phone_ok(value: str) -> bool:
     return _PHONE_RE.fullmatch(value) is not None and _phone_length_ok(value)
 
 
-def _longest_phone(m: re.Match[str], group: int | str, ok: Callable[[str], bool]) -> tuple[int, int] | None:
+def _longest_phone(
+    m: re.Match[str], group: int | str, ok: Callable[[str], bool], head: re.Pattern[str]
+) -> tuple[int, int] | None:
     """The phone number the value of ``m`` begins with: all of it, or its longest prefix of whole
     groups that is one (``+1 415 555 0199`` of ``+1 415 555 0199 98765``: a number, then a code).
 
-    The regex takes groups greedily, and a longer number that no check accepts would
-    otherwise hide the number before it. A prefix ends only where a space does: a group
-    joined by ``-`` or ``.`` belongs to the value that goes on (``... 0199 123-45-6789``).
+    The regex takes groups greedily, and a longer number that no check accepts would otherwise
+    hide the number before it. Where the prefix ends, in this order:
+
+    - where another number of the strict forms begins (``+44 20 7946 0958`` of
+      ``+44 20 7946 0958 415 555 0100``, ``415-555-0100`` of ``415-555-0100-415-555-0199``):
+      a group of the next number is no part of this one; after a dash, also where another
+      number that ``head`` finds and ``ok`` takes begins (after a phone's name, any format);
+    - at a space: a group joined by ``-`` or ``.`` belongs to the value that goes on
+      (``... 0199 123-45-6789``);
+    - at a dash, when no space makes a number (``+1-415-555-0199`` of ``+1-415-555-0199-98765``),
+      first where a number of the strict forms ends.
     """
     value, start = m.group(group), m.start(group)
     if ok(value):
         return start, start + len(value)
+    text, strict = m.string, ok is _phone_ok
+    best: tuple[int, int] | None = None  # (rank, cut): the lowest rank, then the longest
     for cut in range(len(value) - 1, 0, -1):
-        if value[cut] == " " and value[cut - 1].isdigit() and ok(value[:cut]):
+        sep = value[cut]
+        if sep not in " -" or not value[cut - 1].isdigit() or not value[cut + 1 : cut + 2].isdigit():
+            continue
+        prefix = value[:cut]
+        if not ok(prefix):
+            continue
+        if _phone_at(text, start + cut + 1, _PHONE_HEAD, _phone_ok) is not None:
             return start, start + cut
+        if sep == "-" and not strict and _phone_at(text, start + cut + 1, head, ok) is not None:
+            rank = 1
+        elif sep == " ":
+            rank = 2
+        else:
+            rank = 3 if strict or _phone_ok(prefix) else 4
+        if best is None or rank < best[0]:
+            best = (rank, cut)
+    return None if best is None else (start, start + best[1])
+
+
+def _phone_at(text: str, pos: int, head: re.Pattern[str], ok: Callable[[str], bool]) -> tuple[int, int] | None:
+    """The span of the phone number that ``head`` finds right at ``pos``: all of its match or its longest
+    prefix before a space or a dash (without looking further: this asks what follows another number)."""
+    m = head.match(text, pos)
+    if m is None:
+        return None
+    value = m.group()
+    if ok(value):
+        return m.span()
+    for seps in (" ", "-"):
+        for cut in range(len(value) - 1, 0, -1):
+            if value[cut] in seps and value[cut - 1].isdigit() and ok(value[:cut]):
+                return pos, pos + cut
     return None
 
 
+def _joined(
+    head: re.Pattern[str], ok: Callable[[str], bool]
+) -> Callable[[str, int, int], tuple[int, int, int] | None]:
+    """The phone number joined to the one that ends at ``end``: after a dash, one that ``head`` finds and
+    ``ok`` takes (``415-555-0100-415-555-0199``: a number never starts after a dash on its own, as in
+    ``ISBN 978-...`` or ``ORD-415-...``); after a space, one of the strict forms, where the regex ran
+    on into it (``limit``, the end of the match, lies beyond ``end``): else the search finds it itself."""
+
+    def follow(text: str, end: int, limit: int) -> tuple[int, int, int] | None:
+        sep = text[end : end + 1]
+        if sep == "-":
+            m = head.match(text, end + 1)
+            span = None if m is None else _longest_phone(m, 0, ok, head)
+        elif sep == " " and end < limit:
+            m = _PHONE_HEAD.match(text, end + 1)
+            span = None if m is None else _longest_phone(m, 0, _phone_ok, _PHONE_HEAD)
+        else:
+            return None
+        return None if m is None or span is None else (span[0], span[1], m.end())
+
+    return follow
+
+
 def _phone_span(m: re.Match[str]) -> tuple[int, int] | None:
-    return _longest_phone(m, 0, _phone_ok)
+    return _longest_phone(m, 0, _phone_ok, _PHONE_HEAD)
 
 
 _DATE_RE = re.compile(r"\d{4}([./-])\d{1,2}\1\d{1,2}|\d{1,2}([./-])\d{1,2}\2\d{2,4}")
@@ -235,7 +318,7 @@ def _named_phone_ok(value: str) -> bool:
 
 
 def _named_phone_span(m: re.Match[str]) -> tuple[int, int] | None:
-    return _longest_phone(m, "bare", _named_phone_ok)
+    return _longest_phone(m, "bare", _named_phone_ok, _NAMED_PHONE_HEAD)
 
 
 # --- what a secret value looks like -------------------------------------------------
@@ -442,13 +525,37 @@ def _quoted_password_ok(m: re.Match[str]) -> bool:
     return _made_up(value) or (len(value) >= 6 and _literal(value) and _random_looking(value))
 
 
+# A word, as a plain-word password is one ("tulip", "Sunshine"): letters only.
+_WORD_RE = re.compile(r"[A-Za-z]{3,32}")
+# Words that say what a password is like, not what it is ("my password? it's tricky").
+_PASSWORD_QUALITIES = frozenset(
+    """
+    gone broken weird silly stupid dumb funny tricky random personal obvious complex unique temporary
+    lowercase uppercase numeric alphanumeric sensitive similar identical important great perfect cool nice
+    crazy insane ancient terrible awful horrible ridiculous impossible fake real easier harder shorter longer
+    """.split()
+)
+_CLAUSE_END_RE = re.compile(r"[ \t]*(?:[.,;:!?…)\]\n]|$)")
+
+
 def _told_password_ok(m: re.Match[str]) -> bool:
     """``my wifi password, it is BlueFalcon77``: after a pause the clause may say anything
-    ("my password, it is Tuesday's fault"): a bare value must look made up."""
+    ("my password, it is Tuesday's fault"): a bare value must look made up, or be a single
+    word that ends the clause and says nothing about the password (``my password? it's tulip``,
+    not ``my password, it's tricky``)."""
     quoted = m.group("quoted")
     if quoted is not None:
         return _literal(quoted) and not _plain_word(quoted) and not _NO_VALUE.fullmatch(quoted)
-    return _made_up(m.group("bare"))
+    value = m.group("bare")
+    if _made_up(value):
+        return True
+    word = value.lower()
+    return (
+        _WORD_RE.fullmatch(value) is not None
+        and _CLAUSE_END_RE.match(m.string, m.end()) is not None
+        and not _plain_word(word)
+        and word not in _PASSWORD_QUALITIES
+    )
 
 
 # Words before a password's name that make the sentence a remark about the value ("123456 is the most
@@ -457,13 +564,64 @@ _REMARK_WORDS = frozenset(
     "not never no most least worst best common commonest popular typical default example sample weakest"
     " strongest famous classic standard".split()
 )
+# The same for a plain word, which only its place tells from the words around it ("tulip is a bad password",
+# "tulip is the wrong password").
+_WORD_REMARK_WORDS = _REMARK_WORDS | frozenset(
+    "good bad weak strong easy easiest simple simplest hard obvious usual same wrong terrible awful great"
+    " perfect favourite favorite first only".split()
+)
+# Words that stand before "is my password" in sentences that give none ("This is my password",
+# "What is the password?", "My birthday is my password").
+_NOT_A_NAMED_WORD = (
+    _NOT_A_PASSWORD
+    | _PASSWORD_QUALITIES
+    | frozenset(
+        """
+        whose whatever whichever everything everyone everybody someone somebody anyone anybody nobody
+        password passwords passphrase passcode pin code login username name birthday email phone number
+        """.split()
+    )
+)
+# Words after which a clause begins ("so sunshine is my password", "I think tulip was the wifi password").
+_CLAUSE_OPENERS = frozenset(
+    "and but so or because ok okay oh well yeah yes yep btw anyway also then now think guess say said says"
+    " believe remember know sure hint lol haha".split()
+)
+_LAST_WORD_RE = re.compile(r"([A-Za-z]+)[ \t]*$")
+# "Patience is the password to success": a password "to" something after a plain word is a figure of speech.
+_TO_RE = re.compile(r"[ \t]+(?i:to)(?![A-Za-z])")
+
+
+def _named_word_ok(m: re.Match[str], value: str) -> bool:
+    """``sunshine is my password``, ``goldfish is the wifi password``: a plain word before its name.
+
+    Only a single word that begins its clause (after nothing, punctuation, or "so", "I think"...)
+    and is told as the password with "is" or "was" and "my", "the"...; not a pronoun or a question
+    word ("This is my password", "What is the password?"), a word of a noun phrase ("her name is
+    my password"), one a remark describes ("tulip is a bad password", "tulip is the wrong password")
+    or a figure of speech ("Patience is the password to success").
+    """
+    if m.group("verb").lower() == "as" or m.group("det") is None or _WORD_RE.fullmatch(value) is None:
+        return False
+    word = value.lower()
+    if word in _NOT_A_NAMED_WORD or _plain_word(word):
+        return False
+    if any(w.lower() in _WORD_REMARK_WORDS for w in m.group("between").split()) or _TO_RE.match(m.string, m.end()):
+        return False
+    start = m.start("bare")
+    before = m.string[max(0, start - 32) : start].rstrip()
+    if not before or before[-1] in ".!?;:,()[]\"'“‘”’—–-…*":
+        return True
+    last = _LAST_WORD_RE.search(before)
+    return last is not None and last.group(1).lower() in _CLAUSE_OPENERS
 
 
 def _named_after_ok(m: re.Match[str]) -> bool:
     """``hunter2 is my password``, ``0420 is my PIN``, ``4512 is the gate code``: a value given before its name.
 
     Nothing before the value says a secret comes, so it must look like one: a PIN or a
-    code its digits, a password a made-up value (not "This is my password").
+    code its digits, a password a made-up value (not "This is my password") or a single
+    plain word where only a password can be (``sunshine is my password``: see :func:`_named_word_ok`).
     """
     if any(word.lower() in _REMARK_WORDS for word in m.group("between").split()):
         return False
@@ -479,7 +637,7 @@ def _named_after_ok(m: re.Match[str]) -> bool:
             return False
     if quoted is not None:
         return _literal(value) and not _plain_word(value) and not _NO_VALUE.fullmatch(value)
-    return _made_up(value)
+    return _made_up(value) or _named_word_ok(m, value)
 
 
 def _keyword_secret_ok(m: re.Match[str]) -> bool:
@@ -803,7 +961,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(
             r"(?<![^\s(\[])"
             + _value(r"[^\s\"'“”‘’`(\[]{1,64}")
-            + rf"""[ \t]+(?i:is|was|as)[ \t]+(?:(?i:my|the|our|your|his|her|their)[ \t]+)?
+            + rf"""[ \t]+(?i:(?P<verb>is|was|as))[ \t]+(?:(?i:(?P<det>my|the|our|your|his|her|their))[ \t]+)?
             (?P<between>(?:[A-Za-z][\w-]*[ \t]+){{0,2}}?)   # "my new wifi password"
             (?i:(?P<key>{_NAMED_AFTER_WORD}))
             (?=[ \t]*(?:[^\w\s]|$)|[ \t]+(?i:{_AFTER_NAME})(?![A-Za-z]))"""
@@ -814,11 +972,13 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         cue=("passw", "passphrase", "passcode", "pw", " pin", "code"),
     ),
     _Detector(
-        "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580"
+        "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580",
+        # "door code 4821"
         _compile(
             rf"""(?<![A-Za-z0-9])(?i:{_LOCK_CODE_WORD})
-            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
-            (?:\s*(?:[:=：]|=>)\s*|\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)
+            (?:(?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
+                (?:\s*(?:[:=：]|=>)\s*|\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)
+              | [ \t]+)   # a space alone only right after the name ("the door code for flat 221 is ..." gives no code)
             (?P<bare>{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date"""
         ),
         value_groups=("bare",),
@@ -1052,6 +1212,10 @@ _PHONE = r"""(?:
   | (?:\(0\d{1,4}\)[ -]?|0\d{1,4}[ -])\d{3,8}(?:[ -]\d{3,4})?             # 010-12345678
 )"""
 _PHONE_RE = _compile(_PHONE)
+_PHONE_HEAD = _compile(_PHONE + _NUM_END)
+# A phone number in any national format, as it follows the number's name.
+_NAMED_PHONE = r"\+?(?:\(\d{1,5}\)[ .-]?)?\d+(?:[ .-]\d+){0,7}"
+_NAMED_PHONE_HEAD = _compile(_NAMED_PHONE + _NUM_END)
 # Words a sentence may put between a number's name and the number: "my phone number to reach me is ...",
 # "mobile for work: ...". Only these: other words make a sentence about the phone ("phone plan for 1 500 000 users").
 _PHONE_FILLER = r"""(?:[ \t]+(?i:
@@ -1088,20 +1252,28 @@ _NUMBER_DETECTORS = (
         "phone",
         _compile(_NUM_START + _PHONE + _NUM_END),
         fit=_phone_span,
+        follow=_joined(_PHONE_HEAD, _phone_ok),
     ),
     _Detector(
-        "phone",  # any national format after the number's name: "tel: 0612345678", "mobile 06.12.34.56.78", "电话 030 1234567"
+        "phone",  # any national format after the number's name: "tel: 0612345678", "mobile 06.12.34.56.78",
+        # "电话 030 1234567", or after "call me at" ("call me at 555-123-4567-8901")
         _compile(
             r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp)
                 (?:[ _-]?(?i:number|no\.?|num))?\.?"""
             + _PHONE_FILLER
             + _KEY_SEP
-            + r"""| (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
-            (?P<bare>\+?(?:\(\d{1,5}\)[ .-]?)?\d+(?:[ .-]\d+){0,7})"""
+            + r"""| (?<![A-Za-z0-9])(?i:call|text|ring|reach|phone|contact|whatsapp)
+                [ \t]+(?i:me|us|him|her|them)[ \t]+(?i:at|on)[ \t]+
+            | (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
+            (?P<bare>"""
+            + _NAMED_PHONE
+            + ")"
             + _NUM_END
         ),
         fit=_named_phone_span,
-        cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "手机", "手機", "电话", "電話", "座机", "传真"),
+        follow=_joined(_NAMED_PHONE_HEAD, _named_phone_ok),
+        cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "call", "text", "ring", "reach", "contact",
+             "手机", "手機", "电话", "電話", "座机", "传真"),
     ),
 )
 
