@@ -40,7 +40,7 @@ METHODS = (
     "set_tag_status", "episode_page", "fact_page", "note_page", "tag_page", "change_page", "knowledge_page", "diary_page",
     "recall", "flush", "learning_backlog", "export", "export_to", "import_", "import_file", "stats", "users", "delete_user", "dream",
     "dream_status", "chat_command", "notes", "diaries", "memory_md", "memory_md_view", "save_memory_md", "consolidate",
-    "tidy", "clean", "restore", "health", "sync", "migrate_to", "changes", "undo",
+    "tidy", "clean", "restore", "health", "check_store", "sync", "migrate_to", "changes", "undo",
 )
 
 

@@ -169,9 +169,11 @@ def health(
 
 @app.command()
 def check(home: Home = None, as_json: Json = False) -> None:
-    """Read the whole store for damage (a failing disk, a crash mid-copy) and for search or tag
-    data that disagrees with the memories; exits 1 when something is wrong, with what to do.
-    Its time grows with the store (seconds per GB)."""
+    """Read the whole store for damage and for search or tag data that disagrees with the memories.
+
+    Exits 1 when something is wrong, and says what to do. For a failing disk, a crash while
+    the file was copied, a store restored from a backup: its time grows with the store
+    (seconds per GB)."""
     with open_memory(home, create=False) as mem:
         report = mem.check_store()
     if as_json:
