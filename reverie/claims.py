@@ -487,7 +487,18 @@ def _exclusive_conflict(new: str, old: str) -> bool:
         # ("Python for data work" / "SQL for data work")
         return (_exclusive_clash(obj_a, obj_b) or one_kind
                 or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old)))
+    if single and not obj_a & obj_b and _OPEN_SLOT.fullmatch(slot_a.group(0)):
+        # one preference or tool for another only when they are two of a kind or one is given
+        # up for the other: "Prefers tea" takes no "Prefers email" back, "Uses git" no "Uses vim"
+        return (_exclusive_clash(obj_a, obj_b) or one_kind
+                or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old)))
     return bool((single or one_kind or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
+
+
+# the exclusive verbs whose object is one of many a person holds at once (preferences, tools,
+# choices), where one home, employer, name or role at a time is a single slot
+_OPEN_SLOT = re.compile(r"prefers?|preferred|uses?|using|decided|chose|switched to|favou?rite|偏好|更喜欢|改用|用|决定|最喜欢",
+                        re.IGNORECASE)
 
 
 def _atoms(values: _Values) -> frozenset[str]:
@@ -571,7 +582,7 @@ _SINGLE_VALUED = frozenset({"employer", "home", "origin"})
 # Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
 EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"tabs", "spaces"}),
-    frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm"}),
+    frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm", "helix", "zed"}),
     frozenset({"light", "dark"}),
     frozenset({"mac", "macos", "windows", "linux"}),
     frozenset({"npm", "yarn", "pnpm"}),

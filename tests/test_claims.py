@@ -106,6 +106,18 @@ PAIRS = [
     ("Prefers SQL for data work", "Prefers Python for data work", CONFLICT),
     # two things that share only where they hold are two facts
     ("Prefers jeans at work", "Prefers tea at work", DISTINCT),
+    # a person prefers and uses many things at once: one for another only when they are of a
+    # kind or one is given up for the other (one home, one employer at a time)
+    ("Prefers tea", "Prefers email", DISTINCT),
+    ("Prefers tabs over spaces", "Prefers trash over rm", DISTINCT),
+    ("Uses git", "Uses vim", DISTINCT),
+    ("Prefers tea", "Prefers tabs", DISTINCT),
+    ("Uses emacs", "Uses vim", CONFLICT),
+    ("Switched to helix", "Switched to neovim", CONFLICT),
+    ("Prefers coffee", "Prefers tea", CONFLICT),
+    ("Prefers tea over coffee", "Prefers coffee", CONFLICT),
+    ("Prefers light mode", "Prefers dark mode", CONFLICT),
+    ("Lives in Lisbon", "Lives in Berlin", CONFLICT),
     # the same fact, said again
     ("Prefers trash over rm!", "Prefers trash over rm", DUP),
     ("PREFERS TABS OVER SPACES", "prefers tabs over spaces", DUP),

@@ -101,3 +101,21 @@ def test_a_fact_another_call_made_meanwhile_is_answered_reinforced_not_created(m
     fact, outcome = remembered(racing)
     assert outcome == "reinforced" and fact.uses == 1
     assert remembered(lambda: mem.remember("Plays the cello", user="ana"))[1] == "created"
+
+
+def test_a_preference_of_another_kind_leaves_the_older_one_live_through_every_door(bmem):
+    """"Prefers tea" archived "Prefers email", and "Prefers tabs over spaces" the README's
+    "Prefers trash over rm": remember, learning and a MEMORY.md line alike."""
+    mem = bmem
+    email = mem.remember("Prefers email", user="ana", category="preference")
+    assert mem.remember("Prefers tea", user="ana", category="preference").supersedes is None
+    trash = mem.remember("Prefers trash over rm", user="ana", category="preference")
+    mem.add([{"role": "user", "content": "I prefer tabs over spaces."}], user="ana")
+    mem.flush()
+    live = {f.content for f in mem.facts(user="ana")}
+    assert {"Prefers email", "Prefers tea", "Prefers trash over rm"} <= live
+    assert any("tabs over spaces" in c for c in live), live
+    assert mem.fact(email.id).status != "archived" and mem.fact(trash.id).status != "archived"
+    # a value of one kind still takes the older one's place
+    coffee = mem.remember("Prefers coffee", user="ana", category="preference")
+    assert coffee.supersedes is not None and mem.fact(coffee.supersedes).content == "Prefers tea"
