@@ -275,6 +275,9 @@ class SyncReport(Model):
     edited: list[FactLine] = Field(default_factory=list)
     added: list[FactLine] = Field(default_factory=list)
     deleted: list[FactLine] = Field(default_factory=list)
+    # facts a new line took the place of (another value of the same slot: "Lives in Porto"
+    # for "Lives in Berlin"), archived with a link to it, as learning does
+    superseded: list[FactLine] = Field(default_factory=list)
     profile: list[str] = Field(default_factory=list)
     # sections longer than max_profile_chars: their newest parts were kept, this many gave way
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
@@ -285,7 +288,7 @@ class SyncReport(Model):
 
     @property
     def changed(self) -> bool:
-        return bool(self.edited or self.added or self.deleted or self.profile)
+        return bool(self.edited or self.added or self.deleted or self.superseded or self.profile)
 
 
 def sync(ctx: Context, *, user: str) -> SyncReport:
@@ -414,9 +417,12 @@ class _SyncEdits:
         fact = Fact(user=self.user, content=content, category=line.category, area=line.area, confidence=1.0,
                     status="consolidated", provenance=Provenance(origin="sync"),
                     created_at=self.now, updated_at=self.now)
+        near = [f.id for f in self.ctx.facts.comparable(fact)]  # what the judge reads it against
         stored = self.ctx.facts.add_fact(TagWriter(self.ctx.store, self.user), fact, [])
         if stored is fact:
             self.journal.created(fact)
+            self.report.superseded += [fact_line(old) for old in self.ctx.store.get_facts(near).values()
+                                       if old.status == "archived" and old.superseded_by == fact.id]
         elif stored.status == "pending":
             stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
             self.ctx.store.put_fact(stored)

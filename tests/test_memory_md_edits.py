@@ -179,3 +179,27 @@ def test_a_line_forgotten_for_good_leaves_only_a_digest_among_the_deleted_lines(
     kept = withdrawn(mem.store, "ana")
     assert kept and all(text == "" and digest for text, digest, _ in kept)
     assert "therapist" not in (mem.store.get_meta("withdrawn:ana") or "")
+
+
+def test_a_line_added_by_hand_that_takes_a_facts_place_says_so_and_undo_brings_it_back(mem, home):
+    berlin = mem.remember("Lives in Berlin", user="ana", category="context")
+    mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    edit_text(path, "## Context\n\n", "## Context\n\n- Lives in Porto\n")
+    report = mem.sync(user="ana")
+    assert [a.content for a in report.added] == ["Lives in Porto"]
+    assert [(s.fact_id, s.content) for s in report.superseded] == [(berlin.id, "Lives in Berlin")]
+    assert report.deleted == [] and report.changed
+    assert mem.fact(berlin.id).status == "archived"
+    said = runner_sync(home)
+    assert "MEMORY.md has no edits to take in" in said  # taken in once
+    mem.undo(report.journal, user="ana")
+    assert mem.fact(berlin.id).status == "consolidated"
+
+
+def runner_sync(home) -> str:
+    from typer.testing import CliRunner
+
+    from reverie.cli import app
+
+    return CliRunner().invoke(app, ["sync", "--user", "ana", "--home", str(home)]).output

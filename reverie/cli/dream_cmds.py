@@ -223,7 +223,8 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
     with open_memory(home) as mem:
         report = mem.sync(user=user)
         lines = [f"{label} [dim]{line.fact_id}[/] {escape(line.content)}"
-                 for label, found in (("edited", report.edited), ("added", report.added), ("archived", report.deleted))
+                 for label, found in (("edited", report.edited), ("added", report.added), ("archived", report.deleted),
+                                      ("archived, a new line took its place:", report.superseded))
                  for line in found]
         lines += [f"profile {section} updated" for section in report.profile]
         lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
