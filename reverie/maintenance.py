@@ -634,9 +634,9 @@ def check_store(ctx: Context) -> StoreCheck:
     if any(p.startswith("SQLite:") or "could not be read" in p for p in problems):
         advice = recovery(where)
     elif problems:
-        advice = ("The items are whole; what is derived from them is not. Export each user (reverie export USER "
-                  "> USER.json) and import them into a new store (reverie import USER.json --user USER --home NEW, "
-                  "or --store with a new schema): every index and count is built again from the items.")
+        advice = ("The items are whole; what is derived from them is not. Export each user (reverie export --user "
+                  "USER -o USER.json) and import them into a new store (reverie import USER.json --user USER --home "
+                  "NEW, or --store with a new schema): every index and count is built again from the items.")
     return StoreCheck(store=where, intact=not problems, problems=problems, advice=advice,
                       seconds=round(time.perf_counter() - started, 3))
 

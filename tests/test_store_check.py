@@ -62,7 +62,8 @@ def test_derived_data_that_disagrees_with_the_items_is_named_with_what_to_do(bme
     assert not report.intact
     for said in expected:
         assert any(said in p for p in report.problems), (said, report.problems)
-    assert "reverie export" in report.advice and "reverie import" in report.advice
+    assert "reverie export --user USER -o USER.json" in report.advice
+    assert "reverie import USER.json --user USER --home NEW" in report.advice
 
 
 def test_reverie_check_finds_damaged_pages_the_commands_never_read(tmp_path):
