@@ -446,7 +446,7 @@ def note_withdrawn(store: Store, user: str, contents: list[str], at: datetime, *
     if not contents:
         return
     keys = [_key_digest(c) for c in contents]
-    kept = _withdrawn_record(store, user)
+    kept = withdrawn_record(store, user)
     if not keep_text:
         kept = [{**w, "content": ""} if w.get("key") in keys else w for w in kept]
     kept += [{"content": c if keep_text else "", "key": k, "at": at.isoformat()} for c, k in zip(contents, keys)]
@@ -457,7 +457,7 @@ def withdrawn(store: Store, user: str) -> list[tuple[str, str, datetime]]:
     """The lines a person deleted (the last :data:`WITHDRAWN_KEPT`): (content, or "" for one
     deleted for good; the digest of its :func:`exact_key`; when)."""
     return [(str(w.get("content", "")), str(w.get("key", "")), as_utc(datetime.fromisoformat(w["at"])))
-            for w in _withdrawn_record(store, user)]
+            for w in withdrawn_record(store, user)]
 
 
 def withdrawn_like(deleted: list[tuple[str, str, datetime]], content: str, duplicate_at: float) -> datetime | None:
@@ -469,9 +469,28 @@ def withdrawn_like(deleted: list[tuple[str, str, datetime]], content: str, dupli
     return max(found, default=None)
 
 
-def _withdrawn_record(store: Store, user: str) -> list[dict[str, str]]:
+def withdrawn_record(store: Store, user: str) -> list[dict[str, str]]:
+    """The record of the lines a person deleted, as stored: [{"content", "key", "at"}], newest
+    last (what an export carries)."""
     raw = store.get_meta(WITHDRAWN_META.format(user=user))
     return list(json.loads(raw)) if raw else []
+
+
+
+def merge_withdrawn(store: Store, user: str, entries: list[dict[str, str]]) -> None:
+    """Add another home's deleted lines (an import) to ``user``'s (inside the caller's
+    transaction): one entry per line, its latest deletion, the newest WITHDRAWN_KEPT. A line
+    known here only by its digest (deleted for good) stays so."""
+    if not entries:
+        return
+    merged: dict[str, dict[str, str]] = {}
+    for entry in [*withdrawn_record(store, user), *entries]:
+        known = merged.get(entry["key"])
+        if known is None or as_utc(datetime.fromisoformat(entry["at"])) >= as_utc(datetime.fromisoformat(known["at"])):
+            forgotten = known is not None and not known.get("content")
+            merged[entry["key"]] = {**entry, "content": "" if forgotten else entry.get("content", "")}
+    kept = sorted(merged.values(), key=lambda e: as_utc(datetime.fromisoformat(e["at"])))
+    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
 
 
 def _key_digest(content: str) -> str:

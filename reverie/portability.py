@@ -21,7 +21,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
@@ -48,12 +49,15 @@ from reverie.models import (
     Note,
     Profile,
     Provenance,
+    as_utc,
     digest,
     utcnow,
 )
+from reverie.memory_md import WITHDRAWN_KEPT, merge_withdrawn, withdrawn_record
 from reverie.notes import mirror_notes
 from reverie.profiles import check_profile_length, fit_section, note_trimmed
 from reverie.redact import redact, redact_obj
+from reverie.store.base import input_digest, nth_input, source_key
 from reverie.tags import TagWriter
 
 log = logging.getLogger("reverie.portability")
@@ -93,6 +97,9 @@ class _Parsed:
     notes: list[Note]
     knowledge: list[KnowledgeDoc]
     mode: _Mode
+    # the lines the person deleted from MEMORY.md or forgot (memory_md.withdrawn's record), so
+    # that no dream of the new home writes them back
+    withdrawn: list[dict[str, str]] = field(default_factory=list)
 
 
 EXPORT_PAGE = 1000  # items an export reads at a time
@@ -110,6 +117,7 @@ def _envelope(ctx: Context, user: str) -> tuple[dict[str, Any], dict[str, Iterat
         "exportedAt": utcnow().isoformat(),
         "user": user,
         "profile": ctx.store.get_profile(user).to_json(),
+        "withdrawn": withdrawn_record(ctx.store, user),
     }
     return head, {
         "facts": (f.model_dump(mode="json") for f in _stored(ctx, "fact", user)),
@@ -459,7 +467,7 @@ def _parse_envelope(data: dict[str, Any], user: str, mode: _Mode) -> _Parsed:
         raise InvalidInput("user must be a string", field="user")
     if "exportedAt" in data and not isinstance(data["exportedAt"], str):
         raise InvalidInput("exportedAt must be an ISO date-time string", field="exportedAt")
-    unknown = set(data) - {"version", "exportedAt", "user", *SECTIONS}
+    unknown = set(data) - {"version", "exportedAt", "user", "withdrawn", *SECTIONS}
     if unknown:
         raise InvalidInput(f"unknown envelope field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
     profile = _require(data, "profile", dict, "an object") or {}
@@ -471,7 +479,33 @@ def _parse_envelope(data: dict[str, Any], user: str, mode: _Mode) -> _Parsed:
         notes=_items(lists["notes"], "notes", user, mode, _model(Note)),
         knowledge=_items(lists["knowledge"], "knowledge", user, mode, _model(KnowledgeDoc)),
         mode=mode,
+        withdrawn=_withdrawn(_require(data, "withdrawn", list, "an array") or [], mode),
     )
+
+
+def _withdrawn(raw: list[Any], mode: _Mode) -> list[dict[str, str]]:
+    """The envelope's deleted lines: each {"content", "key", "at"} (a digest of 32 hex
+    digits, an ISO time), at most WITHDRAWN_KEPT, the newest."""
+    out: list[dict[str, str]] = []
+    for n, entry in enumerate(raw):
+        where = f"withdrawn[{n}]"
+        ok = (isinstance(entry, dict) and set(entry) <= {"content", "key", "at"}
+              and isinstance(entry.get("content", ""), str) and isinstance(entry.get("key"), str)
+              and re.fullmatch(r"[0-9a-f]{32}", entry["key"]) is not None and isinstance(entry.get("at"), str))
+        if ok:
+            try:
+                as_utc(datetime.fromisoformat(entry["at"]))
+            except ValueError:
+                ok = False
+        if not ok:
+            said = 'must be {"content": text, "key": 32 hex digits, "at": an ISO date-time}'
+            if mode.strict:
+                raise InvalidInput(f"{where} {said}; nothing was imported", field=where)
+            log.warning("%s %s; skipped", where, said)
+            mode.skipped += 1
+            continue
+        out.append({"content": entry.get("content", ""), "key": entry["key"], "at": entry["at"]})
+    return out[-WITHDRAWN_KEPT:]
 
 
 def _parse_deerflow(data: dict[str, Any], user: str, mode: _Mode) -> _Parsed:
@@ -785,13 +819,15 @@ def _apply(
             if section.summary:
                 store.put_profile_section(user, name, redact(section.summary), section.updated_at or utcnow())
                 counts["profile"] += 1
-        _write_items(ctx, writer, parsed, counts, days)
+        inputs: dict[tuple[str, str], int] = {}  # (thread, digest) -> episodes of this import with it
+        _write_items(ctx, writer, parsed, counts, days, inputs)
         for page in pages:
             ids.forget()
             _map_ids(ids, page, there)
-            _write_items(ctx, writer, page, counts, days)
+            _write_items(ctx, writer, page, counts, days, inputs)
             if on_page is not None:
                 on_page(dict(counts))
+        merge_withdrawn(store, user, parsed.withdrawn)
     mirror_notes(ctx.store, ctx.files, user, days)
     counts["replaced"] = len(there)
     if ids.repeated:
@@ -799,7 +835,10 @@ def _apply(
     return counts
 
 
-def _write_items(ctx: Context, writer: TagWriter, parsed: _Parsed, counts: dict[str, int], days: set[str]) -> None:
+def _write_items(
+    ctx: Context, writer: TagWriter, parsed: _Parsed, counts: dict[str, int], days: set[str],
+    inputs: dict[tuple[str, str], int],
+) -> None:
     store, user = ctx.store, writer.user
     for fact in parsed.facts:
         ctx.facts.index_fact(fact, fact.tags, writer=writer)
@@ -811,6 +850,13 @@ def _write_items(ctx: Context, writer: TagWriter, parsed: _Parsed, counts: dict[
         store.put_episode(ep)
         tagged[ep.id] = {t: 1.0 for t in ep.tags}
         counts["episodes"] += 1
+        # the keys ingest knows its input by, so that the same file ingested again into the
+        # new home is skipped as it was in the old (its n-th identical exchange the n-th)
+        digest = input_digest(ep.messages)
+        n = inputs.get((ep.thread, digest), 0)
+        inputs[(ep.thread, digest)] = n + 1
+        store.put_inputs(user, ep.thread, ep.id, [nth_input(digest, n), *(
+            k for m in ep.messages if m.source_id for k in (source_key(m.source_id, m.content), source_key(m.source_id)))])
     store.set_items_tags(user, "episode", tagged)
     for note in parsed.notes:
         store.put_note(note)

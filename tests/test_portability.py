@@ -44,7 +44,8 @@ def test_export_import_export_is_identical_apart_from_timestamps(tmp_path, backe
     again = second.export(user="ana")
     second.close()
     assert _strip_times(again) == _strip_times(exported)
-    assert set(exported) == {"version", "exportedAt", "user", "profile", "facts", "episodes", "notes", "knowledge"}
+    assert set(exported) == {"version", "exportedAt", "user", "profile", "withdrawn", "facts", "episodes", "notes",
+                             "knowledge"}
 
 
 def test_an_export_streamed_a_page_at_a_time_is_the_same_envelope(bmem, monkeypatch, tmp_path):
@@ -120,6 +121,9 @@ def test_deerflow_memory_json_imports_profile_and_facts(mem):
         ({"version": 1, "mystery": 1}, "mystery"),
         ({"version": 1, "facts": [{"content": "ok"}, {"category": "preference"}]}, "facts[1]"),
         ({"version": 1, "facts": [{"content": "   "}]}, "facts[0]"),
+        ({"version": 1, "withdrawn": [{"content": "x", "key": "not a digest", "at": "2025-01-01T00:00:00+00:00"}]},
+         "withdrawn[0]"),
+        ({"version": 1, "withdrawn": {"content": "x"}}, "withdrawn"),
     ],
 )
 def test_bad_import_is_rejected_naming_the_field_and_changes_nothing(mem, envelope, field):
@@ -219,3 +223,49 @@ def test_an_import_holds_items_to_the_limits_every_other_way_in_does(mem, tmp_pa
     with pytest.raises(InvalidInput, match=says):
         mem.import_file(path, user="ana")  # streamed a page at a time: the same checks
     assert mem.export(user="ana")[section] == []
+
+
+def test_a_line_a_person_deleted_stays_deleted_in_the_home_an_export_moves_to(tmp_path):
+    """The record of deleted lines travels with the export: a dream in the new home does not
+    write back, from the notes it also carries, a line the person took out of MEMORY.md."""
+    talk = [{"role": "user", "content": "My favourite editor is Helix and I use fish shell"},
+            {"role": "assistant", "content": "Nice."}]
+    with Memory(tmp_path / "a", background=False) as old:
+        old.add(talk, user="ana")
+        old.flush()
+        assert old.dream(user="ana").status == "done"
+        path = tmp_path / "a" / "users" / "ana" / "MEMORY.md"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert any("Helix" in line for line in lines)
+        path.write_text("\n".join(line for line in lines if "Helix" not in line) + "\n", encoding="utf-8")
+        assert len(old.sync(user="ana").deleted) == 1
+        exported = old.export(user="ana")
+    assert [w["content"] for w in exported["withdrawn"]] and "Helix" in exported["withdrawn"][0]["content"]
+    with Memory(tmp_path / "b", background=False) as new:
+        new.import_(exported, user="ana")
+        run = new.dream(user="ana", force=True)
+        assert run.report["rejected"] and all("a person deleted this line" in r["reason"]
+                                              for r in run.report["rejected"]), run.report
+        md = tmp_path / "b" / "users" / "ana" / "MEMORY.md"
+        assert not md.exists() or "Helix" not in md.read_text(encoding="utf-8")
+        new.import_(exported, user="ana")  # imported again: the record holds each line once
+        assert len(new.export(user="ana")["withdrawn"]) == 1
+
+
+def test_the_same_file_ingested_after_a_move_is_skipped_as_before(tmp_path):
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps([
+        {"speaker": "ana", "content": "We moved the billing service to Postgres", "at": "2024-03-01T10:00:00Z"},
+        {"speaker": "bot", "content": "Noted.", "at": "2024-03-01T10:00:05Z"},
+        {"speaker": "ana", "content": "We moved the billing service to Postgres", "at": "2024-03-02T10:00:00Z",
+         "id": "m3"},
+    ]), encoding="utf-8")
+    with Memory(tmp_path / "a", background=False) as old:
+        first = old.ingest(conv, user="ana")
+        assert old.ingest(conv, user="ana").skipped == first.episodes > 0
+        exported = old.export(user="ana")
+    with Memory(tmp_path / "b", background=False) as new:
+        new.import_(exported, user="ana")
+        again = new.ingest(conv, user="ana")
+        assert again.episodes == 0 and again.skipped == first.episodes
+        assert len(new.export(user="ana")["episodes"]) == len(exported["episodes"])
