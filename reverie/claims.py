@@ -79,7 +79,7 @@ _CN_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日
 # 5678"), never a new value
 _LABEL_WORDS = (
     "lesson|chapter|step|part|week|day|episode|ep|session|item|section|module|exercise|question|task|"
-    "season|scene|act|lecture|ticket|issue|bug|pr|order|invoice|incident|case"
+    "season|scene|act|lecture|ticket|issue|bug|pr|order|invoice|incident|case|room|team|project|flight|table"
 )
 _EN_NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,

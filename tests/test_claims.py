@@ -65,6 +65,10 @@ PAIRS = [
     ("Lesson 2: SQLite basics", "Lesson 1: SQLite basics", DISTINCT),
     ("Lesson 2: Postgres", "Lesson 1: SQLite", DISTINCT),
     ("Ticket 5678 is blocked", "Ticket 1234 is blocked", DISTINCT),  # ids of items a team tracks
+    ("Room 102 is booked", "Room 101 is booked", DISTINCT),
+    ("Project code P-0002 belongs to team 2", "Project code P-0001 belongs to team 1", DISTINCT),
+    ("Flight 2 leaves at 9", "Flight 1 leaves at 9", DISTINCT),
+    ("My room is 102", "My room is 101", CONFLICT),  # one room, a new number: no label
     ("PR 34 is merged", "PR 12 is merged", DISTINCT),
     ("Order #5531 shipped", "Order #5530 shipped", DISTINCT),
     ("Issue 12 is fixed", "Issue 13 is fixed", DISTINCT),
