@@ -432,6 +432,18 @@ def note_page(
 KNOWLEDGE_PAGE_LIMIT = 100
 
 
+def delete_knowledge(ctx: Context, doc_id: str, *, user: str) -> KnowledgeDoc:
+    """Delete one of ``user``'s knowledge documents for good (a new version is added as a
+    document of its own: delete the old one). Returns what was deleted; another user's
+    document, or none, is NotFound."""
+    doc = ctx.store.get_knowledge([doc_id]).get(doc_id) if isinstance(doc_id, str) else None
+    if doc is None or doc.user != user:
+        raise NotFound(f"no knowledge document {doc_id!r} for user {user!r}")
+    with ctx.store.transaction():
+        ctx.store.delete_knowledge(doc.id)
+    return doc
+
+
 def knowledge_page(ctx: Context, *, user: str, after: str | None = None, limit: int = 20) -> Page[KnowledgeDoc]:
     """Knowledge documents, the newest first, one page of 1 to KNOWLEDGE_PAGE_LIMIT at a time."""
     return ctx.store.page_knowledge(user, after=check_text(after, "after"),

@@ -339,6 +339,11 @@ class Memory:
         return curation.add_knowledge(self.ctx, title, body, user=check_user(user), tags=tags, scope=scope,
                                       agent=agent, project=project)
 
+    def delete_knowledge(self, doc_id: str, *, user: str) -> KnowledgeDoc:
+        """Delete one of the user's knowledge documents for good; returns it (NotFound for
+        another user's or none). A new version is a document of its own: delete the old one."""
+        return curation.delete_knowledge(self.ctx, doc_id, user=check_user(user))
+
     def knowledge(self, *, user: str) -> list[KnowledgeDoc]:
         """Every knowledge document of the user, oldest first (:meth:`knowledge_page` reads
         them a page at a time)."""

@@ -282,6 +282,10 @@ def test_knowledge_documents_from_files(home, tmp_path):
     binary.write_bytes(b"\xff\xfe\x00bad")
     broken = runner.invoke(app, ["knowledge", "add", str(binary), "--user", "ana", "--home", str(home)])
     assert broken.exit_code == 2 and "binary.md is not UTF-8 text" in broken.output
+    theirs = runner.invoke(app, ["knowledge", "delete", added["id"], "--user", "bob", "--home", str(home)])
+    assert theirs.exit_code == 2 and "no knowledge document" in theirs.output
+    assert run("knowledge", "delete", added["id"], "--user", "ana", home=home).output.startswith(f"deleted {added['id']}")
+    assert json.loads(run("knowledge", "list", "--user", "ana", "--json", home=home).output) == []
 
 
 def test_an_agents_knowledge_is_left_out_of_another_agents_recall(home, tmp_path):

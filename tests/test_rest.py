@@ -822,3 +822,17 @@ def test_a_busy_store_is_503_with_retry_after_and_says_nothing_was_written():
     assert "nothing was written; try again" in json.loads(busy.body)["detail"]
     down = error_response(StoreError("the PostgreSQL store at x failed: connection refused"))
     assert down.status_code == 503 and "retry-after" not in down.headers
+
+
+def test_a_knowledge_document_is_deleted_for_good_by_its_owner_only(api, ana, bob):
+    old = ana.post("/api/memory/knowledge", json={"title": "Deploy runbook", "body": "- ssh to the kestrel box"}).json()
+    new = ana.post("/api/memory/knowledge", json={"title": "Deploy runbook v2", "body": "- run the kestrel pipeline"})
+    assert bob.delete(f"/api/memory/knowledge/{old['id']}").status_code == 404  # not bob's: as if absent
+    gone = ana.delete(f"/api/memory/knowledge/{old['id']}")
+    assert gone.status_code == 200 and gone.json()["title"] == "Deploy runbook"
+    assert ana.delete(f"/api/memory/knowledge/{old['id']}").status_code == 404
+    listed = [d["id"] for d in ana.get("/api/memory/knowledge").json()]
+    assert old["id"] not in listed and new.json()["id"] in listed
+    recalled = ana.post("/api/memory/recall", json={"query": "how do I deploy to the kestrel box?", "budget": 2000}).json()
+    assert "ssh to the kestrel box" not in recalled["context"] and "kestrel pipeline" in recalled["context"]
+    assert api.memory.check_store().intact  # its full-text row, postings and counts went with it

@@ -471,6 +471,19 @@ def knowledge_add(
         say(doc, as_json, f"{verb} {doc.id}: {escape(doc.title)}")
 
 
+@knowledge_app.command("delete")
+def knowledge_delete(
+    doc_id: Annotated[str, typer.Argument(help="The document's id (`reverie knowledge list` shows them).")],
+    user: User,
+    home: Home = None,
+    as_json: Json = False,
+) -> None:
+    """Delete a knowledge document for good (a new version is a document of its own: delete the old one)."""
+    with open_memory(home, create=False) as mem:
+        doc = mem.delete_knowledge(doc_id, user=user)
+        say(doc, as_json, f"deleted {doc.id}: {escape(doc.title)}")
+
+
 @knowledge_app.command("list")
 def knowledge_list(
     user: User,

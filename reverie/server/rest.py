@@ -703,6 +703,13 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
             response.status_code = 200
         return doc
 
+    @api.delete("/api/memory/knowledge/{doc_id}", response_model=KnowledgeDoc, tags=["knowledge"],
+                responses=_answers(404))
+    def delete_knowledge(doc_id: str, user: str = caller) -> KnowledgeDoc:
+        """Delete a knowledge document for good (a new version is a document of its own:
+        delete the old one); answers the document deleted. Another user's is a 404."""
+        return memory.delete_knowledge(doc_id, user=user)
+
     @api.get("/api/tags", tags=["tags"])
     def tags(
         request: Request, response: Response, user: str = caller,

@@ -671,6 +671,10 @@ class Store(ABC):
     @abstractmethod
     def delete_fact(self, fact_id: str) -> None: ...
 
+    @abstractmethod
+    def delete_knowledge(self, doc_id: str) -> None:
+        """Delete a knowledge document, its full-text row and its postings (nothing if absent)."""
+
     # ------------------------------------------------------------ profile
     @abstractmethod
     def get_profile(self, user: str) -> Profile: ...

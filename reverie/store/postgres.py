@@ -1520,18 +1520,23 @@ class PostgresStore(Store):
         return [self._fact(r) for r in rows]
 
     def delete_fact(self, fact_id: str) -> None:
+        self._delete("fact", fact_id)
+
+    def delete_knowledge(self, doc_id: str) -> None:
+        self._delete("knowledge", doc_id)
+
+    def _delete(self, kind: str, item_id: str) -> None:
+        """An item's row and its postings, and BM25's counts without it (its terms go by trigger)."""
+        table = _TABLE[kind]
         with self.transaction():
-            owner = self._by_id("facts", "user_id, doc_len", [fact_id])
+            owner = self._by_id(table, "user_id, doc_len", [item_id])
             for user, length in owner:
                 conn = self._local.conn
-                conn.execute("DELETE FROM facts WHERE user_id = %s AND id = %s", (user, fact_id))
-                conn.execute(
-                    "DELETE FROM item_tags WHERE user_id = %s AND kind = 'fact' AND item_id = %s", (user, fact_id)
-                )
-                conn.execute(
-                    "UPDATE fts_stats SET rows = rows - 1, tokens = tokens - %s WHERE user_id = %s AND kind = 'fact'",
-                    (length, user),
-                )
+                conn.execute(f"DELETE FROM {table} WHERE user_id = %s AND id = %s", (user, item_id))
+                conn.execute("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = %s",
+                             (user, kind, item_id))
+                conn.execute("UPDATE fts_stats SET rows = rows - 1, tokens = tokens - %s WHERE user_id = %s AND kind = %s",
+                             (length, user, kind))
 
     # ------------------------------------------------------------ profile
     _PROFILE = "SELECT section, summary, updated_at FROM profile WHERE user_id = %s"

@@ -1138,13 +1138,21 @@ class SQLiteStore(Store):
         return where, params
 
     def delete_fact(self, fact_id: str) -> None:
+        self._delete("fact", fact_id)
+
+    def delete_knowledge(self, doc_id: str) -> None:
+        self._delete("knowledge", doc_id)
+
+    def _delete(self, kind: str, item_id: str) -> None:
+        """An item's row, its full-text row and its postings."""
+        main = _MAIN_TABLE[kind]
         with self.transaction():
-            row = self._x("SELECT pk, user FROM facts WHERE id = ?", (fact_id,)).fetchone()
+            row = self._x(f"SELECT pk, user FROM {main} WHERE id = ?", (item_id,)).fetchone()
             if row:
-                self._x("DELETE FROM facts_fts WHERE rowid = ?", (row[0],))
-                self._x("DELETE FROM facts WHERE pk = ?", (row[0],))
+                self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (row[0],))
+                self._x(f"DELETE FROM {main} WHERE pk = ?", (row[0],))
                 self._counts.clear()
-                self._x("DELETE FROM item_tags WHERE user = ? AND kind = 'fact' AND item_id = ?", (row[1], fact_id))
+                self._x("DELETE FROM item_tags WHERE user = ? AND kind = ? AND item_id = ?", (row[1], kind, item_id))
 
     # ------------------------------------------------------------ profile
     def get_profile(self, user: str) -> Profile:
