@@ -265,3 +265,23 @@ def test_an_empty_target_has_no_filled_tables(pg_url):
         assert target.filled_tables() == ["documents"]
     finally:
         target.close()
+
+
+@pytest.mark.parametrize("args", [["check"], ["stats"], ["facts", "--user", "ana"], ["export", "--user", "ana"]])
+def test_a_command_that_only_reads_a_schema_with_no_store_says_so_and_creates_nothing(tmp_path, args):
+    """A typo in ?schema= made every reading command create an empty store there and read it
+    (`reverie check` then said "intact")."""
+    name = f"reverie_test_typo_{uuid.uuid4().hex[:12]}"
+    url = with_schema(server_url(), name)
+    result = CliRunner().invoke(app, [*args, "--home", str(tmp_path / "home"), "--store", url])
+    assert result.exit_code == 2 and f"no reverie store at {redact_url(url)}" in result.output
+    with _connect(server_url()) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()[0] == 0
+    schema, existing = new_schema()
+    try:
+        with Memory(tmp_path / "made", background=False, store=existing) as mem:
+            mem.remember("Likes figs", user="ana")
+        ok = CliRunner().invoke(app, [*args, "--home", str(tmp_path / "home"), "--store", existing])
+        assert ok.exit_code == 0, ok.output
+    finally:
+        drop_schema(schema)

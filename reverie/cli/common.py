@@ -202,6 +202,8 @@ def open_memory(
         if not is_postgres_url(settings.store):  # a PostgreSQL store needs no home folder to exist
             check_home(settings.home, create=create, db=Path(settings.store) if settings.store else None)
             _STORE_FILE.set(Path(settings.store) if settings.store else settings.home / "reverie.db")
+        elif not create and settings.store:
+            check_pg_store(settings.store)
         try:
             mem = Memory(settings=settings, background=background, learn=learn)
         except OSError as exc:  # e.g. a home folder that cannot be created or read
@@ -222,6 +224,16 @@ def check_home(home: Path, *, create: bool, db: Path | None = None) -> None:
             raise NotFound(f"no reverie home at {home}; ingest or remember something first, or pass --home")
     except OSError as exc:
         raise StoreError(f"cannot read the reverie home at {home}: {exc.strerror or exc}") from exc
+
+
+def check_pg_store(url: str) -> None:
+    """The schema of ``url`` holds a reverie store (for commands that only read): a typo in
+    ?schema= must not create an empty store and read it as one. Creates nothing."""
+    from reverie.store.postgres import holds_store, redact_url
+
+    if not holds_store(url):
+        raise NotFound(f"no reverie store at {redact_url(url)}; check the URL and its ?schema=, or ingest or "
+                       "remember something there first")
 
 
 @contextmanager

@@ -249,6 +249,25 @@ def scratch_schema(url: str, prefix: str = "reverie_scratch") -> Iterator[str]:
             conn.execute(f"DROP SCHEMA IF EXISTS {_ident(name)} CASCADE")
 
 
+def holds_store(url: str) -> bool:
+    """Whether the schema ``url`` names (the connection's own without ?schema=) holds a
+    reverie store, read without writing anything; a server that does not answer is a
+    StoreError that says so."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+    conninfo, schema = split_schema(url)
+    try:
+        with psycopg.connect(conninfo, connect_timeout=5, autocommit=True) as conn:
+            named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = %s "
+                               "AND tablename = 'schema_version')", (named,)).fetchone()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL at {redact_url(url)}: {' '.join(str(exc).split())}") from None
+    return bool(row and row[0])
+
+
 def migration_target_problem(url: str) -> str:
     """What would stop a migration into ``url``, read without writing anything ("" when
     nothing): a server that does not answer, a schema that already holds a memory, or one
