@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
+from reverie.claims import fact_relation
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
 from reverie.inputs import (
@@ -179,11 +180,33 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
 def restore_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
     """Bring back an archived fact in the tier it left (a pending fact pending, a
     consolidated one consolidated; consolidated for one archived before that was kept);
-    journaled as an edit. A live fact is refused: there is nothing to restore."""
+    journaled as an edit. A live fact is refused: there is nothing to restore.
+
+    A fact a newer value took the place of ("Lives in Berlin", superseded by "Lives in
+    Lisbon") is the person's word that the older value holds: the newer one, while it is
+    live and still says another value, gives way to it (archived, linked, in the same edit,
+    so one undo takes both back), and the profile no longer says it."""
     fact = get_fact(ctx, fact_id, user=user)
     if fact.status != "archived":
         raise InvalidInput(f"fact {fact_id} is {fact.status}, not archived: nothing to restore", field="id")
-    return update_fact(ctx, fact_id, user=user, status=fact.archived_from or "consolidated")
+    newer = ctx.store.get_fact(fact.superseded_by) if fact.superseded_by else None
+    if newer is not None and not (newer.status != "archived" and newer.user == fact.user
+                                  and fact_relation(newer.content, fact.content, ctx.settings.duplicate_jaccard)
+                                  == "conflict"):
+        newer = None
+    journal = Journal(user=fact.user, action="edit")
+    journal.watch([fact, *([newer] if newer else [])])
+    now = utcnow()
+    fact.status = fact.archived_from or "consolidated"
+    fact.archived_from, fact.archived_reason, fact.superseded_by, fact.updated_at = None, "", None, now
+    with ctx.store.transaction():
+        if newer is not None:
+            ctx.facts.archive_fact(newer, "a person restored the value it had taken the place of", fact, now)
+            drop_outdated_parts(ctx.store, fact.user, gone=[newer.content], newer=[],
+                                duplicate_at=ctx.settings.duplicate_jaccard, now=now)
+        ctx.facts.index_fact(fact, fact.tags)
+        journal.commit(ctx.store)
+    return fact
 
 
 def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:

@@ -607,3 +607,25 @@ def test_a_fact_memory_md_writes_defanged_is_not_edited_by_a_save_of_another_lin
     report = mem.save_memory_md(mem.memory_md(user="v").replace("about cats", "about dogs"), user="v")
     assert [f.content for f in report.edited] == ["Plain other fact about dogs"]
     assert mem.fact(marked.id).content == "Uses <!-- comments --> in HTML templates"
+
+
+def test_restoring_a_replaced_value_takes_it_back_from_the_newer_one_and_undo_takes_both_back(bmem):
+    mem = bmem
+    mem.set_profile("user.personalContext", "Lives in Lisbon", user="ana")
+    berlin = mem.remember("Lives in Berlin", user="ana", category="context")
+    lisbon = mem.remember("Lives in Lisbon", user="ana", category="context")
+    assert lisbon.supersedes == berlin.id and mem.fact(berlin.id).status == "archived"
+    restored = mem.restore_fact(berlin.id, user="ana")
+    assert restored.status == "consolidated" and restored.superseded_by is None and restored.archived_reason == ""
+    newer = mem.fact(lisbon.id)
+    assert newer.status == "archived" and newer.superseded_by == berlin.id
+    assert [f.content for f in mem.facts(user="ana") if "Lives in" in f.content] == ["Lives in Berlin"]
+    assert "Lisbon" not in (mem.profile(user="ana").user.personal_context.summary or "")
+    change = mem.changes(user="ana")[0]
+    mem.undo(change.id, user="ana")
+    assert mem.fact(lisbon.id).status == "consolidated" and mem.fact(berlin.id).status == "archived"
+    # a fact forgotten by hand, with no newer value, comes back alone
+    tea = mem.remember("Drinks green tea", user="ana", category="preference")
+    mem.forget(tea.id, user="ana")
+    assert mem.restore_fact(tea.id, user="ana").status == "consolidated"
+    assert mem.fact(lisbon.id).status == "consolidated"
