@@ -25,7 +25,7 @@ from reverie.errors import NotFound, ReverieError, StoreError
 from reverie.memory import Memory
 from reverie.observe import configure_logging
 from reverie.settings import Settings
-from reverie.store import is_postgres_url, redact_url
+from reverie.store import holds_store, is_postgres_url, redact_url
 from reverie.store.failures import store_failure
 from reverie.version import __version__
 
@@ -229,8 +229,6 @@ def check_home(home: Path, *, create: bool, db: Path | None = None) -> None:
 def check_pg_store(url: str) -> None:
     """The schema of ``url`` holds a reverie store (for commands that only read): a typo in
     ?schema= must not create an empty store and read it as one. Creates nothing."""
-    from reverie.store.postgres import holds_store, redact_url
-
     if not holds_store(url):
         raise NotFound(f"no reverie store at {redact_url(url)}; check the URL and its ?schema=, or ingest or "
                        "remember something there first")

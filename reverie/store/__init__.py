@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reverie.store.base import ApiKey, DreamRun, EpisodeRef, Hit, Posting, Store
-from reverie.store.postgres import PostgresStore, is_postgres_url, redact_url
+from reverie.store.postgres import PostgresStore, holds_store, is_postgres_url, redact_url
 from reverie.store.sqlite import SQLiteStore
 
 
@@ -31,6 +31,7 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "Store",
+    "holds_store",
     "is_postgres_url",
     "open_store",
     "redact_url",
