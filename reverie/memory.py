@@ -376,7 +376,9 @@ class Memory:
         order: str = "uses", after: str | None = None, limit: int = 50,
     ) -> Page[Fact]:
         """Facts ordered by uses, recent, last_used or confidence (highest first), ``limit`` at a
-        time; ``contains`` filters on the text; ``status="all"`` includes the archived."""
+        time; ``contains`` filters on the text; ``status="all"`` includes the archived. A fact
+        used while the pages are read can move to a page already read in the orders that use
+        moves (uses, last_used); ``order="recent"`` (newest first) meets every fact once."""
         return curation.fact_page(self.ctx, user=check_user(user), status=status, category=category,
                                   contains=contains, order=order, after=after, limit=limit)
 

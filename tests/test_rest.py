@@ -836,3 +836,28 @@ def test_a_knowledge_document_is_deleted_for_good_by_its_owner_only(api, ana, bo
     recalled = ana.post("/api/memory/recall", json={"query": "how do I deploy to the kestrel box?", "budget": 2000}).json()
     assert "ssh to the kestrel box" not in recalled["context"] and "kestrel pipeline" in recalled["context"]
     assert api.memory.check_store().intact  # its full-text row, postings and counts went with it
+
+
+def test_facts_walked_newest_first_meet_every_fact_once_while_they_are_used(api, admin):
+    """Paged by uses, a fact used between two pages moved to a page already read and was never
+    seen; order=recent is a walk that meets every fact once."""
+    mem = api.memory
+    plants = ("ferns", "cacti", "orchids", "basil", "mint", "tomatoes", "lavender", "ivy", "bonsai", "succulents")
+    facts = [mem.remember(f"Grows {plant} on the balcony", user="walker") for plant in plants]
+    assert len(mem.facts(user="walker")) == 10
+    seen: list[str] = []
+    r = admin.get("/api/memory/facts", params={"user": "walker", "limit": 3, "order": "recent"})
+    while True:
+        assert r.status_code == 200, r.text
+        seen += [f["id"] for f in r.json()]
+        for fact in facts:  # each page read, the facts not yet read are used again
+            if fact.id not in seen:
+                mem.reinforce(fact.id, user="walker")
+                break
+        following = r.links.get("next", {}).get("url")
+        if following is None:
+            break
+        r = admin.get(following)
+    assert sorted(seen) == sorted(f.id for f in facts) and len(seen) == len(set(seen))
+    bad = admin.get("/api/memory/facts", params={"user": "walker", "order": "alphabetical"})
+    assert bad.status_code == 400 and bad.json()["field"] == "order"

@@ -521,12 +521,15 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         user: str = caller,
         status: FactStatus | None = Query(None, description="pending, consolidated or archived"),
         category: str | None = None,
+        order: str = Query("uses", description="uses (most used first), recent (newest first), last_used or "
+                           "confidence. A fact used while pages are read can move to a page already read in "
+                           "the orders that use moves; recent is a walk that meets every fact once"),
         limit: int = Query(100, ge=1, le=PAGE_LIMIT),
         after: str | None = AFTER,
     ) -> list[Fact]:
-        """Facts, most used first, a page at a time (the next page's URL in ``Link``)."""
+        """Facts, most used first (or by ``order``), a page at a time (the next page's URL in ``Link``)."""
         return _page(request, response, memory.fact_page(user=user, status=status, category=category,
-                                                         after=after, limit=limit))
+                                                         order=order, after=after, limit=limit))
 
     @api.post("/api/memory/facts", response_model=RememberedFact, status_code=201, tags=["facts"],
               responses={200: {"model": RememberedFact,
