@@ -59,8 +59,8 @@ async def error(client: Client, tool: str, **arguments: Any) -> str:
 def test_stdio_process_message_then_save_memory_then_search_finds_it(tmp_path):
     async def script(client: Client) -> None:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"process_message", "save_memory", "ingest", "remember", "search", "forget", "feedback", "dream",
-                         "dream_status"}
+        assert names == {"process_message", "save_memory", "ingest", "remember", "search", "forget", "restore",
+                         "feedback", "dream", "dream_status"}
         turn = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
         assert turn["turn_id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
         saved = await call(client, "save_memory", turn_id=turn["turn_id"], reply="Biscuit is a lovely name!")
@@ -93,6 +93,10 @@ def test_stdio_remember_forget_feedback_and_resources(tmp_path):
         assert "feedback" in await error(client, "feedback", id=turn["turn_id"], status="loved")
         assert await call(client, "forget", id=fact["id"]) == {"id": fact["id"], "status": "archived"}
         assert "no fact" in await error(client, "forget", id="fact_missing")
+        # forgotten by mistake: restore brings it back, and a live fact has nothing to restore
+        assert await call(client, "restore", id=fact["id"]) == {"id": fact["id"], "status": "consolidated"}
+        assert "not archived" in await error(client, "restore", id=fact["id"])
+        assert await call(client, "forget", id=fact["id"]) == {"id": fact["id"], "status": "archived"}
         assert "limit" in await error(client, "search", query="snack", limit=0)
         # arguments that do not fit a tool's schema are refused in one line naming each field
         assert await error(client, "search", query="snack", limit=0) == (

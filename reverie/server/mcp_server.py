@@ -45,7 +45,7 @@ Long-term memory about the user. For every user message: call process_message
 first and put the returned `context` in front of your answer; after answering,
 call save_memory with the returned turn_id and your reply. Use remember for a
 durable fact the user states, search to look something up, forget to drop a
-wrong fact, feedback to say how a recalled episode worked out."""
+wrong fact (restore brings it back), feedback to say how a recalled episode worked out."""
 
 _user: ContextVar[str | None] = ContextVar("reverie_mcp_user", default=None)
 
@@ -212,6 +212,12 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
     def forget(id: Annotated[str, Field(description="The fact's id.")]) -> str:
         """Archive a wrong or outdated fact (reversible)."""
         return _answer(lambda user: _status(memory.forget(id, user=user)))
+
+    @tool(idempotent=True)
+    def restore(id: Annotated[str, Field(description="The archived fact's id (forget answered it).")]) -> str:
+        """Bring back a fact that was forgotten or replaced by a newer value; a newer value it
+        had given way to gives way to it in turn."""
+        return _answer(lambda user: _status(memory.restore_fact(id, user=user)))
 
     @tool(idempotent=True)
     def feedback(
