@@ -107,13 +107,18 @@ class Turn:
         return cls(store, learner, episode)
 
     def complete(self, reply: str) -> Episode:
-        """Phase two: store the reply; the learning line fills summary, overview and tags."""
+        """Phase two: store the reply; the learning line fills summary, overview and tags.
+
+        A turn left interrupted (the process that opened it stopped, a server restarted
+        between the message and the reply, a ``with`` block left without a reply) takes its
+        reply when it comes: the user's message is kept, learned and recalled with it. A
+        completed or failed turn is a Conflict."""
         text = clean_text(reply, "reply")
         with self._store.transaction():
             current = self._store.get_episode(self.episode.id)
             if current is None:
                 raise NotFound(f"no turn {self.episode.id!r}")
-            if current.status != "pending":
+            if current.status not in ("pending", "interrupted"):
                 raise Conflict(f"turn {current.id} is already {current.status}")
             current.reply_text = text
             current.messages.append(Message(role="assistant", content=text, at=utcnow()))

@@ -145,6 +145,22 @@ def test_leaving_a_turn_without_complete_marks_it_interrupted(mem):
     assert mem.episode(turn.id).status == "interrupted"
 
 
+def test_an_interrupted_turn_takes_its_reply_when_it_comes_and_is_learned_and_recalled(home):
+    """A server restarted between a message and its reply left the turn interrupted, and
+    completing it was a 409: the user's message was never learned nor recalled."""
+    with Memory(home, background=False) as first:
+        turn = first.turn("I am vegetarian since 2019", user="ana")
+        turn.__exit__(None, None, None)  # the process stops before the reply (as start-up recovery marks it)
+        assert first.episode(turn.id).status == "interrupted"
+    with Memory(home, background=False) as second:
+        done = second.complete_turn(turn.id, "Noted: no meat in the recipes I suggest.")
+        assert done.status == "completed" and done.user_text == "I am vegetarian since 2019"
+        assert second.flush() == 1
+        assert "vegetarian" in second.recall("what should I cook tonight?", user="ana", track=False).context
+        with pytest.raises(Conflict):
+            second.complete_turn(turn.id, "again")
+
+
 def test_an_exception_inside_a_turn_marks_it_failed(mem):
     with pytest.raises(RuntimeError):
         with mem.turn("This will blow up", user="ana") as turn:
