@@ -185,6 +185,13 @@ def check_confidence(value: Any) -> float:
     return float(value)
 
 
+def check_flag(value: Any, field: str) -> bool:
+    """A true/false argument: a bool, nothing else (the string "false" is no False)."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{field} must be true or false", field=field)
+    return value
+
+
 def check_budget(value: Any) -> int | None:
     """A token budget: a whole number of tokens from 1 to :data:`MAX_BUDGET`, or None for the
     configured one."""

@@ -29,6 +29,7 @@ from reverie.ingest import Added, IngestReport, add_messages, ingest, store_mess
 from reverie.inputs import (
     check_budget,
     check_date,
+    check_flag,
     check_messages,
     check_query,
     check_text,
@@ -461,22 +462,27 @@ class Memory:
         head, reads the store: a store that fails fails there."""
         return portability.export_chunks(self.ctx, check_user(user))
 
-    def import_(self, data: dict[str, Any] | str, *, user: str) -> dict[str, int]:
+    def import_(self, data: dict[str, Any] | str, *, user: str, strict: bool = True) -> dict[str, int]:
         """Import an export envelope (or a deer-flow memory.json), all or nothing: missing
         values are filled, a wrong one (a confidence outside 0..1, a date that is no date) is
         refused naming its path. Into another user, items whose ids another user's items hold
         take ids of their own, the same on every run: importing a file again replaces what
-        the first import wrote (counted in ``replaced``) instead of adding copies."""
-        return portability.import_user(self.ctx, data, check_user(user))
+        the first import wrote (counted in ``replaced``) instead of adding copies.
+        ``strict=False`` corrects a wrong value or skips an unusable item instead, each with
+        a warning, counted in ``corrected`` and ``skipped`` (a profile section past
+        max_profile_chars keeps its newest part)."""
+        return portability.import_user(self.ctx, data, check_user(user), strict=check_flag(strict, "strict"))
 
     def import_file(
         self, path: str | Path, *, user: str, on_progress: Callable[[dict[str, int]], None] | None = None,
+        strict: bool = True,
     ) -> dict[str, int]:
         """:meth:`import_` of a file. An export envelope is read and written a page of items
         at a time, in one transaction: bounded memory whatever the file's size.
         ``on_progress(counts)`` is told the counts so far after each page (not yet committed:
         the import is all or nothing)."""
-        return portability.import_file(self.ctx, Path(path), check_user(user), on_page=on_progress)
+        return portability.import_file(self.ctx, Path(path), check_user(user), strict=check_flag(strict, "strict"),
+                                       on_page=on_progress)
 
     def stats(self, *, user: str | None = None) -> dict[str, Any]:
         """Counts per user (every user without ``user``)."""

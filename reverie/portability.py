@@ -403,7 +403,8 @@ def _check_profile_length(parsed: _Parsed, limit: int, strict: bool) -> dict[str
     trimmed: dict[str, int] = {}
     for name, section in parsed.profile.sections().items():
         if strict:
-            check_profile_length(section.summary, limit, f"profile.{name}", "; nothing was imported")
+            check_profile_length(section.summary, limit, f"profile.{name}", "; nothing was imported (a lenient "
+                                 "import keeps its newest part: reverie import --lenient, strict=False)")
         section.summary = fit_section(name, section.summary, limit, trimmed)
         if name in trimmed:
             log.warning("profile.%s is past max_profile_chars (%d): kept its newest parts", name, limit)

@@ -269,3 +269,32 @@ def test_the_same_file_ingested_after_a_move_is_skipped_as_before(tmp_path):
         again = new.ingest(conv, user="ana")
         assert again.episodes == 0 and again.skipped == first.episodes
         assert len(new.export(user="ana")["episodes"]) == len(exported["episodes"])
+
+
+def test_a_deerflow_profile_section_past_the_limit_refuses_the_file_or_keeps_its_newest_part_when_lenient(
+        tmp_path, mem):
+    """One long history paragraph refused the whole file, and no door offered the lenient
+    mode the refusal could have named."""
+    from typer.testing import CliRunner
+
+    from reverie.cli import app
+
+    long = " ".join(f"Part {n} of a long history paragraph." for n in range(40))  # past 500 characters
+    data = {"version": "1.0", "user": {"workContext": {"summary": "Engineer", "updatedAt": ""}},
+            "history": {"earlierContext": {"summary": long, "updatedAt": ""}},
+            "facts": [{"id": "f1", "content": "Prefers tea", "category": "preference", "confidence": 0.9,
+                       "createdAt": "2025-01-01T00:00:00Z", "source": "thread-1"}]}
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InvalidInput) as refused:
+        mem.import_(data, user="jan")
+    assert "--lenient" in str(refused.value) and mem.facts(user="jan") == []
+    with pytest.raises(InvalidInput):
+        mem.import_(data, user="jan", strict="no")  # type: ignore[arg-type]
+    counts = mem.import_file(path, user="jan", strict=False)
+    assert counts["facts"] == 1 and counts["corrected"] >= 1
+    kept = mem.profile(user="jan").history.earlier_context.summary
+    assert 0 < len(kept) <= mem.settings.max_profile_chars and kept.endswith("Part 39 of a long history paragraph.")
+    home = tmp_path / "cli"
+    said = CliRunner().invoke(app, ["import", str(path), "--user", "jan", "--home", str(home), "--lenient"])
+    assert said.exit_code == 0 and "1 facts" in said.output, said.output

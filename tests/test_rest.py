@@ -861,3 +861,12 @@ def test_facts_walked_newest_first_meet_every_fact_once_while_they_are_used(api,
     assert sorted(seen) == sorted(f.id for f in facts) and len(seen) == len(set(seen))
     bad = admin.get("/api/memory/facts", params={"user": "walker", "order": "alphabetical"})
     assert bad.status_code == 400 and bad.json()["field"] == "order"
+
+
+def test_an_import_with_a_wrong_value_is_refused_whole_or_corrected_when_lenient(api, ana):
+    envelope = {"version": 1, "facts": [{"content": "Grows basil on the sill", "confidence": 7},
+                                        {"content": "Prefers oat milk", "confidence": 0.8}]}
+    refused = ana.post("/api/memory/import", json=envelope)
+    assert refused.status_code == 400 and refused.json()["field"] == "facts[0].confidence"
+    taken = ana.post("/api/memory/import", params={"lenient": "true"}, json=envelope)
+    assert taken.status_code == 200 and taken.json()["facts"] == 2 and taken.json()["corrected"] == 1

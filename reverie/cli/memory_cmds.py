@@ -369,9 +369,11 @@ def import_cmd(
     file: Annotated[Path, typer.Argument(help="An export envelope or a deer-flow memory.json.", exists=True, dir_okay=False)],
     user: User,
     home: Home = None,
+    lenient: Annotated[bool, typer.Option("--lenient", help="Correct a wrong value or skip an unusable item (counted) "
+                                          "instead of refusing the whole file; a long profile section keeps its newest part.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Import an export (or a deer-flow memory.json); all or nothing."""
+    """Import an export (or a deer-flow memory.json); all or nothing (--lenient: corrected and skipped, counted)."""
     with open_memory(home) as mem:
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             task = progress.add_task(f"importing {file.name}", total=None)
@@ -380,7 +382,7 @@ def import_cmd(
                 done = ", ".join(f"{v:,} {k}" for k, v in counts.items() if v and k != "replaced")
                 progress.update(task, description=f"importing {file.name}: {done}")
 
-            counts = mem.import_file(file, user=user, on_progress=shown)
+            counts = mem.import_file(file, user=user, on_progress=shown, strict=not lenient)
         say(counts, as_json, "imported " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 

@@ -662,9 +662,14 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
     @api.post("/api/memory/import", tags=["portability"], responses=_answers(415))
-    def import_(data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."), user: str = caller) -> dict[str, Any]:
-        """All or nothing."""
-        return memory.import_(data, user=user)
+    def import_(
+        data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."),
+        user: str = caller,
+        lenient: bool = Query(False, description="Correct a wrong value or skip an unusable item (counted in "
+                              "corrected and skipped) instead of refusing the whole import"),
+    ) -> dict[str, Any]:
+        """All or nothing (with ``lenient``, wrong values corrected and unusable items skipped, counted)."""
+        return memory.import_(data, user=user, strict=not lenient)
 
     @api.get("/api/memory/health", tags=["maintenance"])
     def health(user: str = caller) -> Any:
