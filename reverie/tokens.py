@@ -72,6 +72,8 @@ _SCRIPT_COSTS = (
     (re.compile(r"[\u200d\ufe00-\ufe0f]"), 1.0),  # emoji joiners and variation selectors
     (re.compile(r"[\U00010000-\U0010ffff]"), 3.6),  # emoji and other astral characters
 )
+# any of them: most non-ASCII text (Chinese, accented Latin) holds none, and is read once, not six times
+_ANY_SCRIPT = re.compile("|".join(pattern.pattern for pattern, _ in _SCRIPT_COSTS))
 
 
 def _estimate(text: str) -> int:
@@ -83,10 +85,11 @@ def _estimate(text: str) -> int:
     if not text.isascii():
         cjk = len(_CJK_RE.findall(text))
         other = len(_NON_ASCII_RE.findall(text)) - cjk
-        for script, cost in _SCRIPT_COSTS:
-            found = len(script.findall(text))
-            tokens += cost * found
-            other -= found
+        if other and _ANY_SCRIPT.search(text):
+            for script, cost in _SCRIPT_COSTS:
+                found = len(script.findall(text))
+                tokens += cost * found
+                other -= found
         tokens += _CJK_TOKENS_PER_CHAR * cjk + _OTHER_NON_ASCII_TOKENS_PER_CHAR * other
     # Whitespace alone is still at least one token.
     return max(1, int(tokens + 0.5))
