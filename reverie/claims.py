@@ -461,6 +461,12 @@ def judge_keys(text: str) -> frozenset[str]:
     return frozenset(keys)
 
 
+# the exclusive verbs whose object is one of many a person holds at once (preferences, tools,
+# choices), where one home, employer, name or role at a time is a single slot
+_OPEN_SLOT = re.compile(r"prefers?|preferred|uses?|using|decided|chose|switched to|favou?rite|偏好|更喜欢|改用|用|决定|最喜欢",
+                        re.IGNORECASE)
+
+
 def _exclusive_conflict(new: str, old: str) -> bool:
     """Both fill the same exclusive slot ("prefers", "lives in") with another value."""
     a, b = _reading(new), _reading(old)
@@ -479,26 +485,19 @@ def _exclusive_conflict(new: str, old: str) -> bool:
     # ("dark mode in editors" / "light mode in editors")
     single = len(obj_a) == 1 and len(obj_b) == 1
     one_kind = _one_kind(obj_a, obj_b)  # "green tea" / "coffee": two drinks
-    if (single or one_kind) and where_a and opens != "for" and not obj_a & obj_b:
-        # two things that only share where they hold ("jeans at work" / "tea at work") are two
-        # facts; one value for another there only when they are two of an exclusive pair or
-        # two things of one kind ("tea in the morning" / "coffee in the morning"), one is given
-        # up for the other ("coffee over tea in the morning"), or what they are for is the same
-        # ("Python for data work" / "SQL for data work")
-        return (_exclusive_clash(obj_a, obj_b) or one_kind
-                or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old)))
-    if single and not obj_a & obj_b and _OPEN_SLOT.fullmatch(slot_a.group(0)):
-        # one preference or tool for another only when they are two of a kind or one is given
-        # up for the other: "Prefers tea" takes no "Prefers email" back, "Uses git" no "Uses vim"
+    if not obj_a & obj_b and (
+            # two things that only share where they hold ("jeans at work" / "tea at work"), unless
+            # what they are for is the same ("Python for data work" / "SQL for data work")
+            ((single or one_kind) and where_a and opens != "for")
+            # one of the many things a person prefers or uses ("Prefers tea" / "Prefers email",
+            # "Uses git" / "Uses vim"), where one home or one employer is a single slot
+            or (single and _OPEN_SLOT.fullmatch(slot_a.group(0)) is not None)):
+        # are two facts; one value for another only when they are two of an exclusive pair or
+        # two things of one kind ("tea in the morning" / "coffee in the morning"), or one is
+        # given up for the other ("coffee over tea in the morning")
         return (_exclusive_clash(obj_a, obj_b) or one_kind
                 or bool(obj_b <= _given_up(new) or obj_a <= _given_up(old)))
     return bool((single or one_kind or obj_a & obj_b) and 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2)
-
-
-# the exclusive verbs whose object is one of many a person holds at once (preferences, tools,
-# choices), where one home, employer, name or role at a time is a single slot
-_OPEN_SLOT = re.compile(r"prefers?|preferred|uses?|using|decided|chose|switched to|favou?rite|偏好|更喜欢|改用|用|决定|最喜欢",
-                        re.IGNORECASE)
 
 
 def _atoms(values: _Values) -> frozenset[str]:
