@@ -441,23 +441,16 @@ WITHDRAWN_KEPT = 200
 
 def note_withdrawn(store: Store, user: str, contents: list[str], at: datetime, *, keep_text: bool = True) -> None:
     """Remember lines a person deleted (inside the caller's transaction). ``keep_text=False``
-    (deleted for good): only their digests are kept, theirs and those of earlier deletions of
-    the same lines."""
-    if not contents:
-        return
-    keys = [_key_digest(c) for c in contents]
-    kept = withdrawn_record(store, user)
-    if not keep_text:
-        kept = [{**w, "content": ""} if w.get("key") in keys else w for w in kept]
-    kept += [{"content": c if keep_text else "", "key": k, "at": at.isoformat()} for c, k in zip(contents, keys)]
-    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
+    (deleted for good): only their digests are kept, and an earlier deletion of the same
+    line keeps no text either."""
+    merge_withdrawn(store, user, [{"content": c if keep_text else "", "key": _key_digest(c), "at": at.isoformat()}
+                                  for c in contents])
 
 
 def withdrawn(store: Store, user: str) -> list[tuple[str, str, datetime]]:
     """The lines a person deleted (the last :data:`WITHDRAWN_KEPT`): (content, or "" for one
     deleted for good; the digest of its :func:`exact_key`; when)."""
-    return [(str(w.get("content", "")), str(w.get("key", "")), as_utc(datetime.fromisoformat(w["at"])))
-            for w in withdrawn_record(store, user)]
+    return [(str(w.get("content", "")), str(w.get("key", "")), _at(w)) for w in withdrawn_record(store, user)]
 
 
 def withdrawn_like(deleted: list[tuple[str, str, datetime]], content: str, duplicate_at: float) -> datetime | None:
@@ -476,21 +469,25 @@ def withdrawn_record(store: Store, user: str) -> list[dict[str, str]]:
     return list(json.loads(raw)) if raw else []
 
 
-
 def merge_withdrawn(store: Store, user: str, entries: list[dict[str, str]]) -> None:
-    """Add another home's deleted lines (an import) to ``user``'s (inside the caller's
-    transaction): one entry per line, its latest deletion, the newest WITHDRAWN_KEPT. A line
-    known here only by its digest (deleted for good) stays so."""
+    """Add deleted lines (``entries``: {"content", "key", "at"}; another home's, from an
+    import) to ``user``'s record (inside the caller's transaction): one entry per line, its
+    latest deletion, the newest WITHDRAWN_KEPT. A line once deleted for good (no text) keeps
+    no text."""
     if not entries:
         return
     merged: dict[str, dict[str, str]] = {}
     for entry in [*withdrawn_record(store, user), *entries]:
         known = merged.get(entry["key"])
-        if known is None or as_utc(datetime.fromisoformat(entry["at"])) >= as_utc(datetime.fromisoformat(known["at"])):
+        if known is None or _at(entry) >= _at(known):
             forgotten = known is not None and not known.get("content")
             merged[entry["key"]] = {**entry, "content": "" if forgotten else entry.get("content", "")}
-    kept = sorted(merged.values(), key=lambda e: as_utc(datetime.fromisoformat(e["at"])))
+    kept = sorted(merged.values(), key=_at)
     store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
+
+
+def _at(entry: dict[str, str]) -> datetime:
+    return as_utc(datetime.fromisoformat(entry["at"]))
 
 
 def _key_digest(content: str) -> str:
