@@ -241,48 +241,50 @@ def scratch_schema(url: str, prefix: str = "reverie_scratch") -> Iterator[str]:
     try:
         yield with_schema(url, name)
     finally:
-        try:
-            import psycopg
-        except ImportError as exc:
-            raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
-        with psycopg.connect(split_schema(url)[0], autocommit=True) as conn:
+        with _driver().connect(split_schema(url)[0], autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {_ident(name)} CASCADE")
 
 
-def holds_store(url: str) -> bool:
-    """Whether the schema ``url`` names (the connection's own without ?schema=) holds a
-    reverie store, read without writing anything; a server that does not answer is a
-    StoreError that says so."""
+def _driver() -> Any:
+    """psycopg, or a StoreError that names the extra that brings it."""
     try:
         import psycopg
     except ImportError as exc:
         raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
+    return psycopg
+
+
+@contextmanager
+def _schema_of(url: str) -> Iterator[tuple["Connection[Any]", str, set[str]]]:
+    """A connection to the server of ``url``, the schema it names (the connection's own
+    without ?schema=) and the tables that schema holds: read, nothing written. A server that
+    does not answer raises psycopg's error."""
     conninfo, schema = split_schema(url)
+    with _driver().connect(conninfo, connect_timeout=5, autocommit=True) as conn:
+        named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])
+        tables = {str(r[0]) for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (named,))}
+        yield conn, named, tables
+
+
+def holds_store(url: str) -> bool:
+    """Whether the schema ``url`` names holds a reverie store, read without writing anything;
+    a server that does not answer is a StoreError that says so."""
+    psycopg = _driver()
     try:
-        with psycopg.connect(conninfo, connect_timeout=5, autocommit=True) as conn:
-            named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
-            row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = %s "
-                               "AND tablename = 'schema_version')", (named,)).fetchone()
+        with _schema_of(url) as (_, _, tables):
+            return "schema_version" in tables
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to PostgreSQL at {redact_url(url)}: {' '.join(str(exc).split())}") from None
-    return bool(row and row[0])
 
 
 def migration_target_problem(url: str) -> str:
     """What would stop a migration into ``url``, read without writing anything ("" when
     nothing): a server that does not answer, a schema that already holds a memory, or one
     holding another application's tables under reverie's names."""
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise StoreError(f"the PostgreSQL store needs psycopg 3 and psycopg-pool: {EXTRA}") from exc
-    conninfo, schema = split_schema(url)
+    psycopg = _driver()
     where = redact_url(url)
     try:
-        with psycopg.connect(conninfo, connect_timeout=5, autocommit=True) as conn:
-            named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
-            tables = {str(r[0]) for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (named,))}
+        with _schema_of(url) as (conn, named, tables):
             ours = sorted(tables & set(TABLES))
             if ours and "schema_version" not in tables:
                 return (f"schema {named!r} at {where} holds tables of another application with names reverie uses "
