@@ -628,10 +628,11 @@ def check_store(ctx: Context) -> StoreCheck:
     that disagrees with the items (full-text rows and counts, tag counts) is built anew by
     exporting each user and importing them into a new store."""
     started = time.perf_counter()
-    problems = ctx.store.integrity_problems()
+    found = ctx.store.integrity_problems()
+    problems = [p.said for p in found]
     where = ctx.store.where
     advice = ""
-    if any(p.startswith("SQLite:") or "could not be read" in p for p in problems):
+    if any(p.damaged for p in found):
         advice = recovery(where)
     elif problems:
         advice = ("The items are whole; what is derived from them is not. Export each user (reverie export --user "

@@ -266,6 +266,16 @@ def query_tokens(query_terms: Iterable[str]) -> list[str]:
 # the most problems an integrity check lists (a damaged file can have thousands)
 MAX_INTEGRITY_PROBLEMS = 20
 
+
+@dataclass(frozen=True)
+class IntegrityProblem:
+    """One thing :meth:`Store.integrity_problems` found: what it is, and whether the file's own
+    pages are damaged (mended with the store's own recovery tools) rather than data derived
+    from the items being out of step with them (built again by an export and import)."""
+
+    said: str
+    damaged: bool = False
+
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
 USER_META_PREFIXES = (
     "memory_md:", "capacity:", "profile-trimmed:", "facts-skipped:", "notes-unwritten:", "withdrawn:",
@@ -547,12 +557,12 @@ class Store(ABC):
     def schema_version(self) -> int: ...
 
     @abstractmethod
-    def integrity_problems(self) -> list[str]:
+    def integrity_problems(self) -> list[IntegrityProblem]:
         """What is wrong with the store, read whole (its size in time: run on demand, never on
         a request's path): damaged pages where the store keeps its own (SQLite), and the
         derived data that triggers keep beside the items (full-text rows and counts, tag
         counts) where it disagrees with them. Empty when nothing is found; at most
-        :data:`MAX_INTEGRITY_PROBLEMS` lines."""
+        :data:`MAX_INTEGRITY_PROBLEMS` of them."""
 
     @abstractmethod
     def users(self) -> list[str]:

@@ -64,6 +64,7 @@ from reverie.store.base import (
     first_distinct,
     FACT_ORDERS,
     MAX_INTEGRITY_PROBLEMS,
+    IntegrityProblem,
     best_first,
     best_hits,
     best_rows,
@@ -1074,29 +1075,29 @@ class PostgresStore(Store):
         row = self._one("SELECT version FROM schema_version")
         return int(row[0]) if row else 0
 
-    def integrity_problems(self) -> list[str]:
+    def integrity_problems(self) -> list[IntegrityProblem]:
         """The derived data the triggers keep against what it is derived from: each item's
         term rows against its lexemes (counted), the term and tag counts against their rows,
         and each user's full-text totals against their items. The server keeps its own pages
         (data checksums, and the amcheck extension where it is installed: see
         docs/postgres.md)."""
-        problems: list[str] = []
+        problems: list[IntegrityProblem] = []
         for kind, code in _KIND_CODE.items():
             table = _TABLE[kind]
             row = self._one(
                 f"SELECT (SELECT coalesce(sum(cardinality(tsvector_to_array(tsv))), 0) FROM {table}), "
                 f"(SELECT count(*) FROM terms WHERE kind = {code})")
             if row is not None and int(row[0]) != int(row[1]):
-                problems.append(f"the term index holds {row[1]} row(s) of {kind}s where their text has {row[0]} "
-                                "lexeme(s): search misses or mis-ranks them")
+                problems.append(IntegrityProblem(f"the term index holds {row[1]} row(s) of {kind}s where their "
+                                                 f"text has {row[0]} lexeme(s): search misses or mis-ranks them"))
             row = self._one(
                 f"SELECT count(*) FROM (SELECT user_id, count(*) AS n, sum(doc_len) AS tokens FROM {table} "
                 "GROUP BY user_id) m "
                 f"FULL JOIN (SELECT user_id, rows, tokens FROM fts_stats WHERE kind = %s AND (rows <> 0 OR tokens <> 0)) "
                 "s USING (user_id) WHERE m.n IS DISTINCT FROM s.rows OR m.tokens IS DISTINCT FROM s.tokens", (kind,))
             if row is not None and int(row[0]):
-                problems.append(f"the full-text totals of {row[0]} user(s) differ from their {kind}s: "
-                                "search ranks them wrongly")
+                problems.append(IntegrityProblem(f"the full-text totals of {row[0]} user(s) differ from their "
+                                                 f"{kind}s: search ranks them wrongly"))
         # each derived count against the rows it counts: (source, its groups, the counts, what a difference means)
         for counted, keys, counts, means in (
             ("terms", "user_id, kind, lexeme", "term_sizes", "term count(s) differ from the term index: "
@@ -1108,7 +1109,7 @@ class PostgresStore(Store):
                             f"FULL JOIN (SELECT {keys}, n FROM {counts} WHERE n <> 0) s USING ({keys}) "
                             "WHERE c.n IS DISTINCT FROM s.n")
             if row is not None and int(row[0]):
-                problems.append(f"{row[0]} {means}")
+                problems.append(IntegrityProblem(f"{row[0]} {means}"))
         return problems[:MAX_INTEGRITY_PROBLEMS]
 
     def _check_open(self) -> None:

@@ -40,6 +40,7 @@ from reverie.store.base import (
     first_distinct,
     MAX_LEXEME_BYTES,
     MAX_INTEGRITY_PROBLEMS,
+    IntegrityProblem,
     best_hits,
     best_rows,
     common_names,
@@ -667,37 +668,40 @@ class SQLiteStore(Store):
     def schema_version(self) -> int:
         return int(self._x("SELECT version FROM schema_version").fetchone()[0])
 
-    def integrity_problems(self) -> list[str]:
+    def integrity_problems(self) -> list[IntegrityProblem]:
         """SQLite's ``quick_check`` (every page and index entry, without matching indexes to
         rows: a fraction of ``integrity_check``'s time), each full-text index against its
         text, every item's full-text row, and the tag counts against the postings."""
-        problems: list[str] = []
+        problems: list[IntegrityProblem] = []
 
         def read(what: str, sql: str) -> list[tuple[Any, ...]]:
             try:
                 return self._tuples(sql, ())
             except sqlite3.DatabaseError as exc:  # a damaged page met on the way
-                problems.append(f"{what} could not be read (SQLite: {exc})")
+                problems.append(IntegrityProblem(f"{what} could not be read (SQLite: {exc})", damaged=True))
                 return []
 
         said = [str(r[0]) for r in read("the file", f"PRAGMA quick_check({MAX_INTEGRITY_PROBLEMS})")]
-        problems += [f"SQLite: {line}" for line in said if line != "ok"]
+        problems += [IntegrityProblem(f"SQLite: {line}", damaged=True) for line in said if line != "ok"]
         for kind, fts in _FTS_TABLE.items():
             try:  # a command, not a write: FTS5 compares its index with the text it holds
                 self._x(f"INSERT INTO {fts} ({fts}) VALUES ('integrity-check')")
             except sqlite3.DatabaseError as exc:
-                problems.append(f"the full-text index of {kind}s does not match their text (SQLite: {exc})")
+                problems.append(IntegrityProblem(f"the full-text index of {kind}s does not match their text "
+                                                 f"(SQLite: {exc})"))
             main = _MAIN_TABLE[kind]
             for (missing,) in read(f"the {kind}s' full-text rows", f"SELECT count(*) FROM {main} m "
                                    f"WHERE NOT EXISTS (SELECT 1 FROM {fts}_content c WHERE c.id = m.pk)"):
                 if missing:
-                    problems.append(f"{missing} {kind}(s) have no full-text row: search cannot find them")
+                    problems.append(IntegrityProblem(f"{missing} {kind}(s) have no full-text row: search cannot "
+                                                     "find them"))
         for (off,) in read("the tag counts", "SELECT count(*) FROM (SELECT user, tag, count(*) AS n FROM item_tags "
                            "GROUP BY user, tag) p LEFT JOIN tag_sizes s ON s.user = p.user AND s.tag = p.tag "
                            "WHERE s.n IS NOT p.n UNION ALL SELECT count(*) FROM tag_sizes s WHERE s.n <> 0 AND NOT "
                            "EXISTS (SELECT 1 FROM item_tags p WHERE p.user = s.user AND p.tag = s.tag)"):
             if off:
-                problems.append(f"{off} tag count(s) differ from the tag's postings: recall weighs those tags wrongly")
+                problems.append(IntegrityProblem(f"{off} tag count(s) differ from the tag's postings: recall weighs "
+                                                 "those tags wrongly"))
         return problems[:MAX_INTEGRITY_PROBLEMS]
 
     def close(self) -> None:
