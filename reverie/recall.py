@@ -157,6 +157,10 @@ class Recall:
     items: list[RecallItem]
     tokens: int
     budget: int
+    # the items the message matched and the profile sections and standing facts offered
+    # beside them, before the budget chose among them: with an empty block, whether nothing
+    # was found or nothing fitted
+    found: int = 0
 
     @property
     def route(self) -> str:
@@ -166,8 +170,20 @@ class Recall:
         return {
             "query": self.query, "user": self.user, "route": self.route,
             "perception": self.perception.model_dump(mode="json"), "context": self.context,
-            "tokens": self.tokens, "budget": self.budget, "items": [i.as_dict() for i in self.items],
+            "tokens": self.tokens, "budget": self.budget, "found": self.found, "empty_reason": self.empty_reason,
+            "items": [i.as_dict() for i in self.items],
         }
+
+    @property
+    def empty_reason(self) -> str:
+        """Why the block is empty ("" when it is not): nothing matched, or what matched does
+        not fit in the budget."""
+        if self.context:
+            return ""
+        if self.found:
+            return (f"{self.found} item(s) matched, but none fits in {self.budget} tokens (the block's frame alone "
+                    f"takes {frame_tokens()}): raise the budget")
+        return "no memory matched this message"
 
 
 @dataclass(slots=True)
@@ -262,7 +278,8 @@ class Recaller:
         if not explain:
             for item in items:
                 item.parts = {}
-        return Recall(query, user, perception, context, items, used, budget)
+        found = len(scored) + len(background) + sum(1 for s in profile.sections().values() if s.summary.strip())
+        return Recall(query, user, perception, context, items, used, budget, found)
 
     # ------------------------------------------------------------ match
     def _match(
@@ -575,6 +592,12 @@ def _is_fact(s: _Scored[Item]) -> TypeGuard[_Scored[Fact]]:
     return isinstance(s.item, Fact)
 
 
+def frame_tokens() -> int:
+    """What the block's frame (its tags and header) costs before any line: a budget that
+    holds no more delivers nothing."""
+    return count_tokens(f"<memory>\n{HEADER}\n</memory>")
+
+
 class _Block:
     """Builds the <memory> block line by line, never past the budget."""
 
@@ -582,7 +605,7 @@ class _Block:
         self.budget = budget
         self.lines: list[str] = []
         self.items: list[RecallItem] = []
-        self.tokens = count_tokens(f"<memory>\n{HEADER}\n</memory>")
+        self.tokens = frame_tokens()
         self._seen: set[str] = set()
         self._by_depth: dict[str, int] = {}
         self._said: set[str] = set()  # the visible text of every delivered line, normalized

@@ -199,6 +199,14 @@ def test_recall_takes_the_configured_budget_unless_given_one(home, monkeypatch):
     assert result.exit_code != 0 and "budget must be a whole number of tokens from 1 to 100,000" in result.output
 
 
+def test_recall_says_when_memory_matched_but_the_budget_holds_none(home):
+    run("remember", "Cutover of the billing service is planned for November 28", "--user", "ana", home=home)
+    out = run("recall", "billing cutover", "--user", "ana", "--budget", "25", home=home).output
+    assert "<memory>" not in out and "none fits in 25 tokens" in out and "raise the budget" in out
+    out = run("recall", "billing cutover", "--user", "bob", home=home).output
+    assert "no memory matched this message" in out
+
+
 def test_export_to_a_path_that_cannot_be_written_is_a_one_line_error(home, tmp_path):
     run("remember", "Lives in Lisbon", "--user", "ana", home=home)
     for target in (tmp_path / "missing" / "x.json", tmp_path):

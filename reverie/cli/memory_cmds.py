@@ -264,7 +264,7 @@ def recall(
             f"[dim]route[/] {p.route}  [dim]scene[/] {p.scene}/{p.sub_scene or '-'}  [dim]intent[/] {p.intent}  "
             f"[dim]tags[/] {', '.join(p.tags) or '-'}  [dim]tokens[/] {result.tokens}/{result.budget}"
         )
-        console.print(escape(result.context) if result.context else "[dim](no memory for this message)[/]")
+        console.print(escape(result.context) if result.context else f"[dim]({escape(result.empty_reason)})[/]")
         if why and result.items:  # nothing delivered: no table of nothing
             print_why(result)
 
