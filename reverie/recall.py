@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, Sequence, TypeGuard, TypeVar
 
 from reverie.context import Context
 from reverie.engines import build_engine
@@ -270,11 +270,11 @@ class Recaller:
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent, budget)
         perception.tags = matched
-        items, context, used = self._deliver(
+        items, context, used, voiced = self._deliver(
             profile, corrections, scored, background, perception, budget, frozenset(query_terms)
         )
         if track:
-            self._track(items, now)
+            self._track(items, now, voiced)
         if not explain:
             for item in items:
                 item.parts = {}
@@ -442,19 +442,21 @@ class Recaller:
         return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, [])
                 for f in facts if f.id not in seen]
 
-    def _track(self, items: list[RecallItem], now: datetime) -> None:
+    def _track(self, items: list[RecallItem], now: datetime, voiced: Sequence[_Scored[Fact]] = ()) -> None:
         """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted.
+        ``voiced``: facts the delivered profile said for them (left out as repeats): used
+        as much as if their own lines had been delivered.
         With ``usage_flush_seconds`` > 0 the counts gather in memory and are written together
         at most that often, and within that long when no recall follows (and at close): a
         server's reads then do not turn every other process's page cache cold with a write
         per recall, nor take the user's lock on a shared store for each."""
         threshold = self.ctx.settings.promote_score
-        strong = [i for i in items if i.kind in ("fact", "episode") and i.score >= threshold]
+        strong = [(i.kind, i.id) for i in items if i.kind in ("fact", "episode") and i.score >= threshold]
+        strong += [("fact", s.item.id) for s in voiced if s.score >= threshold]
         if not strong:
             return
         with self._usage_lock:
-            for item in strong:
-                key = (item.kind, item.id)
+            for key in strong:
                 self._usage[key] = self._usage.get(key, 0) + 1
             self._usage_at = max(self._usage_at, now) if self._usage_at else now
             due = time.monotonic() - self._flushed >= self.ctx.settings.usage_flush_seconds
@@ -517,7 +519,9 @@ class Recaller:
     def _deliver(
         self, profile: Profile, corrections: list[_Scored[Fact]], scored: list[_Scored[Item]],
         background: list[_Scored[Fact]], perception: Perception, budget: int, query: frozenset[str],
-    ) -> tuple[list[RecallItem], str, int]:
+    ) -> tuple[list[RecallItem], str, int, list[_Scored[Fact]]]:
+        """The block's items, its text, its tokens, and the matched facts the delivered
+        profile said for them (their own lines would repeat it)."""
         out = _Block(budget)
         # the profile first, within its share of the budget: each section its newest parts
         # that fit (a section written before max_profile_chars may be longer than any budget)
@@ -531,7 +535,9 @@ class Recaller:
                     said.append(text.casefold())
         # a fact the delivered profile already says is not said again
         spoken = " ".join(said)
-        scored = [s for s in scored if not (isinstance(s.item, Fact) and _profile_says(spoken, s.item.content))]
+        voiced = [s for s in scored if _is_fact(s) and _profile_says(spoken, s.item.content)]
+        if voiced:
+            scored = [s for s in scored if not (_is_fact(s) and _profile_says(spoken, s.item.content))]
         correction_budget = int(budget * self.ctx.settings.correction_budget_share)
         all_corrections = corrections + [b for b in background if b.category == "correction"]
         for c in all_corrections:
@@ -572,7 +578,7 @@ class Recaller:
             elif isinstance(item, KnowledgeDoc):
                 out.add(s, "knowledge", _knowledge_line(item, route))
         # an empty block is no text at all: it costs nothing, its frame included
-        return out.items, out.render(), out.tokens if out.lines else 0
+        return out.items, out.render(), out.tokens if out.lines else 0, voiced
 
 
 @dataclass

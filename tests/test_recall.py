@@ -162,6 +162,21 @@ def test_delivered_items_are_counted_and_pending_facts_promoted(mem):
     assert after.status == "consolidated" and after.uses == 1 and after.last_used_at == NOW
 
 
+def test_a_fact_the_delivered_profile_says_is_counted_as_used(mem):
+    _say(mem, "I work as a data engineer at Acme Corp.", at=NOW - timedelta(days=2))
+    mem.flush()
+    fact = next(f for f in mem.facts(user="ana") if "data engineer" in f.content)
+    profile = mem.profile(user="ana").sections()["user.workContext"].summary
+    assert fact.status == "pending" and fact.content in profile
+    result = mem.recall("where do I work as a data engineer?", user="ana", at=NOW)
+    assert any(i.kind == "profile" and fact.content in i.text for i in result.items)
+    assert all(i.id != fact.id for i in result.items)  # said once, by the profile
+    after = mem.fact(fact.id)
+    assert after.status == "consolidated" and after.uses == 1 and after.last_used_at == NOW
+    mem.recall("where do I work as a data engineer?", user="ana", at=NOW, track=False)
+    assert mem.fact(fact.id).uses == 1
+
+
 def test_track_false_changes_nothing(mem):
     fact = mem.remember("Collects vintage fountain pens", user="ana")
     mem.recall("fountain pens", user="ana", track=False)
