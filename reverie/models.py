@@ -171,6 +171,9 @@ class TimeRef(Model):
     text: str
     start: Timestamp
     end: Timestamp
+    # said relative to the moment of speaking ("last weekend", "yesterday", "3 days ago"):
+    # the same words in a message of another day meant another time
+    relative: bool = False
 
 
 class Perception(Model):

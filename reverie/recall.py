@@ -247,14 +247,25 @@ class Recaller:
         # naive one), else in this machine's, as the nightly dream is
         reading = (at if at.tzinfo is not None else now) if at is not None else now.astimezone()
         perception = self.perceive(query, reading)
-        query_terms = terms(query)
-        asked_about = names_in(query)
+        # "what did I do last weekend?": the time is matched by the items' times; its words
+        # would find an older message that said "last weekend" of another weekend
+        # the episodes of the times the query names
+        in_times = [self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end,
+                                             limit=CANDIDATES_PER_KIND) for ref in perception.time_refs]
+        timed = {("episode", ep.id): ep for eps in in_times for ep in eps}
+        told = _told_times(perception, now, in_times)
+        content = _without(query, told)
+        query_terms = terms(content)
+        if query_terms:  # it asks about something within the time: its words are evidence too
+            told, content, query_terms = [], query, terms(query)
+        asked_about = names_in(content)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
         # "Where do I live?" finds "Lives in Berlin": the stems of live and lives differ
-        searched = query_terms + [t for t in e_variants(query) if t not in query_terms]
+        searched = query_terms + [t for t in e_variants(content) if t not in query_terms]
         hits = self.store.search(user, searched, kinds, CANDIDATES_PER_KIND, names=asked_about)
-        names = list(perception.keyphrases) + query_terms  # what may name a tag
+        told_words = frozenset(terms(" ".join(told)))
+        names = [p for p in perception.keyphrases if not _only_words_of(p, told_words)] + query_terms  # may name a tag
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         # the best text matches (their tags lead further), the tags the query names and the
         # profile: reads by key that wait for nothing else, together (one round trip on PostgreSQL)
@@ -263,7 +274,7 @@ class Recaller:
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
         loaded.update((i, ep) for i, ep in first.items["episode"].items() if isinstance(ep, Episode))
         roots = resolve(self.store, user, names, found=first.tags)
-        candidates, matched = self._match(user, names, hits, top_episodes, roots, perception, loaded)
+        candidates, matched = self._match(user, names, hits, top_episodes, roots, timed, loaded)
         scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, asked_about)
         profile = first.profile
         assert profile is not None  # asked for above
@@ -284,11 +295,11 @@ class Recaller:
     # ------------------------------------------------------------ match
     def _match(
         self, user: str, names: list[str], hits: list[Hit], top_episodes: list[str], roots: dict[str, str],
-        perception: Perception, loaded: dict[str, Episode],
+        timed: dict[tuple[str, str], Episode], loaded: dict[str, Episode],
     ) -> tuple[dict[tuple[str, str], _Candidate], list[str]]:
         """Candidates from the search's ``hits``, the tags the query ``names`` (``roots``: those
         that are live tags), the tags of the ``top_episodes`` found (read into ``loaded``) and
-        the times the query names."""
+        the episodes of the times the query names (``timed``)."""
         candidates: dict[tuple[str, str], _Candidate] = {}
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ITEM_KINDS}
         floor = max(top.values()) * KIND_NORM_FLOOR
@@ -301,9 +312,6 @@ class Recaller:
         # (pseudo-relevance feedback over tags), weaker than the query's own tags
         neighbours = {t: loaded[i].id for i in top_episodes if i in loaded for t in loaded[i].tags}
         expansion = expand(self.store, user, names, roots=roots, weak=neighbours, weak_weight=NEIGHBOUR_WEIGHT)
-        # the episodes of the times the query names
-        timed = {("episode", ep.id): ep for ref in perception.time_refs for ep in self.store.list_episodes(
-            user, status="completed", since=ref.start, until=ref.end, limit=CANDIDATES_PER_KIND)}
         if expansion.weights:
             # the strongest tags only lead to candidates, and only theirs are counted: the
             # query's own tags read their newest POSTINGS_PER_TAG items, weaker ones (synonyms,
@@ -705,6 +713,31 @@ def _min_episode_line_tokens() -> int:
     query-focused sentences) costs more than every check before it (at LoCoMo scale, 500
     tokens, a recall refused 28 lines for 16 it delivered, most with 7-19 tokens left)."""
     return count_tokens("- [2000-01-01] a") + 1
+
+
+def _told_times(perception: Perception, now: datetime, in_times: list[list[Episode]]) -> list[str]:
+    """The words of the query's times that are said relative to the moment of speaking, have
+    begun by ``now`` and hold episodes (``in_times``, by time): "last weekend", "yesterday",
+    "today" each name another time in a message of another day, and the episodes of the
+    time itself are matched by their own times. A time to come keeps its words (the plan
+    that names it was said before it, in words like the question's: "tomorrow", "next
+    week"), and so does a time the memory holds nothing of. The caller keeps them too when
+    the query asks about something within the time: a question may quote what was said
+    ("what did John volunteer at last weekend?")."""
+    return [r.text for r, eps in zip(perception.time_refs, in_times, strict=True)
+            if eps and r.relative and as_utc(r.start) <= as_utc(now)]
+
+
+def _without(query: str, spans: list[str]) -> str:
+    """``query`` with each of ``spans`` (texts found in it) blanked."""
+    for span in spans:
+        query = query.replace(span, " ")
+    return query
+
+
+def _only_words_of(phrase: str, words: frozenset[str]) -> bool:
+    """Whether every search term of ``phrase`` is one of ``words``."""
+    return bool(words) and set(terms(phrase)) <= words
 
 
 # a profile can be long (a summary of tens of thousands of characters): recall after recall

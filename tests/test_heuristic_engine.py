@@ -147,9 +147,25 @@ def _span(text: str) -> list[tuple[str, str]]:
     ("yesterday and last year", [("2024-03-13", "2024-03-13"), ("2023-01-01", "2023-12-31")]),
     ("you may go now", []),
     ("I have 2 cats", []),
+    # NOW is a Thursday: "this" is this week's day, "on" the last one, "next" the coming one
+    # or next week's (people mean either)
+    ("this Friday", [("2024-03-15", "2024-03-15")]),
+    ("this Monday", [("2024-03-11", "2024-03-11")]),
+    ("on Friday", [("2024-03-08", "2024-03-08")]),
+    ("next Tuesday", [("2024-03-19", "2024-03-19")]),
+    ("next Friday", [("2024-03-15", "2024-03-22")]),
 ])
 def test_time_refs_resolve_against_now(text, spans):
     assert _span(text) == spans
+
+
+@pytest.mark.parametrize("text, relative", [
+    ("last weekend", True), ("yesterday", True), ("3 days ago", True), ("next Tuesday", True), ("上周", True),
+    ("in May 2023", False), ("2023年5月8日", False), ("back in 2022", False),
+])
+def test_a_time_said_relative_to_the_moment_of_speaking_is_marked(text, relative):
+    (ref,) = resolve_time_refs(text, NOW)
+    assert ref.relative is relative
 
 
 def test_time_refs_cover_whole_days_in_the_callers_zone():

@@ -160,8 +160,15 @@ def _t_en_period(m: re.Match[str], today: date) -> tuple[date, date] | None:
 
 
 def _t_en_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
-    back = (today.weekday() - lx.WEEKDAYS[m["wd"].lower()]) % 7
-    if m["rel"].lower() in ("last", "this past") and back == 0:
+    rel, day = normalize_space(m["rel"].lower()), lx.WEEKDAYS[m["wd"].lower()]
+    if rel == "this":  # this week's: "this Friday" asked on a Monday is to come, as "this weekend" is
+        d = today + timedelta(days=day - today.weekday())
+        return d, d
+    if rel == "next":  # the coming one, or next week's: people mean either, so both days and between
+        ahead = (day - today.weekday()) % 7 or 7
+        return today + timedelta(days=ahead), _week_range(today, 1)[0] + timedelta(days=day)
+    back = (today.weekday() - day) % 7
+    if rel in ("last", "this past") and back == 0:
         back = 7
     d = today - timedelta(days=back)
     return d, d
@@ -193,12 +200,16 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
          r"this\s+(?:morning|afternoon|evening)|tomorrow)\b", _t_en_rel_day),
         (r"\b(?P<rel>last|previous|this|next|the past|past|the last)\s+(?P<unit>week|month|year|weekend)\b",
          _t_en_period),
-        (r"\b(?P<rel>last|this past|on|this)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-         _t_en_weekday),
+        (r"\b(?P<rel>last|this\s+past|on|this|next)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
+         r"sunday)\b", _t_en_weekday),
         ("|".join(sorted(_REL_ZH, key=len, reverse=True)), _t_zh_rel),
         (r"\b(?P<y>(?:19|20)\d\d)\b", _t_year),
     )
 )
+
+
+# the handlers of times said relative to the moment of speaking
+RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel})
 
 
 def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
@@ -231,6 +242,7 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
                 text=m.group(0).strip(),
                 start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),
                 end=datetime.combine(span[1], time.max, tzinfo=now.tzinfo),
+                relative=handler in RELATIVE,
             )))
     return [ref for _, ref in sorted(found, key=lambda item: item[0])]
 
