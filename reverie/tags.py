@@ -47,7 +47,8 @@ def normalize_tag(name: str) -> str:
     "Code-Review", "code review" and "code reviews" all become "code review";
     "postgres" and "class" stay as they are.
     """
-    text = re.sub(r"[\s_\-]+", " ", name.strip().lower()).strip(" .,;:!?\"'#")
+    # control characters (a NUL from an engine) separate words, as blanks do
+    text = re.sub(r"[\s_\-\x00-\x1f\x7f]+", " ", name.strip().lower()).strip(" .,;:!?\"'#")
     if not text or has_cjk(text):
         return text
     parts = text.split(" ")

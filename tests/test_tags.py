@@ -26,6 +26,12 @@ def test_normalize_folds_case_hyphens_and_plurals():
     assert normalize_tag("结论") == "结论"
 
 
+def test_control_characters_in_a_tag_separate_words_as_blanks_do(writer, mem):
+    assert normalize_tag("\x00nul") == "nul" and normalize_tag("rust\x07lang") == "rust lang"
+    writer.ensure(["\x00kayak"])
+    assert [t.name for t in mem.store.list_tags("ana")] == ["kayak"]
+
+
 def test_new_tags_enter_unexamined(writer, mem):
     writer.ensure(["postgres migration"])
     assert mem.store.get_tags("ana", ["postgres migration"])["postgres migration"].status == "unexamined"
