@@ -600,6 +600,7 @@ class HealthReport(Model):
     unlearned_episodes: int = 0
     tags: dict[str, int] = Field(default_factory=dict)
     learning_error: str = ""  # the newest error of the learning line while episodes wait
+    dream_error: str = ""  # the last dream's run id, start and error, when that dream failed
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
     evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
@@ -669,6 +670,10 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             report.contradictions.append([fact_line(a), fact_line(b)])
     report.pending_facts = ctx.store.count_facts(user) - len(facts)  # live are pending or consolidated
     report.unlearned_episodes, report.learning_error = ctx.store.learning_backlog(user)
+    last_dream = ctx.store.last_dream_run(user)
+    if last_dream is not None and last_dream.status == "failed":
+        report.dream_error = (f"{last_dream.id}, started {last_dream.started_at.isoformat(timespec='seconds')}: "
+                              f"{last_dream.error[:200]}")
     for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.capacity = ctx.settings.fact_capacity
@@ -737,6 +742,9 @@ def _verdict(r: HealthReport) -> list[str]:
     if r.unlearned_episodes and r.learning_error:
         reasons.append(f"{r.unlearned_episodes} episode(s) wait to be learned and the last try failed: "
                        f"{r.learning_error[:200]} (check the engine, then `reverie flush`)")
+    if r.dream_error:
+        reasons.append(f"the last dream failed ({r.dream_error}); MEMORY.md and the facts were left as they were "
+                       "(check the engine, then `reverie dream`)")
     if r.pending_facts > max(MAX_PENDING, 2 * r.facts):
         reasons.append(f"{r.pending_facts} facts wait in pending, more than the curated memory can absorb")
     return reasons

@@ -16,6 +16,7 @@ from reverie.errors import Conflict, NotFound
 from reverie.journal import journal_key
 from reverie.models import Fact, Provenance
 from tests.edits import dreamed, edit_text
+from tests.fake_openai import Reply
 
 runner = CliRunner()
 NOW = datetime(2024, 9, 1, 12, 0, tzinfo=timezone.utc)
@@ -629,3 +630,30 @@ def test_restoring_a_replaced_value_takes_it_back_from_the_newer_one_and_undo_ta
     mem.forget(tea.id, user="ana")
     assert mem.restore_fact(tea.id, user="ana").status == "consolidated"
     assert mem.fact(lisbon.id).status == "consolidated"
+
+
+def _keep_every_fact(body: dict) -> dict:
+    """A scripted distill answer that keeps every fact it is shown."""
+    shown = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+    return {"entries": [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+                        for f in shown["facts"]]}
+
+
+def test_health_says_when_the_last_dream_failed_until_one_succeeds(home, fake_openai):
+
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    try:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        assert mem.health(user="ana").healthy
+        fake_openai.respond_by_step({"distill": Reply.error(400, "model not found")})
+        run = mem.dream(user="ana")
+        report = mem.health(user="ana")
+        assert not report.healthy and run.id in report.dream_error and "model not found" in report.dream_error
+        assert any("the last dream failed" in r for r in report.reasons)
+        assert mem.health(user="bob").dream_error == ""  # another user's dreams are theirs
+        fake_openai.respond_by_step({"distill": _keep_every_fact})
+        assert mem.dream(user="ana").status == "done"
+        assert mem.health(user="ana").dream_error == ""
+    finally:
+        mem.close()
