@@ -159,10 +159,14 @@ OTHER_SCRIPTS = [
     ("मैं पिछले महीने अपने पति टॉम और दो बच्चों के साथ लिस्बन चली गई, अपार्टमेंट छोटा लेकिन प्यारा है।", 97),
     ("เดือนที่แล้วฉันย้ายไปลิสบอนกับสามีและลูกสองคน อพาร์ตเมนต์เล็กแต่น่ารัก", 64),
     ("🎉🥳🍕👨\u200d👩\u200d👧\u200d👦🏔️⛰️🥾🦫❤️🔥" * 5, 235),
+    # full-width letters and digits, as Chinese input methods type them (counted with js-tiktoken)
+    ("我的航班是ＣＡ１２３４，明天早上八点在Ｔ３航站楼。", 33),
+    ("Ｋａｆｋａ集群的ｐａｒｔｉｔｉｏｎ数量是１２８。", 38),
 ]
 
 
-@pytest.mark.parametrize("text, reference", OTHER_SCRIPTS, ids=["russian", "greek", "arabic", "hindi", "thai", "emoji"])
+@pytest.mark.parametrize("text, reference", OTHER_SCRIPTS, ids=["russian", "greek", "arabic", "hindi", "thai", "emoji",
+                                                               "full-width-flight", "full-width-words"])
 def test_other_scripts_are_counted_near_what_they_cost(text, reference):
     if counter_name() != "estimate":
         pytest.skip("tiktoken counts exactly here")
