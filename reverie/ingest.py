@@ -280,6 +280,10 @@ class IngestReport(BaseModel):
     skipped: int = 0  # episodes stored before
     skipped_messages: int = 0
     learned: int = 0
+    # with learning: the user's completed episodes still not learned after it, and the newest
+    # learning error among them (an engine that failed: they are kept, and a flush tries again)
+    waiting: int = 0
+    learning_error: str = ""
     facts: int = 0  # facts the user has after it
     tags: dict[str, int] = Field(default_factory=dict)
 

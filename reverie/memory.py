@@ -244,6 +244,7 @@ class Memory:
                     on_progress("learning")
                 learned += self.flush(user=user)
             report.learned = learned
+            report.waiting, report.learning_error = self.store.learning_backlog(user)
         counts = self.stats(user=user)["users"][user]
         report.facts, report.tags = counts["facts"], counts["tags"]
         return report

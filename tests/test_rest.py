@@ -23,6 +23,7 @@ from reverie.cli import app as cli
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
 from reverie.server.shapes import ErrorAnswer, TurnOpened
+from tests.fake_openai import Reply
 from tests.live_server import free_port, live_server, wait_for, wait_until
 from tests.pg import drop_schema, new_schema
 
@@ -870,3 +871,23 @@ def test_an_import_with_a_wrong_value_is_refused_whole_or_corrected_when_lenient
     assert refused.status_code == 400 and refused.json()["field"] == "facts[0].confidence"
     taken = ana.post("/api/memory/import", params={"lenient": "true"}, json=envelope)
     assert taken.status_code == 200 and taken.json()["facts"] == 2 and taken.json()["corrected"] == 1
+
+
+def test_ingest_and_flush_say_what_a_failing_engine_left_unlearned(tmp_path, fake_openai):
+    memory = Memory(tmp_path / "home", background=False, engines={"extract": "openai"},
+                    llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    secret = create_key(memory.store, user="ana").secret
+    fake_openai.respond_by_step({"extract": Reply.error(500, "the model is down")})
+    try:
+        with live_server(create_app(memory)) as url, httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
+            talk = [{"role": "user", "content": "I moved to Porto last spring"}, {"role": "assistant", "content": "Nice"}]
+            r = client.post("/api/memory/ingest", json={"messages": talk})
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["episodes"] == 1 and body["learned"] == 0
+            assert body["waiting"] == 1 and "the model is down" in body["learning_error"]
+            r = client.post("/api/memory/flush")
+            assert r.json()["learned"] == 0 and r.json()["waiting"] == 1 and "the model is down" in r.json()["error"]
+    finally:
+        memory.close()

@@ -67,7 +67,7 @@ def ingest(
             with fail_cleanly():
                 report = mem.ingest(file, user=user, thread=thread, learn=learn,
                                     on_progress=lambda step: progress.update(task, description=step))
-        waiting, error = mem.learning_backlog(user=user) if learn else (0, "")
+        waiting, error = report.waiting, report.learning_error
         if as_json:
             emit_json({**report.model_dump(mode="json"), "waiting": waiting, "error": error})
         else:

@@ -728,9 +728,12 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return _page(request, response, memory.tag_page(user=user, status=status, after=after, limit=limit))
 
     @api.post("/api/memory/flush", tags=["memory"])
-    def flush(user: str = caller) -> dict[str, int]:
-        """Learn now from the user's queued episodes instead of after the debounce."""
-        return {"learned": memory.flush(user=user)}
+    def flush(user: str = caller) -> dict[str, Any]:
+        """Learn now from the user's queued episodes instead of after the debounce: how many
+        were learned, how many still wait (learning failed: they are kept) and the newest error."""
+        learned = memory.flush(user=user)
+        waiting, error = memory.learning_backlog(user=user)
+        return {"learned": learned, "waiting": waiting, "error": error}
 
     @api.get("/api/memory/memory-md", tags=["dream"])
     def memory_md(user: str = caller) -> dict[str, Any]:
