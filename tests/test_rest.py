@@ -284,8 +284,8 @@ def test_flush_learns_from_queued_turns_and_tags_list_them(api):
         # a user of its own, so that other tests' queued turns do not count here
         turn = admin.post("/api/turns", params={"user": "dora"}, json={"message": "I am a marine biologist studying octopus behaviour"}).json()
         admin.post(f"/api/turns/{turn['turn_id']}/complete", params={"user": "dora"}, json={"reply": "Fascinating field!"})
-        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 1}
-        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 0}
+        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 1, "waiting": 0, "error": ""}
+        assert admin.post("/api/memory/flush", params={"user": "dora"}).json() == {"learned": 0, "waiting": 0, "error": ""}
         tags = admin.get("/api/tags", params={"user": "dora"}).json()
     assert tags and all({"name", "status", "items"} <= set(t) for t in tags)
     assert any("octopus" in t["name"] for t in tags)
