@@ -38,7 +38,7 @@ from reverie.errors import Conflict, InvalidInput, ReverieError
 from reverie.facts import absorb, fact_rank, keyed, numbers, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
-from reverie.memory_md import follow, publish_memory_md, sync, withdrawn, withdrawn_like
+from reverie.memory_md import Snapshot, follow, load_snapshot, publish_memory_md, sync, withdrawn, withdrawn_like
 from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
@@ -168,6 +168,11 @@ class DreamReport(Model):
     confirmed: int = 0  # entries the notes said again
     merged: list[DreamEntry] = Field(default_factory=list)
     added: list[DreamEntry] = Field(default_factory=list)
+    # entries new in MEMORY.md that the dream did not write: promoted since it was last
+    # written (a recall used them), stored by remember, or moved up the list
+    joined: list[DreamEntry] = Field(default_factory=list)
+    # entries MEMORY.md showed before with another [Nx] (reason: "3x → 14x")
+    recounted: list[DreamEntry] = Field(default_factory=list)
     conflicts: list[DreamEntry] = Field(default_factory=list)
     cleaned: list[DreamEntry] = Field(default_factory=list)
     rejected: list[DreamEntry] = Field(default_factory=list)
@@ -196,7 +201,7 @@ def describe(run: DreamRun) -> str:
     if run.status == "skipped":
         return f"No dream this time: {report.skipped}."
     return (
-        f"Dream done: {plural(len(report.merged), 'merge')}, {len(report.added)} new, "
+        f"Dream done: {plural(len(report.merged), 'merge')}, {len(report.added) + len(report.joined)} new, "
         f"{plural(len(report.conflicts), 'conflict')}, {len(report.cleaned)} cleaned, "
         f"{len(report.rejected)} rejected; MEMORY.md holds {plural(report.entries, 'entry', 'entries')}."
     )
@@ -380,10 +385,11 @@ class _Inputs:
         return cls(store.get_profile(user), facts, pending, notes, times)
 
     def digest(self) -> str:
-        """Changes when what a dream would read changes (usage counts do not count)."""
+        """Changes when what a dream would read changes, use counts included: they rank the
+        entries, and MEMORY.md shows them ([Nx])."""
         return digest(
             {
-                "facts": sorted((f.id, f.content, f.category, f.area or "") for f in self.facts.values()),
+                "facts": sorted((f.id, f.content, f.category, f.area or "", f.uses) for f in self.facts.values()),
                 "notes": sorted((n.id, n.content) for n in self.notes.values()),
                 "profile": {k: s.summary for k, s in self.profile.sections().items()},
             }
@@ -430,7 +436,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
         entries = _check(ctx, user, plan.entries, inputs, report)
         if not any(e.action != "remove" for e in entries):
             return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
-        curated = _Apply(ctx, inputs, journal, report, now).run(entries)
+        curated = _Apply(ctx, inputs, journal, report, now, load_snapshot(ctx, user)).run(entries)
         if late.added:  # lines added by hand meanwhile stay in MEMORY.md, whatever the plan said
             listed = {f.id for f in curated}
             added = ctx.store.get_facts([a.fact_id for a in late.added if a.fact_id not in listed])
@@ -509,9 +515,12 @@ def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
 class _Apply:
     """Applies checked entries in the caller's transaction; returns the curated list."""
 
-    def __init__(self, ctx: Context, inputs: _Inputs, journal: Journal, report: DreamReport, now: datetime):
+    def __init__(self, ctx: Context, inputs: _Inputs, journal: Journal, report: DreamReport, now: datetime,
+                 shown: Snapshot | None):
         self.ctx, self.inputs, self.journal, self.report, self.now = ctx, inputs, journal, report, now
+        self.shown = shown  # what MEMORY.md showed before this dream (None: there was none)
         self.pool: dict[str, Fact] = {**inputs.facts, **{f.id: f for f in inputs.pending}}
+        self.confirmed: set[str] = set()  # input facts the notes said again
         journal.watch(self.pool.values())
 
     def run(self, entries: list[_Entry]) -> list[Fact]:
@@ -565,7 +574,7 @@ class _Apply:
         for fact in merged:
             self._archive(fact, ARCHIVE_MERGED, survivor)
         if survivor.id in self.inputs.facts and not merged:
-            self.report.confirmed += 1
+            self.confirmed.add(survivor.id)
             return survivor
         line = DreamEntry(content=survivor.content, fact_id=survivor.id,
                           sources=[*(f.id for f in entry.facts), *(n.id for n in entry.notes)],
@@ -645,14 +654,38 @@ class _Apply:
             current = follow(fact, self.pool)
             if current.id in alive:
                 curated.setdefault(current.id, current)
-        self.report.kept = sum(1 for i in self.kept_ids if i in curated)
         ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
         kept = ranked[: self.ctx.settings.dream_max_entries]
+        joined = self._compare(kept)
+        self.report.kept = sum(1 for i in self.kept_ids if i in curated and i not in joined)
+        self.report.confirmed = len(self.confirmed - joined)
         self.report.overflow = len(live) - len(kept)
         return kept
 
+    def _compare(self, listed: list[Fact]) -> set[str]:
+        """What changed in MEMORY.md besides what this dream wrote, told in the report: the
+        entries that joined it, and the [Nx] that changed. Returns the ids that joined."""
+        if self.shown is None:
+            return set()  # no MEMORY.md before: the dream tells each entry as kept or added
+        written = {e.fact_id for e in [*self.report.added, *self.report.merged]}
+        for fact in listed:
+            was = self.shown.uses.get(fact.id)
+            if fact.id not in self.shown.facts and fact.id not in written:
+                self.report.joined.append(DreamEntry(content=fact.content, fact_id=fact.id,
+                                                     reason=_JOINED.get(fact.provenance.origin, "moved up the list")))
+            elif was is not None and was != fact.uses:
+                self.report.recounted.append(DreamEntry(content=fact.content, fact_id=fact.id,
+                                                        reason=f"{was}x → {fact.uses}x"))
+        return {e.fact_id for e in self.report.joined if e.fact_id}
+
     def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
         self.ctx.facts.archive_fact(fact, reason, successor, self.now)
+
+
+# why an entry a dream did not write is new in MEMORY.md, by its fact's origin (a dream's own
+# line that was not listed before moved up)
+_JOINED = {"learned": "learned, then promoted", "manual": "stored by remember", "import": "imported",
+           "sync": "added by hand"}
 
 
 # ---------------------------------------------------------------- the dream diary
@@ -698,6 +731,16 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         story.append(
             f"The notes held {plural(len(r.added), 'new durable thing')}: {_list(_quote(e.content) for e in r.added)}."
         )
+    if r.joined:
+        story.append(
+            f"{plural(len(r.joined), 'entry', 'entries')} joined MEMORY.md since it was last written: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.joined)}."
+        )
+    if r.recounted:
+        story.append(
+            f"The use count of {plural(len(r.recounted), 'entry', 'entries')} changed: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.recounted)}."
+        )
     for conflict in r.conflicts:
         story.append(
             f"{_quote(conflict.replaced[0])} conflicted with {_quote(conflict.content)}; I kept the newer "
@@ -713,7 +756,7 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
             f"I rejected {plural(len(r.rejected), 'proposal')} that did not stand on the inputs: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.rejected)}."
         )
-    if not (r.merged or r.added or r.conflicts or r.cleaned):
+    if not (r.merged or r.added or r.joined or r.conflicts or r.cleaned):
         story.append("Nothing needed merging, adding or cleaning.")
     if r.memory_md:
         story.append(

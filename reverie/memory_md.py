@@ -106,6 +106,8 @@ class Snapshot(Model):
     dreamed_at: str = ""
     facts: dict[str, MemoryLine] = Field(default_factory=dict)
     profile: dict[str, str] = Field(default_factory=dict)
+    # the [Nx] each entry showed (none in a snapshot written before they were kept)
+    uses: dict[str, int] = Field(default_factory=dict)
 
 
 def load_snapshot(ctx: Context, user: str) -> Snapshot | None:
@@ -143,6 +145,7 @@ def publish_memory_md(
         sha=text_sha(text),
         dreamed_at=dreamed_at,
         facts={f.id: _line(f) for f in facts},
+        uses={f.id: f.uses for f in facts},
         profile={k: s.summary for k, s in profile.sections().items() if s.summary},
     )
     ctx.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())

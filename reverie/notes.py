@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import datetime
 from typing import Any, Iterable
 
@@ -22,7 +23,7 @@ from reverie.messages import clip, group, is_trivial, parse_message
 from reverie.models import AGENT_ROLES, Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
 from reverie.store.base import Store, meta_record
-from reverie.text import exact_key, normalize_space, preferred_language
+from reverie.text import exact_key, has_cjk, normalize_space, preferred_language, token_set, words
 
 log = logging.getLogger("reverie")
 
@@ -73,19 +74,30 @@ def unwritten_notes(store: Store, user: str) -> dict[str, Any]:
     return meta_record(store, UNWRITTEN_META.format(user=user))
 
 
+# a note line drawn from a message is at most this long (head and tail kept)
+NOTE_CHARS = 240
+# "User: ", "Caroline: ", "用户：": who a note line says spoke
+_LABEL = re.compile(r"^[^:：\n]{1,40}[:：]\s*")
+# a sentence: up to . ! ? before a space or the end ("3.12" stays whole), 。！？ or a line break
+_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?]+(?=[^\s.!?])[^.!?。！？\n]*)*[.!?。！？]*")
+
+
 def put_episode_notes(store: Store, user: str, episodes: Iterable[Episode]) -> None:
     """A line for each learned exchange: what the user said and did (inside the caller's
-    transaction; mirror the days afterwards)."""
+    transaction; mirror the days afterwards). Small talk gets no line."""
     for ep in episodes:
-        if not ep.summary or is_trivial(ep.user_text):
+        # every person in it, not only who opened it: "How are you?" may get "I just moved to Porto"
+        if not ep.summary or _tell_nothing(_people(ep.messages)):
             continue
         content, drawn = ep.summary, ep.summary_from
         first = next((i for i, m in enumerate(ep.messages) if m.role not in AGENT_ROLES), None)
         if first is not None and drawn and all(ep.messages[i].role in AGENT_ROLES for i in drawn):
             # the day's notes tell what the user said and did, not the agent's answer
             message = ep.messages[first]
-            content = f"{message.speaker or 'User'}: {clip(normalize_space(message.content), 240)}"
+            content = f"{message.speaker or 'User'}: {clip(normalize_space(message.content), NOTE_CHARS)}"
             drawn = [first]
+        else:
+            content = _whole_sentence(content, [ep.messages[i].content for i in drawn if i < len(ep.messages)])
         store.put_note(
             Note(
                 user=user,
@@ -95,6 +107,86 @@ def put_episode_notes(store: Store, user: str, episodes: Iterable[Episode]) -> N
                 source_ids=ep.sources_of(drawn),
             )
         )
+
+
+def _whole_sentence(line: str, sources: list[str]) -> str:
+    """A line drawn from one clause of a sentence that a semicolon splits ("User: ...it was a
+    misdiagnosis;" of "...; it's cashews I'm allergic to."): that sentence as it was said (in
+    ``sources``) under the line's speaker label, for the other clause often carries the point.
+    Any other line as it is."""
+    label = _LABEL.match(line)
+    said = line[label.end():].strip() if label else ""
+    if label is None or not said:
+        return line
+    # the line's last word, as its message says it (a summary rewords at most its head)
+    tail = said[-4:] if has_cjk(said[-4:]) else said.split()[-1]
+    for source in sources:
+        sentence = next((s for s in _SENTENCE.findall(source) if tail in normalize_space(s)), None)
+        if sentence is None:
+            continue
+        whole = normalize_space(sentence).rstrip(" .!。！")
+        if whole != said and any(mark in whole for mark in ";；"):
+            return clip(label.group(0) + whole, NOTE_CHARS)
+        return line
+    return line
+
+
+# ---------------------------------------------------------------- small talk
+
+# words that carry nothing to remember on their own: reactions, greetings, passing moods
+_CHIT_CHAT = token_set(
+    "lol lmao rofl haha hahaha hehe heh hmm hm wow whoa yay oops ugh aww funny hilarious interesting fun "
+    "lovely sweet neat fair enough true right fine perfect excellent fantastic wonderful brilliant crazy weird "
+    "sense sounds agree agreed worries welcome morning afternoon night day bye goodbye cheers later tomorrow "
+    "bored sleepy hungry tired 哈哈 哈哈哈 呵呵 嘿嘿 早上好 晚上好 早安 晚安 有意思 有趣 好笑 好玩 无聊 厉害 不错 再见 拜拜"
+)
+# a request to the agent: "tell me a joke", "please recommend a podcast", "can you ..."
+_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:(?:can|could|would|will) you|tell|give|show|recommend|suggest|help|write|summari[sz]e|"
+    r"translate|explain|list|find|calculate|compute|convert|define|describe|generate|draft|compare|rewrite)\b",
+    re.IGNORECASE,
+)
+_INTERJECTIONS = re.compile(r"^(?:(?:lol|haha\w*|hmm+|oh|ah|wow|ok(?:ay)?|so|well|hey|um+|uh+)\b[\s,!.~]*)+",
+                            re.IGNORECASE)
+# a person's own things: the speaker's, or in a talk among people the one asked ("How's your
+# new job?"); "me" and "us" are only what a request is for
+_OWN = frozenset({"my", "mine", "myself", "our", "ours", "ourselves", "we", "we're", "we've", "we'd", "we'll",
+                  "i'm", "i've", "i'd", "i'll", "your", "yours", "yourself", "you're", "you've"})
+# "how do I ...", "what should I ...": an asking "I", no statement about the user
+_ASKING = frozenset({"do", "does", "did", "can", "could", "should", "would", "will", "shall", "am", "may",
+                     "might", "must"})
+# a capitalized word after the first: a name ("Mia", "Globex", "QA")
+_NAME = re.compile(r"(?<=\S)\s+(?!I\b)[A-Z]")
+
+
+def is_small_talk(text: str) -> bool:
+    """A message that tells nothing about the person who says it: each of its sentences is a
+    reaction, a greeting or a passing mood ("lol that's funny", "good night", "I'm bored"),
+    or a question or request to the agent that names nothing of theirs and no one ("what's
+    15% of 80?", "tell me a joke"; not "can you suggest a gift for my sister?")."""
+    said = [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+    return bool(said) and all(_sentence_says_nothing(s) for s in said)
+
+
+def _sentence_says_nothing(sentence: str) -> bool:
+    if token_set(sentence) <= _CHIT_CHAT:
+        return True
+    bare = _INTERJECTIONS.sub("", sentence).strip()
+    if has_cjk(bare):
+        return bare.endswith(("？", "?")) and "我" not in bare
+    if not (bare.endswith("?") or _REQUEST.match(bare)) or _NAME.search(bare):
+        return False
+    said = words(bare)
+    return not any(w in _OWN or (w == "i" and (i == 0 or said[i - 1] not in _ASKING)) for i, w in enumerate(said))
+
+
+def _people(messages: Iterable[Message]) -> list[Message]:
+    return [m for m in messages if m.role not in AGENT_ROLES]
+
+
+def _tell_nothing(messages: list[Message]) -> bool:
+    """Each of the messages is trivial or small talk (so are none)."""
+    return all(is_trivial(m.content) or is_small_talk(m.content) for m in messages)
 
 
 def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default",
@@ -114,7 +206,8 @@ def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default
     existing: dict[str, list[Note]] = {}
     todo: dict[str, tuple[str, datetime, list[Message]]] = {}  # marker -> (day, when, exchange)
     for exchange in group(msgs, "exchange"):
-        if all(is_trivial(m.content) for m in exchange):
+        people = _people(exchange)
+        if all(is_trivial(m.content) for m in exchange) or (people and _tell_nothing(people)):
             continue
         when = max((as_utc(m.at) for m in exchange if m.at), default=now)
         day = when.date().isoformat()
@@ -133,7 +226,7 @@ def trim(ctx: Context, messages: list[Any], *, user: str, thread: str = "default
         answers = summarized()
     notes: list[Note] = []
     for marker, (day, when, exchange) in todo.items():
-        line = normalize_space(redact(answers[marker].summary))
+        line = _whole_sentence(normalize_space(redact(answers[marker].summary)), [m.content for m in exchange])
         if not line or any(exact_key(n.content) == exact_key(line) for n in existing[day]):
             continue
         ids = [clean_id(m.source_id, "source_id", ctx.store.salt) or "" for m in exchange if m.source_id]

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 
 from reverie import Memory
 from reverie.cli import app
-from reverie.dream import parse_chat_command, wait
+from reverie.dream import describe, parse_chat_command, wait
 from reverie.scheduler import Scheduler
 from reverie.errors import Conflict, InvalidInput
 from reverie.models import Fact, Note
+from reverie.notes import is_small_talk
 from tests.edits import dreamed, edit_text
 from tests.fake_openai import Reply
 
@@ -81,6 +82,106 @@ def test_trim_turns_dropped_messages_into_redacted_note_lines_for_their_day(mem,
     assert (home / "users" / "ana" / "memory" / "2024-05-01.md").read_text(encoding="utf-8").count("- ") == 1
     assert mem.trim(dropped, user="ana", thread="t1") == []  # reported twice: nothing new
     assert len(mem.notes(user="ana")) == 2
+
+
+CASHEWS = "Actually I'm not allergic to peanuts, it was a misdiagnosis; it's cashews I'm allergic to."
+
+
+@pytest.mark.parametrize("said, line", [
+    (CASHEWS, "User: Actually I'm not allergic to peanuts, it was a misdiagnosis; it's cashews I'm allergic to"),
+    ("My flight is at 9; the gate is B12.", "User: My flight is at 9; the gate is B12"),
+    ("其实我不对花生过敏，那是误诊；我真正过敏的是腰果。", "用户：其实我不对花生过敏，那是误诊；我真正过敏的是腰果"),
+])
+def test_a_note_keeps_the_whole_sentence_a_semicolon_splits(mem, said, line):
+    say(mem, said, day(0))
+    mem.flush()
+    assert [n.content for n in mem.notes(user="ana")] == [line]
+
+
+def test_a_note_of_a_sentence_no_semicolon_splits_is_the_summary_as_it_is(mem):
+    say(mem, "Big news: we moved to Hamburg last weekend. I live in Hamburg now.", day(0))
+    say(mem, "No, actually I switched to helix last month, not neovim.", day(0))
+    mem.flush()
+    assert sorted(n.content for n in mem.notes(user="ana")) == sorted(e.summary for e in mem.episodes(user="ana"))
+
+
+def test_trim_keeps_the_whole_sentence_a_semicolon_splits(mem):
+    [note] = mem.trim([{"role": "user", "content": CASHEWS}, {"role": "assistant", "content": "Noted."}], user="ana")
+    assert "cashews I'm allergic to" in note.content and "peanuts" in note.content
+
+
+def test_the_dream_reads_the_new_value_after_the_semicolon(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        say(mem, CASHEWS, day(0))
+        mem.flush()
+        fake_openai.respond_by_step({"distill": keep_all_and_add({"cashews": "Is allergic to cashews"})})
+        assert mem.dream(user="ana", now=day(0, 23)).status == "done"
+        [asked] = [r for r in fake_openai.requests if r.step == "distill"]
+        assert [n["content"] for n in distill_input(asked.body)["notes"]] == [
+            "User: Actually I'm not allergic to peanuts, it was a misdiagnosis; it's cashews I'm allergic to"]
+        assert "Is allergic to cashews" in mem.memory_md(user="ana")
+    finally:
+        mem.close()
+
+
+SMALL_TALK = [
+    "lol that's funny", "haha nice", "hmm interesting", "good morning!", "good night", "I'm bored", "thanks!",
+    "what's 15% of 80?", "what's the weather like today?", "how do I convert celsius to fahrenheit?",
+    "what's a synonym for happy?", "tell me a joke", "recommend a podcast", "can you summarize this article for me?",
+    "Hello! Can you suggest a pasta recipe?", "哈哈", "今天天气怎么样？",
+]
+SAYS_SOMETHING = [
+    "Hi! I'm Sam. I live in Berlin with my partner Jonas.", "Pixel loves the Elbe beach.",
+    "The checkout redesign is in QA now.", "can you suggest a gift for my sister?", "should I take the Globex offer?",
+    "I need help writing a cover letter for a nursing job, can you help?", "How's your new job going?",
+    "remind me to call mom tomorrow", "I'm tired of my job", "We decided against a second dog.",
+    "what's a good vegan recipe? I'm vegan", "haha, I finally passed my driving test!", "我下周搬到汉堡，有什么建议吗？",
+]
+
+
+@pytest.mark.parametrize("text", SMALL_TALK)
+def test_small_talk_is_small_talk(text):
+    assert is_small_talk(text)
+
+
+@pytest.mark.parametrize("text", SAYS_SOMETHING)
+def test_a_message_that_tells_something_of_its_speaker_is_no_small_talk(text):
+    assert not is_small_talk(text)
+
+
+def test_small_talk_gets_no_note_line_and_what_tells_something_does(mem, home):
+    said = SMALL_TALK + SAYS_SOMETHING
+    for i, text in enumerate(said):
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Sure."}],
+                user="ana", thread=f"t{i}", at=day(0))
+    mem.flush()
+    notes = mem.notes(user="ana")
+    assert len(notes) == len(SAYS_SOMETHING)
+    assert {e for n in notes for e in n.episodes} == {e.id for e in mem.episodes(user="ana", limit=100)
+                                                      if e.user_text in SAYS_SOMETHING}
+    assert len(mem.episodes(user="ana", limit=100)) == len(said)  # each exchange is still kept, and recalled
+    day_file = (home / "users" / "ana" / "memory" / "2024-05-01.md").read_text(encoding="utf-8")
+    assert day_file.count("\n- ") == len(SAYS_SOMETHING) and "funny" not in day_file and "15%" not in day_file
+
+
+def test_a_talk_among_people_keeps_the_note_of_an_exchange_one_side_of_which_tells_something(mem):
+    mem.add([{"speaker": "Caroline", "content": "How are you?"},
+             {"speaker": "Melanie", "content": "Great! I just got back from camping with my kids."}],
+            user="ana", thread="t1", at=day(0))
+    mem.add([{"speaker": "Caroline", "content": "haha nice"}, {"speaker": "Melanie", "content": "lol good night"}],
+            user="ana", thread="t2", at=day(0))
+    mem.flush()
+    assert ["camping" in n.content for n in mem.notes(user="ana")] == [True]
+
+
+def test_trim_keeps_no_line_for_small_talk(mem):
+    notes = mem.trim([
+        {"role": "user", "content": "what's 15% of 80?"}, {"role": "assistant", "content": "12."},
+        {"role": "user", "content": "lol that's funny"}, {"role": "assistant", "content": "Glad you liked it."},
+        {"role": "user", "content": "I'm learning Italian now"}, {"role": "assistant", "content": "Bravo!"},
+    ], user="ana")
+    assert len(notes) == 1 and "Italian" in notes[0].content
 
 
 # ---------------------------------------------------------------- safety rules
@@ -588,7 +689,50 @@ def test_the_diary_says_one_kept_entry_in_the_singular(mem):
     assert "I kept 1 entry as it was." in diary and "as they were" not in diary
     mem.remember("Likes jazz", user="ana", category="preference")
     assert mem.dream(user="ana").status == "done"
-    assert "I kept 2 entries as they were." in "".join(mem.diaries(user="ana").values())
+    assert mem.dream(user="ana", force=True).status == "done"
+    assert "I kept 2 entries as they were." in "".join(mem.diaries(user="ana").values()).split("## ")[-1]
+
+
+def test_an_entry_promoted_by_recall_since_the_last_dream_is_told_as_an_addition(mem):
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    say(mem, "I love climbing on weekends.", day(0))
+    mem.flush()
+    [climbing] = mem.facts(user="ana", status="pending")
+    # the notes of day 0 are outside each dream's one day: only the recall promotes the fact
+    assert mem.dream(user="ana", days=1, now=day(5)).status == "done"
+    assert climbing.content not in mem.memory_md(user="ana")
+    mem.recall("what sport do I love on weekends?", user="ana", at=day(5, 12))
+    assert mem.fact(climbing.id).status == "consolidated"
+    run = mem.dream(user="ana", days=1, now=day(5, 23))
+    assert run.status == "done"
+    assert [e["fact_id"] for e in run.report["joined"]] == [climbing.id] and run.report["added"] == []
+    assert f"[1x] {climbing.content}" in mem.memory_md(user="ana")
+    told = mem.diaries(user="ana")[day(5).date().isoformat()].split("## ")[-1]
+    assert "I kept 1 entry as it was." in told
+    assert f"1 entry joined MEMORY.md since it was last written: “{climbing.content}” (learned, then promoted)." in told
+    assert "Nothing needed" not in told and "MEMORY.md now holds 2 entries" in told
+    assert "1 new" in describe(run)
+
+
+def test_a_dream_shows_use_counts_that_changed_and_skips_when_nothing_did(mem, home):
+    tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    assert mem.dream(user="ana", now=day(0)).status == "done"
+    path = home / "users" / "ana" / "MEMORY.md"
+    assert f"[{tea.uses}x] Prefers tea over coffee" in path.read_text(encoding="utf-8")
+    for _ in range(3):
+        mem.reinforce(tea.id, user="ana")
+    uses = mem.fact(tea.id).uses
+    run = mem.dream(user="ana", now=day(1))
+    assert run.status == "done"  # the counts are all that changed
+    assert f"[{uses}x] Prefers tea over coffee" in path.read_text(encoding="utf-8")
+    assert [(e["fact_id"], e["reason"]) for e in run.report["recounted"]] == [(tea.id, f"{tea.uses}x → {uses}x")]
+    told = mem.diaries(user="ana")[day(1).date().isoformat()]
+    assert f"The use count of 1 entry changed: “Prefers tea over coffee” ({tea.uses}x → {uses}x)." in told
+    assert "I kept 1 entry as it was." in told
+    written = path.read_text(encoding="utf-8")
+    again = mem.dream(user="ana", now=day(2))
+    assert again.status == "skipped" and "nothing changed" in again.report["skipped"]
+    assert path.read_text(encoding="utf-8") == written
 
 
 def _owner_of_a_killed_process(reap: bool) -> str:

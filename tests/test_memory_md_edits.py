@@ -203,3 +203,17 @@ def runner_sync(home) -> str:
     from reverie.cli import app
 
     return CliRunner().invoke(app, ["sync", "--user", "ana", "--home", str(home)]).output
+
+
+def test_a_dream_tells_only_the_counts_that_changed_since_memory_md_was_last_written(mem, home):
+    tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    mem.reinforce(tea.id, user="ana")
+    edit_text(path, "Likes jazz", "Likes cool jazz")
+    assert mem.sync(user="ana").edited  # MEMORY.md is written again, with tea's new count
+    assert f"[{mem.fact(tea.id).uses}x] Prefers tea over coffee" in path.read_text(encoding="utf-8")
+    mem.reinforce(jazz.id, user="ana")
+    run = mem.dream(user="ana")
+    recounted = [(e["fact_id"], e["reason"]) for e in run.report["recounted"]]
+    assert recounted == [(jazz.id, f"{jazz.uses}x → {jazz.uses + 1}x")]
