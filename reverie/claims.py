@@ -49,8 +49,10 @@ EXCLUSIVE = re.compile(
     r"decided|chose|favou?rite|name is|(?:i|user) (?:am|is) an?)\b|偏好|更喜欢|改用|用|住在|工作|决定|最喜欢",
     re.IGNORECASE,
 )
-# "emacs over vim", "tea instead of coffee": what follows is the value given up
-GIVEN_UP = re.compile(r"\b(?:over|instead of|rather than)\s+[^\s,;]+|,\s*not\s+[^\s,;]+|而不是[^\s,;，；]+|，?不是[^\s,;，；]+")
+# "emacs over vim", "tea instead of coffee", "Mia, not Mila": what follows is the value given up
+# ("not Mila but Mia": what comes before "but")
+GIVEN_UP = re.compile(r"\b(?:over|instead of|rather than)\s+[^\s,;]+|,\s*not\s+[^\s,;]+|\bnot\s+[^\s,;]+(?=,?\s+but\b)"
+                      r"|而不是[^\s,;，；]+|，?不是[^\s,;，；]+", re.IGNORECASE)
 # "light mode in editors": what follows such a word says where the value holds, not the value
 QUALIFIER = re.compile(r"\b(?:in|at|on|for|during|when|while)\b", re.IGNORECASE)
 
@@ -368,15 +370,30 @@ def _given_up(text: str) -> frozenset[str]:
     return frozenset().union(*found) - {"instead", "rather"} if found else frozenset()
 
 
-# One current job and one home at a time: "Works as a staff engineer at Tidepool" and "Works at
-# Finlytics", "Moved to Lisbon last month" and "Lives in Porto" fill one slot with another
-# named value, whatever else the lines say. (The first group: what it holds.)
+# One current job and one home at a time: "Works as a staff engineer at Tidepool", "Is a
+# product manager at Globex" and "Works at Finlytics", "Moved to Lisbon last month" and "Lives
+# in Porto" fill one slot with another named value, whatever else the lines say. (The first
+# group: what it holds.)
 _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("employer", re.compile(r"\b(?:works?\s+(?:as\s+[^,;.!?]+?\s+)?(?:at|for)|joined(?=\s+[^,;.!?]+?\s+as\b))\s+"
                             r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
+    # (being something "at" a place says a job less surely: only at a place named right there,
+    # "at Globex", not "at a clinic in Lyon")
+    ("employer", re.compile(r"\b(?i:is|am|i'm|i’m)\s+(?i:an?)\s+(?P<role>[^,;.!?]+?)\s+at\s+"
+                            r"(?P<o>(?:the\s+)?[A-Z][^,;.!?]*)")),
     ("home", re.compile(r"\b(?:lives?\s+in|(?:is\s+)?based\s+in|moved\s+(?:back\s+)?to|relocated\s+to)\s+"
                         r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
 )
+
+
+# what one is "at" a place without working there: "Is a regular at Joe's", "Is a speaker at PyCon"
+_NOT_A_JOB = frozenset("""regular member fan volunteer customer client guest patient visitor subscriber student
+    pupil speaker attendee presenter panelist participant expert pro beginner novice natural""".split())
+
+
+def _not_a_job(m: re.Match[str]) -> bool:
+    role = (m.groupdict().get("role") or "").lower().split()
+    return bool(role) and role[-1] in _NOT_A_JOB
 
 
 def _frame(text: str, values: _Values) -> tuple[str, frozenset[str], frozenset[str]] | None:
@@ -384,7 +401,7 @@ def _frame(text: str, values: _Values) -> tuple[str, frozenset[str], frozenset[s
     one with a name: ("employer", {}, {"tidepool"}) for "Works as a staff engineer at Tidepool"."""
     for kind, pattern in _FRAMES:
         m = pattern.search(text)
-        if m is None:
+        if m is None or _not_a_job(m):
             continue
         said = set(re.findall(r"[^\W_]+", m["o"].lower()))
         names = frozenset(n for n in values.names if n in said)
@@ -412,6 +429,7 @@ class _Reading:
     atoms: frozenset[str]
     bare: bool  # nothing but names, values and update words: the rest alone cannot tell it apart
     frame: tuple[str, frozenset[str], frozenset[str]] | None  # one job, one home: see _frame
+    given_up: frozenset[str]  # the values it gives up: "Mia, not Mila" -> {mila}
 
 
 @lru_cache(maxsize=16384)
@@ -428,7 +446,23 @@ def _reading(text: str) -> _Reading:
         atoms=_atoms(values),
         bare=not (values.rest - values.name_terms - _UPDATE_WORDS),
         frame=_frame(text, values),
+        given_up=_given_up(text),
     )
+
+
+# words that name a value, not the relation it holds in: "is called Mia" / "Mila is their sister"
+_NAMING = token_set("name named call called")
+
+
+def _takes_back(a: _Reading, b: _Reading) -> bool:
+    """``a`` gives up outright a value that ``b`` states, in the same relation: all the rest
+    of ``b`` is said by ``a`` too ("My sister is called Mia, not Mila" / "Mila is their
+    sister"; not "Mila lives in Munich", nor "Mia is their sister" / "Mila is their sister":
+    one may have two sisters)."""
+    if not a.given_up or not a.given_up <= b.tokens or b.negated or a.given_up & b.given_up:
+        return False
+    relation = b.tokens - a.given_up - _NAMING - _UPDATE_WORDS
+    return bool(relation) and relation <= a.tokens
 
 
 def _unrelated(a: _Reading, b: _Reading) -> bool:
@@ -546,6 +580,8 @@ def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
         return None
     if _frame_conflict(a, b):
         return "conflict"  # "Works at Tidepool" / "Works as a backend engineer at Finlytics"
+    if _takes_back(a, b) or _takes_back(b, a):
+        return "conflict"  # "My sister is called Mia, not Mila" / "Mila is their sister"
     negated_differs = a.negated != b.negated
     a_values, b_values = a.values, b.values
     verdict = _value_relation(a_values, b_values, negated_differs)
@@ -775,6 +811,8 @@ def related_pairs(texts: list[str]) -> list[tuple[int, int]]:
             keys.add(f"s:{r.verb}:{' '.join(sorted(r.subject))}")
         if r.frame:
             keys.add(f"f:{r.frame[0]}:{' '.join(sorted(r.frame[1]))}")
+        if r.given_up:  # the line it takes a value back from says little else: any of its terms
+            keys |= {f"t:{term}" for term in r.tokens}
         rest = r.values.rest - r.values.name_terms - _UPDATE_WORDS
         keys.add(f"r:{' '.join(sorted(rest))}")  # the bare lines (no rest) share one key
         for key in keys:

@@ -230,8 +230,10 @@ class FactWriter:
                     self._supersede(conflicts, fact)
                     return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at,
                                                sources=fact.provenance.source_ids)
-            if found == "conflict" and old.category == fact.category and old.agent == fact.agent:
-                conflicts.append(old.id)  # (an agent's new value does not take one every agent sees)
+            # (an agent's new value does not take one every agent sees; a correction takes back
+            # what it contradicts whatever that was filed under)
+            if found == "conflict" and old.agent == fact.agent and fact.category in (old.category, "correction"):
+                conflicts.append(old.id)
         self._supersede(conflicts, fact)
         self.index_fact(fact, tags, writer=writer)
         return fact

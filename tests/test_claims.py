@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from reverie.claims import fact_relation
+from tests.edits import dreamed, edit_text
 
 
 @pytest.mark.parametrize(
@@ -103,6 +105,29 @@ PAIRS = [
     ("Works as a staff engineer at Tidepool", "Works at Tidepool", DISTINCT),
     ("Emma works at Google", "Works at Meta", DISTINCT),
     ("Works at Google", "Works at night", DISTINCT),
+    # "is a <role> at <org>" is one's job too: another employer replaces it, either wording
+    ("Is a product manager at Globex now", "Works as a data engineer at Acme Corp", CONFLICT),
+    ("I'm a product manager at Globex", "Works at Acme Corp", CONFLICT),
+    ("Is a product manager at Globex", "Is a data engineer at Acme Corp", CONFLICT),
+    ("Is a product manager at Globex", "Works as a product manager at Globex", DUP),
+    # ... but not where one is a guest, a customer or a speaker
+    ("Is a regular at Joe's Bar", "Works as a data engineer at Acme Corp", DISTINCT),
+    ("Is a speaker at PyCon", "Works at Acme Corp", DISTINCT),
+    ("Is a data engineer at heart", "Works at Acme Corp", DISTINCT),
+    ("Is a carpenter at a clinic in Porto", "Is a nurse at a clinic in Lyon", DISTINCT),  # no employer named
+    # a value taken back outright ("Mia, not Mila") replaces the line that states it in the same
+    # relation; another name alone is another person (one may have two sisters)
+    ("My sister is called Mia, not Mila", "Mila is their sister", CONFLICT),
+    ("Mia is their sister, not Mila", "Mila is their sister", CONFLICT),
+    ("Actually my sister's name is Mia, not Mila", "My sister's name is Mila", CONFLICT),
+    ("My sister is not Mila but Mia", "Mila is their sister", CONFLICT),
+    ("Not Mila but Mia is my sister", "Mila is their sister", CONFLICT),
+    ("Mia is their sister", "Mila is their sister", DISTINCT),
+    ("My sister is called Mia", "Mila is their sister", DISTINCT),
+    ("My sister is called Mia, not Mila", "Mila lives in Munich", DISTINCT),
+    ("My sister is called Mia, not Mila", "My sister Mila lives in Munich", DISTINCT),
+    ("Prefers tea over coffee", "Drinks coffee every morning", DISTINCT),
+    ("Runs on Sundays, not just Saturdays", "Runs on Saturdays", DISTINCT),
     # a value given up, or a clause after the statement, does not hide another value
     ("Prefers spaces over tabs in Go code, gofmt handles it anyway", "Prefers tabs over spaces in Go code", CONFLICT),
     ("Prefers spaces over tabs, gofmt handles it anyway", "Prefers tabs over spaces", CONFLICT),
@@ -229,6 +254,40 @@ def test_a_new_job_elsewhere_replaces_the_old_one(mem):
     old = mem.remember("Works as a backend engineer at Finlytics", user="ana", category="identity")
     new = mem.remember("Works as a staff engineer at Tidepool", user="ana", category="identity")
     assert mem.fact(old.id).status == "archived" and mem.fact(old.id).superseded_by == new.id
+
+
+def test_a_correction_that_names_the_wrong_value_archives_the_fact_that_said_it(mem, home):
+    """"My sister is called Mia, not Mila" takes back "Mila is their sister" through remember
+    (a correction, whatever the older fact was filed under) and a line added to MEMORY.md;
+    another name without "not Mila" is a second sister, and both stay."""
+    mem.add([{"role": "user", "content": "My sister's name is Mila."}], user="ana")
+    mem.flush()
+    (mila,) = mem.facts(user="ana")
+    assert mila.content == "Mila is their sister" and mila.category == "context"
+    mem.remember("My sister Mia is coming over", user="ana", category="context")
+    mem.remember("Mia is their sister", user="ana", category="context")
+    assert mem.fact(mila.id).status != "archived"  # two sisters, as far as anyone said
+    fixed = mem.remember("My sister is called Mia, not Mila", user="ana", category="correction")
+    assert mem.fact(mila.id).status == "archived" and mem.fact(mila.id).superseded_by == fixed.id
+    assert "Mila is their sister" not in mem.recall("what's my sister's name?", user="ana", track=False).context
+
+    ben = mem.remember("Ben is their brother", user="ana", category="context")
+    path = dreamed(mem, home)
+    edit_text(path, "## Context\n\n", "## Context\n\n- My brother is called Tom, not Ben\n")
+    report = mem.sync(user="ana")
+    assert [(s.fact_id, s.content) for s in report.superseded] == [(ben.id, "Ben is their brother")]
+
+
+def test_saying_one_is_a_role_at_another_company_replaces_the_old_job(mem):
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    for days, text in [(0, "I work as a data engineer at Acme Corp."),
+                       (20, "I switched jobs, I'm a product manager at Globex now.")]:
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Ok."}],
+                user="ana", thread=f"t{days}", at=t0 + timedelta(days=days))
+        mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Is a product manager at Globex now"]
+    assert [f.content for f in mem.facts(user="ana", status="archived")] == ["Works as a data engineer at Acme Corp"]
+    assert mem.profile(user="ana").user.work_context.summary == "Is a product manager at Globex now"
 
 
 def test_numbered_items_are_kept_side_by_side(mem):

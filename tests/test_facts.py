@@ -119,3 +119,15 @@ def test_a_preference_of_another_kind_leaves_the_older_one_live_through_every_do
     # a value of one kind still takes the older one's place
     coffee = mem.remember("Prefers coffee", user="ana", category="preference")
     assert coffee.supersedes is not None and mem.fact(coffee.supersedes).content == "Prefers tea"
+
+
+def test_a_correction_takes_back_what_it_contradicts_whatever_that_was_filed_under(mem):
+    writer, facts = TagWriter(mem.store, "ana"), mem.ctx.facts
+    with mem.store.transaction():
+        dose = facts.add_fact(writer, Fact(user="ana", content="Takes 5 mg of melatonin", category="health"), [])
+        other = facts.add_fact(writer, Fact(user="ana", content="Takes 10 mg of melatonin", category="preference"), [])
+        peanuts = facts.add_fact(writer, Fact(user="ana", content="Is allergic to peanuts", category="constraint"), [])
+        fixed = facts.add_fact(writer, Fact(user="ana", content="Is allergic to cashews, not peanuts",
+                                            category="correction"), [])
+    assert mem.fact(dose.id).status != "archived" and other.supersedes is None  # another category: both stay
+    assert mem.fact(peanuts.id).status == "archived" and mem.fact(peanuts.id).superseded_by == fixed.id
