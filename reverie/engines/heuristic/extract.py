@@ -51,6 +51,9 @@ def _area(content: str, category: str) -> str | None:
 # a profile line that says one of these holds one value at a time: a new one takes the place
 # of the old ("Works as a nurse" gives way to "Works as a pilot"; the facts keep both)
 _ONE_VALUE = ("works as ", "works at ", "works for ", "lives in ", "is based in ", "name is ")
+# the same in Chinese: "在腾讯工作" gives way to "在字节跳动工作", "住在上海" to "住在北京"
+_ONE_VALUE_ZH = (("employer", re.compile(r"在[^，,；;]+?(?:工作|上班|任职)$")), ("home", re.compile(r"住在")),
+                 ("name", re.compile(r"(?:叫|名字是)")))
 # the profile says what is ("only when there is durable new evidence"): "Worked in the garden
 # with Ana" or "Worked at Google" tells of the past, and a past-tense line with a date of an
 # event ("Founded a club last week"); both are an episode's and a fact's, not the profile's
@@ -63,7 +66,8 @@ _MOVED = re.compile(r"^(?i:moved|relocated)\s+(?i:back\s+)?to\s+(?P<place>(?:the
 
 def _one_value_slot(line: str) -> str | None:
     low = line.casefold()
-    return next((slot for slot in _ONE_VALUE if low.startswith(slot)), None)
+    return next((slot for slot in _ONE_VALUE if low.startswith(slot)), None) or next(
+        (slot for slot, pattern in _ONE_VALUE_ZH if pattern.match(line)), None)
 
 
 def _not_now(line: str) -> bool:

@@ -304,6 +304,11 @@ class Rule:
     words (English) or substrings (Chinese). A clause holding none of them skips
     the regex, which keeps extraction cheap; the regex itself is compiled on its
     first use, which keeps start-up cheap.
+
+    ``unless`` voids a match whose statement holds it (the statement: from the
+    clause's start, or from the match's own subject when another comes before it,
+    to the first break after the object): "以前" or "去年" says what held once, not
+    what holds now.
     """
 
     category: str
@@ -313,15 +318,20 @@ class Rule:
     template: str
     section: str | None = None  # the profile section a clear signal feeds
     negates: bool = False  # the object is no longer true (correction of old facts)
+    unless: str = ""
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source, re.IGNORECASE)
 
+    @cached_property
+    def void(self) -> re.Pattern[str] | None:
+        return re.compile(self.unless) if self.unless else None
+
 
 def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
-          negates: bool = False) -> Rule:
-    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates)
+          negates: bool = False, unless: str = "") -> Rule:
+    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless)
 
 
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
@@ -470,35 +480,94 @@ RULES_EN: tuple[Rule, ...] = (
           r"note to self:?)(?!\w)\s*(?P<x>.+)", 0.7, "{X}"),
 )
 
+# What held once ("以前我在华为工作", "我在华为实习过", "当时我住在上海"), not what holds now;
+# "周五以前" is a deadline, "过敏" an allergy, "过桥米线" noodles
+_FORMER_ZH = (
+    r"(?<![一二三四五六七八九十日天末底号点月年周\d])(?:以前|之前|从前)|曾经|曾(?=[在是住任做当])|当时|那时|那会儿?"
+    r"|那阵子|小时候|(?:年轻|上学|读书|大学|高中|中学|小学)(?:的)?时|过去(?=[在是住曾几一两三十的])"
+    r"|(?:原来|本来)(?=[在是住叫])|(?:工作|上班|任职|实习|住|待|呆|生活|做|当|喜欢|爱|讨厌|学|读|用|叫)过"
+    r"(?![度于多分敏年来去程期滤渡夜节日桥])"
+)
+# a dated past ("去年我在深圳实习", "我是昨天到的上海"), unless it says since when ("从去年开始")
+_DATED_ZH = (
+    r"(?<![从自])(?:去年|前年|上个?月|上周|上星期|上礼拜|昨天|前天|昨晚"
+    r"|[\d一二两三四五六七八九十几半]+个?(?:年|月|星期|礼拜|周|天)前|(?<!\d)(?:19|20)\d\d年)(?!开始|起|以来)"
+)
+_NOT_NOW_ZH = _FORMER_ZH + "|" + _DATED_ZH
+# a stay, not a home: "我这几天住在酒店里"
+_BRIEF_ZH = r"这几天|这两天|这周|这个星期|这段时间|这阵子|最近几天|暂住|临时"
+# "我们明天再聊吧", "应该是周二吧": a plan for the talk or a guess, no correction to keep
+_PLAN_ZH = r"明天|后天|今晚|待会|一会儿?|等会|等下|下次|改天|回头|晚点|稍后|再聊|吧"
+# "我叫王小明", "我叫Tom": a name, the whole of its clause; not "我叫外卖了", "我叫了一辆滴滴",
+# "我叫他过来", "我叫个车"
+_NAME_ZH = (r"\s*(?P<x>(?![了过着外车的出滴快救醒人你您他她它我大家不没起来去上住个一份点些妈爸老朋同服])"
+            r"(?:[\u4e00-\u9fff]{2,4}(?<![了吧吗呢啊呀哦啦的过着])|[A-Z][A-Za-z'-]*(?:\s+[A-Z][A-Za-z'-]*){0,2}))"
+            r"(?=\s*(?:$|[，,。.!！;；]))")
+# "我是程序员", "我是一名医生", "我是做前端的": what one is; not the stress of "我是真的很累", the
+# time of "我是昨天到的上海", nor a role towards someone ("我是你的老板")
+_BEING_ZH = (r"(?!说|不|没|在|觉得|想|指|因为|为了|被|把|给|跟|和|从|来|去|到|坐|用(?!户)|刚|已经|真|很|挺|太|有点|非常|特别"
+             r"|比较|蛮|超|好|最|更|还|也|都|就|才|又|这|那|第|怎么|什么|谁|哪|否|故意|专门|特意|随便|开玩笑|认真|问|对|错"
+             r"|自己)(?:一[名个位])?(?P<x>(?![^，,。；;]*(?:你|您|他|她|它|今天|明天|昨天|前天|后天|刚才|刚刚|上午|下午|中午"
+             r"|早上|晚上|那天|这次|一次))(?:(?:做|搞|学|干|教)[^，,。；;]+|[^，,。；;]*[^，,。；;的吧啊呀呢嘛吗了]))"
+             r"(?=$|[，,。；;！!])")
+# "住在酒店里", "住在医院": a stay
+_STAY_ZH = r"(?![^，,。；;]*(?:酒店|宾馆|旅馆|民宿|青旅|旅社|招待所|客栈|医院|朋友家|同学家|亲戚家|别人家|这里|那里|这儿|那儿))"
+
 RULES_ZH: tuple[Rule, ...] = (
-    _rule("correction", "不对|不是的|错了|更正|纠正", r"^(?:不对|不是的|错了|更正|纠正一下)[，,。!！:：\s]*(?P<x>.+)", 0.9, "{raw}"),
-    _rule("correction", "是说", r"我(?:的意思)?是说[，,：:]?\s*(?P<x>.+)", 0.85, "{raw}"),
-    _rule("correction", "不再", r"我(?:已经)?(?P<v>不再)(?P<x>.+)", 0.85, "{v}{raw}", negates=True),
-    _rule("context", "是我的", r"(?P<x>[\u4e00-\u9fff]{1,4}|[A-Z][a-z]+)是我的(?P<v>同事|老板|经理|朋友|妻子|丈夫|老婆|老公|"
-          r"女朋友|男朋友|妈妈|爸爸|姐姐|妹妹|哥哥|弟弟|导师|老师|室友)", 0.85, "{raw}：{v}"),
-    _rule("preference", "最喜欢的", r"我最喜欢的(?P<v>[^，,。是]{1,10})是(?P<x>.+)", 0.9, "最喜欢的{v}是{raw}"),
+    _rule("correction", "不对|不是的|错了|更正|纠正", r"^(?:不对|不是的|错了|更正|纠正一下)[，,。!！:：\s]*(?P<x>.+)", 0.9, "{raw}",
+          unless=_PLAN_ZH),
+    # "我是说" is as often "I mean" as "I meant": a correction only with what it takes back
+    _rule("correction", "的意思是说", r"我的意思是说[，,：:]?\s*(?P<x>(?!你|您|他|她|我们|咱们).+)", 0.85, "{raw}", unless=_PLAN_ZH),
+    _rule("correction", "是说", r"我是说[，,：:]?\s*(?P<x>[^。；;！!]*?不是[^。；;！!]+)", 0.85, "{raw}", unless=_PLAN_ZH),
+    _rule("correction", "不再", r"我(?:现在|目前|如今|已经){0,2}(?P<v>不再)(?P<x>.+)", 0.85, "{v}{raw}", negates=True),
+    _rule("context", "是我的", r"(?P<x>(?![你您他她它我这那谁])[\u4e00-\u9fff]{1,4}|[A-Z][a-z]+)是我的(?P<v>同事|老板|经理|朋友|"
+          r"妻子|丈夫|老婆|老公|女朋友|男朋友|妈妈|爸爸|姐姐|妹妹|哥哥|弟弟|导师|老师|室友)", 0.85, "{raw}：{v}",
+          unless=_NOT_NOW_ZH),
+    _rule("preference", "最喜欢的", r"我最喜欢的(?P<v>[^，,。是]{1,10})是(?P<x>.+)", 0.9, "最喜欢的{v}是{raw}", unless=_NOT_NOW_ZH),
     _rule("preference", "不喜欢|讨厌|不爱|受不了|反感", r"我(?:也|真的|很|非常|特别|最|一直|向来){0,3}(?P<v>不喜欢|讨厌|不爱|受不了|反感)(?P<x>.+)",
-          0.85, "{v}{raw}"),
+          0.85, "{v}{raw}", unless=_NOT_NOW_ZH),
     _rule("preference", "喜欢|偏好|偏爱|热爱|习惯|倾向|爱", r"我(?:也|真的|很|非常|特别|最|更|比较|一直|向来|还是){0,3}(?P<v>更喜欢|喜欢|偏好|偏爱|热爱|"
-          r"习惯|倾向于|爱)(?P<x>.+)", 0.85, "{v}{raw}"),
+          r"习惯|倾向于|爱)(?P<x>.+)", 0.85, "{v}{raw}", unless=_NOT_NOW_ZH),
+    # "我现在不喝茶了": no longer (what it takes back: "喜欢喝茶")
+    # ("不用" is as often "need not": "我不用担心了")
+    _rule("preference", "不吃|不喝|不抽|不玩", r"我(?:现在|目前|如今|已经|早就|也){0,2}不(?P<x>(?:吃|喝|抽|玩)(?![^，,。了]*[你您])"
+          r"[^，,。了]+)了", 0.85, "不{raw}了", unless=_NOT_NOW_ZH),
+    # "（我不喝茶了，）改喝咖啡": what took its place
+    _rule("preference", "改", r"^我(?:现在|目前|如今|已经|就|也){0,2}改(?P<v>喝|吃|用|抽)(?P<x>[^，,。]+?)(?:了|啦)?(?=$|[，,。！!；;])",
+          0.85, "改{v}{raw}", unless=_NOT_NOW_ZH),
     _rule("constraint", "不要|别|禁止|不准|不许", r"^(?:请|麻烦)?你?(?:以后)?都?(?P<v>不要|别|禁止|不准|不许|千万别|千万不要|永远不要|绝对不要)"
           r"(?!担心|着急|客气|介意)(?P<x>.+)", 0.9, "{v}{raw}"),
     _rule("constraint", "禁止", r"(?:^|[，,；;])\s*(?P<v>禁止)(?P<x>[^，,。]+)", 0.9, "{v}{raw}"),
     _rule("constraint", "以后|从现在|从今|总是|始终|一律", r"(?P<v>以后都|以后一律|以后请都|从现在开始都?|从今以后都?|总是|始终|一律)[，,]?\s*(?P<x>.+)",
           0.85, "{v}{raw}"),
-    _rule("identity", "工作|上班|任职|实习", r"我(?:现在)?在(?P<x>[^，,。]+?)(?P<v>工作|上班|任职|实习)", 0.9, "在{raw}{v}", "workContext"),
-    _rule("identity", "叫|来自|住在", r"我(?P<v>叫|来自|住在)(?P<x>[^，,。]+)", 0.9, "{v}{raw}", "personalContext"),
-    _rule("identity", "名字", r"我的(?P<v>名字)是(?P<x>[^，,。]+)", 0.9, "{v}是{raw}", "personalContext"),
-    _rule("identity", "我是", r"我是(?!说|不是|在|觉得|想|指|因为|为了)(?:一[名个位])?(?P<x>[^，,。]+)", 0.85, "是{raw}",
-          "workContext"),
-    _rule("goal", "目标|梦想|理想", r"我的(?:长期|主要|最终)?(?P<v>目标|梦想|理想)是(?P<x>.+)", 0.9, "{v}是{raw}", "topOfMind"),
-    _rule("goal", "成为", r"我(?P<v>想|希望|要|打算|立志)成为(?P<x>.+)", 0.9, "{v}成为{raw}", "topOfMind"),
-    _rule("goal", "打算|计划|准备", r"我(?P<v>打算|计划|准备)(?P<x>.+)", 0.7, "{v}{raw}"),
+    _rule("identity", "工作|上班|任职|实习", r"我(?:现在|目前|如今)?在(?P<x>[^，,。]+?)(?P<v>工作|上班|任职|实习)", 0.9, "在{raw}{v}",
+          "workContext", unless=_NOT_NOW_ZH),
+    _rule("identity", "叫", r"我叫" + _NAME_ZH, 0.9, "叫{raw}", "personalContext", unless=_FORMER_ZH),
+    _rule("identity", "名字", r"我的名字(?:是|叫)" + _NAME_ZH, 0.9, "名字是{raw}", "personalContext", unless=_FORMER_ZH),
+    _rule("identity", "来自", r"我(?P<v>来自)(?P<x>[^，,。]+)", 0.9, "{v}{raw}", "personalContext"),
+    _rule("identity", "住在", r"我(?:现在|目前|如今|一直|也){0,2}(?P<v>住在)" + _STAY_ZH + r"(?P<x>[^，,。]+)", 0.9, "{v}{raw}",
+          "personalContext", unless=_NOT_NOW_ZH + "|" + _BRIEF_ZH),
+    # "我搬到北京了", "我上个月搬到了北京": where one lives now, however long ago the move (not "我要搬到北京了")
+    _rule("identity", "搬", r"我们?(?=[^，,。；;]*(?:了|啦|已经|刚))(?:已经|刚|最近|终于|也|去年|前年|今年|上个?月|上周|年初|年底|前几天"
+          r"|前段时间|不久前){0,2}搬家?(?:到|去|回)了?(?P<x>(?!这|那|新家|新房)[^，,。了啦]+?)(?:了|啦)?(?=$|[，,。！!；;])", 0.85,
+          "住在{raw}", "personalContext", unless=_FORMER_ZH),
+    _rule("identity", "我是|现在是|目前是", r"我(?:现在|目前)?是" + _BEING_ZH, 0.85, "是{raw}", "workContext", unless=_NOT_NOW_ZH),
+    _rule("goal", "目标|梦想|理想", r"我的(?:长期|主要|最终)?(?P<v>目标|梦想|理想)是(?P<x>.+)", 0.9, "{v}是{raw}", "topOfMind",
+          unless=_FORMER_ZH),
+    _rule("goal", "成为", r"我(?P<v>想|希望|要|打算|立志)成为(?P<x>.+)", 0.9, "{v}成为{raw}", "topOfMind", unless=_FORMER_ZH),
+    _rule("goal", "打算|计划|准备", r"我(?P<v>打算|计划|准备)(?P<x>.+)", 0.7, "{v}{raw}", unless=_FORMER_ZH),
     _rule("decision", "决定", r"(?:我们|我|大家)(?:最终|已经|最后|还是)?(?P<v>决定)了?(?P<x>.+)", 0.9, "{v}{raw}"),
     _rule("decision", "选择了|选了|定了", r"(?:我们|我)(?:最终|最后)?(?P<v>选择了|选了|定了)(?P<x>.+)", 0.85, "{v}{raw}"),
     _rule("decision", "就用|就选", r"就(?P<v>用|选)(?P<x>[^，,。]+?)吧", 0.8, "{v}{raw}"),
     _rule("knowledge", "教训|经验|记住", r"(?P<v>教训|经验|记住)[是：:，,]\s*(?P<x>.+)", 0.7, "{raw}"),
 )
+
+# "我现在住在北京", "我目前在腾讯工作", "我现在不喝茶了": a "now" that says what holds from now on,
+# not a passing state ("我现在在开会")
+DURABLE_NOW_ZH = re.compile(r"(?:现在|目前|如今)(?=(?:已经|也|还|都|就){0,2}(?:住在|在[^，,。；;]{1,20}?(?:工作|上班|任职|实习)"
+                            r"|不再|不(?:吃|喝|抽|玩)[^，,。；;]*了|改(?:喝|吃|用|抽)|是))|刚刚(?=搬)")
+# "去年夏天，我在华为实习": a time before the clause it is the time of, no clause of its own
+PAST_LEAD_ZH = re.compile(rf"^(?:{_NOT_NOW_ZH})[^了过，,。]{{0,3}}$")
 
 # "X, not Y" / "instead of Y" / "不是Y": the part a correction takes back
 NEGATED_EN = re.compile(r"(?:^|,\s*|\s+)(?:not|rather than|instead of)\s+(?P<y>[^,.;!?]+)", re.IGNORECASE)

@@ -142,7 +142,24 @@ def _negated(sentence: str, rule: lx.Rule, m: re.Match[str], cjk: bool) -> str:
 
 
 def is_temporary(clause: Clause) -> bool:
-    return clause.has_cue(_TEMPORARY_CUES) and temporary_text(clause.low)
+    if not clause.has_cue(_TEMPORARY_CUES):
+        return False
+    return temporary_text(lx.DURABLE_NOW_ZH.sub(" ", clause.low) if clause.cjk else clause.low)
+
+
+_BREAK = re.compile(r"[，,；;。！!？?]")
+
+
+def _voided(rule: lx.Rule, text: str, m: re.Match[str]) -> bool:
+    """Whether the statement ``m`` reads holds what voids its rule ("去年我在华为实习过"): the
+    clause up to the first break after the object, from the match's own subject when the
+    clause has another before it ("我之前说过我喜欢喝茶" says the liking now)."""
+    if rule.void is None:
+        return False
+    head = text[: m.start()]
+    statement = ("" if "我" in head else head) + text[m.start(): m.start("x")]
+    statement += _BREAK.split(text[m.start("x"):], maxsplit=1)[0]
+    return bool(rule.void.search(statement))
 
 
 def is_noise(clause: Clause) -> bool:
@@ -165,7 +182,7 @@ def _signal(text: str) -> Signal | None:
         return cognitive
     for rule in rules:
         m = rule.pattern.search(s)
-        if not m:
+        if not m or _voided(rule, s, m):
             continue
         content = _render(rule, m, clause.cjk)
         if content is None:
@@ -180,24 +197,31 @@ def _signal(text: str) -> Signal | None:
 _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并且|但是?|所以|也)?(?=我|(?:i|i'm|we|my)\b)"
                            # "I live in Porto and I work as ...": "and I" / "but I" without a comma, when
                            # the clause before has a first-person subject of its own ("My wife and I" has none)
-                           r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)", re.IGNORECASE)
+                           r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)"
+                           # "我不喝茶了，改喝咖啡": a clause that goes on with the same subject, unsaid
+                           r"|[，,]\s*(?:现在|目前|就|也)?(?=(?P<same>改)(?:喝|吃|用|抽))", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've)\b|我", re.IGNORECASE)
 
 
 def _clauses(sentence: str) -> list[str]:
     """A sentence cut where a new first-person clause starts ("..., and I prefer ...", "...，我喜欢...",
-    "... and I work as ...")."""
+    "... and I work as ..."); a Chinese clause that leaves its subject unsaid after one of "我"
+    takes that subject ("我不喝茶了，改喝咖啡" -> "我不喝茶了", "我改喝咖啡")."""
     pieces: list[str] = []
-    start = 0
+    start, subject = 0, ""
     for m in _CLAUSE_START.finditer(sentence):
         before = sentence[start:m.start()]
         if len(before.strip()) < 4:  # "No, I meant ..." stays whole
             continue
         if m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before):
             continue
-        pieces.append(before)
-        start = m.end()
-    pieces.append(sentence[start:])
+        if lx.PAST_LEAD_ZH.match(before.strip()):
+            continue  # "去年夏天，我在华为实习": the time of the clause after it
+        if m["same"] and not (subject or before.lstrip().startswith("我")):
+            continue
+        pieces.append(subject + before)
+        start, subject = m.end(), "我" if m["same"] else ""
+    pieces.append(subject + sentence[start:])
     return [clause for p in pieces if (clause := p.strip())]
 
 
