@@ -383,6 +383,8 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
                             r"(?P<o>(?:the\s+)?[A-Z][^,;.!?]*)")),
     ("home", re.compile(r"\b(?:lives?\s+in|(?:is\s+)?based\s+in|moved\s+(?:back\s+)?to|relocated\s+to)\s+"
                         r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
+    # "在腾讯工作" / "在字节跳动上班": the heuristic engine's Chinese lines for a job (not "在家工作")
+    ("employer", re.compile(r"^(?:用户|我)?(?:现在|目前)?在(?!家)(?P<o>[^，,；;。]+?)(?:工作|上班|任职)")),
 )
 
 
@@ -405,6 +407,8 @@ def _frame(text: str, values: _Values) -> tuple[str, frozenset[str], frozenset[s
             continue
         said = set(re.findall(r"[^\W_]+", m["o"].lower()))
         names = frozenset(n for n in values.names if n in said)
+        if not names and has_cjk(m["o"]):
+            names = token_set(m["o"])  # Chinese has no capitals: the place it names is the value
         return (kind, token_set(text[: m.start()]), names) if names else None
     return None
 

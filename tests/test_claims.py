@@ -278,6 +278,18 @@ def test_a_correction_that_names_the_wrong_value_archives_the_fact_that_said_it(
     assert [(s.fact_id, s.content) for s in report.superseded] == [(ben.id, "Ben is their brother")]
 
 
+@pytest.mark.parametrize("correction", ["No, my sister is called Mia, not Mila.",
+                                        "Actually my sister's name is Mia, not Mila."])
+def test_a_correction_said_in_conversation_archives_the_wrong_name(mem, correction):
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    for days, text in [(0, "My sister's name is Mila."), (5, correction)]:
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Ok."}],
+                user="ana", thread=f"t{days}", at=t0 + timedelta(days=days))
+        mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Mia is their sister, not Mila"]
+    assert [f.content for f in mem.facts(user="ana", status="archived")] == ["Mila is their sister"]
+
+
 def test_saying_one_is_a_role_at_another_company_replaces_the_old_job(mem):
     t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
     for days, text in [(0, "I work as a data engineer at Acme Corp."),
@@ -288,6 +300,15 @@ def test_saying_one_is_a_role_at_another_company_replaces_the_old_job(mem):
     assert [f.content for f in mem.facts(user="ana")] == ["Is a product manager at Globex now"]
     assert [f.content for f in mem.facts(user="ana", status="archived")] == ["Works as a data engineer at Acme Corp"]
     assert mem.profile(user="ana").user.work_context.summary == "Is a product manager at Globex now"
+
+
+@pytest.mark.parametrize("new, old, verdict", [
+    ("在字节跳动工作", "在腾讯工作", "conflict"),
+    ("现在在字节跳动上班", "在腾讯工作", "conflict"),
+    ("在家工作", "在腾讯工作", None),  # working from home says no employer
+])
+def test_a_chinese_job_line_fills_the_job_slot(new, old, verdict):
+    assert fact_relation(new, old, 0.6) == verdict and fact_relation(old, new, 0.6) == verdict
 
 
 def test_numbered_items_are_kept_side_by_side(mem):

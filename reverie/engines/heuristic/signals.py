@@ -187,6 +187,11 @@ def _signal(text: str) -> Signal | None:
         content = _render(rule, m, clause.cjk)
         if content is None:
             continue
+        # "my sister is called Mia, not Mila": the value the rule read stops before the one the
+        # clause takes back; the line keeps it, so that the judge archives the fact that said it
+        given_up = None if clause.cjk or not s.startswith(",", m.end()) else lx.NEGATED_EN.match(s, m.end())
+        if given_up:
+            content = f"{content}, not {given_up['y'].strip()}"
         section = rule.section
         if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in words(m["x"])):
             section = "personalContext"
