@@ -5,6 +5,8 @@ Tests script it either with a queue of replies::
     fake_openai.push({"summary": "..."})            # a good JSON answer
     fake_openai.push(Reply.fenced({...}))           # the same inside ```json fences
     fake_openai.push(Reply.error(500), Reply.json({...}))
+    fake_openai.push(Reply.raw("<html>gateway</html>"))   # a reply that is no completion
+    fake_openai.push(Reply.trickled({...}, every=0.2))     # a good answer, a few bytes at a time
 
 or with a responder that answers by step (the engine puts ``reverie-step: <step>``
 in the system message)::
@@ -13,7 +15,8 @@ in the system message)::
 
 Queued replies are served first; then the responder; with neither, the server
 answers 400 with a message that says so, which the client does not retry.
-Every request is recorded in ``fake_openai.requests``.
+Every request is recorded in ``fake_openai.requests``; ``fake_openai.hung_up`` counts the
+replies the client stopped reading before their end (it closed the connection).
 """
 
 from __future__ import annotations
@@ -32,17 +35,25 @@ from typing import Any
 import pytest
 
 _STEP = re.compile(r"reverie-step:\s*([a-z_]+)")
+TRICKLE_BYTES = 8
 
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted response: answer text, an HTTP error, a delay, or a dropped connection."""
+    """One scripted response: answer text, an HTTP error, a delay, or a dropped connection;
+    or a body sent as it is (``body``), a message other than ``{"role", "content"}``
+    (``message``), a finish reason, and a pause between each few bytes (``every``)."""
 
     content: str = ""
     status: int = 200
     delay: float = 0.0
     drop: bool = False
     retry_after: str | None = None  # an error's Retry-After header
+    body: str | None = None  # the whole HTTP body, instead of a completion
+    content_type: str = "application/json"
+    message: Mapping[str, Any] | None = None
+    finish_reason: str | None = None  # instead of "stop"
+    every: float = 0.0  # seconds between each TRICKLE_BYTES of the body
 
     @classmethod
     def json(cls, obj: Any) -> Reply:
@@ -79,6 +90,33 @@ class Reply:
     @classmethod
     def dropped(cls) -> Reply:
         return cls(drop=True)
+
+    @classmethod
+    def raw(cls, body: Any, content_type: str = "application/json") -> Reply:
+        """A 200 whose body is ``body`` (text as it is, anything else as JSON): no completion."""
+        return cls(body=body if isinstance(body, str) else json.dumps(body), content_type=content_type)
+
+    @classmethod
+    def trickled(cls, obj: Any, every: float) -> Reply:
+        """A good answer whose reply leaves TRICKLE_BYTES at a time, one lot every ``every`` seconds."""
+        return cls(content=json.dumps(obj), every=every)
+
+    @classmethod
+    def cut_off(cls, content: str) -> Reply:
+        """An answer the server stopped at its token limit."""
+        return cls(content=content, finish_reason="length")
+
+    @classmethod
+    def refusal(cls, said: str) -> Reply:
+        return cls(message={"role": "assistant", "content": None, "refusal": said})
+
+    @classmethod
+    def parts(cls, obj: Any) -> Reply:
+        """A good answer whose content is a list of text parts, as some gateways send it."""
+        text = json.dumps(obj)
+        half = len(text) // 2
+        return cls(message={"role": "assistant", "content": [
+            {"type": "text", "text": text[:half]}, {"type": "text", "text": text[half:]}]})
 
 
 Answer = Reply | str | Mapping[str, Any]
@@ -130,6 +168,7 @@ class FakeOpenAI:
         self.models = models
         self.requests: list[RecordedRequest] = []
         self.responder: Responder | None = None
+        self.hung_up = 0
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -215,6 +254,15 @@ class FakeOpenAI:
             },
         }
 
+    def _scripted_completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        completion = self._completion(body, reply.content)
+        choice = completion["choices"][0]
+        if reply.message is not None:
+            choice["message"] = dict(reply.message)
+        if reply.finish_reason is not None:
+            choice["finish_reason"] = reply.finish_reason
+        return completion
+
     def _models(self) -> dict[str, Any]:
         created = int(time.time())
         return {
@@ -257,23 +305,32 @@ class FakeOpenAI:
                     return
                 if reply.delay and fake._closing.wait(reply.delay):
                     return
-                if reply.status != 200:
-                    self._send(reply.status, _error_body(reply.status, reply.content), reply.retry_after)
+                if reply.body is not None:
+                    self._send(reply.status, reply.body.encode(), reply=reply)
+                elif reply.status != 200:
+                    self._send(reply.status, _error_body(reply.status, reply.content), reply=reply)
                 else:
-                    self._send(200, fake._completion(body, reply.content))
+                    self._send(200, fake._scripted_completion(body, reply), reply=reply)
 
-            def _send(self, status: int, payload: dict[str, Any], retry_after: str | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes, reply: Reply = Reply()) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    if retry_after is not None:
-                        self.send_header("Retry-After", retry_after)
-                    self.send_header("Content-Type", "application/json")
+                    if reply.retry_after is not None:
+                        self.send_header("Retry-After", reply.retry_after)
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    step = TRICKLE_BYTES if reply.every else len(data) or 1
+                    for start in range(0, len(data), step):
+                        if start and fake._closing.wait(reply.every):
+                            return
+                        self.wfile.write(data[start : start + step])
+                        self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up (timeout simulation)
+                    with fake._lock:
+                        fake.hung_up += 1
 
         return Handler
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from reverie.models import ENGINE_STEPS, Message, Model, Perception, Profile
 
@@ -71,6 +72,9 @@ class Extraction(Model):
     facts_to_reinforce: list[str] = Field(default_factory=list, alias="factsToReinforce")
     facts_to_remove: list[FactRemoval] = Field(default_factory=list, alias="factsToRemove")
     tags: list[str] = Field(default_factory=list)
+    # proposed new facts the engine itself left out, counted by reason (the openai engine's:
+    # a fact citing no line of the request, facts past its cap); not part of the answer asked for
+    facts_dropped: SkipJsonSchema[dict[str, int]] = Field(default_factory=dict, exclude=True)
 
 
 # ---------------------------------------------------------------- summarize

@@ -9,14 +9,21 @@ DeepSeek, OpenAI)::
 Each step sends its instructions (``prompts/<step>.md``) and the JSON schema of
 the answer it expects, then reads the answer tolerantly: ``<think>`` blocks,
 code fences and trailing chatter are ignored. Transient failures (timeouts,
-dropped connections, HTTP 429 and 5xx) are retried with exponential backoff;
-an answer that does not parse or validate is asked for again, with the problem
-named. Whatever goes wrong surfaces as one :class:`~reverie.errors.EngineError`,
+dropped connections, HTTP 429 and 5xx, a reply that is no chat completion: an HTML
+page from a proxy, an error object) are retried with exponential backoff; an
+answer that does not parse or validate is asked for again, with the problem
+named. ``timeout`` bounds a whole call, however slowly the server sends its
+reply. Whatever goes wrong surfaces as one :class:`~reverie.errors.EngineError`,
 so a caller can keep its episode and try later.
+
+An extraction keeps at most :data:`MAX_NEW_FACTS` new facts, and only the sources
+that name a line of its conversation; a fact that cites none of them is dropped
+(``Extraction.facts_dropped`` counts what was left out, by reason).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -27,10 +34,12 @@ import string
 import threading
 import time
 import typing
+import weakref
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import nullcontext
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,6 +51,7 @@ from reverie.engines.base import (
     ExtractRequest,
     FactRef,
     GovernRequest,
+    NewFact,
     PerceiveRequest,
     SummarizeRequest,
     TagDecisions,
@@ -64,6 +74,7 @@ _RAW_LOG_CHARS = 2000
 _RETRY_ECHO_CHARS = 4000
 
 Answer = TypeVar("Answer", bound=BaseModel)
+T = TypeVar("T")
 
 
 class _BadAnswer(Exception):
@@ -71,12 +82,20 @@ class _BadAnswer(Exception):
 
 
 class _Transient(Exception):
-    """A failure worth retrying after a pause: timeout, lost connection, 429, 5xx; ``after``:
-    the pause the server asked for (a 429's or 503's Retry-After), if it said one."""
+    """A failure worth retrying after a pause: timeout, lost connection, 429, 5xx, a reply
+    that is no chat completion; ``after``: the pause the server asked for (a 429's or 503's
+    Retry-After), if it said one."""
 
     def __init__(self, message: str, after: float | None = None):
         super().__init__(message)
         self.after = after
+
+
+class _Completion(NamedTuple):
+    """The text of a chat completion's first choice, and why the server ended it."""
+
+    text: str
+    finish_reason: str | None = None
 
 
 # a recall waits at most this long on perception from an endpoint, and asks once: past it,
@@ -84,6 +103,15 @@ class _Transient(Exception):
 PERCEIVE_TIMEOUT_SECONDS = 5.0
 # the longest Retry-After a learning call waits out before asking again
 MAX_RETRY_AFTER_SECONDS = 60.0
+# the new facts one extraction may propose: a batch (learn_batch_chars of talk) rarely holds
+# more durable ones; past it the answer is a runaway or invented, and the rest is dropped
+MAX_NEW_FACTS = 40
+# why an extraction's new facts were dropped (Extraction.facts_dropped)
+UNGROUNDED = "cited no line of the conversation"
+OVER_CAP = f"over the limit of {MAX_NEW_FACTS} new facts an extraction"
+# how long a caller waits past a call's deadline for the event loop to say it is over, should
+# the loop itself be stuck: the call is then given up all the same
+_LOOP_GRACE_SECONDS = 5.0
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -96,10 +124,60 @@ def _retry_after(exc: Any) -> float | None:
     return None if seconds is None or seconds < 0 else min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
+class _CallLoop:
+    """The event loop (one daemon thread a process, started on first use) that runs every
+    endpoint call under a deadline.
+
+    A blocking HTTP client bounds each wait (to connect, for the next bytes), never a whole
+    call: a server that trickles its reply a few bytes at a time, or its headers, holds the
+    caller as long as it likes, and a thread left to finish such a call lives as long.
+    ``asyncio.wait_for`` cancels a coroutine wherever it waits, and the connection closes
+    with it: a call is over at its deadline, leaving no thread and no connection behind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def run(self, call: Callable[[], Coroutine[Any, Any, T]], seconds: float) -> T:
+        """``call()``'s result, or TimeoutError once ``seconds`` have passed (the call is cancelled)."""
+        loop = self._running()
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(call(), seconds), loop)
+        try:
+            return future.result(seconds + _LOOP_GRACE_SECONDS)
+        except BaseException:
+            future.cancel()  # given up, or the caller interrupted: the call stops with it
+            raise
+
+    def close_later(self, client: openai.AsyncOpenAI) -> None:
+        """Close ``client``'s connections on the loop (a dropped engine's, say), without waiting."""
+        with self._lock:
+            loop = self._loop if self._pid == os.getpid() else None
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(client.close(), loop)
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            # a forked child has none of its parent's threads: it starts its own loop
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                try:
+                    threading.Thread(target=loop.run_forever, name="reverie-llm-calls", daemon=True).start()
+                except RuntimeError as exc:  # no thread starts once the interpreter is shutting down
+                    loop.close()
+                    raise EngineError(f"no call to an endpoint can start now ({exc})") from exc
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+
+_CALLS = _CallLoop()
+
+
 class OpenAIEngine:
     """An engine backed by any OpenAI-compatible chat-completions endpoint.
 
-    ``max_retries`` counts the attempts after the first one; ``backoff`` is the
+    ``timeout`` is the most one call may take, from connecting to the last byte of its
+    reply. ``max_retries`` counts the attempts after the first one; ``backoff`` is the
     first pause in seconds, doubled after each transient failure. The SDK's own
     retries are off so that this policy is the only one in force.
     """
@@ -143,14 +221,18 @@ class OpenAIEngine:
         self._open_until = 0.0  # monotonic time until which the breaker is open
         self._slots = threading.BoundedSemaphore(concurrency)
         self._open_reason = ""
+        self._api_key = api_key or _api_key_from_environment()
+        self._pid = os.getpid()
+        self._client = self._new_client()
+
+    def _new_client(self) -> openai.AsyncOpenAI:
         import openai  # the SDK takes ~0.4 s to import: only an openai engine pays for it
 
-        self._client: openai.OpenAI = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or _api_key_from_environment(),
-            timeout=timeout,
-            max_retries=0,
-        )
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0)
+        # a dropped engine's kept-alive connections close with it (the loop would hold them
+        # open); at exit they close with the process, after a last drain may have used them
+        weakref.finalize(self, _CALLS.close_later, client).atexit = False
+        return client
 
     # ------------------------------------------------------------ the steps
 
@@ -162,13 +244,15 @@ class OpenAIEngine:
         return perception.model_copy(update={"tags": list(dict.fromkeys(tags))})
 
     def extract(self, request: ExtractRequest) -> Extraction:
-        return self._ask(
+        extraction = self._ask(
             "extract",
             _extract_input(request),
             Extraction,
             language=request.language,
             user_speakers=_user_speakers(request.user_speakers),
+            max_new_facts=MAX_NEW_FACTS,
         )
+        return self._grounded(extraction, set(_line_ids(request)))
 
     def summarize(self, request: SummarizeRequest) -> EpisodeSummary:
         return self._ask("summarize", _dump(request), EpisodeSummary, language=request.language)
@@ -186,6 +270,28 @@ class OpenAIEngine:
     def govern_tags(self, request: GovernRequest) -> TagDecisions:
         return self._ask("govern_tags", _dump(request), TagDecisions)
 
+    def _grounded(self, extraction: Extraction, lines: set[str]) -> Extraction:
+        """The extraction with each new fact citing only ``lines`` (those of its request): a
+        fact that cites lines, none of them there, is dropped, as the dream drops an entry
+        citing inputs it was not given (one citing nothing is the learning line's to place by
+        its words); then the first MAX_NEW_FACTS are kept. What was dropped is logged and
+        counted in ``facts_dropped``."""
+        kept: list[NewFact] = []
+        dropped: dict[str, int] = {}
+        for fact in extraction.new_facts:
+            cited = [source for source in dict.fromkeys(fact.sources) if source in lines]
+            if fact.sources and not cited:
+                dropped[UNGROUNDED] = dropped.get(UNGROUNDED, 0) + 1
+            else:
+                kept.append(fact.model_copy(update={"sources": cited}))
+        if len(kept) > MAX_NEW_FACTS:
+            dropped[OVER_CAP] = len(kept) - MAX_NEW_FACTS
+            kept = kept[:MAX_NEW_FACTS]
+        if dropped:
+            logger.warning("extract: dropped new facts from model %r at %s (%s)", self.model, self.base_url,
+                           ", ".join(f"{count} {reason}" for reason, count in dropped.items()))
+        return extraction.model_copy(update={"new_facts": kept, "facts_dropped": dropped})
+
     # ------------------------------------------------------------ one call, with the failure policy
 
     def _ask(self, step: str, data: str, answer_model: type[Answer], **values: Any) -> Answer:
@@ -200,43 +306,44 @@ class OpenAIEngine:
         messages = [system, user]
         # perception is on a recall's path: one short try, then the heuristic engine
         attempts = 1 if step == "perceive" else self.max_retries + 1
-        problem = ""
+        problem, failing = "", False
         for attempt in range(attempts):
-            raw = ""
+            answer = _Completion("")
             try:
                 with self._slots if step != "perceive" else nullcontext():
-                    raw = self._complete(step, messages)
-                return parse_answer(raw, answer_model)
+                    answer = self._complete(step, messages)
+                return parse_answer(answer.text, answer_model)
             except _Transient as exc:
-                problem = redact(str(exc))  # an endpoint's error may echo a key: logged and stored
+                problem, failing = redact(str(exc)), True  # an endpoint's error may echo a key: logged and stored
                 if attempt + 1 < attempts:
                     pause = max(self.backoff * 2**attempt, exc.after or 0.0)
                     logger.info("%s: %s; retrying in %.2fs", step, problem, pause)
                     time.sleep(pause)
             except _BadAnswer as exc:
-                problem = redact(str(exc))
+                problem, failing = redact(_stopped_early(answer.finish_reason) + str(exc)), False
                 logger.info("%s: unusable answer (%s)", step, problem)
-                messages = [system, user, *_correction(raw, problem)]
-        if raw:
-            logger.warning("%s: last raw answer from %s: %s", step, self.model, redact(_truncate(raw, _RAW_LOG_CHARS)))
-        elif problem:  # no answer at all: the endpoint is down or failing, not the model confused
+                # an answer is shown back with what is wrong with it; no answer is asked for again
+                messages = [system, user, *_correction(answer.text, problem)] if answer.text else [system, user]
+        if answer.text:
+            logger.warning("%s: last raw answer from %s: %s", step, self.model,
+                           redact(_truncate(answer.text, _RAW_LOG_CHARS)))
+        if failing:  # no answer at all: the endpoint is down or failing, not the model confused
             self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, problem
         raise EngineError(
             f"{step}: model {self.model!r} at {self.base_url} gave no usable answer "
             f"after {attempts} attempt(s): {problem}"
         )
 
-    def _complete(self, step: str, messages: list[dict[str, str]]) -> str:
+    def _complete(self, step: str, messages: list[dict[str, str]]) -> _Completion:
         import openai  # loaded by __init__ already: a dictionary lookup
 
-        timeout = min(self.timeout, PERCEIVE_TIMEOUT_SECONDS) if step == "perceive" else self.timeout
-        client = self._client.with_options(timeout=timeout) if timeout != self.timeout else self._client
+        if self._pid != os.getpid():  # a forked child does not share its parent's connections
+            self._pid, self._client = os.getpid(), self._new_client()
+        seconds = min(self.timeout, PERCEIVE_TIMEOUT_SECONDS) if step == "perceive" else self.timeout
         try:
-            completion = client.chat.completions.create(
-                model=self.model, messages=messages, temperature=self.temperature  # type: ignore[arg-type]
-            )
-        except openai.APITimeoutError as exc:
-            raise _Transient(f"no answer within {timeout:g}s") from exc
+            body = _CALLS.run(lambda: self._post(messages, seconds), seconds)
+        except (TimeoutError, openai.APITimeoutError) as exc:
+            raise _Transient(f"no answer within {seconds:g}s") from exc
         except openai.APIConnectionError as exc:
             raise _Transient(f"connection failed ({exc.__cause__ or exc})") from exc
         except openai.APIStatusError as exc:
@@ -248,9 +355,86 @@ class OpenAIEngine:
             ) from exc
         except openai.OpenAIError as exc:
             raise EngineError(f"{step}: the OpenAI client failed: {redact(str(exc))}") from exc
-        if not completion.choices or not completion.choices[0].message.content:
-            raise _BadAnswer("the answer was empty")
-        return completion.choices[0].message.content
+        return _read_completion(body)
+
+    async def _post(self, messages: list[dict[str, str]], seconds: float) -> bytes:
+        """The body of the endpoint's reply, as it is: :func:`_read_completion` reads it, the
+        SDK is not trusted to (it passes a list, a string or a page of HTML through)."""
+        reply = await self._client.chat.completions.with_raw_response.create(
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
+            temperature=self.temperature,
+            timeout=seconds,
+        )
+        return reply.http_response.content
+
+
+# ---------------------------------------------------------------- reading replies
+
+
+def _read_completion(body: bytes) -> _Completion:
+    """The answer in a chat-completions reply. A reply that is no chat completion (a proxy's
+    HTML page, an error object, no message) is the endpoint failing, worth asking again after a
+    pause; a completion with no text (empty, refused) is the model's, asked again at once."""
+    try:
+        reply = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise _Transient(f"the reply was not JSON (it begins {_excerpt(body)!r})") from exc
+    if not isinstance(reply, dict):
+        raise _Transient(f"the reply was a JSON {_json_kind(reply)}, not a chat completion ({_excerpt(body)!r})")
+    choices = reply.get("choices")
+    if not choices and reply.get("error"):  # some servers and gateways say their error with a 200
+        error = reply["error"]
+        said = error.get("message") if isinstance(error, dict) else error
+        raise _Transient(f"the server answered with an error, not a completion: {_excerpt(str(said or error))}")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Transient(f"the reply had no choices ({_excerpt(body)!r})")
+    message, finish_reason = choices[0].get("message"), choices[0].get("finish_reason")
+    if not isinstance(message, dict):
+        raise _Transient(f"the reply had no message ({_excerpt(body)!r})")
+    text = _text_of(message.get("content"))
+    if not text.strip():
+        refusal = message.get("refusal")
+        if refusal:
+            raise _BadAnswer(f"the model refused: {_excerpt(str(refusal))}")
+        raise _BadAnswer(_stopped_early(finish_reason) + "the answer was empty")
+    return _Completion(text, finish_reason if isinstance(finish_reason, str) else None)
+
+
+def _text_of(content: Any) -> str:
+    """A message's content as text: a string, or a list of text parts (some gateways send
+    ``[{"type": "text", "text": ...}]``) joined."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        parts = [part.get("text") if isinstance(part, dict) else part for part in content]
+        texts = [part for part in parts if isinstance(part, str)]
+        if len(texts) == len(parts):
+            return "".join(texts)
+    raise _Transient(f"the reply's message content was a JSON {_json_kind(content)}, not text")
+
+
+def _json_kind(value: Any) -> str:
+    kinds = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "list"), (dict, "object"))
+    return next((kind for typ, kind in kinds if isinstance(value, typ)), "null")
+
+
+def _stopped_early(finish_reason: Any) -> str:
+    """What a problem should say first when the server stopped the answer early ("" if not)."""
+    if finish_reason == "length":
+        return ("the server cut the answer off at its token limit (finish_reason 'length': raise the "
+                "model's max_tokens, or lower learn_batch_chars); ")
+    if finish_reason in (None, "stop") or not isinstance(finish_reason, str):
+        return ""
+    return f"the server stopped the answer (finish_reason {_excerpt(finish_reason, 40)!r}); "
+
+
+def _excerpt(text: str | bytes, limit: int = 80) -> str:
+    """The start of ``text`` on one line, for a message: redacted, at most ``limit`` characters."""
+    head = text[: 4 * limit]  # a reply may be megabytes long: only its start is read
+    said = head.decode("utf-8", errors="replace") if isinstance(head, bytes) else head
+    said = redact(" ".join(said.split()))
+    return said if len(said) <= limit and len(head) == len(text) else said[: limit - 1] + "…"
 
 
 # ---------------------------------------------------------------- reading answers
@@ -292,7 +476,8 @@ def _first_json_object(text: str) -> dict[str, Any]:
     try:
         data, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        raise _BadAnswer(f"malformed JSON ({exc.msg} at character {exc.pos - start})") from exc
+        # some of the decoder's messages end in "at" ("Unterminated string starting at")
+        raise _BadAnswer(f"malformed JSON ({exc.msg.removesuffix(' at')} at character {exc.pos - start})") from exc
     except RecursionError as exc:
         raise _BadAnswer("JSON nested too deeply") from exc
     return data
@@ -388,11 +573,10 @@ def _validate(data: dict[str, Any], answer_model: type[Answer]) -> Answer:
         # some models wrap the answer: {"result": {...}}
         if len(data) == 1 and isinstance(inner, dict) and expected & inner.keys():
             data = inner
-        else:
-            raise _BadAnswer(
-                f"the JSON object has none of the expected keys ({', '.join(sorted(expected))}); "
-                f"it has {', '.join(sorted(data))}"
-            )
+        else:  # kept short, what it has first: an error shown in a line is cut there
+            schema = [f.alias or name for name, f in answer_model.model_fields.items() if not f.exclude]
+            raise _BadAnswer(f"the JSON object has keys {_some(sorted(data))} but none the schema names "
+                             f"({_some(schema)})")
     try:
         return answer_model.model_validate(data)
     except ValidationError as exc:
@@ -404,9 +588,14 @@ def _validate(data: dict[str, Any], answer_model: type[Answer]) -> Answer:
 
 
 def _field_keys(answer_model: type[BaseModel]) -> set[str]:
-    keys = set(answer_model.model_fields)
-    keys.update(f.alias for f in answer_model.model_fields.values() if f.alias)
-    return keys
+    """The names and aliases of the fields a model may answer (not those it is never asked for)."""
+    fields = {name: f for name, f in answer_model.model_fields.items() if not f.exclude}
+    return set(fields) | {f.alias for f in fields.values() if f.alias}
+
+
+def _some(names: Iterable[str], most: int = 3) -> str:
+    names = [_excerpt(name, 30) for name in names]
+    return ", ".join(names[:most]) + (", …" if len(names) > most else "")
 
 
 def _correction(raw: str, problem: str) -> list[dict[str, str]]:
@@ -455,15 +644,43 @@ def _extract_input(request: ExtractRequest) -> str:
         for f in request.facts
     ]
     lines = []
-    for i, message in enumerate(request.messages):
-        line_id = message.source_id or (request.episode_ids[i] if i < len(request.episode_ids) else f"m{i + 1}")
+    for line_id, message in zip(_line_ids(request), request.messages):
         date = f" ({message.at.date().isoformat()})" if message.at else ""
-        lines.append(f"[{line_id}]{date} {message.speaker or message.role}: {message.content}")
+        said = _neutralised(f"{' '.join((message.speaker or message.role).split())}: {message.content}")
+        # a message over several lines goes on in lines indented by two spaces: a line that
+        # starts at the margin is always one that reverie wrote
+        lines.append(f"[{line_id}]{date} " + "\n  ".join(said.splitlines()))
+    profile = json.dumps(request.profile.to_json(), ensure_ascii=False, indent=1)
+    known = json.dumps(facts, ensure_ascii=False, indent=1)
     return (
-        f"Existing profile:\n<profile>\n{json.dumps(request.profile.to_json(), ensure_ascii=False, indent=1)}\n"
-        f"</profile>\n\nExisting facts:\n<facts>\n{json.dumps(facts, ensure_ascii=False, indent=1)}\n</facts>\n\n"
+        f"Existing profile:\n<profile>\n{_neutralised(profile)}\n</profile>\n\n"
+        f"Existing facts:\n<facts>\n{_neutralised(known)}\n</facts>\n\n"
         "Conversation:\n<conversation>\n" + "\n".join(lines) + "\n</conversation>"
     )
+
+
+def _line_ids(request: ExtractRequest) -> list[str]:
+    """The id each message of an extract prompt is shown with, and a fact cites: the message's
+    own (an imported message's), else its episode's, else its place."""
+    return [
+        _one_line(message.source_id or (request.episode_ids[i] if i < len(request.episode_ids) else f"m{i + 1}"))
+        for i, message in enumerate(request.messages)
+    ]
+
+
+# what text may hold of the extract prompt's own markup: the tags around its parts (the "<" of
+# "</conversation>" becomes "‹") and a line's opening "[id] (date) speaker:" (its "[" becomes
+# "\["); the model is told that such text is what was said. Other text is shown as it is.
+_PROMPT_TAG = re.compile(r"<(?=\s*/?\s*(?:conversation|profile|facts)\b)", re.I)
+_LINE_OPENING = re.compile(r"\[(?=[^\[\]\s]{1,64}\][ \t]+(?:\(\d{4}-\d{2}-\d{2}\)[ \t]+)?[^\n:\[\]]{1,40}:(?!//))")
+
+
+def _neutralised(text: str) -> str:
+    return _LINE_OPENING.sub(r"\\[", _PROMPT_TAG.sub("‹", text))
+
+
+def _one_line(text: str) -> str:
+    return _neutralised(" ".join(text.split()))
 
 
 def _user_speakers(names: list[str]) -> str:
