@@ -546,7 +546,8 @@ class Learner:
         # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself
         lines = {sid: e.id for e in reversed(episodes) for sid in e.source_ids} | {e.id: e.id for e in episodes}
         added: list[Fact] = []
-        skipped: dict[str, int] = {}  # proposed facts not kept, by reason: counted for health
+        # proposed facts not kept, by reason (the engine's own drops first): counted for health
+        skipped: dict[str, int] = dict(ex.facts_dropped)
         for new in ex.new_facts:
             content = normalize_space(redact(new.content))
             reason = _not_kept(new, content, self.settings.fact_confidence_threshold)
@@ -555,7 +556,7 @@ class Learner:
                 continue
             content = clip_learned(content)
             sources, turns = _rests_on(content, [s for s in new.sources if s in lines], lines, episodes, bags)
-            content = _name_the_speaker(content, [by_id[e] for e in sources])
+            content = _name_the_speaker(content, [by_id[e] for e in sources], several=speakers > 1)
             category, original = normalize_category(new.category)
             fact = Fact(
                 user=user,
@@ -680,12 +681,14 @@ def _bags(episode: Episode, bags: _Bags) -> tuple[list[frozenset[str]], frozense
     return bags[episode.id]
 
 
-def _name_the_speaker(content: str, episodes: list[Episode]) -> str:
+def _name_the_speaker(content: str, episodes: list[Episode], *, several: bool = False) -> str:
     """In a talk between several named people, a fact says whose it is ("Melanie: loves
-    camping"); with one speaker, or unnamed roles, it stays as it is."""
+    camping"); with one speaker, or unnamed roles, it stays as it is. ``several``: the batch
+    holds several named people, though the fact's own episodes hold one (a person's turn
+    of several lines is an episode of its own)."""
     messages = [m for e in episodes for m in e.messages]
     speakers = {m.speaker for m in messages if m.speaker}
-    if len(speakers) < 2:
+    if not speakers or (len(speakers) < 2 and not several):
         return content
     drawn = attribute(content, messages)
     speaker = messages[drawn[0]].speaker if drawn else None

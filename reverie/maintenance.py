@@ -46,7 +46,7 @@ from reverie.profiles import trimmed_record
 from reverie.store.base import Page
 from reverie.store.failures import recovery
 from reverie.tags import TagWriter
-from reverie.text import exact_key, terms, token_set, words
+from reverie.text import clip_line, exact_key, terms, token_set, words
 
 CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
@@ -673,7 +673,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     last_dream = ctx.store.last_dream_run(user)
     if last_dream is not None and last_dream.status == "failed":
         report.dream_error = (f"{last_dream.id}, started {last_dream.started_at.isoformat(timespec='seconds')}: "
-                              f"{last_dream.error[:200]}")
+                              f"{clip_line(last_dream.error, 200)}")
     for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.capacity = ctx.settings.fact_capacity
@@ -741,7 +741,7 @@ def _verdict(r: HealthReport) -> list[str]:
             reasons.append(f"{len(r.long_entries)} entries are over {LONG_ENTRY} characters: run `reverie tidy`")
     if r.unlearned_episodes and r.learning_error:
         reasons.append(f"{r.unlearned_episodes} episode(s) wait to be learned and the last try failed: "
-                       f"{r.learning_error[:200]} (check the engine, then `reverie flush`)")
+                       f"{clip_line(r.learning_error, 200)} (check the engine, then `reverie flush`)")
     if r.dream_error:
         reasons.append(f"the last dream failed ({r.dream_error}); MEMORY.md and the facts were left as they were "
                        "(check the engine, then `reverie dream`)")

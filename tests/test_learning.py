@@ -360,6 +360,30 @@ def test_the_heuristic_profile_comes_from_the_user_s_lines_only(home):
         assert "pilot" in mem.profile(user="bo").user.work_context.summary
 
 
+def test_facts_an_engine_s_extraction_dropped_are_counted_in_health(home, fake_openai):
+    many = [{"content": f"Collects stamp series number {n}", "category": "preference", "confidence": 0.9,
+             "tags": [], "sources": []} for n in range(45)]
+    invented = {"content": "Owns a yacht", "category": "context", "confidence": 0.9, "tags": [], "sources": ["m99"]}
+    fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS,
+                                 "extract": _extraction(newFacts=[invented, *many])})
+    mem = _openai(home, fake_openai)
+    mem.add([{"role": "user", "content": "I collect stamps, a lot of series"}], user="ana")
+    mem.flush()
+    assert 1 <= len(mem.facts(user="ana")) <= 40  # (what the judge makes of the numbered lines is its own)
+    skipped = mem.health(user="ana").facts_skipped
+    assert skipped == {"cited no line of the conversation": 1, "over the limit of 40 new facts an extraction": 5}
+    mem.close()
+
+
+def test_a_speaker_s_turn_of_its_own_in_a_talk_among_people_keeps_their_name(mem, tmp_path):
+    talk = tmp_path / "talk.txt"
+    talk.write_text("Jon: I live in Lisbon and work as a designer.\nMaria: What do you do on weekends?\n"
+                    "Jon: I love running by the river.\n", encoding="utf-8")
+    mem.ingest(talk, user="ana")
+    facts = sorted(f.content for f in mem.facts(user="ana"))
+    assert "Jon: Loves running by the river" in facts and all(f.startswith("Jon: ") for f in facts)
+
+
 def test_a_model_s_overlong_profile_section_keeps_its_newest_sentences_and_says_so(home, fake_openai):
     sentences = [f"Worked on project {n} for the billing team." for n in range(40)]
     fake_openai.respond_by_step({"summarize": SUMMARY, "govern_tags": NO_TAGS, "extract": _extraction(user={
