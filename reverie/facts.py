@@ -216,9 +216,12 @@ class FactWriter:
             if len(live) > FULL_SCAN_FACTS:
                 batch[fact.user] = None  # from now on the judge reads related facts from the store
 
-    def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str]) -> Fact:
+    def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str], *, said_at: datetime | None = None) -> Fact:
         """Add a fact, unless it repeats one (then that one is reinforced and returned);
-        a fact it contradicts is archived with a supersedes link (newest wins)."""
+        a fact it contradicts is archived with a supersedes link (newest wins). ``said_at``:
+        when what it rests on was said (its episodes' time). A fact learned from history
+        older than what a contradicting fact rests on is the one archived, its newer rival
+        the successor: the order of storing does not make an older value the newer."""
         conflicts: list[str] = []
         for old in self.comparable(fact):
             if old.agent != fact.agent and not (old.agent is None and fact.agent is not None):
@@ -234,9 +237,27 @@ class FactWriter:
             # what it contradicts whatever that was filed under)
             if found == "conflict" and old.agent == fact.agent and fact.category in (old.category, "correction"):
                 conflicts.append(old.id)
+        newer = self._said_later(conflicts, said_at) if said_at is not None and conflicts else None
+        if newer is not None:
+            self.index_fact(fact, tags, writer=writer)
+            self.archive_fact(fact, "contradicted by a newer fact", newer, fact.updated_at)
+            return fact
         self._supersede(conflicts, fact)
         self.index_fact(fact, tags, writer=writer)
         return fact
+
+    def _said_later(self, ids: list[str], said_at: datetime) -> Fact | None:
+        """Of the facts ``ids``, the one said last, if that was after ``said_at`` (what a fact
+        rests on: its episodes' time, else when it was stored)."""
+        facts = self.store.get_facts(ids)
+        episodes = self.store.get_episodes({e for f in facts.values() for e in f.provenance.episodes})
+
+        def said(f: Fact) -> datetime:
+            return max((as_utc(episodes[e].occurred_at) for e in f.provenance.episodes if e in episodes),
+                       default=as_utc(f.created_at))
+
+        latest = max(facts.values(), key=said, default=None)
+        return latest if latest is not None and said(latest) > as_utc(said_at) else None
 
     def _supersede(self, ids: list[str], successor: Fact) -> None:
         """Archive the facts ``successor`` contradicts, in the order the judge met them."""

@@ -50,7 +50,7 @@ from reverie.models import (
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
-from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed
+from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed, says_any
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -515,6 +515,8 @@ class Learner:
         # the user's profile describes one person: whatever an engine says, a talk among
         # several named people, none marked as the user, does not write it (their facts do)
         profiled = any(speaks_for_profile(m, speakers) for e in episodes for m in e.messages)
+        before = self.store.get_profile(user).sections()
+        rewritten: dict[str, tuple[str, str]] = {}  # section -> (its text before, the batch's)
         for group, sections in (("user", ex.user if profiled else {}), ("history", ex.history)):
             for key, update in sections.items():
                 name = f"{group}.{key}"
@@ -523,6 +525,7 @@ class Learner:
                     # a section stays a short paragraph: its newest parts, the older give way
                     summary = fit_section(name, summary, self.settings.max_profile_chars, trimmed)
                     self.store.put_profile_section(user, name, summary, now)
+                    rewritten[name] = (before[name].summary if name in before else "", summary)
         note_trimmed(self.store, user, trimmed, now)
         agent = episodes[0].agent
         facts = self.store.get_facts(ex.facts_to_reinforce)
@@ -575,10 +578,20 @@ class Learner:
                 created_at=now,
                 updated_at=now,
             )
-            if self.facts.add_fact(writer, fact, new.tags) is fact:
+            # when it was said: a backfill of old history does not make an older value the newer
+            said_at = max((by_id[e].occurred_at for e in sources if e in by_id),
+                          default=max(e.occurred_at for e in episodes))
+            if self.facts.add_fact(writer, fact, new.tags, said_at=said_at) is fact:
                 added.append(fact)
+        # a fact older than the value it contradicts was archived as it came (history stored out
+        # of order): a section this batch rewrote to say it is left as it was
+        outdated = [f.content for f in added if f.status == "archived"]
+        added = [f for f in added if f.status != "archived"]
+        for name, (was, wrote) in rewritten.items():
+            if says_any(wrote, outdated, self.settings.duplicate_jaccard):
+                self.store.put_profile_section(user, name, was, now)
         said: frozenset[str] | None = None
-        taken_back: list[str] = []
+        taken_back: list[str] = [*outdated]
         for fact, reason in removed:
             successor = _successor(fact, added)
             if successor is None:

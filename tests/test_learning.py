@@ -360,6 +360,28 @@ def test_the_heuristic_profile_comes_from_the_user_s_lines_only(home):
         assert "pilot" in mem.profile(user="bo").user.work_context.summary
 
 
+@pytest.mark.parametrize("order", ["newer stored first", "both in one ingest"])
+def test_history_stored_out_of_order_keeps_the_value_said_last(mem, tmp_path, order):
+    hamburg = [{"role": "user", "content": "I live in Hamburg now.", "at": "2026-03-23T09:00:00Z"},
+               {"role": "assistant", "content": "Ok."}]
+    berlin = [{"role": "user", "content": "I live in Berlin.", "at": "2026-03-02T09:00:00Z"},
+              {"role": "assistant", "content": "Ok."}]
+    if order == "newer stored first":
+        for thread, talk in (("t2", hamburg), ("t1", berlin)):
+            mem.add(talk, user="ana", thread=thread)
+            mem.flush()
+    else:
+        path = tmp_path / "history.json"
+        path.write_text(json.dumps({"conversations": [{"thread": "t2", "messages": hamburg},
+                                                      {"thread": "t1", "messages": berlin}]}), encoding="utf-8")
+        mem.ingest(path, user="ana")
+    (live,) = mem.facts(user="ana")
+    (old,) = mem.facts(user="ana", status="archived")
+    assert (live.content, old.content) == ("Lives in Hamburg now", "Lives in Berlin")
+    assert old.superseded_by == live.id and old.archived_reason == "contradicted by a newer fact"
+    assert mem.profile(user="ana").user.personal_context.summary == "Lives in Hamburg now"
+
+
 def test_facts_an_engine_s_extraction_dropped_are_counted_in_health(home, fake_openai):
     many = [{"content": f"Collects stamp series number {n}", "category": "preference", "confidence": 0.9,
              "tags": [], "sources": []} for n in range(45)]
