@@ -35,7 +35,7 @@ from reverie.claims import is_temporary, stored_relation
 from reverie.context import Context
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry
 from reverie.errors import Conflict, InvalidInput, ReverieError
-from reverie.facts import absorb, fact_rank, keyed, numbers, unique
+from reverie.facts import absorb, clip_learned, fact_rank, keyed, numbers, protected, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import Snapshot, follow, load_snapshot, publish_memory_md, sync, withdrawn, withdrawn_like
@@ -495,7 +495,7 @@ def _ground(p: PlanEntry, inputs: _Inputs) -> tuple[_Entry | None, str]:
         if not facts:
             return None, f"{p.action} must cite a fact"
         return _Entry(p.action, "", facts[0].category, facts, [], p.reason), ""
-    content = normalize_space(redact(p.content))
+    content = clip_learned(normalize_space(redact(p.content)))  # an engine's line, held as learning holds one
     words = token_set(content)
     if not words:
         return None, "it has no content"
@@ -611,6 +611,15 @@ class _Apply:
             ) or next((f for _, f in results
                        if stored_relation(f.content, fact.content, self.ctx.settings.duplicate_jaccard) == "conflict"), None)
             reason = entry.reason or "dropped from the curated list"
+            if successor is None and protected(fact):
+                # a person's own line, a correction or a constraint: no engine takes it back on
+                # its word alone (tidy refuses the same); a newer value that contradicts it does
+                self.report.rejected.append(DreamEntry(content=fact.content, fact_id=fact.id, reason=(
+                    f"removing it ({reason}) was refused: it is a person's own line, a correction or a constraint, "
+                    "and a dream keeps those unless a newer value replaces them")))
+                results.append((entry, fact))  # kept in MEMORY.md, as a keep would
+                self.kept_ids.add(fact.id)
+                continue
             self._archive(fact, ARCHIVE_NEWER if successor else reason, successor)
             if successor is not None:
                 self.report.conflicts.append(DreamEntry(content=successor.content, fact_id=successor.id,

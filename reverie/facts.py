@@ -104,6 +104,17 @@ def clean_line(text: str) -> str:
     return normalize_space(redact(text or ""))
 
 
+# what no engine takes back on its own word: corrections and constraints, and every line a
+# person stored (remember) or added by hand (MEMORY.md)
+PROTECTED_CATEGORIES = ("correction", "constraint")
+
+
+def protected(fact: Fact) -> bool:
+    """A fact tidy and the dream keep, whatever an engine proposes (a newer value that
+    contradicts it still takes its place)."""
+    return fact.category in PROTECTED_CATEGORIES or fact.provenance.origin in ("manual", "sync")
+
+
 def clip_learned(content: str) -> str:
     """A line an engine wrote, at most :data:`MAX_FACT_CHARS` (an ellipsis says it was cut)."""
     return content if len(content) <= MAX_FACT_CHARS else content[: MAX_FACT_CHARS - 1].rstrip() + "…"

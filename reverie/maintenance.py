@@ -35,6 +35,7 @@ from reverie.facts import (
     fact_line,
     keyed,
     numbers,
+    protected,
     skipped_record,
 )
 from reverie.inputs import normalize_category
@@ -52,7 +53,6 @@ CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
 REWRITE_SUPPORT = 0.75  # share of a rewrite's words that must come from the fact
 ADD_SUPPORT = 0.5
-PROTECTED_CATEGORIES = ("correction", "constraint")
 _IDS = re.compile(r"(?:fact|note)_[0-9a-f]+")
 
 
@@ -219,7 +219,7 @@ class _Judge:
     def _remove_problem(self, fact: Fact, action: TidyAction) -> str:
         if not action.reason.strip():
             return "no reason given, and when unsure we keep"
-        if _protected(fact) and not self._twin(fact):
+        if protected(fact) and not self._twin(fact):
             return "it is a user constraint, and every user constraint is kept"
         return ""
 
@@ -255,10 +255,6 @@ def _keyed_kept(keep: Fact, dups: list[Fact]) -> tuple[Fact, list[Fact]]:
     return survivor, [f for f in group if f is not survivor and not keyed(f)]
 
 
-def _protected(fact: Fact) -> bool:
-    return fact.category in PROTECTED_CATEGORIES or fact.provenance.origin in ("manual", "sync")
-
-
 def _support_problem(new: str, source: str, minimum: float) -> str:
     """Why ``new`` does not stand on ``source`` ("" when it does)."""
     words_new = token_set(new)
@@ -291,7 +287,7 @@ def _rewrite_problem(fact: Fact, new: str) -> str:
     if problem:
         return problem
     kept = token_set(old) & token_set(new)
-    if _protected(fact) and len(kept) < REWRITE_SUPPORT * len(token_set(old)):
+    if protected(fact) and len(kept) < REWRITE_SUPPORT * len(token_set(old)):
         return "it would drop part of a user constraint"
     if len(new) < len(old) or (len(new) <= 1.1 * len(old) and _noise(new) < _noise(old)):
         return ""

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from reverie import Memory
 from reverie.cli import app
 from reverie.dream import describe, parse_chat_command, wait
+from reverie.facts import MAX_FACT_CHARS
 from reverie.scheduler import Scheduler
 from reverie.errors import Conflict, InvalidInput
 from reverie.models import Fact, Note
@@ -516,6 +517,36 @@ def test_chat_command_runs_the_dream_in_the_background_and_reports(mem):
     assert run.days == 30 and run.status == "done"
     assert not mem.chat_command("/memory dream 99", user="ana").ok
     assert mem.chat_command("just chatting", user="ana") is None
+
+
+def test_a_dream_keeps_a_person_s_line_an_engine_would_drop_and_clips_a_runaway_line(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        mine = mem.remember("Prefers trash over rm", user="ana", category="preference")
+        learned = mem.remember("Likes jazz", user="ana", category="preference")
+        say(mem, "I like sourdough bread and " + "very " * 20 + "long walks", day(0))
+        mem.flush()
+
+        def plan(body: dict) -> dict:
+            data = distill_input(body)
+            return {"entries": [
+                {"action": "remove", "sources": [mine.id], "reason": "outdated"},
+                {"action": "keep", "content": "Likes jazz", "category": "preference", "sources": [learned.id]},
+                {"action": "add", "content": "Likes sourdough bread and " + "very " * 20 + "long walks " * 5000,
+                 "category": "preference", "sources": [data["notes"][0]["id"]]},
+            ]}
+
+        fake_openai.respond_by_step({"distill": plan})
+        run = mem.dream(user="ana", now=day(0, 23))
+        assert run.status == "done"
+        assert mem.fact(mine.id).status == "consolidated" and "Prefers trash over rm" in mem.memory_md(user="ana")
+        refused = [e for e in run.report["rejected"] if e["fact_id"] == mine.id]
+        assert refused and "a person's own line" in refused[0]["reason"]
+        (added,) = run.report["added"]
+        assert len(added["content"]) <= MAX_FACT_CHARS and added["content"].endswith("…")
+        assert len(mem.fact(added["fact_id"]).content) <= MAX_FACT_CHARS
+    finally:
+        mem.close()
 
 
 def test_a_failing_engine_fails_the_run_and_changes_nothing(home, fake_openai):
