@@ -363,9 +363,11 @@ def test_a_failing_endpoint_opens_the_breaker_then_is_tried_again(fake_openai):
         summarize(engine)
     assert len(fake_openai.requests) == 2
     started = time.monotonic()
-    with pytest.raises(EngineError, match="not calling it again"):
+    with pytest.raises(EngineError, match="not calling it again") as held:
         summarize(engine)
     assert time.monotonic() - started < 0.1 and len(fake_openai.requests) == 2  # no request while open
+    # times of day, not "0s ago": the error is kept, and health shows it later
+    assert re.search(r"failed at \d\d:\d\d:\d\d UTC .*before \d\d:\d\d:\d\d UTC", str(held.value))
     time.sleep(0.6)
     assert summarize(engine).summary == SUMMARY["summary"] and len(fake_openai.requests) == 3
 

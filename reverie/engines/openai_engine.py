@@ -37,6 +37,7 @@ import typing
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import nullcontext
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -221,6 +222,7 @@ class OpenAIEngine:
         self._open_until = 0.0  # monotonic time until which the breaker is open
         self._slots = threading.BoundedSemaphore(concurrency)
         self._open_reason = ""
+        self._opened_at = datetime.now(timezone.utc)  # when the breaker last opened
         self._api_key = api_key or _api_key_from_environment()
         self._pid = os.getpid()
         self._client = self._new_client()
@@ -297,9 +299,11 @@ class OpenAIEngine:
     def _ask(self, step: str, data: str, answer_model: type[Answer], **values: Any) -> Answer:
         wait = self._open_until - time.monotonic()
         if wait > 0:
+            # times of day, not "5 s ago": the message is kept, and health shows it later
+            until = datetime.now(timezone.utc) + timedelta(seconds=wait)
             raise EngineError(
-                f"{step}: {self.base_url} failed {self.breaker_seconds:.0f}s ago or less ({self._open_reason}); "
-                f"not calling it again for {wait:.0f}s"
+                f"{step}: {self.base_url} failed at {self._opened_at:%H:%M:%S} UTC ({self._open_reason}); "
+                f"not calling it again before {until:%H:%M:%S} UTC"
             )
         system = {"role": "system", "content": _system_prompt(step, answer_model, values)}
         user = {"role": "user", "content": data}
@@ -329,6 +333,7 @@ class OpenAIEngine:
                            redact(_truncate(answer.text, _RAW_LOG_CHARS)))
         if failing:  # no answer at all: the endpoint is down or failing, not the model confused
             self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, problem
+            self._opened_at = datetime.now(timezone.utc)
         raise EngineError(
             f"{step}: model {self.model!r} at {self.base_url} gave no usable answer "
             f"after {attempts} attempt(s): {problem}"
