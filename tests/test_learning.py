@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from typer.testing import CliRunner
@@ -380,6 +380,19 @@ def test_history_stored_out_of_order_keeps_the_value_said_last(mem, tmp_path, or
     assert (live.content, old.content) == ("Lives in Hamburg now", "Lives in Berlin")
     assert old.superseded_by == live.id and old.archived_reason == "contradicted by a newer fact"
     assert mem.profile(user="ana").user.personal_context.summary == "Lives in Hamburg now"
+
+
+def test_who_the_user_lives_with_stays_when_the_city_changes(mem):
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    for days, text in [(0, "I live in Berlin with my partner Jonas."), (21, "I live in Hamburg now.")]:
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Ok."}],
+                user="ana", thread=f"t{days}", at=t0 + timedelta(days=days))
+        mem.flush()
+    assert sorted(f.content for f in mem.facts(user="ana")) == ["Jonas is their partner", "Lives in Hamburg now"]
+    # not a partner any more
+    mem.add([{"role": "user", "content": "I broke up with my girlfriend Anna."}], user="ana", thread="t9")
+    mem.flush()
+    assert not any("Anna" in f.content for f in mem.facts(user="ana"))
 
 
 def test_facts_an_engine_s_extraction_dropped_are_counted_in_health(home, fake_openai):

@@ -378,6 +378,10 @@ _FOOD = (r"(?:(?:all|any|most|anything with|foods? with|foods? containing)\s+)?(
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
 
+# "I live in Berlin with my partner Jonas": who the user lives or works with, a fact of its own
+# (not "broke up with my girlfriend Anna")
+WITH_MY_EN = re.compile(r"(?<!\bup )(?<!\bout )\bwith\s+my\s+(?P<v>" + _ROLES_EN + r")\s+(?P<x>[A-Z][a-z]+)\b")
+
 # "Don't give up!", "Never had the chance", "Always here for you": talk, not a rule for the assistant
 _NOT_AN_INSTRUCTION = (
     r"(?!(?:worry|mind|bother|be sorry|apologi[sz]e|forget|give up|quit|let|miss|lose|stress|panic|hesitate|"

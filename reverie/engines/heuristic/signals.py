@@ -238,7 +238,15 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
     None from a sentence that does not say its first-person lines as facts: a made-up
     situation ("Suppose I'm a lawyer"), someone else's words ("My sister said I'm ...")
     or a joke ("I work at Google lol jk")."""
-    found = tuple(sig for clause in _clauses(sentence) if (sig := _signal(clause)))
+    found: tuple[Signal, ...] = ()
+    for clause in _clauses(sentence):
+        sig = _signal(clause)
+        if sig is None:
+            continue
+        found += (sig,)
+        # "I live in Berlin with my partner Jonas": the partner is a fact of its own, which stays
+        # when the city changes (read as "My partner is Jonas" would be)
+        found += tuple(also for m in lx.WITH_MY_EN.finditer(clause) if (also := _signal(f"My {m['v']} is {m['x']}")))
     if found:  # the sentence's gates only when it says something (most sentences say nothing)
         low = sentence.lower()
         if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low):
