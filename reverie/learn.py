@@ -32,6 +32,7 @@ from reverie.engines.base import (
     TagDecisions,
     TagInfo,
 )
+from reverie.engines.heuristic.timerefs import anchored
 from reverie.errors import EngineError, StoreBusy
 from reverie.facts import clip_learned, keyed, note_skipped
 from reverie.heap import paused_gc
@@ -50,7 +51,7 @@ from reverie.models import (
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
-from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed, says_any
+from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed, rewrite_new_parts, says_any
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -516,12 +517,16 @@ class Learner:
         # several named people, none marked as the user, does not write it (their facts do)
         profiled = any(speaks_for_profile(m, speakers) for e in episodes for m in e.messages)
         before = self.store.get_profile(user).sections()
+        latest = max(e.occurred_at for e in episodes)  # a section's "last weekend" is the batch's
         rewritten: dict[str, tuple[str, str]] = {}  # section -> (its text before, the batch's)
         for group, sections in (("user", ex.user if profiled else {}), ("history", ex.history)):
             for key, update in sections.items():
                 name = f"{group}.{key}"
                 summary = redact(normalize_space(update.summary))
                 if name in PROFILE_SECTIONS and update.should_update and summary:
+                    # a part this batch says has its times as dates, as its facts do
+                    summary = rewrite_new_parts(summary, before[name].summary if name in before else "",
+                                                lambda part: anchored(part, latest))
                     # a section stays a short paragraph: its newest parts, the older give way
                     summary = fit_section(name, summary, self.settings.max_profile_chars, trimmed)
                     self.store.put_profile_section(user, name, summary, now)
@@ -559,6 +564,11 @@ class Learner:
                 continue
             content = clip_learned(content)
             sources, turns = _rests_on(content, [s for s in new.sources if s in lines], lines, episodes, bags)
+            # when it was said: a backfill of old history does not make an older value the newer,
+            # and "last weekend" is the weekend before that
+            said_at = max((by_id[e].occurred_at for e in sources if e in by_id),
+                          default=max(e.occurred_at for e in episodes))
+            content = clip_learned(anchored(content, said_at))
             content = _name_the_speaker(content, [by_id[e] for e in sources], several=speakers > 1)
             category, original = normalize_category(new.category)
             fact = Fact(
@@ -578,9 +588,6 @@ class Learner:
                 created_at=now,
                 updated_at=now,
             )
-            # when it was said: a backfill of old history does not make an older value the newer
-            said_at = max((by_id[e].occurred_at for e in sources if e in by_id),
-                          default=max(e.occurred_at for e in episodes))
             if self.facts.add_fact(writer, fact, new.tags, said_at=said_at) is fact:
                 added.append(fact)
         # a fact older than the value it contradicts was archived as it came (history stored out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from reverie.claims import stored_relation
 from reverie.errors import InvalidInput
@@ -109,6 +109,14 @@ def drop_outdated_parts(
             store.put_profile_section(user, name, "".join(kept).strip().rstrip(";；").strip(), now)
             changed.append(name)
     return changed
+
+
+def rewrite_new_parts(summary: str, was: str, rewrite: Callable[[str], str]) -> str:
+    """``summary`` with ``rewrite`` applied to each part ``was`` (the section before) does not
+    hold: a section's older parts keep their words."""
+    old = {found.group(1).strip() for found in _PART.finditer(was)}
+    return "".join((part if part.strip() in old else rewrite(part)) + gap
+                   for found in _PART.finditer(summary) for part, gap in [found.groups()])
 
 
 def says_any(summary: str, said: list[str], duplicate_at: float) -> bool:

@@ -24,6 +24,7 @@ from reverie.engines.heuristic import (
     keyphrases,
     resolve_time_refs,
 )
+from reverie.engines.heuristic.timerefs import anchored
 from reverie.models import CATEGORIES, Message, Profile
 from reverie.text import STOPWORDS, token_set
 
@@ -166,6 +167,24 @@ def test_time_refs_resolve_against_now(text, spans):
 def test_a_time_said_relative_to_the_moment_of_speaking_is_marked(text, relative):
     (ref,) = resolve_time_refs(text, NOW)
     assert ref.relative is relative
+
+
+@pytest.mark.parametrize("line, said", [
+    # said on Monday 23 March 2026
+    ("Moved to Hamburg last weekend", "Moved to Hamburg on the weekend of 21-22 March 2026"),
+    ("Was sick yesterday", "Was sick on 22 March 2026"),
+    ("Yesterday ran a 10k", "On 22 March 2026 ran a 10k"),
+    ("Started a new job last month", "Started a new job in February 2026"),
+    ("Visited Rome 3 years ago", "Visited Rome in 2023"),
+    ("Has a dentist appointment next Tuesday", "Has a dentist appointment on Tuesday 24 or 31 March 2026"),
+    ("Has a review this Friday", "Has a review on 27 March 2026"),
+    ("Went to Paris in May 2023", "Went to Paris in May 2023"),  # a date already
+    ("Lives in Hamburg now", "Lives in Hamburg now"),
+    ("Reads USA Today every morning", "Reads USA Today every morning"),  # a name
+    ("上周去了黄山", "上周去了黄山"),
+])
+def test_a_learned_line_gives_its_relative_times_as_the_dates_they_meant(line, said):
+    assert anchored(line, datetime(2026, 3, 23, 9, tzinfo=timezone.utc)) == said
 
 
 def test_time_refs_cover_whole_days_in_the_callers_zone():

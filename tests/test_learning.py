@@ -382,6 +382,13 @@ def test_history_stored_out_of_order_keeps_the_value_said_last(mem, tmp_path, or
     assert mem.profile(user="ana").user.personal_context.summary == "Lives in Hamburg now"
 
 
+def test_a_learned_fact_keeps_the_dates_a_relative_time_meant_when_it_was_said(mem):
+    mem.add([{"role": "user", "content": "Big news: we moved to Hamburg last weekend."},
+             {"role": "assistant", "content": "Congratulations!"}], user="ana", at=datetime(2026, 3, 23, 9, tzinfo=timezone.utc))
+    mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == ["Moved to Hamburg on the weekend of 21-22 March 2026"]
+
+
 def test_who_the_user_lives_with_stays_when_the_city_changes(mem):
     t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
     for days, text in [(0, "I live in Berlin with my partner Jonas."), (21, "I live in Hamburg now.")]:

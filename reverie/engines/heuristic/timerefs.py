@@ -246,3 +246,46 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
             )))
     return [ref for _, ref in sorted(found, key=lambda item: item[0])]
 
+
+
+def _day(d: date) -> str:
+    return f"{d.day} {d.strftime('%B')} {d.year}"
+
+
+def _dates_of(first: date, last: date) -> str:
+    """The dates a time covers, as words that stay true: "on 22 March 2026", "on the weekend of
+    21-22 March 2026", "in the week of 16 March 2026", "in February 2026", "in 2025"."""
+    if first == last:
+        return f"on {_day(first)}"
+    if first.weekday() == last.weekday() and last == first + timedelta(days=7):  # "next Tuesday": either
+        return f"on {first:%A} {first.day} or {_day(last)}" if first.month == last.month else \
+            f"on {first:%A} {_day(first)} or {_day(last)}"
+    if first.weekday() == 5 and last == first + timedelta(days=1):
+        return f"on the weekend of {first.day}-{_day(last)}"
+    if first.weekday() == 0 and last == first + timedelta(days=6):
+        return f"in the week of {_day(first)}"
+    if (first.day, first.month) == (1, 1) and (last.day, last.month) == (31, 12) and first.year == last.year:
+        return f"in {first.year}"
+    if first.day == 1 and last == _month_range(first.year, first.month)[1]:
+        return f"in {first.strftime('%B')} {first.year}"
+    return f"between {_day(first)} and {_day(last)}"
+
+
+def anchored(text: str, at: datetime) -> str:
+    """``text`` (a line about the user, said at ``at``) with each time said relative to the
+    moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
+    23 March 2026, reads "Moved to Hamburg on the weekend of 21-22 March 2026". Weeks later
+    "last weekend" would name another weekend. English times only; a line without one is
+    returned as it is."""
+    if not text.isascii():
+        return text  # (Chinese lines keep their words: 上周 has no preposition to give)
+    refs = [r for r in resolve_time_refs(text, at) if r.relative]
+    for ref in refs:
+        start = text.find(ref.text)
+        if start < 0 or (start > 0 and ref.text[0].isupper()):
+            continue  # a capital inside a line is a name: "Reads USA Today", "Tomorrow Never Dies"
+        words = _dates_of(ref.start.date(), ref.end.date())
+        if start == 0:
+            words = words[0].upper() + words[1:]
+        text = text[:start] + words + text[start + len(ref.text):]
+    return text
