@@ -39,6 +39,13 @@ _USER_RE = re.compile(r"[^\W_][\w.-]*")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # half of a UTF-16 pair: valid in a JSON string ("\ud800"), but no text can hold it
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Invisible characters that only split a word: "喜欢\u200b喝茶" is stored as "喜欢喝茶", so that it is the
+# same fact and a search for 喝茶 finds it. The joiners (ZWNJ, ZWJ) shape emoji sequences (👩\u200d💻)
+# and scripts (Persian, Devanagari): they stay between two other characters, and go next to ASCII, Han,
+# kana, Hangul, a space or the text's edge, where they join nothing.
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]+")
+_JOINS_NOTHING = r"\s\x00-\x7f\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+_IDLE_JOINER = re.compile(rf"(?:^|(?<=[{_JOINS_NOTHING}]))[\u200c\u200d]+|[\u200c\u200d]+(?=[{_JOINS_NOTHING}]|$)")
 
 __all__ = [
     "LABEL_MAX",
@@ -109,15 +116,19 @@ def shows_something(text: str) -> bool:
 
 
 def clean_text(text: Any, field: str) -> str:
-    """Required text, stripped and redacted."""
+    r"""Required text, stripped, without zero-width characters that split no script, and redacted.
+
+    >>> clean_text("喜欢\u200b喝茶，电话13812345678", "content")
+    '喜欢喝茶，电话[phone]'
+    """
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
-    cleaned = _redact.redact(_CONTROL.sub("", check_unicode(text, field)).strip())
-    if not shows_something(cleaned):
+    stripped = _CONTROL.sub("", check_unicode(text, field)).strip()
+    if not shows_something(stripped):
         # only spaces and invisible marks (zero-width joiners, a byte order mark): it shows nothing
-        raise InvalidInput(f"{field} is empty" if not cleaned else f"{field} shows nothing (invisible characters "
+        raise InvalidInput(f"{field} is empty" if not stripped else f"{field} shows nothing (invisible characters "
                            "only)", field=field)
-    return cleaned
+    return _redact.redact(_IDLE_JOINER.sub("", _ZERO_WIDTH.sub("", stripped)).strip())
 
 
 def clean_fact(text: Any, field: str, limit: int) -> str:

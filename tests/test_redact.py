@@ -166,7 +166,7 @@ def test_overlapping_detectors_yield_one_finding():
     "text",
     [
         "card 4111 1111 1111 1112",  # fails the Luhn check
-        "身份证号110105194912310021",  # wrong check digit
+        "订单号110105194912310021",  # an ID's shape with a wrong check digit, and no ID named
         "IBAN GB82 WEST 1234 5698 7654 33",  # fails mod-97
         "order 1234567890123456",  # 16 digits that are no card
     ],
