@@ -118,6 +118,25 @@ def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     return tuple(t for t in map(_content_term, words(text)) if t is not None)
 
 
+# full-width ASCII (as Chinese input methods type it: "ＣＡ１２３４") and the ideographic space
+_FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
+def fold_width(text: str) -> str:
+    """``text`` with full-width letters, digits and signs as their ASCII selves."""
+    return text if text.isascii() else text.translate(_FULL_WIDTH)
+
+
+def compound_parts(text: str) -> list[str]:
+    """The search terms of the shorter words inside the text's Chinese compounds that
+    :func:`terms` keeps whole ("航班号" -> 航班): for a search, the index holding the words
+    as they were written ("我的航班是CA1234")."""
+    if not has_cjk(text):
+        return []
+    parts = [p for w in words(text) if len(w) >= 3 and CJK_RE.match(w) for p in _jieba().lcut_for_search(w) if p != w]
+    return [t for t in dict.fromkeys(map(_content_term, parts)) if t is not None]
+
+
 def e_variants(text: str) -> list[str]:
     """The other form of each content word's stem where :func:`stem` keeps a final "e" in
     one form and not in another: "live" -> "liv" (what "lives", "lived", "living" index as)
