@@ -264,7 +264,7 @@ class Recaller:
         # "Where do I live?" finds "Lives in Berlin": the stems of live and lives differ
         searched = query_terms + [t for t in e_variants(content) if t not in query_terms]
         # "Ｋａｆｋａ" finds "Kafka", "航班号" finds "航班": other forms of the query's words
-        searched += [t for t in [*terms(fold_width(content)), *compound_parts(content)] if t not in searched]
+        searched += [t for t in [*terms(fold_width(content)), *compound_parts(query_terms)] if t not in searched]
         hits = self.store.search(user, searched, kinds, CANDIDATES_PER_KIND, names=asked_about)
         told_words = frozenset(terms(" ".join(told)))
         names = [p for p in perception.keyphrases if not _only_words_of(p, told_words)] + query_terms  # may name a tag

@@ -127,13 +127,11 @@ def fold_width(text: str) -> str:
     return text if text.isascii() else text.translate(_FULL_WIDTH)
 
 
-def compound_parts(text: str) -> list[str]:
-    """The search terms of the shorter words inside the text's Chinese compounds that
-    :func:`terms` keeps whole ("航班号" -> 航班): for a search, the index holding the words
-    as they were written ("我的航班是CA1234")."""
-    if not has_cjk(text):
-        return []
-    parts = [p for w in words(text) if len(w) >= 3 and CJK_RE.match(w) for p in _jieba().lcut_for_search(w) if p != w]
+def compound_parts(found: list[str]) -> list[str]:
+    """The search terms of the shorter words inside the Chinese compounds among ``found``
+    (a text's :func:`terms`, which keeps a compound whole: "航班号" -> 航班): for a search,
+    the index holding the words as they were written ("我的航班是CA1234")."""
+    parts = [p for w in found if len(w) >= 3 and CJK_RE.match(w) for p in _jieba().lcut_for_search(w) if p != w]
     return [t for t in dict.fromkeys(map(_content_term, parts)) if t is not None]
 
 
