@@ -517,7 +517,7 @@ class Learner:
         # several named people, none marked as the user, does not write it (their facts do)
         profiled = any(speaks_for_profile(m, speakers) for e in episodes for m in e.messages)
         before = self.store.get_profile(user).sections()
-        latest = max(e.occurred_at for e in episodes)  # a section's "last weekend" is the batch's
+        latest = max(e.occurred_at for e in episodes)  # a section's "last weekend" is the batch's, as a fact's without sources
         rewritten: dict[str, tuple[str, str]] = {}  # section -> (its text before, the batch's)
         for group, sections in (("user", ex.user if profiled else {}), ("history", ex.history)):
             for key, update in sections.items():
@@ -566,8 +566,7 @@ class Learner:
             sources, turns = _rests_on(content, [s for s in new.sources if s in lines], lines, episodes, bags)
             # when it was said: a backfill of old history does not make an older value the newer,
             # and "last weekend" is the weekend before that
-            said_at = max((by_id[e].occurred_at for e in sources if e in by_id),
-                          default=max(e.occurred_at for e in episodes))
+            said_at = max((by_id[e].occurred_at for e in sources if e in by_id), default=latest)
             content = clip_learned(anchored(content, said_at))
             content = _name_the_speaker(content, [by_id[e] for e in sources], several=speakers > 1)
             category, original = normalize_category(new.category)
