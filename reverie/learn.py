@@ -517,7 +517,8 @@ class Learner:
         # several named people, none marked as the user, does not write it (their facts do)
         profiled = any(speaks_for_profile(m, speakers) for e in episodes for m in e.messages)
         before = self.store.get_profile(user).sections()
-        latest = max(e.occurred_at for e in episodes)  # a section's "last weekend" is the batch's, as a fact's without sources
+        # a section's "last weekend" is the batch's, as a fact's without sources
+        latest = max(e.occurred_at for e in episodes)
         rewritten: dict[str, tuple[str, str]] = {}  # section -> (its text before, the batch's)
         for group, sections in (("user", ex.user if profiled else {}), ("history", ex.history)):
             for key, update in sections.items():
