@@ -527,7 +527,7 @@ class Learner:
                 if name in PROFILE_SECTIONS and update.should_update and summary:
                     # a part this batch says has its times as dates, as its facts do
                     summary = rewrite_new_parts(summary, before[name].summary if name in before else "",
-                                                lambda part: anchored(part, latest))
+                                                lambda part: anchored(part, latest.astimezone()))
                     # a section stays a short paragraph: its newest parts, the older give way
                     summary = fit_section(name, summary, self.settings.max_profile_chars, trimmed)
                     self.store.put_profile_section(user, name, summary, now)
@@ -568,7 +568,8 @@ class Learner:
             # when it was said: a backfill of old history does not make an older value the newer,
             # and "last weekend" is the weekend before that
             said_at = max((by_id[e].occurred_at for e in sources if e in by_id), default=latest)
-            content = clip_learned(anchored(content, said_at))
+            # (a day where the speaker is: in this machine's zone, as the nightly dream reads days)
+            content = clip_learned(anchored(content, said_at.astimezone()))
             content = _name_the_speaker(content, [by_id[e] for e in sources], several=speakers > 1)
             category, original = normalize_category(new.category)
             fact = Fact(

@@ -182,6 +182,15 @@ def test_a_time_said_relative_to_the_moment_of_speaking_is_marked(text, relative
     ("Lives in Hamburg now", "Lives in Hamburg now"),
     ("Reads USA Today every morning", "Reads USA Today every morning"),  # a name
     ("上周去了黄山", "上周去了黄山"),
+    # a weekly habit, a span, part of a phrase, a title: as said
+    ("Prefers meetings on Tuesday", "Prefers meetings on Tuesday"),
+    ("Always goes to church on Sunday", "Always goes to church on Sunday"),
+    ("Works on Monday and Tuesday", "Works on Monday and Tuesday"),
+    ("Lives in Hamburg since last year", "Lives in Hamburg since last year"),
+    ("Has trained for the past month", "Has trained for the past month"),
+    ("Passed yesterday's test", "Passed yesterday's test"),
+    ("Today FM is their radio station", "Today FM is their radio station"),
+    ("Last Week Tonight is their favourite show", "Last Week Tonight is their favourite show"),
 ])
 def test_a_learned_line_gives_its_relative_times_as_the_dates_they_meant(line, said):
     assert anchored(line, datetime(2026, 3, 23, 9, tzinfo=timezone.utc)) == said

@@ -271,6 +271,28 @@ def _dates_of(first: date, last: date) -> str:
     return f"between {_day(first)} and {_day(last)}"
 
 
+# a time these stand before is part of a phrase the dates would break: "since last year",
+# "for the past month", "until tomorrow"
+_LEADS_IN = re.compile(r"\b(?:since|for|until|till|by|from|before|after|over|during|through|of|every|each)\s*$",
+                       re.IGNORECASE)
+# "the past month", "the last year": a span up to now, not a time
+_SPAN = re.compile(r"^(?:the\s+(?:past|last)|past)\s+(?:week|month|year)$", re.IGNORECASE)
+
+
+def _one_time(text: str, start: int, said: str) -> bool:
+    """Whether ``said``, at ``start`` of ``text``, names one time the dates can stand for: not
+    a weekly habit ("prefers meetings on Tuesday"), a span ("the past month"), part of a
+    phrase ("since last year", "yesterday's test") or a name ("Reads USA Today", "Today FM",
+    "Last Week Tonight")."""
+    end = start + len(said)
+    after = text[end:].lstrip()
+    if said.lower().startswith("on ") or _SPAN.match(said) or _LEADS_IN.search(text[:start]):
+        return False
+    if text[end:end + 2] in ("'s", "’s") or (start > 0 and said[0].isupper()):
+        return False
+    return not (start == 0 and after[:1].isupper())
+
+
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
@@ -282,8 +304,8 @@ def anchored(text: str, at: datetime) -> str:
     refs = [r for r in resolve_time_refs(text, at) if r.relative]
     for ref in refs:
         start = text.find(ref.text)
-        if start < 0 or (start > 0 and ref.text[0].isupper()):
-            continue  # a capital inside a line is a name: "Reads USA Today", "Tomorrow Never Dies"
+        if start < 0 or not _one_time(text, start, ref.text):
+            continue
         words = _dates_of(ref.start.date(), ref.end.date())
         if start == 0:
             words = words[0].upper() + words[1:]
