@@ -389,13 +389,23 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 # what one is "at" a place without working there: "Is a regular at Joe's", "Is a speaker at PyCon"
-_NOT_A_JOB = frozenset("""regular member fan volunteer customer client guest patient visitor subscriber student
-    pupil speaker attendee presenter panelist participant expert pro beginner novice natural""".split())
+# being one of these "at" a place is a job there ("Is a product manager at Globex"); one is a
+# parent, a regular, a donor, a tutor on Saturdays or an intern for a summer at a place
+# without it being one's job, so only a named job fills the slot (a job missed keeps both
+# lines; a wrong one would archive the real job)
+_JOBS = frozenset("""engineer developer programmer manager pm designer analyst scientist researcher architect
+    consultant accountant lawyer attorney nurse doctor physician surgeon dentist pharmacist therapist teacher
+    professor lecturer director head lead officer executive ceo cto cfo coo vp president founder cofounder
+    co-founder owner partner associate specialist administrator admin technician editor writer journalist
+    reporter producer marketer recruiter salesperson cook chef baker waiter waitress barista cashier clerk
+    secretary assistant coordinator supervisor foreman mechanic electrician plumber carpenter pilot driver
+    paramedic firefighter agent broker banker trader economist statistician librarian curator
+    principal counselor psychologist veterinarian vet sre devops""".split())
 
 
 def _not_a_job(m: re.Match[str]) -> bool:
     role = (m.groupdict().get("role") or "").lower().split()
-    return bool(role) and role[-1] in _NOT_A_JOB
+    return bool(role) and role[-1] not in _JOBS
 
 
 def _frame(text: str, values: _Values) -> tuple[str, frozenset[str], frozenset[str]] | None:

@@ -302,6 +302,13 @@ def test_saying_one_is_a_role_at_another_company_replaces_the_old_job(mem):
     assert mem.profile(user="ana").user.work_context.summary == "Is a product manager at Globex now"
 
 
+@pytest.mark.parametrize("line", ["Is a parent at Lincoln Elementary", "Is a season ticket holder at Arsenal",
+                                  "Is a donor at the Red Cross", "Is a tutor at Kumon on Saturdays",
+                                  "Is an intern at Google this summer", "Is a newbie at Rust"])
+def test_being_something_at_a_place_that_is_no_job_leaves_the_job_alone(line):
+    assert fact_relation(line, "Works as a data engineer at Acme", 0.6) is None
+
+
 @pytest.mark.parametrize("new, old, verdict", [
     ("在字节跳动工作", "在腾讯工作", "conflict"),
     ("现在在字节跳动上班", "在腾讯工作", "conflict"),
