@@ -258,17 +258,19 @@ class FactWriter:
         return fact
 
     def _said_later(self, ids: list[str], said_at: datetime) -> Fact | None:
-        """Of the facts ``ids``, the one said last, if that was after ``said_at`` (what a fact
-        rests on: its episodes' time, else when it was stored)."""
+        """Of the facts ``ids``, the one said last, if that was after ``said_at``."""
         facts = self.store.get_facts(ids)
-        episodes = self.store.get_episodes({e for f in facts.values() for e in f.provenance.episodes})
+        said = self.said_times(facts.values())
+        latest = max(facts.values(), key=lambda f: said[f.id], default=None)
+        return latest if latest is not None and said[latest.id] > as_utc(said_at) else None
 
-        def said(f: Fact) -> datetime:
-            return max((as_utc(episodes[e].occurred_at) for e in f.provenance.episodes if e in episodes),
-                       default=as_utc(f.created_at))
-
-        latest = max(facts.values(), key=said, default=None)
-        return latest if latest is not None and said(latest) > as_utc(said_at) else None
+    def said_times(self, facts: Iterable[Fact]) -> dict[str, datetime]:
+        """When what each fact rests on was said: its episodes' latest time, else when it was
+        stored (a line a person wrote)."""
+        facts = list(facts)
+        episodes = self.store.get_episodes({e for f in facts for e in f.provenance.episodes})
+        return {f.id: max((as_utc(episodes[e].occurred_at) for e in f.provenance.episodes if e in episodes),
+                          default=as_utc(f.created_at)) for f in facts}
 
     def _supersede(self, ids: list[str], successor: Fact) -> None:
         """Archive the facts ``successor`` contradicts, in the order the judge met them."""

@@ -46,12 +46,13 @@ from reverie.models import (
     Fact,
     Message,
     Provenance,
+    as_utc,
     speaks_for_profile,
     utcnow,
 )
 from reverie.notes import mirror_notes, put_episode_notes
 from reverie.observe import LEARNING_FAILURES, watch_queue
-from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed, rewrite_new_parts, says_any
+from reverie.profiles import drop_outdated_parts, fit_section, note_trimmed, rewrite_new_parts
 from reverie.redact import redact
 from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
@@ -79,6 +80,7 @@ MAX_ITEM_TAGS = 16
 # an engine's removal of a fact with no new fact in its place, in a batch that does not talk
 # about it: refused, and counted with the proposed facts not kept
 REMOVAL_REFUSED = "removal of a fact the conversation does not talk about"
+SAID_LATER = "removal of a fact said after the conversation"
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -544,6 +546,8 @@ class Learner:
                 saying = _said_again(fact.content, episodes, bags)
                 self.facts.reinforce_fact(fact, [e.id for e, _ in saying] or list(episode_ids), now,
                                           sources=[sid for e, drawn in saying for sid in e.sources_of(drawn)])
+        # proposed facts not kept, by reason (the engine's own drops first): counted for health
+        skipped: dict[str, int] = dict(ex.facts_dropped)
         removed = []
         for removal in ex.facts_to_remove:
             found = self.store.get_fact(removal.id)
@@ -551,12 +555,16 @@ class Learner:
             if (found is not None and found.user == user and found.status != "archived" and found.agent == agent
                     and not keyed(found)):  # an application's keyed item is its to delete
                 removed.append((found, removal.reason))
+        # an older talk than the one a fact rests on does not take it back (history stored out of order)
+        said = self.facts.said_times(f for f, _ in removed) if removed else {}
+        later = [f for f, _ in removed if said[f.id] > as_utc(latest)]
+        if later:
+            skipped[SAID_LATER] = skipped.get(SAID_LATER, 0) + len(later)
+            removed = [(f, reason) for f, reason in removed if f not in later]
         # an engine cites the lines it read: an episode id, or a message's own id where it has
         # one ("[D1:3] ..."); each leads to its episode, and a message id is the turn itself
         lines = {sid: e.id for e in reversed(episodes) for sid in e.source_ids} | {e.id: e.id for e in episodes}
         added: list[Fact] = []
-        # proposed facts not kept, by reason (the engine's own drops first): counted for health
-        skipped: dict[str, int] = dict(ex.facts_dropped)
         for new in ex.new_facts:
             content = normalize_space(redact(new.content))
             reason = _not_kept(new, content, self.settings.fact_confidence_threshold)
@@ -592,20 +600,21 @@ class Learner:
             if self.facts.add_fact(writer, fact, new.tags, said_at=said_at) is fact:
                 added.append(fact)
         # a fact older than the value it contradicts was archived as it came (history stored out
-        # of order): a section this batch rewrote to say it is left as it was
+        # of order): the profile says what is true now, so what this older talk rewrote in it
+        # is left as it was (its facts keep what it said)
         outdated = [f.content for f in added if f.status == "archived"]
         added = [f for f in added if f.status != "archived"]
-        for name, (was, wrote) in rewritten.items():
-            if says_any(wrote, outdated, self.settings.duplicate_jaccard):
+        if outdated or later:
+            for name, (was, _wrote) in rewritten.items():
                 self.store.put_profile_section(user, name, was, now)
-        said: frozenset[str] | None = None
+        said_words: frozenset[str] | None = None
         taken_back: list[str] = [*outdated]
         for fact, reason in removed:
             successor = _successor(fact, added)
             if successor is None:
-                said = said if said is not None else frozenset().union(
+                said_words = said_words if said_words is not None else frozenset().union(
                     *(token_set(m.content) for e in episodes for m in e.messages))
-                if not _talked_about(fact, said):
+                if not _talked_about(fact, said_words):
                     skipped[REMOVAL_REFUSED] = skipped.get(REMOVAL_REFUSED, 0) + 1
                     continue
             self.facts.archive_fact(fact, reason or "removed by the learning line", successor, now)

@@ -119,13 +119,6 @@ def rewrite_new_parts(summary: str, was: str, rewrite: Callable[[str], str]) -> 
                    for found in _PART.finditer(summary) for part, gap in [found.groups()])
 
 
-def says_any(summary: str, said: list[str], duplicate_at: float) -> bool:
-    """Whether a part of a section's ``summary`` says one of the lines ``said``."""
-    keys = [(exact_key(g), token_set(g), g) for g in said]
-    return bool(keys) and any(found.group(1).strip() and _outdated(found.group(1), keys, [], duplicate_at)
-                              for found in _PART.finditer(summary))
-
-
 def _outdated(part: str, gone: list[tuple[str, frozenset[str], str]], newer: list[tuple[frozenset[str], str]],
               duplicate_at: float) -> bool:
     words, key = token_set(part), exact_key(part)

@@ -402,6 +402,20 @@ def test_who_the_user_lives_with_stays_when_the_city_changes(mem):
     assert not any("Anna" in f.content for f in mem.facts(user="ana"))
 
 
+@pytest.mark.parametrize("newer, older, live, profile", [
+    ("I moved to Munich", "I moved to Hamburg", "Moved to Munich", "Lives in Munich"),
+    ("I work at Globex now", "I work at Acme", "Works at Globex now", "Works at Globex now"),
+    ("我搬到北京了", "我住在上海", "住在北京", "住在北京"),
+])
+def test_an_older_talk_stored_later_takes_back_neither_value_nor_profile(mem, newer, older, live, profile):
+    for thread, text, month in (("t1", newer, 6), ("t2", older, 4)):
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Ok."}], user="ana",
+                thread=thread, at=datetime(2026, month, 1, 12, tzinfo=timezone.utc))
+        mem.flush()
+    assert [f.content for f in mem.facts(user="ana")] == [live]
+    assert profile in {s.summary for s in mem.profile(user="ana").sections().values()}
+
+
 def test_facts_an_engine_s_extraction_dropped_are_counted_in_health(home, fake_openai):
     many = [{"content": f"Collects stamp series number {n}", "category": "preference", "confidence": 0.9,
              "tags": [], "sources": []} for n in range(45)]
