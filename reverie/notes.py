@@ -23,7 +23,7 @@ from reverie.messages import clip, group, is_trivial, parse_message
 from reverie.models import AGENT_ROLES, Episode, Message, Note, as_utc, digest, utcnow
 from reverie.redact import redact
 from reverie.store.base import Store, meta_record
-from reverie.text import exact_key, has_cjk, normalize_space, preferred_language, token_set, words
+from reverie.text import exact_key, has_cjk, normalize_space, preferred_language, token_set
 
 log = logging.getLogger("reverie")
 
@@ -140,44 +140,15 @@ _CHIT_CHAT = token_set(
     "sense sounds agree agreed worries welcome morning afternoon night day bye goodbye cheers later tomorrow "
     "bored sleepy hungry tired 哈哈 哈哈哈 呵呵 嘿嘿 早上好 晚上好 早安 晚安 有意思 有趣 好笑 好玩 无聊 厉害 不错 再见 拜拜"
 )
-# a request to the agent: "tell me a joke", "please recommend a podcast", "can you ..."
-_REQUEST = re.compile(
-    r"^(?:please\s+)?(?:(?:can|could|would|will) you|tell|give|show|recommend|suggest|help|write|summari[sz]e|"
-    r"translate|explain|list|find|calculate|compute|convert|define|describe|generate|draft|compare|rewrite)\b",
-    re.IGNORECASE,
-)
-_INTERJECTIONS = re.compile(r"^(?:(?:lol|haha\w*|hmm+|oh|ah|wow|ok(?:ay)?|so|well|hey|um+|uh+)\b[\s,!.~]*)+",
-                            re.IGNORECASE)
-# a person's own things: the speaker's, or in a talk among people the one asked ("How's your
-# new job?"); "me" and "us" are only what a request is for
-_OWN = frozenset({"my", "mine", "myself", "our", "ours", "ourselves", "we", "we're", "we've", "we'd", "we'll",
-                  "i'm", "i've", "i'd", "i'll", "your", "yours", "yourself", "you're", "you've"})
-# "how do I ...", "what should I ...": an asking "I", no statement about the user
-_ASKING = frozenset({"do", "does", "did", "can", "could", "should", "would", "will", "shall", "am", "may",
-                     "might", "must"})
-# a capitalized word after the first: a name ("Mia", "Globex", "QA")
-_NAME = re.compile(r"(?<=\S)\s+(?!I\b)[A-Z]")
 
 
 def is_small_talk(text: str) -> bool:
-    """A message that tells nothing about the person who says it: each of its sentences is a
-    reaction, a greeting or a passing mood ("lol that's funny", "good night", "I'm bored"),
-    or a question or request to the agent that names nothing of theirs and no one ("what's
-    15% of 80?", "tell me a joke"; not "can you suggest a gift for my sister?")."""
+    """A message that tells nothing: each of its sentences is a reaction, a greeting or a
+    passing mood ("lol that's funny", "good night", "I'm bored"). A question or a request
+    is no small talk: what a person asks about ("can I take ibuprofen with warfarin?",
+    "should I take the offer from globex?") is theirs to remember."""
     said = [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
-    return bool(said) and all(_sentence_says_nothing(s) for s in said)
-
-
-def _sentence_says_nothing(sentence: str) -> bool:
-    if token_set(sentence) <= _CHIT_CHAT:
-        return True
-    bare = _INTERJECTIONS.sub("", sentence).strip()
-    if has_cjk(bare):
-        return bare.endswith(("？", "?")) and "我" not in bare
-    if not (bare.endswith("?") or _REQUEST.match(bare)) or _NAME.search(bare):
-        return False
-    said = words(bare)
-    return not any(w in _OWN or (w == "i" and (i == 0 or said[i - 1] not in _ASKING)) for i, w in enumerate(said))
+    return bool(said) and all(token_set(s) <= _CHIT_CHAT for s in said)
 
 
 def _people(messages: Iterable[Message]) -> list[Message]:

@@ -128,11 +128,13 @@ def test_the_dream_reads_the_new_value_after_the_semicolon(home, fake_openai):
 
 SMALL_TALK = [
     "lol that's funny", "haha nice", "hmm interesting", "good morning!", "good night", "I'm bored", "thanks!",
-    "what's 15% of 80?", "what's the weather like today?", "how do I convert celsius to fahrenheit?",
-    "what's a synonym for happy?", "tell me a joke", "recommend a podcast", "can you summarize this article for me?",
-    "Hello! Can you suggest a pasta recipe?", "哈哈", "今天天气怎么样？",
+    "哈哈", "晚安",
 ]
+# what a person asks about is theirs to remember, whoever it names
 SAYS_SOMETHING = [
+    "Is it okay to drink coffee while pregnant?", "how much ibuprofen can I take with warfarin?",
+    "Should I take the job offer from globex?", "could you keep answers short from now on?",
+    "what should I cook for a vegan guest?", "孩子发烧38度怎么办？", "what's 15% of 80?",
     "Hi! I'm Sam. I live in Berlin with my partner Jonas.", "Pixel loves the Elbe beach.",
     "The checkout redesign is in QA now.", "can you suggest a gift for my sister?", "should I take the Globex offer?",
     "I need help writing a cover letter for a nursing job, can you help?", "How's your new job going?",
@@ -163,7 +165,7 @@ def test_small_talk_gets_no_note_line_and_what_tells_something_does(mem, home):
                                                       if e.user_text in SAYS_SOMETHING}
     assert len(mem.episodes(user="ana", limit=100)) == len(said)  # each exchange is still kept, and recalled
     day_file = (home / "users" / "ana" / "memory" / "2024-05-01.md").read_text(encoding="utf-8")
-    assert day_file.count("\n- ") == len(SAYS_SOMETHING) and "funny" not in day_file and "15%" not in day_file
+    assert day_file.count("\n- ") == len(SAYS_SOMETHING) and "funny" not in day_file and "good night" not in day_file
 
 
 def test_a_talk_among_people_keeps_the_note_of_an_exchange_one_side_of_which_tells_something(mem):
@@ -178,7 +180,7 @@ def test_a_talk_among_people_keeps_the_note_of_an_exchange_one_side_of_which_tel
 
 def test_trim_keeps_no_line_for_small_talk(mem):
     notes = mem.trim([
-        {"role": "user", "content": "what's 15% of 80?"}, {"role": "assistant", "content": "12."},
+        {"role": "user", "content": "good morning!"}, {"role": "assistant", "content": "Morning!"},
         {"role": "user", "content": "lol that's funny"}, {"role": "assistant", "content": "Glad you liked it."},
         {"role": "user", "content": "I'm learning Italian now"}, {"role": "assistant", "content": "Bravo!"},
     ], user="ana")
