@@ -256,7 +256,7 @@ class Recaller:
         told = _told_times(perception, now, in_times)
         content = _without(query, told)
         query_terms = terms(content)
-        if query_terms:  # it asks about something within the time: its words are evidence too
+        if set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time: its words are evidence too
             told, content, query_terms = [], query, terms(query)
         asked_about = names_in(content)
         # a shallow answer delivers no daily note: their search is skipped
@@ -715,6 +715,12 @@ def _min_episode_line_tokens() -> int:
     query-focused sentences) costs more than every check before it (at LoCoMo scale, 500
     tokens, a recall refused 28 lines for 16 it delivered, most with 7-19 tokens left)."""
     return count_tokens("- [2000-01-01] a") + 1
+
+
+# words that ask what a time held and name nothing in it: "what happened yesterday?", "what
+# did we talk about last weekend?", "remind me what I did", "anything interesting?"
+_ABOUT_A_TIME = frozenset(terms("happen happened happening talk talked discuss discussed chat chatted remind "
+                                "interesting new up anything everything", keep_stopwords=True))
 
 
 def _told_times(perception: Perception, now: datetime, in_times: list[list[Episode]]) -> list[str]:

@@ -69,6 +69,10 @@ def test_a_question_about_nothing_but_a_past_time_finds_that_time_not_its_words_
     episodes = [i.text for i in result.items if i.kind == "episode"]
     assert any("10k race" in t for t in episodes) and any("Alster" in t for t in episodes)
     assert "Bremen" not in result.context  # "last weekend" of two weeks before
+    for asked in ("what happened last weekend?", "what did we talk about last weekend?",
+                  "anything interesting last weekend?"):
+        said = mem.recall(asked, user="ana", at=monday, track=False).context
+        assert "10k race" in said and "Bremen" not in said, asked
     # asked about something within the time, the question may quote what was said then
     quoted = mem.recall("who did we visit last weekend in Bremen?", user="ana", at=monday, track=False)
     assert "Bremen" in quoted.context
