@@ -1048,11 +1048,11 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "id-number",  # "passport X12345678", "passport number: 123456789", "护照号码是E12345678"
         _compile(
-            r"""(?=(?i:p)|[护護港台往回])   # the keywords' first letters: a first test the regex engine makes fast
+            r"""(?=(?i:p)|[护護港台往回通])   # the keywords' first letters: a first test the regex engine makes fast
             (?:(?<![A-Za-z0-9])(?i:passport)(?:[ _-]*(?i:number|no\.?|num))?"""
             + _KEY_SEP
             # a Chinese name needs nothing between it and the number: "护照E12345678", "港澳通行证C12345678"
-            + r"""| (?:护照|護照|(?:往来|往來)?(?:港澳|台湾|台灣)通行[证證]|台胞[证證]|回[乡鄉][证證])(?:号码|號碼|号|號)?"""
+            + r"""| (?:护照|護照|(?:往来|往來)?(?:港澳|台湾|台灣)?通行[证證]|台胞[证證]|回[乡鄉][证證])(?:号码|號碼|号|號)?"""
             + f"(?:{_KEY_SEP})?)"
             + r"(?P<bare>[A-Za-z0-9]{6,9})"
             + _ASCII_END

@@ -143,6 +143,8 @@ def test_a_passport_style_id_right_after_its_name_is_redacted():
     cases = [
         ("护照E12345678", "护照[id-number]"),
         ("港澳通行证C12345678", "港澳通行证[id-number]"),
+        ("通行证 C12345678", "通行证 [id-number]"),
+        ("通行证号码 C12345678", "通行证号码 [id-number]"),
         ("往来港澳通行证C12345678", "往来港澳通行证[id-number]"),
         ("台湾通行证号码：T12345678", "台湾通行证号码：[id-number]"),
         ("台胞证12345678", "台胞证[id-number]"),
