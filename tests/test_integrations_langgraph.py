@@ -369,3 +369,10 @@ def test_a_search_with_a_query_pages_and_filters_over_every_item_not_only_what_r
     assert len(rest) == 50 and not {i.key for i in rest} & {i.key for i in best}
     late = store.search(ANA, query="rice dish recipe", filter={"i": {"$gte": 140}}, limit=50)
     assert sorted(i.value["i"] for i in late) == list(range(140, 150))
+
+
+def test_a_refused_key_is_not_repeated_in_the_error(store):
+    secret = "sk-proj-abcdEFGHijklMNOPqrstUVWXyz012345"
+    with pytest.raises(InvalidInput) as refused:
+        store.put(ANA, secret, {"content": "Ana is vegan"})
+    assert "holds sensitive data" in str(refused.value) and "abcdEFGH" not in str(refused.value)

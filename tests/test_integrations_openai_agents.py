@@ -438,3 +438,13 @@ def test_an_agents_forget_reaches_only_what_its_search_can_show(mem):
     assert invoke(cook["forget_memory"], memory_id=travel.id).startswith("Not forgotten: no fact")
     assert mem.fact(travel.id).status == "consolidated"
     assert invoke(cook["forget_memory"], memory_id=shared.id) == f"Forgot ({shared.id}): {shared.content}"
+
+
+def test_a_refused_session_id_is_not_repeated_in_the_error(tmp_path):
+    mem = Memory(tmp_path / "home", background=False)
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            ReverieSession(mem, user="ana", session_id=EMAIL)
+        assert EMAIL not in str(refused.value)
+    finally:
+        mem.close()

@@ -74,7 +74,7 @@ from reverie.inputs import check_category, check_json, check_tags, check_unicode
 from reverie.memory import Memory
 from reverie.models import Fact, Provenance, digest, utcnow
 from reverie.recall import RecallItem
-from reverie.redact import find_sensitive, redact_obj
+from reverie.redact import find_sensitive, redact, redact_obj
 from reverie.tags import TagWriter
 
 # the value fields that hold a memory's text, first found wins
@@ -335,7 +335,8 @@ def _no_secrets(label: str, what: str, *, namespace_error: bool = False) -> None
     """Keys and labels are stored as given, so they may not hold sensitive data."""
     found = find_sensitive(label)
     if found:
-        message = f"{what} {label[:40]!r} holds sensitive data ({found[0].kind}): use an id"
+        # (named by its redacted form: the error may reach a model, a log or a trace)
+        message = f"{what} {redact(label)[:40]!r} holds sensitive data ({found[0].kind}): use an id"
         raise InvalidNamespaceError(message) if namespace_error else InvalidInput(message, field="key")
 
 

@@ -299,7 +299,7 @@ def _exact_label(value: Any, field: str) -> str:
     label = clean_label(value, field) if isinstance(value, str) else None
     if not isinstance(value, str) or not label or label != value:
         raise InvalidInput(f"{field} must be a non-empty name without blanks around it or sensitive data, "
-                           f"not {str(value)[:40]!r}", field=field)
+                           f"not {redact(str(value))[:40]!r}", field=field)
     return label
 
 
@@ -361,7 +361,7 @@ def memory_tools(memory: Memory | AsyncMemory, *, user: str, agent: str | None =
         try:
             fact = await anyio.to_thread.run_sync(forget)
         except ReverieError as exc:
-            return f"Not forgotten: {exc}"
+            return f"Not forgotten: {redact(str(exc))}"  # the answer goes to the model and its traces
         return f"Forgot ({fact.id}): {fact.content}"
 
     return [function_tool(remember), function_tool(search_memory), function_tool(forget_memory)]
