@@ -134,6 +134,10 @@ def clean_text(text: Any, field: str) -> str:
 def clean_fact(text: Any, field: str, limit: int) -> str:
     """A fact's one line: required, redacted, blanks folded, at most ``limit`` characters."""
     content = normalize_space(clean_text(text, field))
+    if _redact.only_placeholders(content):
+        # "[api-key]" alone remembers nothing, and looks stored
+        raise InvalidInput(f"{field} holds nothing but sensitive data ({content[:60]}), which memory never keeps",
+                           field=field)
     if len(content) > limit:
         raise InvalidInput(
             f"{field} is {len(content)} characters; a fact is one line of at most {limit} "

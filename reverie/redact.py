@@ -92,7 +92,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
-__all__ = ["Finding", "KINDS", "find_sensitive", "redact", "redact_label", "redact_obj"]
+__all__ = ["Finding", "KINDS", "find_sensitive", "only_placeholders", "redact", "redact_label", "redact_obj"]
 
 Kind = Literal["email", "phone", "card", "id-number", "iban", "password", "api-key", "token", "private-key"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -109,6 +109,11 @@ class Finding:
     @property
     def placeholder(self) -> str:
         return f"[{self.kind}]"
+
+
+def only_placeholders(text: str) -> bool:
+    """Whether ``text`` (redacted) says nothing but the placeholders of what was taken out."""
+    return bool(text.strip()) and not re.sub(_PLACEHOLDER, " ", text).strip(" \t\n.,;:!?-'\"")
 
 
 # A value that is already a placeholder is never found again: redact is idempotent.

@@ -80,3 +80,12 @@ def test_a_missing_fact_named_by_an_id_holding_a_phone_number_is_refused_without
         answer = httpx.get(f"{url}/api/memory/facts/fact_{PHONE}", headers={"Authorization": f"Bearer {key}"})
     assert answer.status_code == 404
     assert PHONE not in answer.text and "fact_[phone]" in answer.json()["detail"]
+
+
+def test_a_fact_that_is_nothing_but_sensitive_data_is_refused_not_stored_as_a_placeholder(tmp_path):
+    with Memory(tmp_path / "home", background=False) as mem:
+        for secret in ("sk-proj-abcdEFGHijklMNOPqrstUVWXyz012345", "ana@example.com, +1 415 555 0100"):
+            with pytest.raises(InvalidInput, match="nothing but sensitive data"):
+                mem.remember(secret, user="ana")
+        assert mem.facts(user="ana") == []
+        assert mem.remember("my email is ana@example.com", user="ana").content == "my email is [email]"

@@ -230,7 +230,7 @@ def feedback(
     reason: Annotated[str, typer.Option(help="Why.")] = "",
     as_json: Json = False,
 ) -> None:
-    """Record how a recalled episode worked out (rejected ones are never recalled again)."""
+    """Record how a recalled episode worked out (a rejected one is not recalled, until a later feedback changes it)."""
     with open_memory(home) as mem:
         ep = mem.feedback(episode_id, status, reason=reason, user=user)
         say(ep, as_json, f"feedback on {ep.id}: {status}")

@@ -224,7 +224,7 @@ def create_mcp(memory: "Memory", *, user: str | None = None) -> MCPServer:
         id: Annotated[str, Field(description="The recalled episode's id.")],
         status: Annotated[FeedbackStatus, Field(description="confirmed, rejected, ignored or partial")],
     ) -> str:
-        """Say how a recalled episode worked out; rejected ones are never recalled again."""
+        """Say how a recalled episode worked out; a rejected one is not recalled (until a later feedback changes it)."""
         return _answer(lambda user: {"id": memory.feedback(id, status, user=user).id, "feedback": status})
 
     @tool()
