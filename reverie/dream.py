@@ -38,7 +38,16 @@ from reverie.errors import Conflict, InvalidInput, ReverieError
 from reverie.facts import absorb, clip_learned, fact_rank, keyed, numbers, protected, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
-from reverie.memory_md import Snapshot, follow, load_snapshot, publish_memory_md, sync, withdrawn, withdrawn_like
+from reverie.memory_md import (
+    Snapshot,
+    follow,
+    load_snapshot,
+    publish_memory_md,
+    refresh_memory_md,
+    sync,
+    withdrawn,
+    withdrawn_like,
+)
 from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
@@ -185,6 +194,9 @@ class DreamReport(Model):
     # the change id of the hand edits of MEMORY.md the dream took in first (a sync of its own)
     synced: str | None = None
     output_hash: str = ""
+    # what the dream left, use counts left out: a later dream that finds only the counts
+    # changed refreshes MEMORY.md's [Nx] without asking the engine
+    output_content_hash: str = ""
 
     def skip(self, reason: str) -> "DreamReport":
         self.skipped = reason
@@ -384,12 +396,13 @@ class _Inputs:
             times[fact.id] = max(evidence, default=as_utc(fact.created_at))
         return cls(store.get_profile(user), facts, pending, notes, times)
 
-    def digest(self) -> str:
-        """Changes when what a dream would read changes, use counts included: they rank the
-        entries, and MEMORY.md shows them ([Nx])."""
+    def digest(self, *, counts: bool = True) -> str:
+        """Changes when what a dream would read changes, use counts included (they rank the
+        entries, and MEMORY.md shows them: [Nx]) unless ``counts`` is False."""
         return digest(
             {
-                "facts": sorted((f.id, f.content, f.category, f.area or "", f.uses) for f in self.facts.values()),
+                "facts": sorted((f.id, f.content, f.category, f.area or "", f.uses if counts else 0)
+                                for f in self.facts.values()),
                 "notes": sorted((n.id, n.content) for n in self.notes.values()),
                 "profile": {k: s.summary for k, s in self.profile.sections().items()},
             }
@@ -424,6 +437,11 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     last = ctx.store.last_dream_run(user, status="done")
     if not force and last and run.input_hash in (last.input_hash, (last.report or {}).get("output_hash")):
         return report.skip(f"nothing changed since the last dream ({last.id}); force a run to dream anyway")
+    if not force and last and inputs.digest(counts=False) == (last.report or {}).get("output_content_hash"):
+        # only use counts changed: MEMORY.md shows them, and no engine is asked about the same entries
+        refresh_memory_md(ctx, user)
+        return report.skip(f"only use counts changed since the last dream ({last.id}): MEMORY.md shows them now; "
+                           "force a run to dream anyway")
     plan = ctx.engines.distill.distill(inputs.request(ctx.settings.dream_max_entries))
     # MEMORY.md edited while the engine thought: taken in now, so that the dream neither
     # overwrites the edit nor reads against an older file
@@ -446,7 +464,8 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     report.categories = len({f.category for f in curated})
     if curated:  # never an empty overwrite
         report.memory_md = _in_home(ctx, publish_memory_md(ctx, user, curated, dreamed_at=until))
-    report.output_hash = _Inputs.read(ctx, user, since, until).digest()
+    left = _Inputs.read(ctx, user, since, until)
+    report.output_hash, report.output_content_hash = left.digest(), left.digest(counts=False)
     report.diary = _in_home(ctx, write_diary(ctx, run, report, now))
     return report
 

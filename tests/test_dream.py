@@ -551,6 +551,22 @@ def test_a_dream_keeps_a_person_s_line_an_engine_would_drop_and_clips_a_runaway_
         mem.close()
 
 
+def test_a_dream_asks_no_engine_when_only_use_counts_changed(home, fake_openai):
+    mem = llm_memory(home, fake_openai)
+    try:
+        tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": keep_all_and_add({})})
+        assert mem.dream(user="ana").status == "done"
+        asked = len([r for r in fake_openai.chat_requests if r.step == "distill"])
+        mem.reinforce(tea.id, user="ana")
+        run = mem.dream(user="ana")
+        assert run.status == "skipped" and "only use counts changed" in run.report["skipped"]
+        assert len([r for r in fake_openai.chat_requests if r.step == "distill"]) == asked
+        assert f"[{mem.fact(tea.id).uses}x] Prefers tea over coffee" in mem.memory_md(user="ana")
+    finally:
+        mem.close()
+
+
 def test_a_failing_engine_fails_the_run_and_changes_nothing(home, fake_openai):
     mem = llm_memory(home, fake_openai)
     try:
@@ -755,17 +771,22 @@ def test_a_dream_shows_use_counts_that_changed_and_skips_when_nothing_did(mem, h
     for _ in range(3):
         mem.reinforce(tea.id, user="ana")
     uses = mem.fact(tea.id).uses
-    run = mem.dream(user="ana", now=day(1))
-    assert run.status == "done"  # the counts are all that changed
+    say(mem, "I started a pottery class on Thursdays", day(1))
+    mem.flush()
+    run = mem.dream(user="ana", now=day(1, 23))
+    assert run.status == "done"  # a new note, and the counts changed beside it
     assert f"[{uses}x] Prefers tea over coffee" in path.read_text(encoding="utf-8")
     assert [(e["fact_id"], e["reason"]) for e in run.report["recounted"]] == [(tea.id, f"{tea.uses}x → {uses}x")]
     told = mem.diaries(user="ana")[day(1).date().isoformat()]
     assert f"The use count of 1 entry changed: “Prefers tea over coffee” ({tea.uses}x → {uses}x)." in told
-    assert "I kept 1 entry as it was." in told
+    # only the counts changed: MEMORY.md shows them, and no engine is asked about the same entries
+    mem.reinforce(tea.id, user="ana")
+    counted = mem.dream(user="ana", now=day(2))
+    assert counted.status == "skipped" and "only use counts changed" in counted.report["skipped"]
+    assert f"[{uses + 1}x] Prefers tea over coffee" in path.read_text(encoding="utf-8")
     written = path.read_text(encoding="utf-8")
     again = mem.dream(user="ana", now=day(2))
-    assert again.status == "skipped" and "nothing changed" in again.report["skipped"]
-    assert path.read_text(encoding="utf-8") == written
+    assert again.status == "skipped" and path.read_text(encoding="utf-8") == written
 
 
 def _owner_of_a_killed_process(reap: bool) -> str:
