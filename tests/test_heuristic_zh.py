@@ -187,3 +187,10 @@ def test_the_testers_everyday_lines_leave_no_fact_and_no_profile(mem):
     assert mem.facts(user="li") == []
     profile = mem.profile(user="li").user
     assert (profile.work_context.summary, profile.personal_context.summary) == ("", "")
+
+
+def test_a_wrong_name_said_is_no_name_and_where_one_is_from_is_personal(mem):
+    say(mem, ["我叫李明", "我叫错了名字", "我是北京人", "我是素食主义者", "我是程序员"])
+    profile = mem.profile(user="li").user
+    assert profile.work_context.summary == "是程序员"
+    assert profile.personal_context.summary == "叫李明；是北京人；是素食主义者"

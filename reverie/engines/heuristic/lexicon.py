@@ -66,6 +66,7 @@ PERSONAL_ROLES: frozenset[str] = frozenset(
     mom mother dad father parent parents wife husband partner sister brother son daughter grandma
     grandmother grandpa grandfather aunt uncle vegetarian vegan introvert extrovert single widow
     dog dogs cat cats pet pets house home car 妈妈 母亲 爸爸 父亲 妻子 丈夫 老婆 老公 宝妈 素食者 狗 猫 宠物
+    素食主义者 单身 内向 外向 人 独生子女
     """.split()
 )
 
@@ -504,7 +505,7 @@ _BRIEF_ZH = r"这几天|这两天|这周|这个星期|这段时间|这阵子|最
 _PLAN_ZH = r"明天|后天|今晚|待会|一会儿?|等会|等下|下次|改天|回头|晚点|稍后|再聊|吧"
 # "我叫王小明", "我叫Tom": a name, the whole of its clause; not "我叫外卖了", "我叫了一辆滴滴",
 # "我叫他过来", "我叫个车"
-_NAME_ZH = (r"\s*(?P<x>(?![了过着外车的出滴快救醒人你您他她它我大家不没起来去上住个一份点些妈爸老朋同服])"
+_NAME_ZH = (r"\s*(?P<x>(?![了过着外车的出滴快救醒人你您他她它我大家不没起来去上住个一份点些妈爸老朋同服错])"
             r"(?:[\u4e00-\u9fff]{2,4}(?<![了吧吗呢啊呀哦啦的过着])|[A-Z][A-Za-z'-]*(?:\s+[A-Z][A-Za-z'-]*){0,2}))"
             r"(?=\s*(?:$|[，,。.!！;；]))")
 # "我是程序员", "我是一名医生", "我是做前端的": what one is; not the stress of "我是真的很累", the
