@@ -16,7 +16,7 @@ import re
 import threading
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from reverie.claims import fact_relation, judge_keys
 from reverie.journal import Journal
@@ -248,20 +248,20 @@ class FactWriter:
             # what it contradicts whatever that was filed under)
             if found == "conflict" and old.agent == fact.agent and fact.category in (old.category, "correction"):
                 conflicts.append(old.id)
-        newer = self._said_later(conflicts, said_at) if said_at is not None and conflicts else None
+        stale = self.store.get_facts(conflicts) if conflicts else {}
+        newer = self._said_later(list(stale.values()), said_at) if said_at is not None and stale else None
         if newer is not None:
             self.index_fact(fact, tags, writer=writer)
             self.archive_fact(fact, "contradicted by a newer fact", newer, fact.updated_at)
             return fact
-        self._supersede(conflicts, fact)
+        self._supersede(conflicts, fact, stale)
         self.index_fact(fact, tags, writer=writer)
         return fact
 
-    def _said_later(self, ids: list[str], said_at: datetime) -> Fact | None:
-        """Of the facts ``ids``, the one said last, if that was after ``said_at``."""
-        facts = self.store.get_facts(ids)
-        said = self.said_times(facts.values())
-        latest = max(facts.values(), key=lambda f: said[f.id], default=None)
+    def _said_later(self, facts: list[Fact], said_at: datetime) -> Fact | None:
+        """Of ``facts``, the one said last, if that was after ``said_at``."""
+        said = self.said_times(facts)
+        latest = max(facts, key=lambda f: said[f.id], default=None)
         return latest if latest is not None and said[latest.id] > as_utc(said_at) else None
 
     def said_times(self, facts: Iterable[Fact]) -> dict[str, datetime]:
@@ -272,9 +272,11 @@ class FactWriter:
         return {f.id: max((as_utc(episodes[e].occurred_at) for e in f.provenance.episodes if e in episodes),
                           default=as_utc(f.created_at)) for f in facts}
 
-    def _supersede(self, ids: list[str], successor: Fact) -> None:
-        """Archive the facts ``successor`` contradicts, in the order the judge met them."""
-        stale = self.store.get_facts(ids)
+    def _supersede(self, ids: list[str], successor: Fact, stale: Mapping[str, Fact] | None = None) -> None:
+        """Archive the facts ``successor`` contradicts, in the order the judge met them
+        (``stale``: those facts, when the caller has read them)."""
+        if stale is None:
+            stale = self.store.get_facts(ids)
         gone = []
         for fact_id in ids:
             if fact_id in stale and not keyed(stale[fact_id]):  # an application's keyed item is its to replace

@@ -247,17 +247,17 @@ class Recaller:
         # naive one), else in this machine's, as the nightly dream is
         reading = (at if at.tzinfo is not None else now) if at is not None else now.astimezone()
         perception = self.perceive(query, reading)
-        # "what did I do last weekend?": the time is matched by the items' times; its words
-        # would find an older message that said "last weekend" of another weekend
         # the episodes of the times the query names
         in_times = [self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end,
                                              limit=CANDIDATES_PER_KIND) for ref in perception.time_refs]
         timed = {("episode", ep.id): ep for eps in in_times for ep in eps}
+        # "what did I do last weekend?": the time is matched by the items' times; its words
+        # would find an older message that said "last weekend" of another weekend
         told = _told_times(perception, now, in_times)
-        content = _without(query, told)
+        content = _without(query, told) if told else query
         query_terms = terms(content)
-        if set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time: its words are evidence too
-            told, content, query_terms = [], query, terms(query)
+        if told and set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time too:
+            told, content, query_terms = [], query, terms(query)  # its words are evidence as well
         asked_about = names_in(content)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
@@ -547,7 +547,8 @@ class Recaller:
         spoken = " ".join(said)
         voiced = [s for s in scored if _is_fact(s) and _profile_says(spoken, s.item.content)]
         if voiced:
-            scored = [s for s in scored if not (_is_fact(s) and _profile_says(spoken, s.item.content))]
+            said_by_profile = {id(s) for s in voiced}
+            scored = [s for s in scored if id(s) not in said_by_profile]
         correction_budget = int(budget * self.ctx.settings.correction_budget_share)
         all_corrections = corrections + [b for b in background if b.category == "correction"]
         for c in all_corrections:

@@ -191,6 +191,8 @@ def test_a_time_said_relative_to_the_moment_of_speaking_is_marked(text, relative
     ("Passed yesterday's test", "Passed yesterday's test"),
     ("Today FM is their radio station", "Today FM is their radio station"),
     ("Last Week Tonight is their favourite show", "Last Week Tonight is their favourite show"),
+    # the same words twice: each read where it stands
+    ("Is busy since last week and was sick last week", "Is busy since last week and was sick in the week of 16 March 2026"),
 ])
 def test_a_learned_line_gives_its_relative_times_as_the_dates_they_meant(line, said):
     assert anchored(line, datetime(2026, 3, 23, 9, tzinfo=timezone.utc)) == said

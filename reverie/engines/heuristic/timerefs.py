@@ -302,9 +302,13 @@ def anchored(text: str, at: datetime) -> str:
     if not text.isascii():
         return text  # (Chinese lines keep their words: 上周 has no preposition to give)
     refs = [r for r in resolve_time_refs(text, at) if r.relative]
-    for ref in refs:
-        start = text.find(ref.text)
-        if start < 0 or not _one_time(text, start, ref.text):
+    bound = len(text)
+    for ref in reversed(refs):  # from the end: a replacement moves nothing before it
+        start = text.rfind(ref.text, 0, bound)
+        if start < 0:
+            continue
+        bound = start
+        if not _one_time(text, start, ref.text):
             continue
         words = _dates_of(ref.start.date(), ref.end.date())
         if start == 0:
