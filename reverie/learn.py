@@ -58,6 +58,7 @@ from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import normalize_space, preferred_language, token_set
+from reverie.unanswered import close_unanswered
 
 log = logging.getLogger("reverie.learn")
 
@@ -151,6 +152,9 @@ class Learner:
         self.queue = queue
         self.poll = poll
         self._polled = time.monotonic()
+        self._swept = float("-inf")
+        # how often the background loop looks for turns that got no reply in time
+        self._sweep_every = min(60.0, max(0.05, self.settings.reply_timeout_seconds / 4))
         if background:
             self._thread = threading.Thread(target=self._run, name="reverie-learner", daemon=True)
             self._thread.start()
@@ -181,10 +185,32 @@ class Learner:
         with self._cond:
             return sum(len(p.ids) for p in self._queue.values())
 
+    def close_unanswered(self, *, now: float | None = None) -> int:
+        """Close the turns that got no reply within ``reply_timeout_seconds`` and queue them
+        for learning (:mod:`reverie.unanswered`); at most once every ``_sweep_every`` seconds
+        unless ``now`` is None (a flush, start-up). A process that does not learn closes none."""
+        timeout = self.settings.reply_timeout_seconds
+        if not self.queue or timeout <= 0:
+            return 0
+        with self._cond:
+            if now is not None and now - self._swept < self._sweep_every:
+                return 0
+            self._swept = time.monotonic() if now is None else now
+        closed = close_unanswered(self.store, timeout)
+        self.enqueue(closed, delay=0.0)
+        return len(closed)
+
+    def _close_unanswered_logged(self) -> None:
+        try:
+            self.close_unanswered(now=time.monotonic())
+        except Exception:  # the worker must survive anything; the turns wait for the next sweep
+            log.exception("closing turns that got no reply failed")
+
     def flush(self, *, user: str | None = None) -> int:
-        """Learn now from everything waiting: the queue and any completed episode never
-        learned from (a crashed process's, or one whose engine call failed); returns
-        how many episodes were learned."""
+        """Learn now from everything waiting: the queue, any completed episode never learned
+        from (a crashed process's, or one whose engine call failed) and the turns that got
+        no reply in time; returns how many episodes were learned."""
+        self.close_unanswered()
         self.requeue_unlearned(user)
         return self._drain(user)
 
@@ -240,6 +266,7 @@ class Learner:
                     self.enqueue(self.store.unlearned_episodes(limit=POLL_BATCH), delay=0.0)
                 except Exception:
                     log.exception("polling for unlearned episodes failed")
+            self._close_unanswered_logged()
             with self._cond:
                 if self._stopped:
                     return
@@ -251,6 +278,8 @@ class Learner:
                                default=now + 60) - now
                     if self.poll is not None:
                         wait = min(wait, self.poll)
+                    if self.settings.reply_timeout_seconds > 0:
+                        wait = min(wait, self._sweep_every)
                     self._cond.wait(timeout=max(0.05, min(wait, 60)))
                     continue
             if self._parallel():

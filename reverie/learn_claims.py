@@ -76,6 +76,7 @@ class ClaimingLearner(Learner):
             return 0
 
     def flush(self, *, user: str | None = None) -> int:
+        self.close_unanswered()
         return self._drain(user)
 
     def stop(self, *, drain: bool = True) -> None:
@@ -116,6 +117,7 @@ class ClaimingLearner(Learner):
             with self._cond:
                 if self._stopped:
                     return
+            self._close_unanswered_logged()  # (closed turns wait in the store's queue: claimed below)
             try:
                 refs = self.store.claim_learning(
                     self.owner, lease_seconds=self.lease, debounce_seconds=self.settings.debounce_seconds,

@@ -48,6 +48,7 @@ from reverie.store.base import Page
 from reverie.store.failures import recovery
 from reverie.tags import TagWriter
 from reverie.text import clip_line, exact_key, terms, token_set, words
+from reverie.unanswered import unanswered_record
 
 CONFIRMED_WEIGHT = 2.0
 LONG_ENTRY = 120  # seed 002: entries under 120 characters
@@ -606,6 +607,9 @@ class HealthReport(Model):
     facts_skipped: dict[str, int] = Field(default_factory=dict)
     # days whose markdown notes file the last try could not write (the store holds them)
     notes_unwritten: list[str] = Field(default_factory=list)
+    # turns closed without their reply after reply_timeout_seconds, so far (learned from the
+    # user's message alone)
+    unanswered_turns: int = 0
 
 
 class StoreCheck(Model):
@@ -680,6 +684,8 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     report.profile_trimmed = {str(k): int(v) for k, v in dict(trimmed.get("sections", {})).items()}
     skipped = skipped_record(ctx.store, user)
     report.facts_skipped = {str(k): int(v) for k, v in dict(skipped.get("reasons", {})).items()}
+    unanswered = unanswered_record(ctx.store, user)
+    report.unanswered_turns = int(str(unanswered.get("turns", 0)))
     unwritten = unwritten_notes(ctx.store, user)
     report.notes_unwritten = [str(d) for d in unwritten.get("dates", [])]
     report.reasons = _verdict(report)
@@ -696,6 +702,14 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             + ", ".join(f"{n} {reason}" for reason, n in sorted(report.facts_skipped.items()))
             + f"; fact_confidence_threshold is {ctx.settings.fact_confidence_threshold}; the last on "
             f"{str(skipped.get('last_at', ''))[:10]}): the episodes they came from stay in memory"
+        )
+    if report.unanswered_turns:
+        report.advice.append(
+            f"{report.unanswered_turns} turn(s) got no reply within reply_timeout_seconds "
+            f"({ctx.settings.reply_timeout_seconds:g} s; the last closed on {str(unanswered.get('last_at', ''))[:10]}) "
+            "and were learned from the user's message alone: the agent opened a turn (process_message, "
+            "POST /api/turns) and never completed it (save_memory, complete_turn); a reply that comes later "
+            "is still stored"
         )
     if report.profile_trimmed:
         report.advice.append(

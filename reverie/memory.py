@@ -112,6 +112,7 @@ class Memory:
         )
         self._closed = False
         recover_turns(self.store)
+        self.learner.close_unanswered()
         if self.learner.background:
             self.learner.requeue_unlearned()
         self._finalizer = weakref.finalize(self, Memory._atexit_close, weakref.ref(self))

@@ -86,6 +86,9 @@ class Settings(BaseModel):
     # users whose batches are learned at once when a learning step waits on an endpoint (one
     # batch of a user at a time, one applied at a time); the in-process engine: one at a time
     learn_threads: int = Field(default=4, ge=1, le=32)
+    # a turn still without its reply this long after it opened is closed with the user's
+    # message alone, then learned and recalled (reverie.unanswered); 0: turns wait for ever
+    reply_timeout_seconds: float = Field(1800.0, ge=0)
     # recall line
     budget: int = Field(default=2000, ge=1, le=MAX_BUDGET)
     correction_budget_share: float = Field(0.15, ge=0.0, le=1.0)

@@ -1,6 +1,10 @@
 """Turns: seed 003's two-phase write. A turn is pending from the user's message until the
 reply completes it; leaving it without a reply marks it interrupted, an exception failed.
 
+A turn still without its reply ``reply_timeout_seconds`` after it opened is closed with the
+user's message alone (:mod:`reverie.unanswered`); a reply that comes later is still taken
+(:meth:`Turn.complete`).
+
 One word for one thing: a *turn* is what the API (``Memory.turn``,
 ``complete_turn(turn_id)``), REST (``/api/turns/{turn_id}``), MCP
 (``process_message`` -> ``turn_id``, ``save_memory(turn_id)``) and the store
@@ -21,6 +25,7 @@ from reverie.owners import owner_alive
 from reverie.owners import process_owner as turn_owner
 from reverie.recall import Recall, Recaller
 from reverie.store.base import Store
+from reverie.unanswered import UNANSWERED
 
 log = logging.getLogger("reverie.turn")
 
@@ -111,23 +116,31 @@ class Turn:
 
         A turn left interrupted (the process that opened it stopped, a server restarted
         between the message and the reply, a ``with`` block left without a reply) takes its
-        reply when it comes: the user's message is kept, learned and recalled with it. A
-        completed or failed turn is a Conflict."""
+        reply when it comes: the user's message is kept, learned and recalled with it. So
+        does a turn closed without its reply (``reply_timeout_seconds``): the reply is stored
+        and searched with it (``meta["unanswered"]`` becomes "late"); if the user's message
+        was learned alone already, the reply is not learned again. A turn completed with a
+        reply, or failed, is a Conflict."""
         text = clean_text(reply, "reply")
         with self._store.transaction():
             current = self._store.get_episode(self.episode.id)
             if current is None:
                 raise NotFound(f"no turn {self.episode.id!r}")
-            if current.status not in ("pending", "interrupted"):
+            late = current.status == "completed" and current.meta.get(UNANSWERED) is True
+            if current.status not in ("pending", "interrupted") and not late:
                 raise Conflict(f"turn {current.id} is already {current.status}")
             current.reply_text = text
             current.messages.append(Message(role="assistant", content=text, at=utcnow()))
-            current.status = "completed"
-            current.completed_at = utcnow()
-            current.owner = None
+            if late:
+                current.meta = {**current.meta, UNANSWERED: "late"}
+            else:
+                current.status = "completed"
+                current.completed_at = utcnow()
+                current.owner = None
             self._store.put_episode(current)
         self.episode = current
-        self._learner.enqueue([current])
+        if not current.learned:
+            self._learner.enqueue([current])
         return current
 
     def _close(self, status: EpisodeStatus) -> None:

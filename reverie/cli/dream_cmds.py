@@ -200,6 +200,7 @@ def _print_health(report: Any) -> None:
         ("contradicting pairs", str(len(report.contradictions))),
         ("pending facts", str(report.pending_facts)),
         ("episodes waiting to be learned", str(report.unlearned_episodes)),
+        ("turns closed without a reply", str(report.unanswered_turns)),
         ("tags", ", ".join(f"{k} {v}" for k, v in sorted(report.tags.items())) or "-"),
         ("profile parts given way", ", ".join(f"{k} {v}" for k, v in sorted(report.profile_trimmed.items())) or "-"),
         ("engine changes to facts not made", ", ".join(f"{v} {k}" for k, v in sorted(report.facts_skipped.items())) or "-"),

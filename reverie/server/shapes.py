@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from reverie.models import Episode
+from reverie.unanswered import UNANSWERED
 from reverie.turn import Turn
 
 
@@ -36,10 +37,13 @@ class TurnCompleted(BaseModel):
 
     turn_id: str
     status: str
+    # the turn had been closed without its reply (reply_timeout_seconds) and learned from the
+    # user's message alone; the reply is stored and searched with it
+    late: bool = False
 
     @classmethod
     def of(cls, episode: Episode) -> "TurnCompleted":
-        return cls(turn_id=episode.id, status=episode.status)
+        return cls(turn_id=episode.id, status=episode.status, late=episode.meta.get(UNANSWERED) == "late")
 
 
 # a TypedDict, not a model: a message that is not an object is refused as "a valid dictionary",

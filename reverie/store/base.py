@@ -279,6 +279,7 @@ class IntegrityProblem:
 # meta keys that belong to one user, "<prefix><user>": deleted and migrated with them
 USER_META_PREFIXES = (
     "memory_md:", "capacity:", "profile-trimmed:", "facts-skipped:", "notes-unwritten:", "withdrawn:",
+    "turns-unanswered:",
 )
 
 
@@ -609,6 +610,11 @@ class Store(ABC):
     @abstractmethod
     def pending_turns(self) -> list[Episode]:
         """Every user's pending turns (start-up recovery decides which were orphaned)."""
+
+    @abstractmethod
+    def waiting_turns(self, before: datetime, limit: int = 1000) -> list[Episode]:
+        """Every user's turns still waiting for their reply (pending or interrupted) that were
+        opened before ``before``, oldest first, at most ``limit``."""
 
     @abstractmethod
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list["EpisodeRef"]:

@@ -1306,6 +1306,11 @@ class PostgresStore(Store):
         rows = self._q(f"SELECT {self._EP_COLS} FROM episodes WHERE status = 'pending' ORDER BY pk")
         return [self._episode(r) for r in rows]
 
+    def waiting_turns(self, before: datetime, limit: int = 1000) -> list[Episode]:
+        rows = self._q(f"SELECT {self._EP_COLS} FROM episodes WHERE status IN ('pending', 'interrupted') "
+                       "AND created_at < %s ORDER BY pk LIMIT %s", [before, limit])
+        return [self._episode(r) for r in rows]
+
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:
         sql, params = "SELECT id, user_id, agent, thread FROM episodes WHERE status = 'completed' AND NOT learned", []
         if user is not None:

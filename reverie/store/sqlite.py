@@ -249,6 +249,9 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     lambda conn: _postings_by_item(conn),
     # 11: the same knowledge document found by its digest, from an index (see _knowledge_digests)
     lambda conn: _knowledge_digests(conn),
+    # 12: a Chinese text's index holds the parts of its compounds and its dates as one word
+    # (see _cjk_indexed_again)
+    lambda conn: _cjk_indexed_again(conn),
 ]
 
 # what else a use moves (the SET clause reads the row as it was: uses + ? is the new count)
@@ -379,6 +382,42 @@ def _knowledge_digests(conn: sqlite3.Connection) -> None:
                          lambda body: knowledge_digest(KnowledgeDoc.model_validate_json(body)), deterministic=True)
     conn.execute("UPDATE knowledge SET digest = reverie_knowledge_digest(body)")
     conn.execute("CREATE INDEX IF NOT EXISTS knowledge_user_digest ON knowledge(user, digest)")
+
+
+# a row's searchable text, from the body it keeps (as its put_* method indexes it)
+_SEARCH_TEXT: dict[str, Callable[[str], str]] = {
+    "episode": lambda body: episode_text(Episode.model_validate_json(body)),
+    "fact": lambda body: fact_text(Fact.model_validate_json(body)),
+    "note": lambda body: note_text(Note.model_validate_json(body)),
+    "knowledge": lambda body: knowledge_text(KnowledgeDoc.model_validate_json(body)),
+}
+# a text that holds a CJK character (reverie.text.CJK_RE), as SQLite's GLOB reads a class of characters
+CJK_GLOB = "*[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]*"
+
+
+def _cjk_indexed_again(conn: sqlite3.Connection) -> None:
+    """12: each full-text row that holds Chinese written again from its item, as
+    :func:`~reverie.text.index_text` now writes it: the parts of its compounds after its
+    terms ("北京首都机场" also 北京 首都 机场, so "宠物" finds "宠物医院"), and a date of digits
+    as one word ("3月5日" and its month "3月", where 月 and 日 stood as words that every date
+    holds). Only rows whose indexed text holds a CJK character change, and only they are read
+    with their items: the others (an English store's every row) are looked at once, by a GLOB
+    of their indexed text in C, and left as they are. A page of rows at a time (their bodies
+    can be long); an item whose body cannot be read keeps its row."""
+    for kind, fts in _FTS_TABLE.items():
+        main, text_of = _MAIN_TABLE[kind], _SEARCH_TEXT[kind]
+        last = 0
+        while rows := conn.execute(
+            f"SELECT c.id, m.body FROM {fts}_content c JOIN {main} m ON m.pk = c.id "
+            "WHERE c.id > ? AND c.c0 GLOB ? ORDER BY c.id LIMIT 500", (last, CJK_GLOB)).fetchall():
+            written = []
+            for pk, body in rows:
+                try:
+                    written.append((index_text(text_of(body)), pk))
+                except ValueError:  # (pydantic's ValidationError among them)
+                    continue
+            conn.executemany(f"UPDATE {fts} SET text = ? WHERE rowid = ?", written)
+            last = rows[-1][0]
 
 
 def owner_token(user: str) -> str:
@@ -941,6 +980,11 @@ class SQLiteStore(Store):
 
     def pending_turns(self) -> list[Episode]:
         return [self._episode(r) for r in self._x("SELECT * FROM episodes WHERE status = 'pending' ORDER BY pk")]
+
+    def waiting_turns(self, before: datetime, limit: int = 1000) -> list[Episode]:
+        rows = self._x("SELECT * FROM episodes WHERE status IN ('pending', 'interrupted') AND created_at < ? "
+                       "ORDER BY pk LIMIT ?", (_ts(before), limit))
+        return [self._episode(r) for r in rows]
 
     def unlearned_episodes(self, limit: int = 1000, *, user: str | None = None) -> list[EpisodeRef]:
         sql, params = "SELECT id, user, agent, thread FROM episodes WHERE status = 'completed' AND learned = 0", []
