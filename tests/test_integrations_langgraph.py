@@ -145,6 +145,18 @@ def test_an_edit_elsewhere_shows_in_the_value(store, mem):
     assert item is not None and item.value == {"content": "Lives in Porto", "since": 2021}
 
 
+def test_an_edit_elsewhere_of_a_value_without_text_field_shows_in_its_fields(store, mem):
+    store.put(ANA, "likes", {"food": "pizza", "drink": "tea", "rating": 4})
+    (fact,) = mem.facts(user="ana")
+    assert fact.content == "food: pizza; drink: tea; rating: 4"
+    mem.update_fact(fact.id, content="food: sushi; rating: 5")
+    item = store.get(ANA, "likes")
+    assert item is not None and item.value == {"food": "sushi", "rating": 5}
+    mem.update_fact(fact.id, content="Loves sushi, no longer drinks tea")
+    item = store.get(ANA, "likes")
+    assert item is not None and item.value == {"content": "Loves sushi, no longer drinks tea"}
+
+
 def test_search_runs_recall_and_returns_scored_items_best_first(store, mem):
     store.put(ANA, "diet", {"content": "Ana is vegetarian", "category": "constraint"})
     store.put(ANA, "city", {"content": "Ana lives in Lisbon near the river", "kind": "place"})

@@ -24,7 +24,9 @@ text is ``value["content"]`` (or ``"text"``, ``"memory"``, ``"data"``), else the
 fields written out (``food: pizza; drink: tea``); a ``category`` and ``tags`` in the value
 become the fact's. The value dict itself is kept with the fact (``Fact.meta``) and ``get``
 returns it as put, every string redacted like everything reverie stores; if the fact's text
-is edited elsewhere (MEMORY.md, ``update_fact``) the text field follows. A put under a key
+is edited elsewhere (MEMORY.md, ``update_fact``) the text field follows (a value with no text
+field gets its fields back from the edited line, or the line as ``content`` when it no longer
+reads as the fields). A put under a key
 that is stored already replaces it. ``delete`` forgets the fact (archived, reversible
 with ``Memory.update_fact(id, status="consolidated")``). Facts reverie learned from
 conversation are items too, under their fact id as key: ``get``, ``put`` and ``delete``
@@ -261,8 +263,11 @@ class ReverieStore(BaseStore):
         if isinstance(kept, dict) and isinstance(kept.get("value"), dict):
             key, value = str(kept.get("key") or fact.id), dict(kept["value"])
             field = kept.get("field")
-            if isinstance(field, str) and fact.content != kept.get("text"):
-                value[field] = fact.content  # edited elsewhere (MEMORY.md, update_fact, tidy)
+            if fact.content != kept.get("text"):  # edited elsewhere (MEMORY.md, update_fact, tidy)
+                if isinstance(field, str):
+                    value[field] = fact.content
+                else:
+                    value = _fields_edited(fact.content, value)
         else:
             key, value = fact.id, {"content": fact.content, "category": fact.category, "tags": list(fact.tags)}
         return SearchItem(self._namespace(fact.user, fact.agent), key, value, fact.created_at, fact.updated_at,
@@ -365,6 +370,31 @@ def _memory_text(value: dict[str, Any]) -> tuple[str, str | None]:
     if not parts:
         raise InvalidInput(f"value holds no text to remember: give it a {' / '.join(TEXT_FIELDS)} field", field="value")
     return "; ".join(parts), None
+
+
+def _fields_edited(text: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A value with no text field, whose written-out line (``food: pizza; drink: tea``) was
+    edited to ``text``: its fields as the line now gives them (a field the edit took out is
+    gone, a value that was not a string read back as JSON when it is); a line that no longer
+    reads as the value's fields is the value's ``content``, with its category and tags."""
+    edited = dict(value)
+    written = {k for k, v in value.items() if k not in ("category", "tags") and v not in (None, "", [], {})}
+    seen: set[str] = set()
+    for part in text.split("; "):
+        name, colon, said = part.partition(": ")
+        if not colon or name not in written or name in seen:
+            return {"content": text, **{k: value[k] for k in ("category", "tags") if k in value}}
+        seen.add(name)
+        if isinstance(value[name], str):
+            edited[name] = said
+        else:
+            try:
+                edited[name] = json.loads(said)
+            except ValueError:
+                edited[name] = said
+    for name in written - seen:
+        del edited[name]
+    return edited
 
 
 def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
