@@ -28,7 +28,7 @@ Credentials inside something larger are cut out of it, so the useful rest surviv
   when a colon, or a verb and a space, sets it apart (``密码是 [password]``).
 
 Some secrets are told by the word that names them, with a colon, ``is`` or a
-mere space: card security codes (``cvv 123``, ``CVC: 987``, ``安全码：123``) become
+mere space: card security codes (``cvv 123``, ``CVC: 987``, ``security code 321``, ``安全码：123``) become
 ``[card]``; passport numbers and social security numbers in any grouping
 (``passport X12345678``, ``SSN: 123 45 6789``) ``[id-number]``, and after a Chinese name
 nothing need come between (``护照[id-number]``, ``港澳通行证[id-number]``); a Chinese resident
@@ -39,9 +39,10 @@ later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-chara
 access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
 ``cell``, ``电话`` or ``手机``, a few words like "number" or "to reach me" between
 (``tel: [phone]``, ``my phone number to reach me is [phone]``), or after "call me at"
-(``call me at [phone]``); a PIN and the digits of a door, gate, alarm or safe code
-``[password]`` (``the door code is [password]``, ``gate code [password]``, ``门禁码是[password]``,
-``开机密码[password]``, not ``密码2024年改过``). Without a
+(``call me at [phone]``); a PIN (three to eight digits: not ``pin 3 of the header``), a passcode's digits
+and the digits of a door, gate, alarm, safe or unlock code ``[password]`` (``PIN [password]``,
+``my pin number is [password]``, ``passcode [password]``, ``the door code is [password]``,
+``unlock code [password]``, ``门禁码是[password]``, ``开机密码[password]``, not ``密码2024年改过``). Without a
 verb or colon a password must mix letters and digits (``wifi password [password]``); after
 ``pass``, a word with many other senses, it must also hold a symbol (``pass [password]``),
 or with a colon or ``is`` at least mix both cases and digits (``my pass is [password]``);
@@ -417,12 +418,17 @@ def _scrambled(value: str) -> bool:
     )
 
 
+def _pin_ok(value: str) -> bool:
+    """A PIN is its digits, three to eight of them: ``pin 3 of the header`` is a pin of another kind."""
+    return value.isdigit() and 3 <= len(value) <= 8
+
+
 def _password_ok(m: re.Match[str]) -> bool:
     key = m.group("key").lower()
     quoted = m.group("quoted")
     value = quoted if quoted is not None else m.group("bare")
     if key.startswith("pin"):
-        return value.isdigit() and 4 <= len(value) <= 8
+        return _pin_ok(value)
     if key == "pass":
         # Also a ticket, an exam, a move, a test result ("--- PASS: TestLogin2"), a Python
         # statement ('pass': 'The "pass" statement'): only a value that can be nothing but a password.
@@ -663,7 +669,7 @@ def _named_after_ok(m: re.Match[str]) -> bool:
     quoted = m.group("quoted")
     value = quoted if quoted is not None else m.group("bare")
     if key.startswith("pin"):
-        return value.isdigit() and 4 <= len(value) <= 8
+        return _pin_ok(value)
     if key.endswith("code"):
         if _LOCK_CODE_RE.fullmatch(value):
             return True
@@ -672,6 +678,15 @@ def _named_after_ok(m: re.Match[str]) -> bool:
     if quoted is not None:
         return _literal(value) and not _plain_word(value) and not _NO_VALUE.fullmatch(value)
     return _made_up(value) or _named_word_ok(m, value)
+
+
+def _digit_code_ok(m: re.Match[str]) -> bool:
+    """A door code is any run of its digits (``#2580``, ``1234#``); a PIN three to eight digits, a ``#``
+    before them a number's sign (``pin #12``, a pin of a header), a ``#`` after them its end (``PIN 1234#``)."""
+    key = m.group("key")
+    if key is None or not key.lower().startswith("pin"):
+        return True
+    return _pin_ok(m.group("bare").rstrip("#*"))
 
 
 def _keyword_secret_ok(m: re.Match[str]) -> bool:
@@ -836,11 +851,13 @@ _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 # Codes that open something: "the door code is 4512", "4512 is the gate code". Only digits ("the door
 # code is on the fridge"); "building code" and "area code" are no secrets, and are not here.
-_LOCK_CODE_WORD = r"(?:door|gate|alarm|safe|lock|lockbox|garage|keypad|entry|entrance|access)[ -]?code"
+_LOCK_CODE_WORD = r"(?:door|gate|alarm|safe|lock|unlock|lockbox|garage|keypad|entry|entrance|access)[ -]?code"
 # "门禁码是2580", "开锁码 1234" (a 门禁密码 or 保险箱密码 is a 密码, found as one).
 _ZH_LOCK_CODE_WORD = r"(?:门禁|門禁|开门|開門|开锁|開鎖|解锁|解鎖|锁屏|鎖屏)[码碼]"
 _LOCK_CODE = r"[#*]?\d{3,10}[#*]?"
 _LOCK_CODE_RE = re.compile(_LOCK_CODE)
+# Names of a code that is its digits, given as a door code is ("PIN 4521", "passcode 778899", "card PIN 0000").
+_DIGIT_CODE_WORD = rf"{_LOCK_CODE_WORD}|pin(?:[ -]?(?:code|number))?|pass[ -]?code"
 # Names of a value given before them: "hunter2 is my password", "0420 is my PIN", "4512 is the gate code".
 _NAMED_AFTER_WORD = rf"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:[ -]?(?:code|number))?|{_LOCK_CODE_WORD}"
 # What follows that name when it names the value before it: the clause's end, or a word that starts no noun
@@ -1016,9 +1033,10 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580",
-        # "door code 4821"
+        # "door code 4821", and PINs and passcodes alike: "PIN 4521", "my pin number is 4521", "passcode 778899"
         _compile(
-            rf"""(?:(?<![A-Za-z0-9])(?i:{_LOCK_CODE_WORD})
+            rf"""(?=(?i:[adegklpsu])|[门門开開解锁鎖])   # the keywords' first letters: a first test the regex engine makes fast
+            (?:(?<![A-Za-z0-9])(?i:(?P<key>{_DIGIT_CODE_WORD}))
                 (?:(?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
                     (?:\s*(?:[:=：]|=>)\s*|\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)
                   | [ \t]+)   # a space alone only right after the name ("the door code for flat 221 is ..." gives none)
@@ -1026,17 +1044,20 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
             (?P<bare>{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date
             (?!\s*{_ZH_UNIT})   # nor what it counts ("门禁码2024年换过")"""
         ),
+        check=_digit_code_ok,
         value_groups=("bare",),
-        cue=("code", "码", "碼"),
+        cue=("code", "pin", "码", "碼"),
     ),
     _Detector(
-        "card",  # the card's security code: "cvv 123", "CVC: 987", "安全码是123"
+        "card",  # the card's security code: "cvv 123", "CVC: 987", "security code 321", "安全码是123"
         _compile(
-            r"""(?:(?<![A-Za-z0-9])(?i:cvv2?|cvc2?|card[ ](?:verification|security)[ ](?:value|code))
+            r"""(?=(?i:[cs])|安)   # the keywords' first letters: a first test the regex engine makes fast
+            (?:(?<![A-Za-z0-9])(?i:cvv2?|cvc2?|card[ ](?:verification|security)[ ](?:value|code)|security[ ]code)
                 (?:[ _-]*(?i:code|number|no\.?))? | (?:CVV|CVC|安全)码)"""
             + _KEY_SEP
             + r"(?P<bare>\d{3,4})"
             + _NUM_END
+            + r"(?![:/-][0-9])"  # a whole number, not a time or a date ("security code 2023-05-08")
         ),
         value_groups=("bare",),
     ),

@@ -225,3 +225,151 @@ def test_long_runs_of_the_new_forms_are_redacted_in_linear_time():
     ]
     # a quadratic search took minutes on these (the suite's timeout stops it), a linear one milliseconds
     assert [text[:40] for text, expected in cases if redact(text) != expected] == []
+
+
+# --- PINs, passcodes, unlock and card security codes with no verb or colon ------------------------------------
+
+
+PIN_NAMES = ["PIN", "pin", "Pin", "PIN code", "pin number", "card PIN", "passcode", "Passcode", "PASSCODE",
+             "unlock code", "Unlock Code", "UNLOCK CODE", "alarm code", "Alarm code", "ALARM CODE"]
+
+
+def test_a_pin_passcode_or_unlock_code_right_after_its_name_is_redacted():
+    cases = [
+        ("PIN 4521", "PIN [password]"),
+        ("pin 4521", "pin [password]"),
+        ("my PIN 4521", "my PIN [password]"),
+        ("my pin 4521", "my pin [password]"),
+        ("card PIN 0000", "card PIN [password]"),
+        ("my debit card PIN 0000, don't tell", "my debit card PIN [password], don't tell"),
+        ("PIN code 4521", "PIN code [password]"),
+        ("PIN number 4521", "PIN number [password]"),
+        ("PIN 1234#", "PIN [password]"),
+        ("PIN 123", "PIN [password]"),  # three digits to eight
+        ("PIN 12345678", "PIN [password]"),
+        ("passcode 778899", "passcode [password]"),
+        ("my iphone passcode 123456.", "my iphone passcode [password]."),
+        ("the passcode 778899 works", "the passcode [password] works"),
+        ("unlock code 2580", "unlock code [password]"),
+        ("the phone unlock code 2580", "the phone unlock code [password]"),
+        ("alarm code 1234", "alarm code [password]"),
+        ("PIN 4521 and CVV 123", "PIN [password] and CVV [card]"),
+    ] + [(f"{name} 4521", f"{name} [password]") for name in PIN_NAMES]
+    assert _mismatches(cases) == []
+
+
+def test_the_same_codes_after_my_is_or_a_colon_are_redacted():
+    cases = [
+        ("my PIN is 4521", "my PIN is [password]"),
+        ("PIN: 4521", "PIN: [password]"),
+        ("my pin is 123", "my pin is [password]"),
+        ("my PIN number is 4521", "my PIN number is [password]"),
+        ("my card PIN is 0000", "my card PIN is [password]"),
+        ("the PIN for my card is 0000", "the PIN for my card is [password]"),
+        ("my passcode is 778899", "my passcode is [password]"),
+        ("my unlock code is 2580", "my unlock code is [password]"),
+        ("the unlock code for my phone is 2580", "the unlock code for my phone is [password]"),
+        ("unlock code: 2580", "unlock code: [password]"),
+        ("my alarm code is 1234", "my alarm code is [password]"),
+        ("2580 is my unlock code", "[password] is my unlock code"),
+        ("123 is my PIN", "[password] is my PIN"),
+    ] + [(f"my {name} is 4521", f"my {name} is [password]") for name in PIN_NAMES]
+    assert _mismatches(cases) == []
+
+
+def test_a_pin_is_three_to_eight_digits_and_words_that_only_name_one_stay():
+    kept = [
+        "PIN code required",
+        "pin code is required",
+        "the 4521 bus",
+        "I got a new PIN yesterday",
+        "My PIN is wrong",
+        "pin 3 of the header",
+        "pin 1 of the header",
+        "pin 12 of the chip",
+        "GPIO pin 17",
+        "pin 5 and pin 6",
+        "pin #12 of the connector",  # a number's sign, not a PIN
+        "the PIN 4 digits",
+        "PIN 123456789",  # nine digits: an account or a reference, not a PIN
+        "PIN 2023-05-08",
+        "PIN 12:30",
+        "PIN 3.11",
+        "PIN 1.2.3",
+        "Python 3.11.7 and v2.3.0-1",
+        "order 12345",
+        "order 2026-12-05-1234",
+        "version 4521",
+        "we met on 2026-12-05",
+        "shopping 4521 items",
+        "spin 4521",
+        "the passcode 2am",
+        "passcode reset in 2019",
+        "unlock code has 4 digits",
+        "the unlock code is on the fridge",
+        "alarm code changed in 2019",
+    ]
+    assert _mismatches([(text, text) for text in kept]) == []
+
+
+def test_a_card_security_code_right_after_its_name_is_redacted():
+    cases = [
+        ("CVV 123", "CVV [card]"),
+        ("cvv 123", "cvv [card]"),
+        ("Cvv 123", "Cvv [card]"),
+        ("CVC 456", "CVC [card]"),
+        ("cvc 456", "cvc [card]"),
+        ("security code 321", "security code [card]"),
+        ("Security Code 321", "Security Code [card]"),
+        ("SECURITY CODE 4321", "SECURITY CODE [card]"),
+        ("my CVV is 123", "my CVV is [card]"),
+        ("my CVC is 456", "my CVC is [card]"),
+        ("my security code is 321", "my security code is [card]"),
+        ("security code: 321", "security code: [card]"),
+        ("card security code 321", "card security code [card]"),
+    ] + [
+        (text, text)
+        for text in [
+            "CVV field",
+            "the CVV field is empty",
+            "security code review",
+            "the security code review in 2023",
+            "security code of conduct",
+            "security code 2023-05-08",
+            "cvv 2023-05-08",
+            "CVV 12:30",
+            "the security code 1990s style",
+            "the cvv is 3 digits",
+            "cvv code is on the back",
+        ]
+    ]
+    assert _mismatches(cases) == []
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    name=st.sampled_from(PIN_NAMES + ["the PIN", "my pin", "my passcode", "the unlock code"]),
+    sep=st.sampled_from([" ", " is ", ": ", "  "]),
+    digits=st.integers(0, 10**8 - 1),
+    width=st.integers(3, 8),
+    tail=st.sampled_from(["", ".", ", thanks", " works", "!"]),
+)
+def test_any_three_to_eight_digit_pin_after_its_name_leaves_no_digit(name, sep, digits, width, tail):
+    pin = f"{digits % 10**width:0{width}d}"
+    assert redact(f"{name}{sep}{pin}{tail}") == f"{name}{sep}[password]{tail}"
+    # one or two digits are a count or a pin of a header, never a PIN
+    short = pin[: 1 + digits % 2]
+    assert redact(f"{name}{sep}{short}{tail}") == f"{name}{sep}{short}{tail}"
+
+
+def test_long_runs_of_the_pin_forms_are_redacted_in_linear_time():
+    n = 200_000
+    cases = [
+        ("PIN 4521 " * (n // 9), "PIN [password] " * (n // 9)),
+        ("pin " * (n // 4), "pin " * (n // 4)),
+        ("passcode " * (n // 9), "passcode " * (n // 9)),
+        ("security code " * (n // 14), "security code " * (n // 14)),
+        ("CVV 123 " * (n // 8), "CVV [card] " * (n // 8)),
+        ("unlock code is " * (n // 15), "unlock code is " * (n // 15)),
+    ]
+    assert [text[:40] for text, expected in cases if redact(text) != expected] == []
