@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from openai import AsyncOpenAI
 
 from reverie import AsyncMemory, InvalidInput, Memory
 from reverie.integrations.openai_agents import KEY, ReverieSession, memory_tools
+from reverie.models import utcnow
+from reverie.unanswered import close_unanswered
 from tests.fake_openai import FakeOpenAI, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -448,3 +451,156 @@ def test_a_refused_session_id_is_not_repeated_in_the_error(tmp_path):
         assert EMAIL not in str(refused.value)
     finally:
         mem.close()
+
+
+# ------------------------------------------------------------ pop_item, then a corrected answer
+ASKED = user_msg("Book me a table for the weekend")
+FIRST = answer("Booked a table at Tasca do Chico for Friday.", "msg_a")
+CORRECTED = answer("Booked a table at Cervejaria Ramiro for Saturday.", "msg_b")
+
+
+def said(mem: Memory, thread: str = "s") -> list[tuple[str, list[str]]]:
+    """The thread's live episodes, oldest first: (status, their words)."""
+    return [(e.status, [m.content for m in e.messages]) for e in reversed(mem.episodes(user="ana", thread=thread))]
+
+
+def nowhere(mem: Memory, words: str) -> bool:
+    """``words`` are in no episode of ana's, live or archived, and recall does not bring them."""
+    episodes = mem.episodes(user="ana") + mem.episodes(user="ana", archived=True)
+    stored = json.dumps([e.model_dump(mode="json") for e in episodes])
+    return words not in stored and not any(words in item.text for item in mem.recall(words, user="ana").items)
+
+
+@pytest.mark.parametrize("batches", [[[ASKED, FIRST]], [[ASKED], [FIRST]]], ids=["one batch", "two batches"])
+def test_a_corrected_answer_after_pop_item_completes_the_same_exchange(mem, batches):
+    """The SDK's correction: pop the answer, add another. One exchange of the user's message
+    and the corrected answer, the popped one gone from it, and learned once, as corrected."""
+    session = ReverieSession(mem, user="ana", session_id="s")
+
+    async def main() -> None:
+        for batch in batches:
+            await session.add_items(batch)
+        assert said(mem) == [("completed", [ASKED["content"], "Booked a table at Tasca do Chico for Friday."])]
+        assert await session.pop_item() == FIRST
+        assert await session.get_items() == [ASKED]
+        # open again, for the answer to come: nothing of it is learned meanwhile
+        assert said(mem) == [("pending", [ASKED["content"]])]
+        assert mem.flush(user="ana") == 0
+        assert nowhere(mem, "Tasca do Chico")
+        await session.add_items([CORRECTED])
+        assert await session.get_items() == [ASKED, CORRECTED]
+
+    run(main)
+    assert said(mem) == [("completed", [ASKED["content"], "Booked a table at Cervejaria Ramiro for Saturday."])]
+    (episode,) = mem.episodes(user="ana", thread="s")
+    assert (episode.user_text, episode.reply_text) == (ASKED["content"], CORRECTED["content"][0]["text"])
+    assert mem.episodes(user="ana", thread="s", archived=True) == []
+    assert mem.flush(user="ana") == 1
+    assert nowhere(mem, "Tasca do Chico")
+    assert "Cervejaria Ramiro" in mem.recall("Cervejaria Ramiro", user="ana").context
+
+
+def test_a_runner_retrying_an_answer_after_pop_item_keeps_one_exchange(mem, tool_server):
+    """With the real Runner: the reply is popped and the run retried on the history alone
+    (input []); the model is asked without the popped answer, and its new one completes the
+    exchange it answers."""
+    set_tracing_disabled(True)
+    tool_server.push("Booked for Friday.", "Booked for Saturday.")
+    client = AsyncOpenAI(base_url=tool_server.base_url, api_key="none", max_retries=0)
+    agent = Agent(name="a", instructions="Be brief.",
+                  model=OpenAIChatCompletionsModel(model="fake-model", openai_client=client))
+    session = ReverieSession(AsyncMemory(memory=mem), user="ana", session_id="s")
+
+    async def main() -> None:
+        first = await Runner.run(agent, "Book me a table for the weekend", session=session)
+        assert first.final_output == "Booked for Friday."
+        popped = await session.pop_item()
+        assert popped is not None and popped["role"] == "assistant"
+        retried = await Runner.run(agent, [], session=session)
+        assert retried.final_output == "Booked for Saturday."
+
+    run(main)
+    assert [m["role"] for m in tool_server.chat_requests[1].body["messages"]] == ["system", "user"]
+    assert said(mem) == [("completed", ["Book me a table for the weekend", "Booked for Saturday."])]
+    assert mem.flush(user="ana") == 1 and nowhere(mem, "Booked for Friday")
+
+
+def test_pop_item_of_the_users_message_too_leaves_nothing_waiting(mem):
+    """Popping the answer and then the question (to ask again): each item comes back to the
+    caller, the emptied exchange is archived closed (no turn waits for a reply that will not
+    come), and the question asked again begins an exchange of its own."""
+    session = ReverieSession(mem, user="ana", session_id="s")
+
+    async def main() -> None:
+        await session.add_items(exchange(1) + [ASKED, FIRST])
+        assert [await session.pop_item(), await session.pop_item()] == [FIRST, ASKED]
+        assert await session.get_items() == exchange(1)
+        await session.add_items([user_msg("Book me a table for Saturday"), CORRECTED])
+        assert await session.get_items() == exchange(1) + [user_msg("Book me a table for Saturday"), CORRECTED]
+
+    run(main)
+    assert said(mem) == [("completed", ["question 1", "answer 1"]),
+                         ("completed", ["Book me a table for Saturday", CORRECTED["content"][0]["text"]])]
+    (emptied,) = mem.episodes(user="ana", thread="s", archived=True)
+    assert (emptied.status, emptied.messages, emptied.meta[KEY]["items"]) == ("completed", [], [])
+    assert mem.store.pending_turns() == []
+    assert mem.flush(user="ana") == 2  # the two exchanges, not the emptied one
+    assert nowhere(mem, "Tasca do Chico") and nowhere(mem, "weekend")
+
+
+def test_an_answer_popped_after_it_was_learned_takes_its_summary_with_it(mem):
+    """What the learning line drew from the popped answer (the episode's summary) leaves with
+    it; the corrected answer completes the exchange and is recalled with it, not learned again."""
+    session = ReverieSession(mem, user="ana", session_id="s")
+    run(lambda: session.add_items([ASKED, FIRST]))
+    assert mem.flush(user="ana") == 1
+    assert "Tasca do Chico" in mem.episodes(user="ana", thread="s")[0].summary
+    assert run(session.pop_item) == FIRST
+    (episode,) = mem.episodes(user="ana", thread="s")
+    assert (episode.status, episode.summary, episode.overview) == ("pending", "", "")
+    run(lambda: session.add_items([CORRECTED]))
+    assert said(mem) == [("completed", [ASKED["content"], "Booked a table at Cervejaria Ramiro for Saturday."])]
+    assert mem.flush(user="ana") == 0
+    assert nowhere(mem, "Tasca do Chico")
+    assert "Cervejaria Ramiro" in mem.recall("Cervejaria Ramiro", user="ana").context
+
+
+def test_a_reply_popped_from_another_doors_episode_is_corrected_in_it(mem):
+    """An exchange written by another door (Memory.add) becomes the session's when its reply
+    is popped: the corrected reply completes it too."""
+    mem.add([{"role": "user", "content": "We moved billing to Postgres"},
+             {"role": "assistant", "content": "Noted, MySQL it is."}], user="ana", thread="s")
+    session = ReverieSession(mem, user="ana", session_id="s")
+
+    async def main() -> None:
+        assert await session.pop_item() == {"role": "assistant", "content": "Noted, MySQL it is."}
+        await session.add_items([answer("Noted: billing runs on Postgres.")])
+        assert await session.get_items() == [user_msg("We moved billing to Postgres"),
+                                             answer("Noted: billing runs on Postgres.")]
+
+    run(main)
+    assert said(mem) == [("completed", ["We moved billing to Postgres", "Noted: billing runs on Postgres."])]
+    assert nowhere(mem, "MySQL")
+
+
+def test_an_exchange_closed_for_want_of_an_answer_still_takes_it(mem):
+    """A run longer than reply_timeout_seconds: reverie closes the exchange with the user's
+    words alone (reverie.unanswered); the answer, when it comes, completes that exchange (a
+    late one) instead of beginning an episode of its own. So does a corrected answer to an
+    exchange begun long before the pop."""
+    session = ReverieSession(mem, user="ana", session_id="s")
+    later = utcnow() + timedelta(hours=1)
+
+    async def main() -> None:
+        await session.add_items([ASKED])
+        assert len(close_unanswered(mem.store, 1800, now=later)) == 1
+        await session.add_items([RUN[2], RUN[3], FIRST])
+        assert await session.get_items() == [ASKED, RUN[2], RUN[3], FIRST]
+        assert await session.pop_item() == FIRST
+        assert len(close_unanswered(mem.store, 1800, now=later + timedelta(hours=1))) == 1
+        await session.add_items([CORRECTED])
+        assert await session.get_items() == [ASKED, RUN[2], RUN[3], CORRECTED]
+
+    run(main)
+    assert said(mem) == [("completed", [ASKED["content"], CORRECTED["content"][0]["text"]])]
+    assert mem.episodes(user="ana", thread="s")[0].meta["unanswered"] == "late"

@@ -4,6 +4,7 @@ as a subprocess) and over streamable HTTP at /mcp, where the API key decides the
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -11,13 +12,15 @@ from typing import Any, Awaitable, Callable
 import anyio
 import httpx
 import httpx2
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from reverie import Memory
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
-from reverie.server.shapes import TurnOpened
+from reverie.server.shapes import TurnCompleted, TurnOpened
 from tests.live_server import live_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,8 +67,9 @@ def test_stdio_process_message_then_save_memory_then_search_finds_it(tmp_path):
         turn = await call(client, "process_message", message="I adopted a greyhound called Biscuit", thread="pets")
         assert turn["turn_id"].startswith("ep_") and turn["route"] in ("shallow", "medium", "deep")
         saved = await call(client, "save_memory", turn_id=turn["turn_id"], reply="Biscuit is a lovely name!")
-        assert saved == {"turn_id": turn["turn_id"], "status": "completed"}
+        assert saved == {"turn_id": turn["turn_id"], "status": "completed", "late": False}
         assert set(turn) == set(TurnOpened.model_fields)  # the same shape as REST's POST /api/turns
+        assert set(saved) == set(TurnCompleted.model_fields)
         assert "already completed" in await error(client, "save_memory", turn_id=turn["turn_id"], reply="again")
         found = await call(client, "search", query="greyhound Biscuit", limit=3)
         talk = [{"role": "user", "content": "My sister Lena moved to Oslo"}, {"role": "assistant", "content": "Nice!"}]
@@ -245,3 +249,90 @@ def test_a_tool_error_never_echoes_a_secret_sent_in_an_argument(tmp_path):
         refused = httpx.post(f"{url}/mcp", params={"user": "pw=Hunter2Secret"}, json=ping,
                              headers={"Authorization": f"Bearer {admin.secret}"})
         assert refused.status_code == 400 and "Hunter2Secret" not in refused.text
+
+
+# ------------------------------------------------------------ what the model reads of a refused call
+def refusals_by_http(tmp_path: Path, script: Callable[[Client], Awaitable[None]], **settings: Any) -> None:
+    """``script`` against a real uvicorn serving create_app, as ana, over streamable HTTP."""
+    with Memory(tmp_path / "home", background=False, **settings) as memory, \
+            live_server(create_app(memory)) as url:
+        session(url, script, key=create_key(memory.store, user="ana").secret)
+
+
+def test_reverie_errors_reach_the_model_as_tool_results_that_name_the_problem(tmp_path):
+    """Over streamable HTTP (reverie serve's /mcp) and over stdio alike, a call reverie refuses
+    is answered with a result (isError) whose text is the tool and reverie's message, so a model
+    can correct its call: not a protocol error, nor the SDK's "Error executing tool ..." prefix."""
+    expected = {
+        "unknown turn": "save_memory: no turn 'abc' for user 'ana'",
+        "empty message": "process_message: message is empty",
+        "blank message": "process_message: message is empty",
+        "empty reply": "save_memory: reply is empty",
+        "over-long thread": "process_message: thread is 300 characters; an id is at most 200",
+        "over-long fact": "remember: content is 5000 characters; a fact is one line of at most 1000 "
+                          "(max_fact_chars): store long text as knowledge or as a conversation",
+    }
+
+    for door in ("http", "stdio"):
+        seen: dict[str, str] = {}
+
+        async def script(client: Client) -> None:
+            turn = await call(client, "process_message", message="Book me a table for Friday")
+            seen["unknown turn"] = await error(client, "save_memory", turn_id="abc", reply="Booked.")
+            seen["empty message"] = await error(client, "process_message", message="")
+            seen["blank message"] = await error(client, "process_message", message=" \n ")
+            seen["empty reply"] = await error(client, "save_memory", turn_id=turn["turn_id"], reply="")
+            seen["over-long thread"] = await error(client, "process_message", message="hi", thread="t" * 300)
+            seen["over-long fact"] = await error(client, "remember", content="y" * 5000)
+            # a message built from a value sent names it, but never a secret typed there
+            secret = await error(client, "save_memory", turn_id="sk-proj-0123456789abcdefghijklmnopqrstu", reply="x")
+            assert secret.startswith("save_memory: no turn '") and "0123456789abcdef" not in secret, secret
+            # the turn the refused reply was meant for still takes its reply
+            saved = await call(client, "save_memory", turn_id=turn["turn_id"], reply="Booked.")
+            assert (saved["turn_id"], saved["status"]) == (turn["turn_id"], "completed")
+
+        if door == "http":
+            refusals_by_http(tmp_path / door, script)
+        else:
+            session(stdio(tmp_path / door / "home", "ana"), script)
+        assert seen == expected, door
+        with Memory(tmp_path / door / "home", background=False) as memory:
+            # nothing of a refused call was stored: the one turn, with its reply
+            assert [(e.user_text, e.reply_text) for e in memory.episodes(user="ana")] == [
+                ("Book me a table for Friday", "Booked.")]
+            assert memory.facts(user="ana") == []
+
+
+def test_a_fault_of_ours_reaches_the_model_as_a_generic_tool_error_without_internals(tmp_path):
+    """Anything but reverie's own errors (here SQLite's, for a table dropped under the server)
+    is a bug: the model reads only that the tool failed, never the exception's text."""
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory)) as url:
+        key = create_key(memory.store, user="ana").secret
+        with sqlite3.connect(memory.store.path) as db:
+            db.execute("DROP TABLE facts")
+        seen: list[str] = []
+
+        async def script(client: Client) -> None:
+            seen.append(await error(client, "remember", content="Keeps bees"))
+            seen.append(await error(client, "forget", id="fact_1"))
+
+        session(url, script, key=key)
+    assert seen == ["Error executing tool remember", "Error executing tool forget"]
+
+
+def test_a_request_over_max_body_bytes_says_so_to_the_model(tmp_path):
+    """An over-long input the HTTP door refuses before any tool sees it: the text a model gets
+    must still name the limit (a protocol error: the request, and so its id, is never read)."""
+    seen: list[str] = []
+
+    async def script(client: Client) -> None:
+        try:
+            result = await client.call_tool("ingest", {"messages": [{"role": "user", "content": "z" * 2000}]})
+        except MCPError as exc:
+            seen.append(str(exc))
+        else:
+            assert result.is_error
+            seen.append(result.content[0].text)
+
+    refusals_by_http(tmp_path, script, max_body_bytes=1024)
+    assert "max_body_bytes" in seen[0], seen

@@ -256,7 +256,7 @@ def test_turn_opens_completes_once_then_conflicts(ana, bob):
     assert bob.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "hijack"}).status_code == 404
     done = ana.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "Steady progress: keep the daily lessons."})
     assert done.status_code == 200
-    assert done.json() == {"turn_id": turn["turn_id"], "status": "completed"}
+    assert done.json() == {"turn_id": turn["turn_id"], "status": "completed", "late": False}
     again = ana.post(f"/api/turns/{turn['turn_id']}/complete", json={"reply": "twice"})
     assert again.status_code == 409
     assert "already completed" in again.json()["detail"]

@@ -21,11 +21,19 @@ the text of the user, assistant and system messages becomes the episode's messag
 calls and outputs stay out of it (a memory tool's output would otherwise be remembered
 again). An exchange is pending while the agent works and completed (then learned, after
 the usual debounce) when a batch of items ends with an assistant message, or when the
-next user message begins a new exchange. Episodes of the thread written by other doors
+next user message begins a new exchange; one closed for want of an answer (a run longer
+than ``reply_timeout_seconds``: reverie.unanswered) still takes its items when they come,
+as a turn takes a late reply. Episodes of the thread written by other doors
 (``Memory.add``, turns, the LangChain history) read as plain ``{"role", "content"}``
-messages. ``pop_item`` removes the newest item (an exchange left empty is archived; what
-reverie already learned from it stays: forget such facts by id); ``clear_session`` archives
-the thread's episodes (reversible with ``Memory.restore``), it deletes nothing.
+messages. ``pop_item`` removes the newest item and returns it, its words leaving the episode
+with it. The exchange it leaves is open again: what is added next (the corrected answer the
+SDK asks for after popping one) continues that exchange and completes it, instead of
+beginning an episode of its own, and nothing of the exchange is learned in between. An
+exchange left empty is archived. What reverie learned from an exchange before the pop stays
+(forget such facts by id), except a summary drawn from the popped words; such an exchange is
+not learned from again (its corrected answer is stored, searched and recalled with it).
+``clear_session`` archives the thread's episodes (reversible with ``Memory.restore``), it
+deletes nothing.
 
 **The tools** (``memory_tools``) let the model remember a fact, search what reverie
 remembers and forget a fact by id, always for the user the host named: the model can
@@ -50,8 +58,9 @@ from reverie.inputs import check_json, check_user, clean_label
 from reverie.memory import Memory
 from reverie.messages import parse_message
 from reverie.models import Episode, Fact, Message, utcnow
-from reverie.redact import redact
 from reverie.owners import process_owner
+from reverie.redact import redact
+from reverie.unanswered import UNANSWERED
 
 KEY = "openai_agents"  # Episode.meta[KEY] = {"items": [the SDK's items, in order]}
 # fields that name, route or carry data rather than words: stored exactly as given
@@ -141,7 +150,7 @@ class ReverieSession:
                 _append(current, item)
             assert current is not None  # items is not empty
             complete = _role(items[-1]) == "assistant"
-            self._save(current, complete=complete)
+            self._save(current, complete=complete, answered=complete)
             if complete:
                 done.append(current)
         self.memory.learner.enqueue(done)
@@ -154,12 +163,17 @@ class ReverieSession:
             meta={KEY: {"items": []}},
         )
 
-    def _save(self, episode: Episode, *, complete: bool) -> None:
+    def _save(self, episode: Episode, *, complete: bool, answered: bool = False) -> None:
+        """Store ``episode``; ``complete``: the exchange is over (``answered``: by an assistant message)."""
         texts = [m.content for m in episode.messages]
         episode.user_text = texts[0] if texts else ""
         episode.reply_text = "\n".join(texts[1:])
         if complete and episode.status != "completed":
             episode.status, episode.completed_at, episode.owner = "completed", utcnow(), None
+        if answered and episode.meta.get(UNANSWERED) is True:
+            # answered after all, as a late reply to a turn is (reverie.turn): if the learning line
+            # took the user's words alone meanwhile, the answer is kept and searched, not learned
+            episode.meta = {**episode.meta, UNANSWERED: "late"}
         self.memory.store.put_episode(episode)
 
     def _pop_item(self) -> dict[str, Any] | None:
@@ -174,17 +188,24 @@ class ReverieSession:
                 window *= 2
             if episode is None:
                 return None
-            popped = _items_of(episode)[-1]
-            kept = episode.meta.get(KEY)
-            if isinstance(kept, dict) and isinstance(kept.get("items"), list):
-                kept["items"].pop()
-                if _message_of(popped, 0) is not None:
-                    episode.messages.pop()  # each item adds at most one message, in order
-            else:
-                episode.messages.pop()
-            if not _items_of(episode):  # nothing left: archive it, holding none of its words
+            items = _items_of(episode)
+            popped = items.pop()
+            # each item adds at most one message, in order (another door's episode: one each)
+            if KEY not in episode.meta or _message_of(popped, 0) is not None:
+                _unsay(episode, len(episode.messages) - 1)
+            # what is left is an exchange of this session (another door's episode becomes one)
+            episode.meta = {**episode.meta, KEY: {**_kept_meta(episode), "items": items}}
+            if not items:  # nothing left: archived, holding none of its words, closed with nothing to learn
                 episode.messages, episode.summary, episode.overview = [], "", ""
                 episode.summary_from, episode.overview_from, episode.archived = [], [], True
+                if episode.status != "completed":  # no turn waiting for its reply any more
+                    episode.status, episode.completed_at, episode.owner = "completed", utcnow(), None
+                episode.learned = True
+            elif episode.status == "completed":
+                # open again: the items added next (a corrected answer) continue this exchange and
+                # complete it, instead of beginning one of their own; until then nothing of it
+                # is learned (one learned already is not learned again: see the module's doc)
+                episode.status, episode.completed_at, episode.owner = "pending", None, process_owner()
             self._save(episode, complete=False)
         return popped
 
@@ -222,9 +243,29 @@ def _kept(episode: Episode) -> list[dict[str, Any]]:
     return []
 
 
+def _kept_meta(episode: Episode) -> dict[str, Any]:
+    kept = episode.meta.get(KEY)
+    return dict(kept) if isinstance(kept, dict) else {}
+
+
+def _unsay(episode: Episode, index: int) -> None:
+    """Drop the episode's message at ``index`` (its last), and a summary or overview the
+    learning line drew from it: it must not be recalled as said."""
+    if 0 <= index < len(episode.messages):
+        episode.messages.pop(index)
+    if index in episode.summary_from or (episode.summary and not episode.summary_from):
+        episode.summary, episode.summary_from = "", []
+    if index in episode.overview_from or (episode.overview and not episode.overview_from):
+        episode.overview, episode.overview_from = "", []
+
+
 def _is_open(episode: Episode) -> bool:
-    """An exchange of a session still taking items (the agent is working on it)."""
-    return KEY in episode.meta and episode.status in ("pending", "interrupted")
+    """An exchange of a session still taking items (the agent is working on it): also one
+    closed for want of an answer (reverie.unanswered: a run longer than reply_timeout_seconds,
+    or an answer popped long after the exchange began), whose answer is still to come."""
+    if KEY not in episode.meta:
+        return False
+    return episode.status in ("pending", "interrupted") or episode.meta.get(UNANSWERED) is True
 
 
 def _items_of(episode: Episode) -> list[dict[str, Any]]:

@@ -78,18 +78,34 @@ def as_json(value: Any) -> str:
     return json.dumps(pydantic_core.to_jsonable_python(value, by_alias=True), ensure_ascii=False)
 
 
+class _Refused(ToolError):
+    """One of reverie's own errors, raised by a tool: its message is what the model reads
+    (redacted on the way out, by _Server.call_tool) to correct its call."""
+
+    def __init__(self, error: ReverieError):
+        said = str(error)
+        # as REST says it (reverie.server.rest.error_response): the field first, unless named
+        if isinstance(error, InvalidInput) and error.field and error.field not in said:
+            said = f"{error.field}: {said}"
+        super().__init__(said)
+
+
 def _answer(action: Callable[[str], Any]) -> str:
-    """Run ``action(user)`` and answer JSON; reverie's own errors reach the model as tool errors."""
+    """Run ``action(user)`` and answer JSON; reverie's own errors reach the model as tool
+    errors (a result with isError) that say what is wrong: "save_memory: no turn 'abc'"."""
     try:
         return as_json(action(current_user()))
     except ReverieError as exc:
-        raise ToolError(str(exc)) from exc  # redacted on the way out (_Server.call_tool)
+        raise _Refused(exc) from exc
 
 
 class _Server(MCPServer):
-    """The SDK's server, whose answer to arguments that do not fit a tool's schema is one
-    line per tool that names each field ("search: limit: Input should be greater than or
-    equal to 1"), as reverie's other errors are, not pydantic's several lines and link."""
+    """The SDK's server, whose tool errors name the tool and then the problem, in one line:
+    arguments that do not fit a tool's schema name each field ("search: limit: Input should
+    be greater than or equal to 1", not pydantic's several lines and link), and reverie's own
+    errors say their message ("save_memory: no turn 'abc' for user 'u1'", not the SDK's
+    "Error executing tool save_memory: ..."). A fault of ours (any other exception) stays
+    the SDK's "Error executing tool <name>": what it said stays in the server's log."""
 
     store_path: Any = None  # the SQLite file of the memory served, for what its failures say
 
@@ -103,6 +119,8 @@ class _Server(MCPServer):
                 raise ToolError(redact(f"{name}: {failure}")) from exc
             # every message is redacted (reverie.redact): one built from a value sent (an id, a
             # date) must not carry a secret typed there back to the client, or into its logs
+            if isinstance(exc.__cause__, _Refused):
+                raise ToolError(redact(f"{name}: {exc.__cause__}")) from exc.__cause__.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 said = redact(str(exc))
                 if said == str(exc):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
@@ -25,6 +26,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INVALID_REQUEST
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers, QueryParams
@@ -277,6 +279,22 @@ class _SendWatch:
         await self.send(message)
 
 
+MCP_PATH = "/mcp"
+
+
+def for_door(scope: Scope, answer: JSONResponse) -> JSONResponse:
+    """An error answer as the door asked speaks it: at /mcp a JSON-RPC error whose message
+    is REST's detail (an MCP client hands that message on; REST's body it reads as "Server
+    returned an error response"), with the same status and headers; elsewhere as it is.
+    The request was not read, so its id is unknown (null), as JSON-RPC has it."""
+    if not str(scope.get("path", "")).startswith(MCP_PATH):
+        return answer
+    detail = json.loads(answer.body).get("detail", "")
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": str(detail)}}
+    headers = {k: v for k, v in answer.headers.items() if k.lower() not in ("content-length", "content-type")}
+    return JSONResponse(body, status_code=answer.status_code, headers=headers)
+
+
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes is a 413, whether it declares its
     length or streams it; nothing of it reaches an endpoint."""
@@ -312,7 +330,7 @@ class BodyLimit:
                 await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _too_large(self.limit)(scope, receive, send)
+        await for_door(scope, _too_large(self.limit))(scope, receive, send)
 
 
 class BodyDeadline:
@@ -350,7 +368,7 @@ class BodyDeadline:
             await self.app(scope, timed, watched)
         except _TooSlow:
             if not watched.started:
-                await _too_slow(self.seconds)(scope, receive, send)
+                await for_door(scope, _too_slow(self.seconds))(scope, receive, send)
 
 
 class _TooSlow(StarletteHTTPException):
@@ -438,7 +456,7 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     mount_docs(app)
     mount_console(app, memory, auth=auth, default_user=default_user)  # the web console at /console
     if mcp_server is not None:
-        app.router.routes.append(Route("/mcp", endpoint=_McpDoor(mcp_server, who, getattr(memory.store, "path", None))))
+        app.router.routes.append(Route(MCP_PATH, endpoint=_McpDoor(mcp_server, who, getattr(memory.store, "path", None))))
 
     @app.get("/metrics", tags=["server"], response_class=PlainTextResponse)
     def metrics() -> Response:
@@ -782,12 +800,12 @@ class _McpDoor:
         try:
             user = await anyio.to_thread.run_sync(self.who, secret, named)
         except ReverieError as exc:
-            await error_response(store_failure(exc, self.store_path) or exc)(scope, receive, send)
+            await for_door(scope, error_response(store_failure(exc, self.store_path) or exc))(scope, receive, send)
             return
         except sqlite3.DatabaseError as exc:  # the keys' table of a damaged store file
             failure = store_failure(exc, self.store_path)
             if failure is None:
                 raise
-            await error_response(failure)(scope, receive, send)
+            await for_door(scope, error_response(failure))(scope, receive, send)
             return
         await self.manager.handle_request({**scope, USER_SCOPE: user}, receive, send)
