@@ -1,8 +1,18 @@
-"""One small exception hierarchy; every message says what is wrong and what to do."""
+"""One small exception hierarchy; every message says what is wrong and what to do.
+
+Every message is redacted where the error is made (:func:`reverie.redact.redact`): one
+built from a value sent (an id, a tag, a section, a user) must not carry a secret typed
+there back to the caller, onto a terminal or into a log, whichever door it leaves by.
+"""
+
+from reverie.redact import redact
 
 
 class ReverieError(Exception):
     """Base of every error reverie raises on purpose."""
+
+    def __init__(self, message: str = "", *args: object):
+        super().__init__(redact(message) if isinstance(message, str) else message, *args)
 
 
 class InvalidInput(ReverieError, ValueError):

@@ -38,9 +38,11 @@ from reverie.store.base import Store
 
 # the home's folders follow folder_name (an older home is renamed once, when it is opened)
 LAYOUT_META = "files.layout"
-LAYOUT = "3"
-# names Windows keeps for devices, whatever follows a dot ("con", "nul.txt")
-_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt") for n in range(1, 10))})
+LAYOUT = "4"
+# names Windows keeps for devices, whatever follows a dot ("con", "nul.txt"; "com¹" too)
+_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt") for n in "123456789¹²³")})
+# a folder name's bytes at most (file systems allow 255; the digest's 9 follow a shortened form)
+_NAME_BYTES = 200
 
 
 def folder_name(user: str) -> str:
@@ -49,11 +51,16 @@ def folder_name(user: str) -> str:
     "ana+dea210f0"). On a file system that ignores case or normalization, "Ana" and "ana"
     would otherwise be one folder, and one user's MEMORY.md another's. So too an id that ends
     with a dot (Windows drops it: "ana." would be "ana") or names a device there ("con",
-    "nul.x"). ``+`` is no user-id character, so no id's own folder has such a name."""
+    "nul.x"). ``+`` is no user-id character, so no id's own folder has such a name. An id
+    whose name would pass :data:`_NAME_BYTES` (64 characters of four bytes each, or ones that
+    case-fold into several) keeps the start of that form that fits, and the digest."""
     user = check_user(user)
     plain = unicodedata.normalize("NFC", user).casefold()
-    if plain == user and not user.endswith(".") and user.split(".")[0] not in _DEVICE_NAMES:
+    if (plain == user and not user.endswith(".") and user.split(".")[0] not in _DEVICE_NAMES
+            and len(user.encode("utf-8")) <= _NAME_BYTES):
         return user
+    while len(plain.encode("utf-8")) > _NAME_BYTES:
+        plain = plain[:-1]
     return f"{plain}+{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
 
 
@@ -238,9 +245,23 @@ def remove_tree(root: Path) -> int:
     return files
 
 
+def private_dirs(folder: Path) -> None:
+    """``folder`` and each folder above it that is missing, made as their owner's alone (0700:
+    ``mkdir(parents=True)`` gives those above the umask's default)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for made in reversed(missing):
+        made.mkdir(mode=0o700, exist_ok=True)
+
+
 def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:
-    """Temp file + rename: readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Temp file + rename: readers see the old file or the new one, never half of one. A
+    folder it makes is its owner's alone (0700), as the file is (mkstemp's 0600)."""
+    private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

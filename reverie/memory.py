@@ -94,7 +94,7 @@ class Memory:
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         if store is None and not is_postgres_url(self.settings.store):
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = store or open_store(self.settings.store or self.home / "reverie.db",
                                          durability=self.settings.durability, pool_size=self.settings.store_pool_size)
         # a shared store holds the markdown documents; files then only in the mirror folder

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import sqlite3
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal
 
@@ -243,13 +244,15 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
         message = "unknown field" + (f" (did you mean {missing[0]}?)" if missing else "")
     # where and why, never the value sent: a secret the caller mistyped must not come back (and
     # end up in logs); FieldError keeps loc, msg and type only
-    refused = [FieldError.model_validate(e).model_dump() for e in errors]
+    # (a field's name is sent too: an unknown one may be a secret typed as a key)
+    refused = [FieldError.model_validate({**e, "loc": [redact(p) if isinstance(p, str) else p for p in e.get("loc", [])]})
+               .model_dump() for e in errors]
     return JSONResponse({"detail": redact(f"{field}: {message}"), "field": field, "errors": refused}, status_code=422)
 
 
 def _field(error: dict[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc", [])]
-    return ".".join(loc[1:]) or (loc[0] if loc else "body")
+    return redact(".".join(loc[1:]) or (loc[0] if loc else "body"))
 
 
 async def _on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -399,6 +402,23 @@ def _too_large(limit: int) -> JSONResponse:
                         status_code=413)
 
 
+class RedactedAccessLog(logging.Filter):
+    """uvicorn's access log line names the path and query of each request: a secret sent in
+    one (a fact id, a section, ``?user=``) is redacted there as in every answer."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def redact_access_log() -> None:
+    """Put :class:`RedactedAccessLog` on uvicorn's access logger (once a process)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactedAccessLog) for f in access.filters):
+        access.addFilter(RedactedAccessLog())
+
+
 # ------------------------------------------------------------ the app
 def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "default", mcp: bool = True) -> FastAPI:
     """The REST API (and, with ``mcp=True``, the MCP door at ``/mcp``) over ``memory``.
@@ -407,6 +427,7 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     ``default_user``) and only requests to 127.0.0.1 / localhost are accepted.
     """
     mcp_server = _mcp_server(memory, auth) if mcp else None
+    redact_access_log()
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -614,7 +615,16 @@ class SQLiteStore(Store):
             raise StoreError(f"durability must be one of {', '.join(SYNCHRONOUS)}, not {durability!r}")
         self.path = Path(path)
         self.where = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if str(self.path) != ":memory:":
+            # a new store file is its owner's alone, as the markdown files are (SQLite gives
+            # its -wal and -shm files the database file's permissions)
+            try:
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"cannot create the store at {self.path}: {exc}") from exc
         self._busy_ms = busy_timeout_ms
         self._synchronous = SYNCHRONOUS[durability]
         self._closed = False
