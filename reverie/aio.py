@@ -35,7 +35,8 @@ R = TypeVar("R")
 # is ``aclose``, and ``export_chunks``, whose pieces read the store as they are iterated: here
 # ``export_to`` writes them in a thread; tests/test_aio.py checks that none is missing)
 METHODS = (
-    "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "restore_fact", "reinforce",
+    "complete_turn", "add", "ingest", "trim", "remember", "facts", "fact", "update_fact", "forget", "delete_episode",
+    "restore_fact", "reinforce",
     "profile", "set_profile", "episodes", "threads", "episode", "feedback", "add_knowledge", "delete_knowledge", "knowledge", "tags", "merge_tags",
     "set_tag_status", "episode_page", "fact_page", "note_page", "tag_page", "change_page", "knowledge_page", "diary_page",
     "recall", "flush", "learning_backlog", "export", "export_to", "import_", "import_file", "stats", "users", "delete_user", "dream",

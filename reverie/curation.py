@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
+from pydantic import Field
+
 from reverie.claims import fact_relation
 from reverie.context import Context
 from reverie.errors import InvalidInput, NotFound
@@ -36,6 +38,7 @@ from reverie.models import (
     Fact,
     Feedback,
     KnowledgeDoc,
+    Model,
     Note,
     Profile,
     Provenance,
@@ -43,6 +46,7 @@ from reverie.models import (
     check_section,
     utcnow,
 )
+from reverie.notes import mirror_notes
 from reverie.profiles import check_profile_length, drop_outdated_parts
 from reverie.redact import redact
 from reverie.store.base import FACT_ORDERS, ITEM_KINDS, Page
@@ -220,6 +224,7 @@ def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = 
         if hard:
             ctx.store.delete_fact(fact.id)
             Journal.erase_fact(ctx.store, fact.user, fact.id)
+            ctx.store.drop_unused_tags(fact.user, fact.tags)
         else:
             ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
         # nor does the profile say it any more
@@ -453,6 +458,38 @@ def note_page(
 # knowledge documents a page holds at most: each may hold MAX_KNOWLEDGE_CHARS, so a page is
 # at most about 10 MB
 KNOWLEDGE_PAGE_LIMIT = 100
+
+
+class EpisodeDeleted(Model):
+    """What deleting one episode took with it, and what it left."""
+
+    episode_id: str
+    user: str
+    # the daily-note lines drawn from it (deleted with it; their day's file rewritten)
+    notes: list[str] = Field(default_factory=list)
+    # live facts learned from it: kept (they may stand on other conversations too), forget
+    # each by id (``forget(id, hard=True)``) if it should go as well
+    facts: list[str] = Field(default_factory=list)
+    purged: bool = False  # the store was rewritten so that no byte of it stays in its files
+
+
+def delete_episode(ctx: Context, episode_id: str, *, user: str | None = None) -> EpisodeDeleted:
+    """Delete one conversation's episode for good: its row, its search index and postings,
+    the tags no other item carries, and the daily-note lines drawn from it (a day left with
+    none loses its file). The facts
+    learned from it stay and are listed. Another user's episode, or none, is NotFound."""
+    ep = get_episode(ctx, episode_id, user=user)
+    date = ep.occurred_at.date().isoformat()
+    notes = [n.id for n in ctx.store.list_notes(ep.user, since=date, until=date) if ep.id in n.episodes]
+    facts = [f.id for f in ctx.store.list_facts(ep.user) if ep.id in f.provenance.episodes]
+    with ctx.store.transaction():
+        ctx.store.delete_episode(ep.id)
+        for note_id in notes:
+            ctx.store.delete_note(note_id)
+        # a tag made of its words ("mr quokkamango") that nothing else carries goes with it
+        ctx.store.drop_unused_tags(ep.user, ep.tags)
+    mirror_notes(ctx.store, ctx.files, ep.user, [date])
+    return EpisodeDeleted(episode_id=ep.id, user=ep.user, notes=notes, facts=facts)
 
 
 def delete_knowledge(ctx: Context, doc_id: str, *, user: str) -> KnowledgeDoc:

@@ -127,6 +127,19 @@ class UserFiles:
         """A path in ``user``'s folder as the name its document has in a store."""
         return self.confine(user, path).relative_to(self.user_dir(user).resolve()).as_posix()
 
+    def remove_view(self, user: str, path: Path) -> bool:
+        """Delete a view file the store renders (a day's notes file left with no line), inside
+        ``user``'s folder; whether there was one. A shared store without a mirror has none."""
+        if not self.keeps_views:
+            return False
+        final = self.confine(user, path)
+        if not final.is_file() or final.is_symlink():
+            return False
+        final.unlink()
+        if self.store is not None:
+            _written_mark(final).unlink(missing_ok=True)
+        return True
+
     def remove_user(self, user: str) -> int:
         """Delete the user's folder (MEMORY.md, notes, diaries; the mirror's, with a store);
         returns files removed."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from reverie import curation, dream, maintenance, memory_md, migrate, notes, portability
+from reverie.curation import EpisodeDeleted
 from reverie.context import Context
 from reverie.dream import ChatReply
 from reverie.errors import InvalidInput, NotFound
@@ -290,10 +291,26 @@ class Memory:
         """Edit a fact's content, category, area, confidence or status."""
         return curation.update_fact(self.ctx, fact_id, user=user, **changes)
 
-    def forget(self, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:
-        """Archive a fact (reversible: ``restore_fact(id)``);
-        ``hard=True`` deletes it for good."""
-        return curation.forget(self.ctx, fact_id, user=user, hard=hard)
+    def forget(self, fact_id: str, *, user: str | None = None, hard: bool = False, purge: bool = False) -> Fact:
+        """Archive a fact (reversible: ``restore_fact(id)``); ``hard=True`` deletes it for
+        good, and ``purge=True`` then rewrites the store so that no byte of it stays in its
+        files (see :meth:`delete_user`)."""
+        if purge and not hard:
+            raise InvalidInput("purge rewrites the store after a deletion: pass hard=True with it", field="purge")
+        fact = curation.forget(self.ctx, fact_id, user=user, hard=hard)
+        if purge:
+            self.store.purge()
+        return fact
+
+    def delete_episode(self, episode_id: str, *, user: str | None = None, purge: bool = False) -> EpisodeDeleted:
+        """Delete one conversation's episode for good, with the daily-note lines drawn from it;
+        the facts learned from it stay and are listed (forget each by id if it should go too).
+        ``purge=True`` then rewrites the store so that no byte of it stays in its files."""
+        deleted = curation.delete_episode(self.ctx, episode_id, user=user)
+        if purge:
+            self.store.purge()
+            deleted.purged = True
+        return deleted
 
     def restore_fact(self, fact_id: str, *, user: str | None = None) -> Fact:
         """Bring back an archived fact (forgotten, evicted, superseded, folded) in the tier it

@@ -40,7 +40,7 @@ UNWRITTEN_META = "notes-unwritten:{user}"
 def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]) -> None:
     """Rewrite the markdown file of each given day from the store (with a shared store, only
     when there is a mirror folder to write it to), and of each day an earlier call could not
-    write. The store holds the notes: a file that cannot be written (a folder another owner
+    write; a day left with no line loses its file. The store holds the notes: a file that cannot be written (a folder another owner
     made, a full disk) is logged and counted in ``health``, and never undoes what the caller
     committed; a later call writes it."""
     if not files.keeps_views:
@@ -50,10 +50,11 @@ def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]
     error = ""
     for date in sorted(set(dates) | set(record.get("dates", []))):
         lines = store.note_lines(user, date)
-        if not lines:
-            continue
         try:
-            files.write(user, files.notes_file(user, date), render_day(date, lines), durable=False)
+            if lines:
+                files.write(user, files.notes_file(user, date), render_day(date, lines), durable=False)
+            else:  # a day whose last line was deleted (an episode, a note moved by an import)
+                files.remove_view(user, files.notes_file(user, date))
         except (OSError, ReverieError) as exc:
             unwritten.add(date)
             error = str(exc)

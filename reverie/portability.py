@@ -859,9 +859,13 @@ def _write_items(
         store.put_inputs(user, ep.thread, ep.id, [nth_input(digest, n), *(
             k for m in ep.messages if m.source_id for k in (source_key(m.source_id, m.content), source_key(m.source_id)))])
     store.set_items_tags(user, "episode", tagged)
+    # a note imported again under its id on another day leaves its old day (and that day's file)
+    before = store.get_notes([n.id for n in parsed.notes]) if parsed.notes else {}
     for note in parsed.notes:
         store.put_note(note)
         days.add(note.date)
+        if note.id in before and before[note.id].user == user:
+            days.add(before[note.id].date)
         counts["notes"] += 1
     for doc in parsed.knowledge:
         ctx.facts.index_knowledge(doc)

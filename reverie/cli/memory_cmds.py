@@ -194,15 +194,26 @@ def episodes(
 
 @app.command()
 def forget(
-    fact_id: Annotated[str, typer.Argument(help="The fact's id.")],
+    item_id: Annotated[str, typer.Argument(help="The fact's id, or an episode's (ep_..., with --hard).")],
     user: User,
     home: Home = None,
     hard: Annotated[bool, typer.Option("--hard", help="Delete for good instead of archiving.")] = False,
+    purge: Annotated[bool, typer.Option("--purge", help="With --hard: then rewrite the store so no byte of it "
+                                                        "stays in its files (slow on a large store).")] = False,
     as_json: Json = False,
 ) -> None:
-    """Archive a fact (or delete it with --hard)."""
+    """Archive a fact (or delete it with --hard); delete an episode (a conversation) with --hard."""
     with open_memory(home) as mem:
-        fact = mem.forget(fact_id, user=user, hard=hard)
+        if item_id.startswith("ep_"):
+            if not hard:
+                raise InvalidInput("an episode is deleted for good, not archived: add --hard (or give it "
+                                   "`reverie feedback ID rejected` to keep it out of recall)", field="hard")
+            gone = mem.delete_episode(item_id, user=user, purge=purge)
+            kept = (f"; {len(gone.facts)} fact(s) learned from it stay: {', '.join(gone.facts)} "
+                    "(reverie forget ID --hard each to delete it too)") if gone.facts else ""
+            say(gone, as_json, f"deleted {gone.episode_id} and {len(gone.notes)} note line(s){kept}")
+            return
+        fact = mem.forget(item_id, user=user, hard=hard, purge=purge)
         verb = "deleted" if hard else "archived"
         say({"id": fact.id, "deleted": hard, "status": "deleted" if hard else fact.status}, as_json,
             f"{verb} {fact.id}: {escape(fact.content)}")

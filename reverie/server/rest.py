@@ -37,7 +37,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from reverie.console import mount_console, mount_docs
-from reverie.curation import KNOWLEDGE_PAGE_LIMIT, created_by, remembered
+from reverie.curation import KNOWLEDGE_PAGE_LIMIT, EpisodeDeleted, created_by, remembered
 from reverie.dream import DIARY_PAGE_LIMIT
 from reverie.errors import (
     AccessDenied,
@@ -594,15 +594,31 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         return memory.update_fact(fact_id, user=user, **body.model_dump(exclude_unset=True))
 
     @api.delete("/api/memory/facts/{fact_id}", tags=["facts"], responses=_answers(404))
-    def delete_fact(fact_id: str, user: str = caller, hard: bool = Query(False, description="Delete for good.")) -> dict[str, str]:
+    def delete_fact(
+        fact_id: str, user: str = caller, hard: bool = Query(False, description="Delete for good."),
+        purge: bool = Query(False, description="With hard=true: then rewrite the store so no byte of the fact "
+                                               "stays in its files (slow on a large store; other writers wait)."),
+    ) -> dict[str, str]:
         """Archive a fact (reversible), or delete it with ``hard=true``."""
-        fact = memory.forget(fact_id, user=user, hard=hard)
+        fact = memory.forget(fact_id, user=user, hard=hard, purge=purge)
         return {"id": fact.id, "status": "deleted" if hard else fact.status}
 
     @api.post("/api/memory/facts/{fact_id}/reinforce", response_model=Fact, tags=["facts"], responses=_answers(404))
     def reinforce_fact(fact_id: str, user: str = caller) -> Fact:
         """``[Nx]`` + 1; a pending fact is promoted."""
         return memory.reinforce(fact_id, user=user)
+
+    @api.delete("/api/memory/episodes/{episode_id}", response_model=EpisodeDeleted, tags=["episodes"],
+                responses=_answers(404))
+    def delete_episode(
+        episode_id: str, user: str = caller,
+        purge: bool = Query(False, description="Then rewrite the store so no byte of the episode stays in its "
+                                               "files (slow on a large store; other writers wait)."),
+    ) -> EpisodeDeleted:
+        """Delete one conversation's episode for good, with the daily-note lines drawn from it;
+        the facts learned from it stay and are listed in ``facts`` (DELETE each if it should
+        go too). Another user's episode is a 404."""
+        return memory.delete_episode(episode_id, user=user, purge=purge)
 
     @api.get("/api/memory/episodes", response_model=list[Episode], tags=["episodes"])
     def list_episodes(

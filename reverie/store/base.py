@@ -688,6 +688,14 @@ class Store(ABC):
     def delete_fact(self, fact_id: str) -> None: ...
 
     @abstractmethod
+    def delete_episode(self, episode_id: str) -> None:
+        """An episode's row, its full-text row and its postings, for good."""
+
+    @abstractmethod
+    def delete_note(self, note_id: str) -> None:
+        """A note line's row, its full-text row and its postings, for good."""
+
+    @abstractmethod
     def delete_knowledge(self, doc_id: str) -> None:
         """Delete a knowledge document, its full-text row and its postings (nothing if absent)."""
 
@@ -976,6 +984,11 @@ class Store(ABC):
     def relation_levels(self, user: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """The level of each (source, target) relation that exists among ``pairs``: a read of
         those pairs only, however many relations their tags have."""
+
+    @abstractmethod
+    def drop_unused_tags(self, user: str, names: Iterable[str]) -> list[str]:
+        """Delete those of ``user``'s tags ``names`` that no item carries any more, with their
+        relations (what an item deleted for good leaves of its words); returns their names."""
 
     @abstractmethod
     def retag(self, user: str, old: str, new: str) -> int:

@@ -1549,6 +1549,12 @@ class PostgresStore(Store):
     def delete_fact(self, fact_id: str) -> None:
         self._delete("fact", fact_id)
 
+    def delete_episode(self, episode_id: str) -> None:
+        self._delete("episode", episode_id)
+
+    def delete_note(self, note_id: str) -> None:
+        self._delete("note", note_id)
+
     def delete_knowledge(self, doc_id: str) -> None:
         self._delete("knowledge", doc_id)
 
@@ -2013,6 +2019,23 @@ class PostgresStore(Store):
             ([p[0] for p in wanted], [p[1] for p in wanted], user),
         )
         return {(r[0], r[1]): r[2] for r in rows}
+
+    def drop_unused_tags(self, user: str, names: Iterable[str]) -> list[str]:
+        wanted = sorted(set(names))
+        if not wanted:
+            return []
+        with self.transaction():
+            self._lock([user])
+            unused = [r[0] for r in self._q(
+                "SELECT name FROM tags t WHERE user_id = %s AND name = ANY(%s) AND NOT EXISTS "
+                "(SELECT 1 FROM item_tags i WHERE i.user_id = t.user_id AND i.tag = t.name)", [user, wanted])]
+            if unused:
+                conn = self._local.conn
+                conn.execute("DELETE FROM tags WHERE user_id = %s AND name = ANY(%s)", (user, unused))
+                conn.execute("DELETE FROM tag_sizes WHERE user_id = %s AND tag = ANY(%s)", (user, unused))
+                conn.execute("DELETE FROM tag_relations WHERE user_id = %s AND (source = ANY(%s) OR target = ANY(%s))",
+                             (user, unused, unused))
+        return unused
 
     def retag(self, user: str, old: str, new: str) -> int:
         with self.transaction():

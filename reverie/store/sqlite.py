@@ -402,15 +402,18 @@ def _cjk_indexed_again(conn: sqlite3.Connection) -> None:
     terms ("北京首都机场" also 北京 首都 机场, so "宠物" finds "宠物医院"), and a date of digits
     as one word ("3月5日" and its month "3月", where 月 and 日 stood as words that every date
     holds). Only rows whose indexed text holds a CJK character change, and only they are read
-    with their items: the others (an English store's every row) are looked at once, by a GLOB
-    of their indexed text in C, and left as they are. A page of rows at a time (their bodies
-    can be long); an item whose body cannot be read keeps its row."""
+    with their items: the others (an English store's every row) are looked at once, in C (a
+    text of more bytes than characters, then a GLOB of it), and left as they are: 0.02 s for
+    100k English episodes, where the GLOB alone took 0.55 s. A page of rows at a time (their
+    bodies can be long); an item whose body cannot be read keeps its row. 20,000 Chinese
+    episodes took 2.7 s (their bodies read, jieba)."""
     for kind, fts in _FTS_TABLE.items():
         main, text_of = _MAIN_TABLE[kind], _SEARCH_TEXT[kind]
         last = 0
         while rows := conn.execute(
             f"SELECT c.id, m.body FROM {fts}_content c JOIN {main} m ON m.pk = c.id "
-            "WHERE c.id > ? AND c.c0 GLOB ? ORDER BY c.id LIMIT 500", (last, CJK_GLOB)).fetchall():
+            "WHERE c.id > ? AND length(CAST(c.c0 AS BLOB)) > length(c.c0) AND c.c0 GLOB ? ORDER BY c.id LIMIT 500",
+            (last, CJK_GLOB)).fetchall():
             written = []
             for pk, body in rows:
                 try:
@@ -1198,6 +1201,12 @@ class SQLiteStore(Store):
     def delete_fact(self, fact_id: str) -> None:
         self._delete("fact", fact_id)
 
+    def delete_episode(self, episode_id: str) -> None:
+        self._delete("episode", episode_id)
+
+    def delete_note(self, note_id: str) -> None:
+        self._delete("note", note_id)
+
     def delete_knowledge(self, doc_id: str) -> None:
         self._delete("knowledge", doc_id)
 
@@ -1676,6 +1685,22 @@ class SQLiteStore(Store):
             )
             found.update(((r[0], r[1]), r[2]) for r in rows)
         return found
+
+    def drop_unused_tags(self, user: str, names: Iterable[str]) -> list[str]:
+        wanted = sorted(set(names))
+        if not wanted:
+            return []
+        with self.transaction():
+            unused = [r[0] for r in self._x(
+                f"SELECT name FROM tags t WHERE user = ? AND name IN ({_in(wanted)}) "
+                "AND NOT EXISTS (SELECT 1 FROM item_tags i WHERE i.user = t.user AND i.tag = t.name)", (user, *wanted))]
+            if unused:
+                marks = _in(unused)
+                self._x(f"DELETE FROM tags WHERE user = ? AND name IN ({marks})", (user, *unused))
+                self._x(f"DELETE FROM tag_sizes WHERE user = ? AND tag IN ({marks})", (user, *unused))
+                self._x(f"DELETE FROM tag_relations WHERE user = ? AND (source IN ({marks}) OR target IN ({marks}))",
+                        (user, *unused, *unused))
+        return unused
 
     def retag(self, user: str, old: str, new: str) -> int:
         with self.transaction():
