@@ -34,7 +34,7 @@ from pydantic import Field
 from reverie.claims import is_temporary, stored_relation
 from reverie.context import Context
 from reverie.engines.base import DistillRequest, FactRef, NoteRef, PlanEntry
-from reverie.errors import Conflict, InvalidInput, ReverieError
+from reverie.errors import Conflict, InvalidInput, ReverieError, StoreError
 from reverie.facts import absorb, clip_learned, fact_rank, keyed, numbers, protected, unique
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
@@ -275,12 +275,40 @@ def wait(home: Path, timeout: float | None = None) -> bool:
     return not any(w.is_alive() for w in workers)
 
 
+# how long closing a memory waits for its background dreams (then abandon records them failed)
+CLOSE_WAIT = 60.0
+
+
+def abandon(ctx: Context) -> int:
+    """Record as failed each background dream of this home still running when its memory
+    closes (it can write nothing once the store is closed); returns how many."""
+    where = str(Path(ctx.files.home).resolve())
+    with _GUARD:
+        running = [run_id for run_id, (h, w) in _WORKERS.items() if h == where and w.is_alive()]
+    left = 0
+    for run_id in running:
+        run = ctx.store.get_dream_run(run_id)
+        if run is not None and run.status in ("queued", "running"):
+            run.status, run.finished_at = "failed", utcnow()
+            run.error = f"the memory was closed while it ran (close waits {CLOSE_WAIT:g} s for a dream): run it again"
+            with ctx.store.transaction():
+                ctx.store.put_dream_run(run)
+            left += 1
+    return left
+
+
 def dream_status(ctx: Context, user: str, run_id: str | None = None) -> DreamRun | None:
-    """A run by id, or the user's latest run."""
-    if run_id is None:
-        return ctx.store.last_dream_run(user)
-    run = ctx.store.get_dream_run(run_id)
-    return run if run is not None and run.user == user else None
+    """A run by id, or the user's latest run. One that a stopped process left queued or
+    running (killed mid-dream) is failed, and recorded so."""
+    run = ctx.store.last_dream_run(user) if run_id is None else ctx.store.get_dream_run(run_id)
+    if run is None or run.user != user:
+        return None
+    if (run.status in ("queued", "running") and not ctx.store.shared and run.owner
+            and not owner_alive(run.owner)):
+        run.status, run.error, run.finished_at = "failed", "the process running it stopped", utcnow()
+        with ctx.store.transaction():
+            ctx.store.put_dream_run(run)
+    return run
 
 
 def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
@@ -353,6 +381,8 @@ def _finish(
         run.finished_at = utcnow()
         try:
             ctx.store.put_dream_run(run)
+        except StoreError as exc:  # closed under it (abandon recorded it), or out of reach
+            log.warning("dream %s for %s ended %s, which could not be recorded: %s", run.id, run.user, run.status, exc)
         finally:
             _release(key)
     if on_done is not None:

@@ -136,8 +136,9 @@ class Memory:
                 log.error("usage counts of %d delivered items could not be written at close and are lost "
                           "(see the warning before this)", waiting)
             self.learner.stop(drain=True)
-            if not dream.wait(self.home, timeout=60):
-                log.warning("a background dream was still running at close; it will fail")
+            if not dream.wait(self.ctx.files.home, timeout=dream.CLOSE_WAIT):
+                left = dream.abandon(self.ctx)
+                log.warning("%d background dream(s) still running at close were recorded as failed", left)
         finally:
             self.store.close()
 

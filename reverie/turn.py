@@ -159,7 +159,10 @@ class Turn:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self.episode.status == "pending":
-            self._close("failed" if exc_type else "interrupted")
+            # an exception of the agent's is a failed turn; a cancelled task (a client gone,
+            # a timeout), an interrupt or an exit only interrupted it: its reply may still come,
+            # and without one it is learned from the user's message (reverie.unanswered)
+            self._close("failed" if exc_type is not None and issubclass(exc_type, Exception) else "interrupted")
 
 
 def stored_perception(p: Perception) -> Perception:

@@ -632,7 +632,6 @@ class SQLiteStore(Store):
         self._synchronous = SYNCHRONOUS[durability]
         self._closed = False
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._shares: dict[tuple[str, str], tuple[bool, float]] = {}  # (kind, user) -> (owned search, when)
         # counts of full-text rows, kept between searches -> (count, the table's last rowid
@@ -668,22 +667,24 @@ class SQLiteStore(Store):
             except sqlite3.Error as exc:
                 conn.close()
                 raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+            if self._closed:  # closed while this one opened
+                conn.close()
+                raise StoreError(f"the store at {self.path} is closed: open it (a Memory) again to use it")
             self._local.conn = conn
             self._local.depth = 0
-            with self._lock:
-                self._connections.append(conn)
         return conn
 
     @contextmanager
     def transaction(self, *, batch: bool = False) -> Iterator[None]:
         # batch: an embedded database has no round trips to save
         conn = self._conn()
-        if self._local.depth:
-            self._local.depth += 1
+        local = self._local  # (close() replaces it: this transaction keeps its own)
+        if getattr(local, "depth", 0):
+            local.depth += 1
             try:
                 yield
             finally:
-                self._local.depth -= 1
+                local.depth -= 1
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -691,15 +692,15 @@ class SQLiteStore(Store):
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusy(f"the store at {self.path} was busy, nothing was written; try again: {exc}") from exc
             raise
-        self._local.depth = 1
+        local.depth = 1
         changes = conn.total_changes
         try:
             yield
         except BaseException:
-            self._local.depth = 0
+            local.depth = 0
             conn.execute("ROLLBACK")
             raise
-        self._local.depth = 0
+        local.depth = 0
         conn.execute("COMMIT")
         if conn.total_changes != changes:  # something to checkpoint
             self._checkpointer.soon()
@@ -757,16 +758,20 @@ class SQLiteStore(Store):
         return problems[:MAX_INTEGRITY_PROBLEMS]
 
     def close(self) -> None:
+        """Close the store: a call made after it is a StoreError. This thread's connection
+        closes now; another thread's is never closed from here, for that thread may be in the
+        middle of a statement or of reading its rows (closing a connection under it crashed
+        the process): it closes when the last reference to it goes, at once if it is idle,
+        else when its statement or transaction ends (whose next call is the StoreError)."""
         self._closed = True
         self._checkpointer.stop()
-        with self._lock:
-            for conn in self._connections:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._connections.clear()
-        self._local = threading.local()
+        mine = getattr(self._local, "conn", None)
+        self._local = threading.local()  # the other threads' idle connections go with it
+        if mine is not None:
+            try:
+                mine.close()
+            except sqlite3.Error:
+                pass
 
     def users(self) -> list[str]:
         rows = self._x(
