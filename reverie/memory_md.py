@@ -348,13 +348,17 @@ def save_memory_md(ctx: Context, *, user: str, text: str, base: str | None = Non
         raise InvalidInput("text must be the whole of MEMORY.md", field="text")
     check_unicode(text, "text")
     path = memory_md_path(ctx, user)
-    current = ctx.files.read(user, path)
-    if current is None or load_snapshot(ctx, user) is None:
-        raise Conflict("there is no MEMORY.md to edit yet: the first dream writes it")
-    if base is not None and base != text_sha(current):
-        raise Conflict("MEMORY.md changed since this edit began (a dream or another edit); reload it and edit again")
-    ctx.files.write(user, path, text.replace("\r\n", "\n"))
-    return sync(ctx, user=user)
+    # the check of base, the write and its sync are one step: of two edits from one base, one
+    # is taken and the other is a Conflict that changed nothing (in every process of the store)
+    with ctx.store.transaction():
+        ctx.store.lock_user(user)
+        current = ctx.files.read(user, path)
+        if current is None or load_snapshot(ctx, user) is None:
+            raise Conflict("there is no MEMORY.md to edit yet: the first dream writes it")
+        if base is not None and base != text_sha(current):
+            raise Conflict("MEMORY.md changed since this edit began (a dream or another edit); reload it and edit again")
+        ctx.files.write(user, path, text.replace("\r\n", "\n"))
+        return sync(ctx, user=user)
 
 
 class _SyncEdits:

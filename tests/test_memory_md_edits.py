@@ -217,3 +217,41 @@ def test_a_dream_tells_only_the_counts_that_changed_since_memory_md_was_last_wri
     run = mem.dream(user="ana")
     recounted = [(e["fact_id"], e["reason"]) for e in run.report["recounted"]]
     assert recounted == [(jazz.id, f"{jazz.uses}x → {jazz.uses + 1}x")]
+
+
+def test_two_edits_from_one_base_take_one_and_the_other_changes_nothing(bmem):
+    """Sent at once from the same page (two tabs, two replicas): one is taken; the other is a
+    Conflict that wrote no line and no fact (before, both could be taken, or the refused one
+    still added its fact)."""
+    import hashlib
+    import threading
+
+    from reverie.errors import Conflict
+
+    bmem.remember("Drinks oolong tea", user="ana", category="preference")
+    assert bmem.dream(user="ana").status == "done"
+    for round_ in range(4):
+        text = bmem.memory_md(user="ana")
+        base = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        start = threading.Barrier(2)
+        outcome: dict[str, str] = {}
+
+        def edit(tree: str) -> None:
+            start.wait()
+            try:
+                bmem.save_memory_md(text.rstrip("\n") + f"\n- Plants a {tree} tree in spring\n", user="ana", base=base)
+                outcome[tree] = "taken"
+            except Conflict:
+                outcome[tree] = "refused"
+
+        trees = [f"birch{round_}", f"rowan{round_}"]
+        threads = [threading.Thread(target=edit, args=(t,)) for t in trees]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(outcome.values()) == ["refused", "taken"], outcome
+        facts = " ".join(f.content for f in bmem.facts(user="ana"))
+        for tree, result in outcome.items():
+            assert (tree in facts) == (result == "taken"), (tree, result, facts)
+            assert (tree in bmem.memory_md(user="ana")) == (result == "taken")

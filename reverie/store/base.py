@@ -1082,6 +1082,12 @@ class Store(ABC):
         claimed again (``retry_base`` doubled per failed attempt, at most ``retry_max``)."""
         raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
 
+    def lock_user(self, user: str) -> None:
+        """Inside a transaction: wait until no other transaction of this store works on
+        ``user``, and hold that until this one ends (a read, a check and the writes it decides
+        on as one step across every process). A store whose transaction takes the whole
+        store's write lock at its start (SQLite) holds it already."""
+
     def try_lock(self, name: str) -> Callable[[], None] | None:
         """A named lock across every process of this store, if free: returns the function
         that releases it, or None while another holder has it. A store that one process

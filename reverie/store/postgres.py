@@ -1017,6 +1017,9 @@ class PostgresStore(Store):
             self.waits += 1
         self._wrote()
 
+    def lock_user(self, user: str) -> None:
+        self._lock([user])
+
     def _lock_key(self, name: str) -> str:
         return f"reverie:{self.schema or ''}:{name}"
 
