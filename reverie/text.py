@@ -14,7 +14,12 @@ from typing import Any
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RE = re.compile(f"[{_CJK}]")
-_TOKEN_RE = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+(?:['’][^\\W_{_CJK}]+)*", re.UNICODE)
+# a date written with digits, month and day ("3月5日", "3月5号", "2024年3月5日"; a month alone:
+# "3月", "3月份"): one word, where the digits fell away and 月 and 日 stood as words of their
+# own, which every date holds (see _date_words)
+_DATE = r"(?:(\d{2,4})年)?(\d{1,2})月(?:(\d{1,2})[日号]|份)?"
+_TOKEN_RE = re.compile(f"{_DATE}|[{_CJK}]+|[^\\W_{_CJK}]+(?:['’][^\\W_{_CJK}]+)*", re.UNICODE)
+_PLAIN_TOKEN_RE = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+(?:['’][^\\W_{_CJK}]+)*", re.UNICODE)
 
 ENGLISH_STOPWORDS = frozenset(
     """
@@ -92,17 +97,40 @@ _ASCII_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words in reading order; Chinese runs segmented into words."""
+    """Lower-cased words in reading order; Chinese runs segmented into words, and a date of
+    digits with 月 and 日 one word (:func:`_date_words`)."""
     if text.isascii():  # most text: no CJK, no curly quotes, a much simpler pattern
         return _ASCII_TOKEN_RE.findall(text.lower())
     out: list[str] = []
     for match in _TOKEN_RE.finditer(text.lower()):
         token = match.group(0)
-        if CJK_RE.match(token):
-            out.extend(_segment_cjk(token))
+        if match.group(2) is not None:
+            out.extend(_date_words(token, match.group(1), match.group(2), match.group(3)))
         else:
-            out.append(token.replace("’", "'"))
+            _add_word(out, token)
     return out
+
+
+def _add_word(out: list[str], token: str) -> None:
+    if CJK_RE.match(token):
+        out.extend(_segment_cjk(token))
+    else:
+        out.append(token.replace("’", "'"))
+
+
+def _date_words(token: str, year: str | None, month: str, day: str | None) -> list[str]:
+    """The words of a date of digits: the year's digits (as the year's token was before), then
+    the month and day as one word, written one way ("3月5日" for "3月5号" and "03月05日";
+    "3月" for "3月份"), so that a date finds that date and not every date. Not a date (a
+    month past 12, a day past 31): the words the token held before."""
+    m, d = int(month), int(day) if day is not None else None
+    if not 1 <= m <= 12 or (d is not None and not 1 <= d <= 31):
+        out: list[str] = []
+        for match in _PLAIN_TOKEN_RE.finditer(token):
+            _add_word(out, match.group(0))
+        return out
+    said = f"{m}月" if d is None else f"{m}月{d}日"
+    return [str(int(year)), said] if year is not None else [said]
 
 
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
@@ -130,9 +158,31 @@ def fold_width(text: str) -> str:
 def compound_parts(found: list[str]) -> list[str]:
     """The search terms of the shorter words inside the Chinese compounds among ``found``
     (a text's :func:`terms`, which keeps a compound whole: "航班号" -> 航班): for a search,
-    the index holding the words as they were written ("我的航班是CA1234")."""
-    parts = [p for w in found if len(w) >= 3 and CJK_RE.match(w) for p in _jieba().lcut_for_search(w) if p != w]
-    return [t for t in dict.fromkeys(map(_content_term, parts)) if t is not None]
+    so that a query's compound finds a text that wrote its part alone ("我的航班是CA1234").
+    The index holds the parts of a text's compounds too (:func:`index_text`)."""
+    return list(dict.fromkeys(p for w in found for p in _compound_parts(w)))
+
+
+@lru_cache(maxsize=65536)
+def _compound_parts(term: str) -> tuple[str, ...]:
+    """The content terms of the dictionary words inside a Chinese compound term of three
+    characters or more (jieba's search mode: "北京首都机场" -> 北京, 首都, 机场); none for any
+    other term."""
+    if len(term) < 3 or not CJK_RE.match(term):
+        return ()
+    parts = (p for p in _jieba().lcut_for_search(term) if p != term)
+    return tuple(t for t in dict.fromkeys(map(_content_term, parts)) if t is not None)
+
+
+@lru_cache(maxsize=65536)
+def _index_parts(term: str) -> tuple[str, ...]:
+    """What the index holds besides ``term``: a compound's parts (:func:`_compound_parts`),
+    a date's month ("3月5日" -> 3月: "3月" finds the days of March)."""
+    if CJK_RE.match(term):
+        return _compound_parts(term)
+    if term.endswith("日") and "月" in term and term[0].isdigit():  # a date word (_date_words)
+        return (term[: term.index("月") + 1],)
+    return ()
 
 
 def e_variants(text: str) -> list[str]:
@@ -162,8 +212,16 @@ def _content_term(word: str) -> str | None:
 
 
 def index_text(text: str) -> str:
-    """The text handed to the full-text index: terms separated by spaces."""
-    return " ".join(terms(text, keep_stopwords=False))
+    """The text handed to the full-text index: terms separated by spaces, then the parts of
+    its Chinese compounds and dates, one for each time the whole stands (:func:`_index_parts`),
+    so that a word found inside a stored compound finds it: "宠物" finds "宠物医院", "北京机场"
+    (searched with its parts, :func:`compound_parts`) "北京首都机场". The parts come after
+    every term, so that the terms as written stand side by side as before. Text without CJK
+    is indexed as its terms alone."""
+    found = terms(text, keep_stopwords=False)
+    if text.isascii():
+        return " ".join(found)
+    return " ".join([*found, *(p for t in found for p in _index_parts(t))])
 
 
 def token_set(text: str) -> frozenset[str]:

@@ -460,7 +460,7 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
@@ -474,7 +474,7 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
@@ -559,7 +559,7 @@ def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
     mem = Memory(tmp_path / "home", background=False, store=pg_url)
     try:
         store = mem.store
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         rows, expected, sizes, counted = terms_as_written(store)
         assert rows == expected and sizes == counted and len(rows) > 20
         assert store.search("ana", ["walk", "kyoto"], ["episode"], 10) == before
@@ -591,7 +591,7 @@ def test_a_schema_6_store_reads_its_strongest_facts_from_an_index_on_upgrade(tmp
     as_schema(pg_url, 6, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
               "ALTER TABLE facts DROP COLUMN confidence")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         assert [f.id for f in store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
         rows = dict(store._q("SELECT id, strength FROM facts"))
         assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
@@ -621,7 +621,7 @@ def test_a_schema_8_store_keys_its_postings_by_item_on_upgrade(pg_url):
               "ALTER TABLE item_tags ADD CONSTRAINT item_tags_pkey PRIMARY KEY (user_id, tag, kind, item_id)",
               "CREATE INDEX item_tags_item ON item_tags (user_id, kind, item_id)")
     with closing(PostgresStore(pg_url)) as store:  # opening it upgrades it
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         assert "(user_id, kind, item_id, tag)" in _postings_key(store)
         indexes = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE tablename = 'item_tags' "
                                           "AND schemaname = current_schema()")}
@@ -647,7 +647,7 @@ def test_a_schema_7_store_looks_up_a_searchs_best_from_the_index_alone_on_upgrad
     as_schema(pg_url, 7, *(f"DROP INDEX {t}_user_pk" for t in ("episodes", "facts", "notes", "knowledge")),
               *(f"CREATE INDEX {t}_user_pk ON {t} (user_id, pk)" for t in ("episodes", "facts", "notes", "knowledge")))
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 10
+        assert store.schema_version() == 11
         assert store.search("ana", ["walk", "river"], ["episode"], 10) == before
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"))
         assert "INCLUDE (id, status, archived)" in indexes["episodes_user_pk"]
@@ -674,7 +674,7 @@ def test_a_schema_9_store_finds_the_same_knowledge_document_by_its_digest_on_upg
     as_schema(pg_url, 9, "DROP INDEX knowledge_user_digest", "ALTER TABLE knowledge DROP COLUMN digest")
     mem = Memory(tmp_path / "home", background=False, store=pg_url)  # opening it upgrades it
     try:
-        assert mem.store.schema_version() == 10
+        assert mem.store.schema_version() == 11
         stored = dict(mem.store._q("SELECT id, digest FROM knowledge WHERE user_id = 'ana'"))
         assert stored == {d.id: knowledge_digest(d) for d in docs}
         again = mem.add_knowledge("Runbook 1", "- step 1", user="ana")
@@ -682,6 +682,66 @@ def test_a_schema_9_store_finds_the_same_knowledge_document_by_its_digest_on_upg
         indexes = {r[0] for r in mem.store._q("SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge' "
                                                 "AND schemaname = current_schema()")}
         assert "knowledge_user_digest" in indexes
+    finally:
+        mem.close()
+
+
+def test_a_schema_10_store_indexes_its_chinese_again_on_upgrade(tmp_path, pg_url):
+    from collections import Counter
+
+    def old_tsv(index: str) -> tuple[str, int]:  # a tsvector as schema 10 wrote it, from its index text
+        counts = Counter(index.split())
+        return " ".join(f"'{t}':{','.join(map(str, range(1, n + 1)))}" for t, n in counts.items()), sum(counts.values())
+
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)
+    try:
+        airport = mem.remember("下周要去北京首都机场接朋友", user="ana")
+        english = mem.remember("Walks the dog every morning", user="ana")
+        moved = mem.remember("住在上海浦东新区", user="ana")
+        mem.forget(moved.id, user="ana")  # archived: no lexeme
+        dentist = mem.add([{"speaker": "Ana", "content": "我3月5日去看牙医"}], user="ana", thread="t",
+                          group="message")[0].id
+        vet = mem.add([{"speaker": "Bo", "content": "我家附近新开了一家宠物医院"}], user="bo", thread="t",
+                      group="message")[0].id
+        mem.store.put_note(Note(user="ana", date="2024-05-01", content="周末带狗去宠物医院打疫苗"))
+        guide = mem.add_knowledge("机场指南", "- 北京首都机场T3航站楼", user="ana")
+        kept = mem.store._q(f"SELECT tsv::text, doc_len FROM facts WHERE id IN ('{english.id}', '{moved.id}') ORDER BY pk")
+    finally:
+        mem.close()
+    # as schema 10 indexed them (reverie.text before the compounds' parts and dates as one word);
+    # its triggers keep the term index and its counts, and the token totals are counted again
+    undo = []
+    for table, where, index in (("facts", f"id = '{airport.id}'", "下周 北京首都机场 接 朋友"),
+                                ("episodes", f"id = '{dentist}'", "ana 月 日去 牙医"),
+                                ("episodes", f"id = '{vet}'", "bo 我家 附近 新开 一家 宠物医院"),
+                                ("notes", "user_id = 'ana'", "周末 带狗 宠物医院 打 疫苗"),
+                                ("knowledge", f"id = '{guide.id}'", "机场 指南 北京首都机场 t3 航站楼")):
+        tsv, length = old_tsv(index)
+        undo.append(f"UPDATE {table} SET tsv = $${tsv}$$::tsvector, doc_len = {length} WHERE {where}")
+    undo.append("UPDATE fts_stats s SET tokens = (SELECT coalesce(sum(doc_len), 0) FROM (SELECT user_id, 'episode' AS kind, "
+                "doc_len FROM episodes UNION ALL SELECT user_id, 'fact', doc_len FROM facts UNION ALL SELECT user_id, "
+                "'note', doc_len FROM notes UNION ALL SELECT user_id, 'knowledge', doc_len FROM knowledge) m "
+                "WHERE m.user_id = s.user_id AND m.kind = s.kind)")
+    as_schema(pg_url, 10, *undo)
+    mem = Memory(tmp_path / "home", background=False, store=pg_url)  # opening it upgrades it
+    try:
+        store = mem.store
+        assert store.schema_version() == 11
+        assert mem.check_store().intact
+        rows, expected, sizes, counted = terms_as_written(store)
+        assert rows == expected and sizes == counted
+        assert store._q("SELECT user_id, kind, tokens FROM fts_stats ORDER BY 1, 2") == store._q(
+            "SELECT user_id, kind, sum(doc_len) FROM (SELECT user_id, 'episode' AS kind, doc_len FROM episodes "
+            "UNION ALL SELECT user_id, 'fact', doc_len FROM facts UNION ALL SELECT user_id, 'note', doc_len FROM notes "
+            "UNION ALL SELECT user_id, 'knowledge', doc_len FROM knowledge) m GROUP BY 1, 2 ORDER BY 1, 2")
+        assert [h.id for h in store.search("ana", ["北京", "机场"], ["fact", "knowledge"], 10)] == [airport.id, guide.id]
+        assert [h.id for h in store.search("ana", ["3月5日"], ["episode"], 10)] == [dentist]
+        assert [h.id for h in store.search("bo", ["宠物"], ["episode"], 10)] == [vet]
+        assert len(store.search("ana", ["宠物"], ["note"], 10)) == 1
+        assert store._q(f"SELECT tsv::text, doc_len FROM facts WHERE id IN ('{english.id}', '{moved.id}') "
+                        "ORDER BY pk") == kept  # English, and an archived fact: left as they were
+        assert store._q(f"SELECT doc_len FROM episodes WHERE id = '{dentist}'") == [(4,)]  # ana 3月5日 牙医 3月
+        assert "北京首都机场" in mem.recall("北京机场", user="ana", track=False).context
     finally:
         mem.close()
 

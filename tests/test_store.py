@@ -156,6 +156,39 @@ def test_full_text_finds_english_stems_and_chinese_words(store):
     assert store.get_fact(chinese[0].id).content.startswith("回答时")
 
 
+def test_full_text_finds_a_part_of_a_stored_chinese_compound(store):
+    from reverie.text import compound_parts
+
+    airport = Fact(user="ana", content="下周要去北京首都机场接朋友")
+    vet = Fact(user="ana", content="周末带狗去宠物医院打疫苗")
+    for fact in (airport, vet, Fact(user="bob", content="我家附近新开了一家宠物医院")):
+        store.put_fact(fact)
+    store.put_note(Note(user="ana", date="2024-05-01", content="宠物医院说它需要减肥"))
+
+    def found(query):  # the query's terms and the parts of its compounds, as recall searches
+        searched = terms(query) + compound_parts(terms(query))
+        return [h.id for h in store.search("ana", searched, ["fact"], 10)]
+
+    assert found("宠物") == [vet.id]  # a word the compound holds
+    assert found("北京机场") == found("首都机场") == found("北京首都机场") == [airport.id]  # another compound of its parts
+    assert len(store.search("ana", ["宠物"], ["note"], 10)) == 1
+    assert store.index_tokens("fact", "ana", [vet.id])[vet.id] >= {"宠物医院", "宠物", "医院"}
+
+
+def test_full_text_finds_a_date_and_not_every_date(store):
+    said = {text: Episode(user="ana", status="completed", messages=[Message(speaker="Ana", content=text)])
+            for text in ("我3月5日去看牙医", "我3月20日搬家了", "我4月18日有个面试", "我12月25日要去上海")}
+    for episode in said.values():
+        store.put_episode(episode)
+
+    def found(query):
+        return {h.id for h in store.search("ana", terms(query), ["episode"], 10)}
+
+    assert found("3月5日") == found("3月5号") == {said["我3月5日去看牙医"].id}
+    assert found("3月") == {said["我3月5日去看牙医"].id, said["我3月20日搬家了"].id}  # the days of March
+    assert found("12月25日") == {said["我12月25日要去上海"].id}
+
+
 def test_full_text_folds_diacritics_and_keeps_query_syntax_inert(store):
     store.put_fact(Fact(user="ana", content="Orders a café crème every morning"))
     assert len(store.search("ana", ["cafe"], ["fact"], 10)) == 1
@@ -872,6 +905,51 @@ def test_sqlite_store_uses_wal_and_foreign_keys(tmp_path):
     rows = store._x("SELECT COUNT(*) FROM schema_version").fetchone()[0]
     assert rows == 1
     store.close()
+
+
+def test_a_sqlite_store_of_schema_11_indexes_its_chinese_again_on_upgrade(tmp_path):
+    from reverie.store.sqlite import MIGRATIONS
+
+    home = tmp_path / "home"
+    with Memory(home, background=False) as memory:
+        airport = memory.remember("下周要去北京首都机场接朋友", user="ana")
+        english = memory.remember("Walks the dog every morning", user="ana")
+        moved = memory.remember("住在上海浦东新区", user="ana")
+        memory.forget(moved.id, user="ana")  # archived: its row holds no text
+        dentist = memory.add([{"speaker": "Ana", "content": "我3月5日去看牙医"}], user="ana", thread="t",
+                             group="message")[0].id
+        memory.add([{"speaker": "Ana", "content": "我4月18日有个面试"}], user="ana", thread="t", group="message")
+        memory.store.put_note(Note(user="ana", date="2024-05-01", content="周末带狗去宠物医院打疫苗"))
+        guide = memory.add_knowledge("机场指南", "- 北京首都机场T3航站楼", user="ana")
+    # as schema 11 indexed them (reverie.text before the compounds' parts and dates as one word)
+    before = {("facts", airport.id): "下周 北京首都机场 接 朋友", ("facts", english.id): "walk dog morn",
+              ("facts", moved.id): "", ("episodes", dentist): "ana 月 日去 牙医",
+              ("knowledge", guide.id): "机场 指南 北京首都机场 t3 航站楼"}
+    conn = sqlite3.connect(home / "reverie.db")
+    for (table, item), text in before.items():
+        conn.execute(f"UPDATE {table}_fts SET text = ? WHERE rowid = (SELECT pk FROM {table} WHERE id = ?)",
+                     (text, item))
+    conn.execute("UPDATE episodes_fts SET text = 'ana 月 18 日有 个 面试' WHERE text LIKE '%面试%'")
+    conn.execute("UPDATE notes_fts SET text = '周末 带狗 宠物医院 打 疫苗'")
+    conn.execute("UPDATE schema_version SET version = 11")
+    conn.commit()
+    untouched = conn.execute("SELECT rowid, text, owner FROM facts_fts WHERE text NOT GLOB '*[一-鿿]*'").fetchall()
+    conn.close()
+    assert len(untouched) == 2  # the English fact and the archived one
+    with Memory(home, background=False) as memory:
+        store = memory.store
+        assert store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.check_store().intact
+        assert [h.id for h in store.search("ana", ["北京", "机场"], ["fact", "knowledge"], 10)] == [airport.id, guide.id]
+        assert [h.id for h in store.search("ana", ["3月5日"], ["episode"], 10)] == [dentist]
+        assert len(store.search("ana", ["宠物"], ["note"], 10)) == 1
+        assert store.search("ana", ["上海"], ["fact"], 10) == []  # the archived fact stays unsearched
+        assert "北京首都机场" in memory.recall("北京机场", user="ana", track=False).context
+    conn = sqlite3.connect(home / "reverie.db")
+    assert conn.execute("SELECT rowid, text, owner FROM facts_fts WHERE text NOT GLOB '*[一-鿿]*'").fetchall() == untouched
+    assert conn.execute("SELECT text FROM episodes_fts ORDER BY rowid").fetchall() == [
+        ("ana 3月5日 牙医 3月",), ("ana 4月18日 有个 面试 4月",)]
+    conn.close()
 
 
 def test_store_from_a_newer_reverie_is_refused(tmp_path):
