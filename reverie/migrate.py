@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +33,8 @@ from reverie.models import Tag
 from reverie.portability import differing_parts
 from reverie.store.base import USER_META_PREFIXES, ApiKey, Store, meta_user
 from reverie.store.postgres import PostgresStore, is_postgres_url, migration_target_problem, redact_url
+from reverie.store.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from reverie.store.sqlite import SQLiteStore
 
 # what is counted per user, in the order reports show it
 KINDS = (
@@ -63,11 +67,57 @@ class MigrateReport:
         }
 
 
+def count_home(home: Path, to: str, *, db: Path | None = None) -> MigrateReport:
+    """A dry run of :func:`migrate_home`: what the SQLite home at ``home`` would copy into
+    ``to`` and what would stop the copy, with nothing written anywhere. The home is read as
+    it is: no Memory is opened on it, so an older schema is not upgraded (a reverie that
+    wrote it can still open it, as a rollback needs); it is counted from an upgraded copy."""
+    if not is_postgres_url(to):
+        raise InvalidInput("--to must be a postgresql:// URL", field="to")
+    db = Path(db or Path(home) / "reverie.db")
+    if not db.is_file():
+        raise NotFound(f"no SQLite store at {db} to migrate")
+    report = MigrateReport(source=str(db), target=redact_url(to), dry_run=True)
+    with tempfile.TemporaryDirectory(prefix="reverie-migrate-") as scratch:
+        read = db
+        if _schema_version(db) < len(SQLITE_MIGRATIONS):
+            read = Path(scratch) / "reverie.db"
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as src, closing(sqlite3.connect(read)) as dst:
+                src.backup(dst)
+            SQLiteStore(read).close()  # the copy upgraded, to be read as this reverie reads
+        source = _Source(None, read, home=Path(home))  # type: ignore[arg-type]
+        try:
+            users = source.users()
+            report.users = {user: source.counts(user) for user in users}
+            report.api_keys = int(source.q("SELECT count(*) FROM api_keys")[0][0])
+            report.settings = len(source.install_meta())
+        finally:
+            source.close()
+    problem = migration_target_problem(to)
+    if problem:
+        report.problems.append(problem)
+    return report
+
+
+def _schema_version(db: Path) -> int:
+    """The schema version of the SQLite file ``db``, read without writing (0: none yet)."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        try:
+            return int(conn.execute("SELECT version FROM schema_version").fetchone()[0])
+        except (sqlite3.Error, TypeError) as exc:
+            if "no such table" in str(exc) or isinstance(exc, TypeError):
+                return 0
+            raise StoreError(f"cannot read the store at {db}: {exc}") from exc
+
+
 class _Source:
     """The SQLite home, read as it is stored (rows in the order they were written)."""
 
-    def __init__(self, ctx: Context, db: Path):
-        self.ctx, self.store, self.home = ctx, ctx.store, Path(ctx.files.home)
+    def __init__(self, ctx: Context, db: Path, home: Path | None = None):
+        """``ctx``: the open memory of the home (a copy needs it); None for counting alone,
+        ``home`` then the folder whose files are read."""
+        self.ctx, self.store = ctx, ctx.store if ctx is not None else None
+        self.home = Path(ctx.files.home) if ctx is not None else Path(home or db.parent)
         self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 
     def close(self) -> None:
@@ -167,6 +217,8 @@ def migrate_home(
     db = Path(getattr(ctx.store, "path", Path(ctx.files.home) / "reverie.db"))
     if not db.is_file():
         raise NotFound(f"no SQLite store at {db} to migrate")
+    if dry_run:  # what the copy would refuse, said now (nothing is written to check it)
+        return count_home(Path(ctx.files.home), to, db=db)
     source = _Source(ctx, db)
     report = MigrateReport(source=str(db), target=redact_url(to), dry_run=dry_run)
     try:
@@ -174,11 +226,6 @@ def migrate_home(
         report.users = {user: source.counts(user) for user in users}
         report.api_keys = int(source.q("SELECT count(*) FROM api_keys")[0][0])
         report.settings = len(source.install_meta())
-        if dry_run:  # what the copy would refuse, said now (nothing is written to check it)
-            problem = migration_target_problem(to)
-            if problem:
-                report.problems.append(problem)
-            return report
         target = PostgresStore(to)
         try:
             filled = target.filled_tables()  # any row of any table: a migration never merges two memories

@@ -153,3 +153,31 @@ def test_a_dry_run_says_what_the_copy_would_refuse(home, pg_url):
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{other}" CASCADE')
+
+
+def test_a_dry_run_and_a_refused_migration_leave_an_older_home_as_it_was(home, pg_url):
+    """A dry run reads the home without opening it (an older reverie can still open it, as a
+    rollback needs), and a migration the target refuses stops before the home is upgraded."""
+    import hashlib
+    import sqlite3
+
+    with Memory(home, background=False) as mem:
+        mem.remember("Keeps bees", user="ana")
+        mem.remember("Grows figs", user="bob")
+    db = home / "reverie.db"
+    with sqlite3.connect(db) as conn:  # as the reverie before migration 12 left it
+        conn.execute("UPDATE schema_version SET version = 11")
+    conn.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+
+    dry = migrate(home, "--to", pg_url, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    said = json.loads(dry.output)
+    assert said["dry_run"] and said["totals"]["facts"] == 2 and sorted(said["users"]) == ["ana", "bob"]
+    refused = migrate(home, "--to", "postgresql://postgres@127.0.0.1:5499/test")
+    assert refused.exit_code != 0 and "cannot connect" in refused.output
+
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 11
+    conn.close()

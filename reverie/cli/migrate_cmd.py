@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,7 +24,10 @@ from reverie.cli.common import (
     fail_cleanly,
     open_memory,
 )
-from reverie.store.postgres import redact_url
+from reverie.errors import InvalidInput, StoreError
+from reverie.migrate import count_home
+from reverie.settings import Settings
+from reverie.store.postgres import is_postgres_url, migration_target_problem, redact_url
 
 
 @app.command("migrate")
@@ -44,10 +48,23 @@ def migrate(
             drop_chosen_store()
             if os.environ.get("REVERIE_STORE") == to:
                 stack.callback(os.environ.__setitem__, "REVERIE_STORE", os.environ.pop("REVERIE_STORE"))
-        with fail_cleanly(), open_memory(home, create=False) as mem, \
-                Progress(console=err_console, transient=True, disable=as_json) as progress:
-            task = progress.add_task("reading the home", total=None)
-            report = mem.migrate_to(to, dry_run=dry_run, on_progress=lambda step: progress.update(task, description=step))
+        with fail_cleanly():
+            settings = Settings.load(home, **({"store": chosen_store()} if chosen_store() else {}))
+            if is_postgres_url(settings.store):
+                raise InvalidInput("migrate copies a SQLite home; this memory is already in PostgreSQL", field="store")
+            if dry_run:  # the home is read as it is, not opened: nothing of it changes
+                report = count_home(settings.home, to, db=Path(settings.store) if settings.store else None)
+            else:
+                # what would stop the copy is said before the home is opened (and upgraded, if
+                # an older reverie wrote it): a refused migration leaves the home as it was
+                problem = migration_target_problem(to) if is_postgres_url(to) else ""
+                if problem:
+                    raise StoreError(f"nothing was copied: {problem}")
+        if not dry_run:
+            with fail_cleanly(), open_memory(home, create=False) as mem, \
+                    Progress(console=err_console, transient=True, disable=as_json) as progress:
+                task = progress.add_task("reading the home", total=None)
+                report = mem.migrate_to(to, on_progress=lambda step: progress.update(task, description=step))
     if as_json:
         emit_json(report.as_dict())
         if report.problems:

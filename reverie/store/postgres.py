@@ -261,6 +261,8 @@ def _schema_of(url: str) -> Iterator[tuple["Connection[Any]", str, set[str]]]:
     without ?schema=) and the tables that schema holds: read, nothing written. A server that
     does not answer raises psycopg's error."""
     conninfo, schema = split_schema(url)
+    if schema is not None:
+        _ident(schema)  # a name no store could have is said as such, before any connection
     with _driver().connect(conninfo, connect_timeout=5, autocommit=True) as conn:
         named = schema or str(conn.execute("SELECT current_schema()").fetchone()[0])
         tables = {str(r[0]) for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (named,))}
@@ -294,6 +296,8 @@ def migration_target_problem(url: str) -> str:
                 f'SELECT EXISTS (SELECT 1 FROM "{named}"."{t}")').fetchone()[0]]  # type: ignore[index]
     except psycopg.Error as exc:
         return f"cannot connect to PostgreSQL at {where}: {' '.join(str(exc).split())}"
+    except StoreError as exc:  # a schema name no store could have
+        return str(exc)
     if filled:
         return (f"{where} already holds a memory (rows in {', '.join(filled)}): migrate into an empty database, "
                 "or name a new schema with ?schema=NAME")
