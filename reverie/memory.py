@@ -24,7 +24,7 @@ from reverie import curation, dream, maintenance, memory_md, migrate, notes, por
 from reverie.curation import EpisodeDeleted
 from reverie.context import Context
 from reverie.dream import ChatReply
-from reverie.errors import InvalidInput, NotFound
+from reverie.errors import InvalidInput, NotFound, StoreError
 from reverie.files import UserFiles
 from reverie.ingest import Added, IngestReport, add_messages, ingest, store_messages
 from reverie.inputs import (
@@ -135,7 +135,12 @@ class Memory:
             if waiting := self.recaller.close():
                 log.error("usage counts of %d delivered items could not be written at close and are lost "
                           "(see the warning before this)", waiting)
-            self.learner.stop(drain=True)
+            try:
+                self.learner.stop(drain=True)
+            except StoreError as exc:  # the store out of reach (a server down): nothing is lost,
+                # what was not learned waits in the store, learned at the next start
+                log.warning("learning what waited could not finish at close: %s (it waits in the store for the "
+                            "next start)", exc)
             if not dream.wait(self.ctx.files.home, timeout=dream.CLOSE_WAIT):
                 left = dream.abandon(self.ctx)
                 log.warning("%d background dream(s) still running at close were recorded as failed", left)

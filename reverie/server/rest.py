@@ -283,6 +283,8 @@ class _SendWatch:
 
 
 MCP_PATH = "/mcp"
+# how long /readyz waits for the store to answer
+READY_SECONDS = 2.0
 
 
 def for_door(scope: Scope, answer: JSONResponse) -> JSONResponse:
@@ -488,6 +490,17 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     def healthz() -> dict[str, str]:
         """Liveness: no key needed."""
         return {"status": "ok", "version": __version__}
+
+    @app.get("/readyz", tags=["server"], responses={503: {"description": "The store does not answer"}})
+    def readyz() -> Response:
+        """Readiness: no key needed. 503 while the store does not answer within 2 s (a
+        PostgreSQL server down or out of reach): a balancer sends requests elsewhere meanwhile,
+        where each would otherwise wait for a connection and fail."""
+        try:
+            memory.store.ping(READY_SECONDS)
+        except ReverieError as exc:
+            return JSONResponse({"status": "unavailable", "detail": redact(str(exc))}, status_code=503)
+        return JSONResponse({"status": "ok", "version": __version__})
 
     return app
 

@@ -1082,6 +1082,11 @@ class Store(ABC):
         claimed again (``retry_base`` doubled per failed attempt, at most ``retry_max``)."""
         raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
 
+    def ping(self, timeout: float = 2.0) -> None:
+        """Whether the store answers a statement now, within about ``timeout`` seconds: a
+        StoreError that says why when it does not (a server down, a file gone)."""
+        self.schema_version()
+
     def lock_user(self, user: str) -> None:
         """Inside a transaction: wait until no other transaction of this store works on
         ``user``, and hold that until this one ends (a read, a check and the writes it decides

@@ -1095,6 +1095,14 @@ class PostgresStore(Store):
             self.waits += 1
         self._wrote()
 
+    def ping(self, timeout: float = 2.0) -> None:
+        self._check_open()
+        try:
+            with self._pool.connection(timeout=timeout) as conn:
+                conn.execute("SELECT 1")
+        except Exception as exc:  # the pool's timeout, or the server's error
+            raise StoreError(f"PostgreSQL at {self.where} does not answer: {self._reason(exc)}") from exc
+
     def lock_user(self, user: str) -> None:
         self._lock([user])
 
