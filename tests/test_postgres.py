@@ -436,8 +436,13 @@ def test_memory_md_is_read_and_edited_through_the_api_of_any_replica(tmp_path, p
                 assert [line["content"] for line in saved.json()["edited"]] == ["Prefers mint tea over coffee"]
                 stale = http.put("/api/memory/memory-md", json={"text": edited, "base": shown["sha"]})
                 assert stale.status_code == 409  # MEMORY.md changed since that edit began
-        assert "mint tea" in first.memory_md(user="ana")  # the other replica reads the edit
-        assert [f.content for f in first.facts(user="ana")] == ["Prefers mint tea over coffee"]
+                # the answer's sha is the next edit's base: no second read needed
+                again = http.get("/api/memory/memory-md").json()["text"]
+                assert saved.json()["sha"] == http.get("/api/memory/memory-md").json()["sha"]
+                further = again.replace("Prefers mint tea over coffee", "Prefers sage tea over coffee")
+                assert http.put("/api/memory/memory-md", json={"text": further, "base": saved.json()["sha"]}).status_code == 200
+        assert "sage tea" in first.memory_md(user="ana")  # the other replica reads the edits
+        assert [f.content for f in first.facts(user="ana")] == ["Prefers sage tea over coffee"]
     finally:
         first.close()
         second.close()
