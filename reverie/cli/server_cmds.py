@@ -88,7 +88,10 @@ def serve(
             os.environ[CONFIG_ENV] = worker_config(str(mem.home), auth=not no_auth, default_user=user,
                                                    overrides=overrides, balance=str(balance), metrics=str(metrics),
                                                    parent=os.getpid())
-            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers}
+            # a worker imports reverie before it answers uvicorn's first check: seconds on a busy
+            # machine, past uvicorn's 5 s, which killed the first workers of every start
+            app_, options = "reverie.server.workers:worker_app", {"factory": True, "workers": workers,
+                                                                    "timeout_worker_healthcheck": WORKER_START_SECONDS}
         if not no_auth and not any(k.revoked_at is None for k in list_keys(mem.store)):
             err_console.print("[yellow]no API keys yet:[/] create one with `reverie keys create --user NAME`")
         scheduler = Scheduler(mem).start()
@@ -104,6 +107,10 @@ def serve(
         finally:
             signal.signal(signal.SIGTERM, previous)
             scheduler.stop()
+
+
+# how long a worker may take to start (import reverie, open the store) before uvicorn kills it
+WORKER_START_SECONDS = 30
 
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
