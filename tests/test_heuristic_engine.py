@@ -181,7 +181,7 @@ def test_a_time_said_relative_to_the_moment_of_speaking_is_marked(text, relative
     ("Went to Paris in May 2023", "Went to Paris in May 2023"),  # a date already
     ("Lives in Hamburg now", "Lives in Hamburg now"),
     ("Reads USA Today every morning", "Reads USA Today every morning"),  # a name
-    ("上周去了黄山", "上周去了黄山"),
+    ("上周去了黄山", "2026年3月16日至22日去了黄山"),  # Chinese times are anchored too (tests/test_anchoring_zh.py)
     # a weekly habit, a span, part of a phrase, a title: as said
     ("Prefers meetings on Tuesday", "Prefers meetings on Tuesday"),
     ("Always goes to church on Sunday", "Always goes to church on Sunday"),

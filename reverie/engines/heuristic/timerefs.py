@@ -3,7 +3,12 @@
 ``resolve_time_refs("what did we do last week?", now)`` gives the week before
 ``now``'s week, Monday 00:00 to Sunday 23:59:59.999999 in ``now``'s time zone.
 Absolute dates ("2023-05-08", "8 May, 2023", "2023年5月"), months ("in May",
-"去年三月"), "3 weeks ago", "三天前", "yesterday", "上周", "last Monday", bare years.
+"去年三月"), "3 weeks ago", "三天前", "yesterday", "上周", "last Monday", "下周五",
+bare years.
+
+``anchored(line, at)`` writes a learned line's relative times as the dates they meant,
+in the line's own language: "Moved to Hamburg last weekend" reads "Moved to Hamburg on
+the weekend of 21-22 March 2026", "我明天去上海出差" reads "我2026年12月6日去上海出差".
 """
 
 from __future__ import annotations
@@ -11,11 +16,11 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 
 from reverie.engines.heuristic import lexicon as lx
 from reverie.models import TimeRef
-from reverie.text import normalize_space
+from reverie.text import has_cjk, normalize_space
 
 
 def _month_range(year: int, month: int) -> tuple[date, date]:
@@ -84,16 +89,26 @@ _REL_DAY_EN = {"the day before yesterday": -2, "yesterday": -1, "last night": -1
                "this morning": 0, "this afternoon": 0, "this evening": 0, "tomorrow": 1,
                "the day after tomorrow": 2}
 _REL_ZH: dict[str, tuple[str, int]] = {
-    **{w: ("year", k) for w, k in (("大前年", -3), ("前年", -2), ("去年", -1), ("今年", 0), ("明年", 1))},
+    **{w: ("year", k) for w, k in (("大前年", -3), ("前年", -2), ("去年", -1), ("今年", 0), ("明年", 1),
+                                   ("后年", 2))},
     **{w: ("week", k) for w, k in (("上上周", -2), ("上周", -1), ("上星期", -1), ("上个星期", -1), ("上礼拜", -1),
                                    ("上个礼拜", -1), ("本周", 0), ("这周", 0), ("这个星期", 0), ("这星期", 0),
-                                   ("下周", 1), ("下星期", 1), ("下个星期", 1))},
-    "上周末": ("weekend", -1),
+                                   ("下周", 1), ("下星期", 1), ("下个星期", 1), ("下下周", 2))},
+    **{w: ("weekend", k) for w, k in (("上周末", -1), ("上个周末", -1), ("这周末", 0), ("这个周末", 0),
+                                      ("本周末", 0), ("下周末", 1), ("下个周末", 1))},
     **{w: ("month", k) for w, k in (("上上个月", -2), ("上个月", -1), ("上月", -1), ("本月", 0), ("这个月", 0),
-                                    ("下个月", 1), ("下月", 1))},
+                                    ("下个月", 1), ("下月", 1), ("下下个月", 2))},
     **{w: ("day", k) for w, k in (("大前天", -3), ("前天", -2), ("昨天", -1), ("昨日", -1), ("昨晚", -1),
-                                  ("今天", 0), ("今日", 0), ("今晚", 0), ("今早", 0), ("明天", 1), ("后天", 2))},
+                                  ("今天", 0), ("今日", 0), ("今晚", 0), ("今早", 0), ("明天", 1), ("明早", 1),
+                                  ("明晚", 1), ("后天", 2), ("大后天", 3))},
 }
+# "上周五", "下个星期三", "这周日": a day of a week said relative to this one. Not "下周一起"
+# (together next week), "这周一直" (all this week), "上周三天" (three days last week), "这周日程"
+_ZH_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+_ZH_WEEKDAY = (r"(?P<rel>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)"
+               r"(?P<wd>一(?!起|直|共|定|切|样|些|般|致|同|并|块|半|边|面|旦|下子|会儿|点|天|个|次|周|遍|回|趟|整|年"
+               r"|月|场|阵|名|位|件|本|再|律|向|度|连|步|层|路)"
+               r"|[二三四五六](?![天个次周遍回趟年月位名场件本十百点])|日(?![程常期记报子历志])|(?<=[期拜])天)")
 
 
 def _relative(today: date, unit: str, offset: int) -> tuple[date, date]:
@@ -178,6 +193,12 @@ def _t_zh_rel(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _relative(today, *_REL_ZH[m.group(0)])
 
 
+def _t_zh_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    monday, _ = _week_range(today, _ZH_WEEK_OFFSET[m["rel"]])
+    d = monday + timedelta(days="一二三四五六".find(m["wd"]) % 7)  # 日, 天: -1, Sunday
+    return d, d
+
+
 def _t_year(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _year_range(int(m["y"]))
 
@@ -202,14 +223,17 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
          _t_en_period),
         (r"\b(?P<rel>last|this\s+past|on|this|next)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
          r"sunday)\b", _t_en_weekday),
-        ("|".join(sorted(_REL_ZH, key=len, reverse=True)), _t_zh_rel),
+        (_ZH_WEEKDAY, _t_zh_weekday),
+        # a week's word that is the start of another: "这周围" (around here), "下周期" (next cycle)
+        (rf"(?:{'|'.join(sorted(_REL_ZH, key=len, reverse=True))})(?!(?<=周)[围边期])", _t_zh_rel),
         (r"\b(?P<y>(?:19|20)\d\d)\b", _t_year),
     )
 )
 
 
 # the handlers of times said relative to the moment of speaking
-RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel})
+RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel,
+                                         _t_zh_weekday})
 
 
 def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
@@ -293,25 +317,98 @@ def _one_time(text: str, start: int, said: str) -> bool:
     return not (start == 0 and after[:1].isupper())
 
 
+def _zh_day(d: date) -> str:
+    return f"{d.year}年{d.month}月{d.day}日"
+
+
+def _zh_dates(first: date, last: date) -> str:
+    """The dates a time covers, written the Chinese way: "2026年12月6日", "2026年11月23日至29日"
+    (a week, a weekend), "2026年11月", "2025年"."""
+    if first == last:
+        return _zh_day(first)
+    if (first.day, first.month) == (1, 1) and (last.day, last.month) == (31, 12) and first.year == last.year:
+        return f"{first.year}年"
+    if first.day == 1 and last == _month_range(first.year, first.month)[1]:
+        return f"{first.year}年{first.month}月"
+    if first.year != last.year:
+        return f"{_zh_day(first)}至{_zh_day(last)}"
+    if first.month != last.month:
+        return f"{_zh_day(first)}至{last.month}月{last.day}日"
+    return f"{_zh_day(first)}至{last.day}日"
+
+
+# the part of the day a word says besides its day: 昨晚 is the evening of that day
+_ZH_PART_OF_DAY = {"昨晚": "晚上", "今晚": "晚上", "明晚": "晚上", "今早": "早上", "明早": "早上"}
+# a month said with its year relative to now ("去年三月", "今年5月8日"): its year is as relative
+_ZH_REL_YEAR = re.compile(r"^(?:去年|今年|前年|明年)")
+# a time these stand right before is the start or end of a span, said as a span: "从去年开始",
+# "自从去年", "直到明天", "每周末" (as the English "since last year", "until tomorrow" are)
+_ZH_LEADS_IN = re.compile(r"(?:从|自|由|直到|到|至|截至|截止|每个?|每逢)\s*$")
+# ... and right after: "去年以来", "明天起", "下周之前", "上个月至今", "明天至后天", "去年到现在"
+_ZH_LEADS_ON = re.compile(r"^\s*(?:以来|起(?![床来飞])|之前|以前|之后|以后|为止|期间|至|到现在|到目前|到今天)")
+# a habit in the clause before the time: "每年的今天", "我一般下周…"
+_ZH_HABIT = re.compile(r"每|经常|总是|一般|通常|常常|平时|往往|老是|向来|一向")
+_ZH_CLAUSE_END = re.compile(r"[，,。！!？?；;：:\n]")
+# the first character of a time word that ends a word before it: "马上周末" (nearly the
+# weekend), "讨论一下周末", "以前天天跑步" (every day, once), "午后天气", "聪明天才", "过去年轻时"
+_ZH_GLUED = {"上": "马晚早", "下": "一楼乡底私线地天", "前": "以之提目当眼空", "后": "最午雨然之以随饭而落先背",
+             "明": "聪光文发证表声透分英精高鲜清", "去": "过回"}
+# "后天" that is "acquired", not the day after tomorrow: "后天形成的", "是后天的。"
+_ZH_ACQUIRED = re.compile(r"^(?:性|形成|养成|获得|习得|因素|努力|培养|的(?:努力|因素|$|[。，,.！!？?；;]))")
+# a year word that begins another word: "去年轻化", "今年纪"
+_ZH_NOT_A_YEAR = re.compile(r"^[轻纪龄代]")
+_TITLE_MARKS = (("《", "》"), ("「", "」"), ("『", "』"), ("“", "”"))
+
+
+def _one_time_zh(text: str, start: int, said: str) -> bool:
+    """Whether the Chinese ``said``, at ``start`` of ``text``, names one time the dates can
+    stand for: not a span ("从去年开始", "去年以来", "直到明天"), a habit ("每年的今天"), a
+    vague count ("几天前"), a title (《明天会更好》), the literary 今日/昨日 of names (今日头条),
+    or characters of other words ("马上周末", "这周围", "后天形成的")."""
+    before, after = text[:start], text[start + len(said):]
+    if "几" in said or said.startswith(("今日", "昨日")):
+        return False
+    if _ZH_LEADS_IN.search(before) or _ZH_LEADS_ON.match(after):
+        return False
+    if _ZH_HABIT.search(_ZH_CLAUSE_END.split(before)[-1]):
+        return False
+    if before and before[-1] in _ZH_GLUED.get(said[0], ""):
+        return False
+    if said == "后天" and (before.endswith("先天") or _ZH_ACQUIRED.match(after)):
+        return False
+    if said.endswith("年") and _ZH_NOT_A_YEAR.match(after):
+        return False
+    return not any(before.count(op) > before.count(cl) for op, cl in _TITLE_MARKS)
+
+
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
     23 March 2026, reads "Moved to Hamburg on the weekend of 21-22 March 2026". Weeks later
-    "last weekend" would name another weekend. English times only; a line without one is
-    returned as it is."""
-    if not text.isascii():
-        return text  # (Chinese lines keep their words: 上周 has no preposition to give)
-    refs = [r for r in resolve_time_refs(text, at) if r.relative]
+    "last weekend" would name another weekend. A Chinese time is written the Chinese way where
+    it stood: "我明天去上海出差", said on 5 December 2026, reads "我2026年12月6日去上海出差".
+    A line without such a time is returned as it is."""
+    refs = [r for r in resolve_time_refs(text, at)
+            if r.relative or (has_cjk(r.text) and _ZH_REL_YEAR.match(r.text))]
+    # a TimeRef's ends are kept in UTC: its days are read back in the speaker's zone
+    # (Shanghai's 6 December begins on the 5th in UTC)
+    zone = at.tzinfo or timezone.utc
     bound = len(text)
     for ref in reversed(refs):  # from the end: a replacement moves nothing before it
         start = text.rfind(ref.text, 0, bound)
         if start < 0:
             continue
         bound = start
-        if not _one_time(text, start, ref.text):
-            continue
-        words = _dates_of(ref.start.date(), ref.end.date())
-        if start == 0:
-            words = words[0].upper() + words[1:]
+        first, last = ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date()
+        if has_cjk(ref.text):  # (Chinese has no preposition to give: the dates stand for the words)
+            if not _one_time_zh(text, start, ref.text):
+                continue
+            words = _zh_dates(first, last) + _ZH_PART_OF_DAY.get(ref.text, "")
+        else:
+            if not _one_time(text, start, ref.text):
+                continue
+            words = _dates_of(first, last)
+            if start == 0:
+                words = words[0].upper() + words[1:]
         text = text[:start] + words + text[start + len(ref.text):]
     return text
