@@ -599,6 +599,13 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     # 11: a Chinese text's index holds the parts of its compounds and its dates as one word
     # (see _cjk_indexed_again)
     lambda conn: _cjk_indexed_again(conn),
+    # 12: the turns still waiting for their reply (pending, or interrupted by a replica that
+    # stopped) are found from a small index, for the sweep that closes those past
+    # reply_timeout_seconds (reverie.unanswered); it serves pending_turns as the one before did
+    """
+    CREATE INDEX IF NOT EXISTS episodes_waiting ON episodes (user_id, pk) WHERE status IN ('pending', 'interrupted');
+    DROP INDEX IF EXISTS episodes_pending;
+    """,
 ]
 
 
