@@ -33,7 +33,10 @@ mere space: card security codes (``cvv 123``, ``CVC: 987``, ``security code 321`
 (``passport X12345678``, ``SSN: 123 45 6789``) ``[id-number]``, and after a Chinese name
 nothing need come between (``护照[id-number]``, ``港澳通行证[id-number]``); a Chinese resident
 ID after 身份证 in any grouping, whatever its check character (``身份证 [id-number]``:
-elsewhere only one its check character proves is taken); a long machine-made
+elsewhere only one its check character proves is taken); a card number after ``card number``,
+``card no``, ``card:``, ``credit card`` or ``卡号``/``银行卡号``, 13 to 19 digits in any grouping, whatever
+its checksum (``卡号 [card]``: elsewhere only one its checksum proves is taken, grouped by spaces,
+dashes or dots: ``4111.1111.1111.1111``); a long machine-made
 value right after ``api key`` or ``AWS secret`` ``[api-key]`` (after ``secret`` alone, or
 later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-character secret
 access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
@@ -42,12 +45,29 @@ access key); a phone number in any national format after ``tel``, ``phone``, ``m
 (``call me at [phone]``); a PIN (three to eight digits: not ``pin 3 of the header``), a passcode's digits
 and the digits of a door, gate, alarm, safe or unlock code ``[password]`` (``PIN [password]``,
 ``my pin number is [password]``, ``passcode [password]``, ``the door code is [password]``,
-``unlock code [password]``, ``门禁码是[password]``, ``开机密码[password]``, not ``密码2024年改过``). Without a
+``unlock code [password]``, ``门禁码是[password]``, ``开机密码[password]``, not ``密码2024年改过``), and the
+four to eight digits of a one-time code (``my OTP is [password]``, ``verification code [password]``,
+``2FA code: [password]``). A wifi key is a password (``my wifi key is [password]``, ``WPA key [password]``),
+and so is what follows a user and a slash after ``login`` (``login: bob / [password]``; with no colon,
+only a value that looks made up). Without a
 verb or colon a password must mix letters and digits (``wifi password [password]``); after
 ``pass``, a word with many other senses, it must also hold a symbol (``pass [password]``),
-or with a colon or ``is`` at least mix both cases and digits (``my pass is [password]``);
+or with a colon or ``is`` at least mix both cases and digits (``my pass is [password]``,
+not ``--- PASS: TestLogin2``, a test runner's capitals);
 and several words that end the clause after a colon or ``is`` are one passphrase
 (``my password is [password]``, ``密码是：[password]``) unless they read as a remark about it.
+A value a verb or a colon hands over runs to the next space: a final ``!`` or ``?`` is part of it
+(``password: [password]`` of ``password: Sup3rS3cret!``), and only a final full stop, comma,
+semicolon, colon or closing bracket stays outside as the sentence's (``my password is [password].``);
+a value of digits alone ends before a final ``!`` too (``my PIN is [password]!``).
+
+Passwords and PINs are also known in German, Spanish, French, Italian and Portuguese, after a colon
+or a verb as in English: ``Passwort``/``Kennwort`` ``ist``/``lautet``, ``contraseña es``, ``mot de passe est``,
+``la password è``, ``a senha é``, ``meine PIN ist``, ``Geheimzahl``, ``code PIN``, ``code secret``
+(``Mein Passwort ist [password]``, ``Kennwort: [password]``, ``Meine PIN ist [password]``); not
+``das Passwort ist zu kurz`` or ``la contraseña es incorrecta``, which describe the password. ``clave``
+(also a key, a clef, a clue) takes only a value that looks made up (``mi clave es [password]``, not
+``la clave es la paciencia``).
 A password may also come before its name (``[password] is my password``, ``use [password]
 as the wifi password``, ``[password] is the gate code``), in quotes right after it
 (``the password '[password]'``; Chinese corner and title brackets are quotes too:
@@ -322,6 +342,23 @@ def _joined(
     return follow
 
 
+_GROUP_RE = re.compile(r"\d+")
+
+
+def _card_number_span(m: re.Match[str]) -> tuple[int, int] | None:
+    """The card number that follows a card's name: the longest run of its groups that holds 13 to 19 digits
+    (``6217 0000 1234 5678 901`` of ``6217 0000 1234 5678 901 2026``), or None."""
+    start = m.start("bare")
+    best, digits = None, 0
+    for g in _GROUP_RE.finditer(m.group("bare")):
+        digits += len(g.group())
+        if digits > 19:
+            break
+        if digits >= 13:
+            best = start + g.end()
+    return None if best is None else (start, best)
+
+
 def _phone_span(m: re.Match[str]) -> tuple[int, int] | None:
     return _longest_phone(m, 0, _phone_ok, _PHONE_HEAD)
 
@@ -423,19 +460,85 @@ def _pin_ok(value: str) -> bool:
     return value.isdigit() and 3 <= len(value) <= 8
 
 
+def _pin_key(key: str) -> bool:
+    """A PIN's name, in any of the languages known: ``PIN``, ``pin number``, ``Geheimzahl``, ``code PIN``."""
+    return key.startswith("pin") or key.endswith("pin") or key in ("geheimzahl", "code secret")
+
+
+def _cased_secret(value: str) -> bool:
+    """Letters of both cases and digits in one word of eight characters or more (``HunterZeta42``)."""
+    return (
+        len(value) >= 8
+        and value.isalnum()
+        and any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and any(ch.isdigit() for ch in value)
+    )
+
+
+# Words that follow a password's name and its verb in the other languages known when the sentence gives no
+# password ("das Passwort ist zu kurz", "la contraseña es incorrecta", "le mot de passe est trop court").
+_FOREIGN_NOT_A_PASSWORD = frozenset(
+    """
+    zu nicht kein keine keinen falsch richtig korrekt sicher unsicher schwach stark lang kurz neu alt leer geheim
+    gleich anders das der die dem den des dein deine mein meine sein seine ihr ihre unser unsere ein eine einen
+    noch schon immer jetzt auch nur sehr ganz hier da dort was wie wo wer welches etwas nichts gut schlecht
+    einfach schwer leicht bekannt unbekannt privat pflicht erforderlich vergessen mindestens bitte siehe unten
+    oben identisch dasselbe
+    muy demasiado la el lo los las mi mis tu tus su sus nuestra una un uno correcta correcto incorrecta incorrecto
+    segura seguro insegura débil fuerte larga largo corta corto nueva nuevo vieja viejo vacía vacío secreta
+    secreto igual diferente otra otro esta este esa ese aquí ahí qué que cuál cual fácil difícil buena bueno mala
+    malo válida inválida misma mismo siempre nunca también ya todavía aún de del para por con sin en ver
+    obligatoria obligatorio obligatoire obbligatoria obrigatória obrigatoria di du des
+    trop très pas ne le les mon ma mes ton ta son sa notre votre leur une correcte incorrect incorrecte faux
+    fausse juste sûr sûre faible fort forte longue court courte nouveau nouvelle ancien vide secrète même
+    différent ici là quoi quel quelle facile difficile bon bonne mauvais mauvaise valide invalide toujours jamais
+    aussi déjà encore dans sur voir
+    troppo molto non il mia mio tua tuo sua suo sbagliata sbagliato giusta giusto corretta corretto sicura debole
+    forte lunga lungo nuova vecchia vuota segreta stessa stesso diversa qui sempre mai anche già ancora
+    muito não minha meu teu seu errada errado certa certo correta fraca fraco longa curta nova velha vazia
+    mesma aqui fácil ainda
+    """.split()
+)
+# In those languages, a word the list above lacks that says what the password is like: a participle or an
+# adjective in lower case ("das Passwort ist abgelaufen", "ist ungültig", "la contraseña es requerida", "le mot
+# de passe est changé"). A lower-case plain word of these endings given as the password is kept with them.
+_FOREIGN_REMARK_RE = re.compile(
+    r"(?:ab|an|auf|aus|ein|zurück|um|vor)?ge[a-zäöüß]{2,}(?:t|en)|[a-zäöüß]{3,}(?:ig|lich)"
+    r"|[a-zà-ÿ]{3,}(?:ad[ao]s?|id[ao]s?|at[ao]|ut[ao]|ée?s?)"
+)
+_FOREIGN_KEYS = frozenset("passwort kennwort contraseña contrasena senha clave geheimzahl".split())
+
+
+def _foreign(m: re.Match[str], key: str) -> bool:
+    """Whether ``m`` gives a password in one of the other languages known: by its name or its verb."""
+    verb = m.groupdict().get("verb")
+    return key in _FOREIGN_KEYS or key.startswith("mot de") or (verb is not None and verb.lower() not in ("is", "was"))
+
+
 def _password_ok(m: re.Match[str]) -> bool:
     key = m.group("key").lower()
     quoted = m.group("quoted")
     value = quoted if quoted is not None else m.group("bare")
-    if key.startswith("pin"):
+    if _pin_key(key):
         return _pin_ok(value)
     if key == "pass":
         # Also a ticket, an exam, a move, a test result ("--- PASS: TestLogin2"), a Python
-        # statement ('pass': 'The "pass" statement'): only a value that can be nothing but a password.
-        return _symbolic_secret(value) or _scrambled(value)
+        # statement ('pass': 'The "pass" statement'): only a value that can be nothing but a password,
+        # or (given with a colon or "is", and not in a test runner's capitals) one that mixes both
+        # cases and digits ("my pass is HunterZeta42").
+        return _symbolic_secret(value) or _scrambled(value) or (m.group("key") != "PASS" and _cased_secret(value))
+    if key == "clave":
+        # "la clave es la paciencia", "clave de sol": only a made-up value or a PIN
+        return _made_up(value) or _symbolic_secret(value) or (value.isdigit() and len(value) >= 4)
     if quoted is not None:
         return True
-    if _NO_VALUE.fullmatch(value.rstrip(".,;:!")):
+    if _NO_VALUE.fullmatch(value.rstrip(".,;:!")) or not value.strip("!?.,;:"):
+        return False
+    word = value.rstrip("!?")
+    if word.lower() in _FOREIGN_NOT_A_PASSWORD or word.lower() in _PASSWORD_QUALITIES:
+        return False
+    if _foreign(m, key) and word.islower() and word.isalpha() and _FOREIGN_REMARK_RE.fullmatch(word):
         return False
     # "password is 8 characters", "密码是6位数": a length, not a password.
     return not (value.isdigit() and len(value) < 4) and not _plain_word(value)
@@ -540,6 +643,24 @@ def _query_ok(m: re.Match[str]) -> bool:
     return _literal(value) and value.lower() not in _FLAGS
 
 
+def _login_password_ok(m: re.Match[str]) -> bool:
+    """``login: bob / hunter2``: only the value's look tells it from a pair of words ("login: email / password",
+    "Login: Google / Facebook"): letters and digits (four or more after a colon, else six), six digits or more,
+    a password symbol among letters and digits, or both cases and digits."""
+    value = m.group("bare")
+    if not _literal(value) or value.startswith(("/", "~", ".", "-")) or "/" in value or "\\" in value:
+        return False
+    if _made_up(value) or _symbolic_secret(value) or _cased_secret(value.rstrip("!?")):
+        return True
+    return (
+        m.group("colon") is not None
+        and len(value) >= 4
+        and any(ch.isalpha() for ch in value)
+        and any(ch.isdigit() for ch in value)
+        and not _MEASURE_RE.fullmatch(value)
+    )
+
+
 def _keyword_password_ok(m: re.Match[str]) -> bool:
     return not _in_query(m) and _password_ok(m)
 
@@ -589,10 +710,11 @@ def _told_password_ok(m: re.Match[str]) -> bool:
     value = m.group("bare")
     if _made_up(value):
         return True
+    value = value.rstrip("!?")  # "my password? it's tulip!": a final "!" ends the clause too
     word = value.lower()
     return (
         _WORD_RE.fullmatch(value) is not None
-        and _CLAUSE_END_RE.match(m.string, m.end()) is not None
+        and (value != m.group("bare") or _CLAUSE_END_RE.match(m.string, m.end()) is not None)
         and not _plain_word(word)
         and word not in _PASSWORD_QUALITIES
     )
@@ -682,11 +804,24 @@ def _named_after_ok(m: re.Match[str]) -> bool:
 
 def _digit_code_ok(m: re.Match[str]) -> bool:
     """A door code is any run of its digits (``#2580``, ``1234#``); a PIN three to eight digits, a ``#``
-    before them a number's sign (``pin #12``, a pin of a header), a ``#`` after them its end (``PIN 1234#``)."""
+    before them a number's sign (``pin #12``, a pin of a header), a ``#`` after them its end (``PIN 1234#``);
+    a one-time code four to eight digits (``verification code 482913``)."""
     key = m.group("key")
-    if key is None or not key.lower().startswith("pin"):
+    value = m.group("bare")
+    if key is None:  # a Chinese name: a one-time code's digits (验证码是 482913), or a lock's any
+        return _otp_ok(value) if m.group("zhotp") else True
+    if _OTP_KEY_RE.fullmatch(key):
+        # "the OTP 2024 update": with only a space between, four digits of a year are a year
+        year = len(value) == 4 and value.startswith(("19", "20"))
+        return _otp_ok(value) and not (year and not m.string[m.end("key") : m.start("bare")].strip())
+    key = key.lower()
+    if not _pin_key(key):
         return True
-    return _pin_ok(m.group("bare").rstrip("#*"))
+    return _pin_ok(value.rstrip("#*"))
+
+
+def _otp_ok(value: str) -> bool:
+    return value.isdigit() and 4 <= len(value) <= 8
 
 
 def _keyword_secret_ok(m: re.Match[str]) -> bool:
@@ -830,21 +965,56 @@ def _value(bare: str) -> str:
 # lazy value with a look-ahead over the punctuation would be quadratic on long
 # runs of it.
 _TRAIL = r"[.,;:!?)\]]"
+# A password handed over by a verb or a colon ("password: Sup3rS3cret!", "my password is abc!!!") runs to
+# the next space: "!" and "?" are characters people put in passwords, and one left outside would give
+# the password's end away. Only what reads as the sentence's punctuation stays outside: a final full
+# stop, comma, semicolon or colon, and a closing bracket ("my password is hunter2." keeps its ".").
+_GIVEN_TRAIL = r"[.,;:)\]]"
 
 
-def _bare(chars: str, stop: str) -> str:
+def _bare(chars: str, stop: str, trail: str = _TRAIL) -> str:
     """A run of ``chars`` that ends where ``stop`` (or the end) follows, minus its trailing punctuation."""
-    return rf"{chars}*(?!{_TRAIL}){chars}(?={_TRAIL}*(?:{stop}|$))"
+    return rf"{chars}*(?!{trail}){chars}(?={trail}*(?:{stop}|$))"
 
 
-_BARE_SPACED = _bare(rf"[^\s{_OPEN_QUOTE}{_CLOSE_QUOTE}，。；、！？]", rf"[\s{_OPEN_QUOTE}{_CLOSE_QUOTE}，。；、！？]")
-_BARE_ASCII = _bare(r"[!-~]", r"[^!-~]")
+_SPACED_CHAR = rf"[^\s{_OPEN_QUOTE}{_CLOSE_QUOTE}，。；、！？]"
+_SPACED_STOP = rf"[\s{_OPEN_QUOTE}{_CLOSE_QUOTE}，。；、！？]"
+
+
+def _given(chars: str, stop: str) -> str:
+    """A value a verb or a colon hands over: all of it to the next space but the sentence's punctuation;
+    a value of digits alone (a PIN, a code: "my PIN is 4821!") ends before a final "!" or "?" too."""
+    return rf"(?:\d+(?={_TRAIL}*(?:{stop}|$))|{_bare(chars, stop, _GIVEN_TRAIL)})"
+
+
+# A value with no verb or colon before it ("wifi password Summer2024!"): a final "!" or "?" ends the sentence.
+_BARE_SPACED = _bare(_SPACED_CHAR, _SPACED_STOP)
+_GIVEN_SPACED = _given(_SPACED_CHAR, _SPACED_STOP)
+_GIVEN_ASCII = _given(r"[!-~]", r"[^!-~]")
 _BARE_TOKEN = _bare(r"[A-Za-z0-9._~+/=-]", r"[^A-Za-z0-9._~+/=-]")
 
+# A wifi network's password under its other names: "my wifi key is x", "WPA key x", "wpa_psk=x".
+_WIFI_KEY_WORD = r"(?:wi-?fi|wlan|wpa[23]?|wep|wireless|network[ ]security)[ _-]?key|wpa[23]?[ _-]?psk"
+# The names of a password in other languages: German, Spanish, French, Portuguese (Italian says "password").
+# "clave" (also a key, a clef, a clue: "la clave es la paciencia") takes only a value that looks made up,
+# as "pass" does.
+_FOREIGN_PASSWORD_WORD = r"passwort|kennwort|contrase(?:ña|na)|mot[ ]de[ ]passe|senha|clave"
+# The names of a PIN in other languages: "Geheimzahl", "PIN-Nummer", "code PIN", "código PIN", "code secret".
+_FOREIGN_PIN_WORD = r"geheimzahl|(?:code|c[oó]digo|codice)[ ]pin|code[ ]secret"
+_PIN_WORD = rf"pin(?:[\s-]?(?:code|number|nummer))?|{_FOREIGN_PIN_WORD}"
 # "pass" alone is also a ticket or a move: _password_ok takes only a symbol-laden value after it.
-_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:\s?code)?|pass"
+_PASSWORD_WORD = rf"pass(?:word|wd|phrase|code)|pwd|pw|{_PIN_WORD}|{_FOREIGN_PASSWORD_WORD}|{_WIFI_KEY_WORD}|pass"
 # Words that give a password without a verb or a colon ("wifi password Summer2024!").
 _BARE_PASSWORD_WORD = r"pass(?:word|wd|phrase|code)|pwd|pw"
+# How a password's name hands over its value in a sentence: "is", "was", and in the other languages
+# German "ist", "lautet", Spanish "es", French "est", "était", Italian "è" (or "e'"), Portuguese "é".
+_IS = r"is|was|ist|lautet|es|est|était|etait|è|é|e['’]"
+# Words between the verb and the value: "my password is now x", "das Passwort ist jetzt x".
+_NOW = r"now|still|currently|actually|jetzt|ahora|maintenant|adesso|agora"
+# Words that tie a password's name to what it opens: "the password for the wifi is x",
+# "das Passwort für das WLAN ist x", "la contraseña del wifi es x", "le mot de passe du wifi est x" (not "do"
+# or "per", English words too: "which password do you think is best", "the password per user is unique").
+_FOR = r"for|of|to|on|at|für|fürs|vom|von|de|del|du|des|pour|della|dello|da"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
@@ -854,10 +1024,22 @@ _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 _LOCK_CODE_WORD = r"(?:door|gate|alarm|safe|lock|unlock|lockbox|garage|keypad|entry|entrance|access)[ -]?code"
 # "门禁码是2580", "开锁码 1234" (a 门禁密码 or 保险箱密码 is a 密码, found as one).
 _ZH_LOCK_CODE_WORD = r"(?:门禁|門禁|开门|開門|开锁|開鎖|解锁|解鎖|锁屏|鎖屏)[码碼]"
+# One-time codes: "my OTP is 482913", "verification code 482913", "2FA code: 123456". Four to eight digits.
+_OTP_WORD = (
+    r"t?otp|one[ -]time[ -](?:pass(?:word|code)|code|pin)"
+    r"|(?:verification|verify|2fa|mfa|two[ -]factor|auth(?:entication|enticator)?|sms|login|sign[ -]?in)"
+    r"[ -]?code"
+)
+_OTP_KEY_RE = re.compile(rf"(?i:{_OTP_WORD})")
 _LOCK_CODE = r"[#*]?\d{3,10}[#*]?"
+# English words that say what a number after a code's name counts: no code.
+_UNIT_WORD = (
+    r"(?i:lines?|digits?|char(?:acter)?s?|times|minutes?|mins?|seconds?|secs?|hours?|days?|weeks?|months?|years?"
+    r"|users?|people|dollars?|euros?|bytes?|words?|ms)(?![A-Za-z])"
+)
 _LOCK_CODE_RE = re.compile(_LOCK_CODE)
 # Names of a code that is its digits, given as a door code is ("PIN 4521", "passcode 778899", "card PIN 0000").
-_DIGIT_CODE_WORD = rf"{_LOCK_CODE_WORD}|pin(?:[ -]?(?:code|number))?|pass[ -]?code"
+_DIGIT_CODE_WORD = rf"{_LOCK_CODE_WORD}|{_PIN_WORD}|pass[ -]?code|{_OTP_WORD}"
 # Names of a value given before them: "hunter2 is my password", "0420 is my PIN", "4512 is the gate code".
 _NAMED_AFTER_WORD = rf"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:[ -]?(?:code|number))?|{_LOCK_CODE_WORD}"
 # What follows that name when it names the value before it: the clause's end, or a word that starts no noun
@@ -890,6 +1072,10 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+"),
     ),
     _Detector(
+        "token",  # a Google OAuth access token (a pattern of its own: a literal first lets the regex engine skip fast)
+        _compile(r"ya29\.(?<![A-Za-z0-9_.-]ya29\.)[A-Za-z0-9_-]{20,}"),
+    ),
+    _Detector(
         "api-key",
         _compile(
             r"""(?<![A-Za-z0-9])(?:
@@ -898,9 +1084,20 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
               | gh[pousr]_[A-Za-z0-9]{30,} | github_pat_[A-Za-z0-9_]{22,}          # GitHub
               | (?:AKIA|ASIA)[A-Z0-9]{16}                                          # AWS access key id
               | AIza[0-9A-Za-z_-]{35}                                              # Google
-              | xox[abposr]-[A-Za-z0-9-]{10,}                                      # Slack
-              | hf_[A-Za-z0-9]{30,} | glpat-[A-Za-z0-9_-]{20,}                     # Hugging Face, GitLab
+              | xox[abposr]-[A-Za-z0-9-]{10,} | xapp-[A-Za-z0-9-]{20,}             # Slack
+              | hf_[A-Za-z0-9]{30,}                                                # Hugging Face
+              | gl(?:pat|dt|rt|ptt|ft|soat)-[A-Za-z0-9_-]{20,}                     # GitLab
               | npm_[A-Za-z0-9]{36}                                                # npm
+              | pypi-AgE[A-Za-z0-9_-]{50,}                                         # PyPI
+              | SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}                     # SendGrid
+              | shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}                                 # Shopify
+              | do[por]_v1_[a-f0-9]{64}                                            # DigitalOcean
+              | glc_[A-Za-z0-9+/]{32,}={0,2} | glsa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8}  # Grafana
+              | whsec_[A-Za-z0-9+/=]{24,}                                          # Stripe webhook secret
+              | sbp_[a-f0-9]{40} | r8_[A-Za-z0-9]{37} | gsk_[A-Za-z0-9]{48,}      # Supabase, Replicate, Groq
+              | lin_api_[A-Za-z0-9]{40} | PMAK-[a-f0-9]{24}-[a-f0-9]{34}           # Linear, Postman
+              | dapi[a-f0-9]{32}(?:-\d)? | tskey-[a-z]+-[A-Za-z0-9]{8,}-[A-Za-z0-9]{16,}  # Databricks, Tailscale
+              | AGE-SECRET-KEY-1[0-9A-Z]{58}                                       # age
               | rv_[A-Za-z0-9_-]{43}(?![_-])                                       # reverie's own (reverie.keys)
             )(?![A-Za-z0-9])"""
         ),
@@ -950,19 +1147,21 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "password",  # "password: x", "pwd=x", "PIN = 1234"
         _compile(
-            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))["']?\s*(?:[:=：]|=>)\s*""" + _value(_BARE_SPACED)
+            rf"""(?=(?i:[cgkmnpsw]))   # the keywords' first letters: a first test the regex engine makes fast
+            (?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))["']?\s*(?:[:=：]|=>)\s*""" + _value(_GIVEN_SPACED)
         ),
         check=_keyword_password_ok,
         value_groups=("quoted", "bare"),
     ),
     _Detector(
-        "password",  # "my password is hunter2", "the password for the wifi was now 'x'"
+        "password",  # "my password is hunter2", "the password for the wifi was now 'x'", "Mein Passwort ist x"
         _compile(
-            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
-            (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?(?::\s+|：\s*)   # "the password for my laptop: x"
-            | (?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/:-]+){{1,3}}?)?
-              (?:\s+(?i:is|was)|'s)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)"""
-            + _value(_BARE_SPACED)
+            rf"""(?=(?i:[cgkmnpsw]))   # the keywords' first letters
+            (?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
+            (?:\s+(?i:{_FOR})(?:\s+[\w.@'/-]+){{1,3}}?(?::\s+|：\s*)   # "the password for my laptop: x"
+            | (?:\s+(?i:{_FOR})(?:\s+[\w.@'/:-]+){{1,3}}?)?
+              (?:\s+(?i:(?P<verb>{_IS}))|'s)(?:\s+(?i:{_NOW}))?(?:\s*[:：])?\s+)"""
+            + _value(_GIVEN_SPACED)
         ),
         check=_password_ok,
         value_groups=("quoted", "bare"),
@@ -982,9 +1181,12 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         value_groups=("bare",),
     ),
     _Detector(
-        "password",  # "wifi password Summer2024!", "pwd Zebra#4421", "pass Xy9$abc": no verb, no colon
+        "password",  # "wifi password Summer2024!", "pwd Zebra#4421", "pass Xy9$abc", "WPA key Zorblax77",
+        # "WLAN-Passwort Sonnenblume42": no verb, no colon
         _compile(
-            rf"""(?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}|pass))[ \t]+(?P<bare>(?!{_PLACEHOLDER}){_BARE_SPACED})"""
+            rf"""(?=(?i:[ckmnpsw]))   # the keywords' first letters
+            (?<![A-Za-z0-9])(?i:(?P<key>{_BARE_PASSWORD_WORD}|{_WIFI_KEY_WORD}|{_FOREIGN_PASSWORD_WORD}|pass))
+            [ \t]+(?P<bare>(?!{_PLACEHOLDER}){_BARE_SPACED})"""
         ),
         check=_bare_english_password_ok,
         value_groups=("bare",),
@@ -1010,7 +1212,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
             (?:(?:(?i:it|that|this|which|mine)(?:[ \t]+(?i:is|was)|['’]s)|(?i:is|was))
                 (?:[ \t]+(?i:now|still|currently|actually))?(?:[ \t]*[:：])?[ \t]+
               | [:：][ \t]*)"""
-            + _value(_BARE_SPACED)
+            + _value(_GIVEN_SPACED)
         ),
         check=_told_password_ok,
         value_groups=("quoted", "bare"),
@@ -1035,18 +1237,18 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580",
         # "door code 4821", and PINs and passcodes alike: "PIN 4521", "my pin number is 4521", "passcode 778899"
         _compile(
-            rf"""(?=(?i:[adegklpsu])|[门門开開解锁鎖])   # the keywords' first letters: a first test the regex engine makes fast
+            rf"""(?=(?i:[acdegklmopstuv2])|[门門开開解锁鎖验驗动動])   # the keywords' first letters: a first test the regex engine makes fast
             (?:(?<![A-Za-z0-9])(?i:(?P<key>{_DIGIT_CODE_WORD}))
-                (?:(?:\s+(?i:for|of|to|on|at)(?:\s+[\w.@'/-]+){{1,3}}?)?
-                    (?:\s*(?:[:=：]|=>)\s*|\s+(?i:is|was)(?:\s+(?i:now|still|currently|actually))?(?:\s*[:：])?\s+)
+                (?:(?:\s+(?i:{_FOR})(?:\s+[\w.@'/-]+){{1,3}}?)?
+                    (?:\s*(?:[:=：]|=>)\s*|\s+(?i:{_IS})(?:\s+(?i:{_NOW}))?(?:\s*[:：])?\s+)
                   | [ \t]+)   # a space alone only right after the name ("the door code for flat 221 is ..." gives none)
-              | (?:{_ZH_LOCK_CODE_WORD})\s*(?:(?:{_ZH_VERB})\s*)?(?:[:=：]\s*)?)
+              | (?:(?P<zhotp>验证|驗證|动态|動態)[码碼]|{_ZH_LOCK_CODE_WORD})\s*(?:(?:{_ZH_VERB})\s*)?(?:[:=：]\s*)?)
             (?P<bare>{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date
-            (?!\s*{_ZH_UNIT})   # nor what it counts ("门禁码2024年换过")"""
+            (?!\s*{_ZH_UNIT}|[ \t]+{_UNIT_WORD})   # nor what it counts ("门禁码2024年换过", "the login code is 2000 lines")"""
         ),
         check=_digit_code_ok,
         value_groups=("bare",),
-        cue=("code", "pin", "码", "碼"),
+        cue=("code", "pin", "otp", "geheimzahl", "码", "碼"),
     ),
     _Detector(
         "card",  # the card's security code: "cvv 123", "CVC: 987", "security code 321", "安全码是123"
@@ -1091,7 +1293,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(
             rf"""(?P<key>{_ZH_PASSWORD_WORD})
             \s*(?:是|为|為|：|:|=|就是|改成了?|改为|设置为|设为|设成)\s*(?:[：:]\s*)?"""
-            + _value(_BARE_ASCII)
+            + _value(_GIVEN_ASCII)
         ),
         check=_password_ok,
         value_groups=("quoted", "bare"),
@@ -1219,11 +1421,24 @@ _EMBEDDED_DETECTORS: tuple[_Detector, ...] = (
             r"""(?<![A-Za-z0-9_-])(?:machine\s+(?P<host>[^\s"']+)|default)
             (?P<login>(?:\s+(?:login|account)\s+[^\s"']+){1,3})?
             \s+password\s+"""
-            + _value(_BARE_SPACED)
+            + _value(_GIVEN_SPACED)
         ),
         check=_netrc_ok,
         value_groups=("quoted", "bare"),
         cue=("machine", "default"),
+    ),
+    _Detector(
+        "password",  # "login: bob / HunterZeta42", "sign in bob / Zorblax-77": a user, a slash, then the password
+        _compile(
+            rf"""(?<![A-Za-z0-9])(?i:log[ -]?in|log[ -]?on|sign[ -]?in|credentials|creds)
+            (?:(?P<colon>[ \t]*[:=：][ \t]*)|[ \t]+)
+            [^\s/"'<>]{{1,64}}
+            (?(colon)[ \t]*/[ \t]*|[ \t]+/[ \t]+)   # with no colon, a slash set apart by spaces ("login page/home" is a path)
+            (?P<bare>(?!{_PLACEHOLDER}){_GIVEN_SPACED})"""
+        ),
+        check=_login_password_ok,
+        value_groups=("bare",),
+        cue=("/",),  # the slash: rarer in prose than the words
     ),
     _Detector(
         "password",  # "口令：芝麻开门2024", "密码是 芝麻开门": a Chinese value, set apart by a colon or a space
@@ -1327,12 +1542,28 @@ _NUMBER_DETECTORS = (
         _compile(
             _NUM_START
             + r"""(?:\d{13,19}
-                | \d{4}(?P<s1>[ -])\d{4}(?P=s1)\d{4}(?P=s1)\d{1,4}(?:(?P=s1)\d{1,3})?   # 4-4-4-4(-3)
-                | \d{4}(?P<s2>[ -])\d{6}(?P=s2)\d{4,5})                                 # Amex, Diners
+                | \d{4}(?P<s1>[ .-])\d{4}(?P=s1)\d{4}(?P=s1)\d{1,4}(?:(?P=s1)\d{1,3})?   # 4-4-4-4(-3)
+                | \d{4}(?P<s2>[ .-])\d{6}(?P=s2)\d{4,5})                                 # Amex, Diners
             """
             + _NUM_END
         ),
         check=_card_ok,
+    ),
+    _Detector(
+        "card",  # after its name, a card number in any grouping whatever its checksum (a bank's own card, a typo):
+        # "卡号 6217 0000 1234 5678 901", "card number 6217-0000-1234-5678-901", "银行卡号：6217000012345678901"
+        _compile(
+            r"""(?:(?<![A-Za-z0-9])(?i:
+                  (?:credit|debit|bank|visa|master[ ]?card|amex)[ ]card(?:[ _-]?(?:number|no\.?|num|\#))?
+                | card[ _-]?(?:number|no\.?|num|\#)
+                | card(?=[ \t]*[:：]))"""
+            + _KEY_SEP
+            + r"""| (?:(?:银行|銀行|信用|借记|借記|储蓄|儲蓄)卡(?:号码|號碼|号|號)?|卡(?:号码|號碼|号|號))\s*(?:[:：]|是|为|為)?\s*)
+            (?P<bare>\d{1,19}(?:[ .-]\d{1,19}){0,7})"""
+            + _NUM_END
+        ),
+        fit=_card_number_span,
+        cue=("card", "卡"),
     ),
     _Detector(
         "id-number",  # US social security number
@@ -1400,8 +1631,13 @@ _CODE_DETECTORS = (
 # (and a few substring tests for the cues of the embedded secrets; text that is not all ASCII, a fifth).
 # The secret cue is searched in lower case, which is several times faster than IGNORECASE.
 _SECRET_CUE = re.compile(
-    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|lpat-)|a(?:kia|iza)|asia|xox[abposr]-|hf_|npm_|rv_"
-    r"|bearer|p(?:ass|wd?|in)|token|key|secret|code|cv[vc]|ssn|social security"
+    # Every alternative begins with one of a few letters (or is found by a part that does: "a29." of "ya29.",
+    # "_v1_" of "dop_v1_"), which lets the regex engine skip every other character: a new name of a
+    # secret begins with one of them if it can.
+    r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|ptt|ft|soat)-|l(?:c|sa)_|eheimzahl)"
+    r"|a(?:kia|iza|29\.|pi[0-9a-f]{8})|asia|x(?:ox[abposr]|app)-|h(?:f|sec)_|npm_|rv_|r8_|_v1_|_api_"
+    r"|s(?:g\.|hp(?:at|ss|ca|pa)_|bp_|enha)|p(?:ass|wd?|in|ypi-|mak-|sk)|t(?:oken|p\b)|k(?:ey|ennwort)"
+    r"|bearer|secret|c(?:ode|v[vc]|ontrase|lave)|ssn|social security"
 )
 # The Chinese names of secrets, asked of text that is not all ASCII: each alternative a whole word, which
 # lets the regex engine skip every character that begins none (many times faster than nested groups).
@@ -1409,6 +1645,7 @@ _ZH_SECRET_CUE = re.compile(
     "|".join(
         """
         密码 密碼 密钥 口令 令牌 秘钥 安全码 门禁码 門禁碼 开门码 開門碼 开锁码 開鎖碼 解锁码 解鎖碼 锁屏码 鎖屏碼
+        验证码 驗證碼 动态码 動態碼
         护照 護照 通行证 通行證 台胞证 台胞證 回乡证 回鄉證
         """.split()
     )
@@ -1562,11 +1799,21 @@ def redact_obj(value: Any) -> Any:
     """A copy of ``value`` (str, list, tuple, dict, nested) with every string redacted.
 
     Dict keys are redacted too, and the string value of a field named like a
-    secret (``password``, ``api_key``, ``token``...) is replaced whole. Other
-    types pass through unchanged.
+    secret (``password``, ``api_key``, ``token``...) is replaced whole.
+
+    A number is written as its digits, and an import or a stored value may hold a card or a phone
+    number as one (``{"cardnum": 4111111111111111}``): an integer (or a whole float) of seven
+    digits or more is replaced by the placeholder (a string) when its digits alone would be
+    redacted as text (a card number its checksum proves, a Chinese mobile or resident ID), or
+    when its field is named for a phone (``phone``, ``mobile_no``, ``tel``: 7 to 15 digits) or a
+    card (``card``, ``card_number``, ``ccnum``: 12 to 19 digits); and a number given for a
+    password or a PIN (``{"pin": 1234}``) is replaced whatever it is. Other numbers (counts,
+    years, ids, scores, time stamps) and other types pass through unchanged.
 
     >>> redact_obj({"note": "mail me at bob@example.com", "password": "tulip", "n": 3})
     {'note': 'mail me at [email]', 'password': '[password]', 'n': 3}
+    >>> redact_obj({"cardnum": 4111111111111111, "phone": 4155550132, "year": 2023, "uses": 12345678})
+    {'cardnum': '[card]', 'phone': '[phone]', 'year': 2023, 'uses': 12345678}
     """
     if isinstance(value, str):
         return _redact_string(value)
@@ -1576,6 +1823,44 @@ def redact_obj(value: Any) -> Any:
         return [redact_obj(v) for v in value]
     if isinstance(value, tuple):
         return tuple(redact_obj(v) for v in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _redact_number(value)
+    return value
+
+
+# Field names (lower case, without separators) that say their number is a phone's or a card's.
+_PHONE_FIELD = re.compile(
+    r"[a-z]*(?:phone|mobile|cell|fax|msisdn|whatsapp)(?:num(?:ber)?|no|int)?|tel(?:ephone)?(?:num(?:ber)?|no)?"
+)
+_CARD_FIELD = re.compile(r"(?:credit|debit|bank|payment)?card(?:num(?:ber)?|no|int)?|cc(?:num(?:ber)?|no)|pan")
+
+
+@lru_cache(maxsize=1024)
+def _number_field_kind(key: Any) -> Kind | None:
+    if not isinstance(key, str):
+        return None
+    name = _FIELD_SEPARATORS.sub("", key).lower()
+    if _PHONE_FIELD.fullmatch(name):
+        return "phone"
+    if _CARD_FIELD.fullmatch(name):
+        return "card"
+    return None
+
+
+def _redact_number(value: int | float, field: Kind | None = None) -> int | float | str:
+    """``value``, or the placeholder of what its digits are (see :func:`redact_obj`)."""
+    if isinstance(value, float) and not value.is_integer():  # a fraction (a score, an amount), or inf or nan
+        return value
+    if not -(10**19) < value < 10**19:  # longer than any card, phone or ID number
+        return value
+    digits = str(abs(int(value)))
+    if len(digits) < 7:  # counts, years, small ids: no number that is sensitive is this short
+        return value
+    found = find_sensitive(digits)
+    if found and found[0].start == 0 and found[0].end == len(digits):
+        return found[0].placeholder
+    if (field == "phone" and len(digits) <= 15) or (field == "card" and 12 <= len(digits) <= 19):
+        return f"[{field}]"
     return value
 
 
@@ -1591,6 +1876,10 @@ def _redact_field(key: Any, value: Any) -> Any:
     kind = _secret_field_kind(key)
     if kind is not None and isinstance(value, str) and value.strip() and not _PLACEHOLDER_RE.fullmatch(value):
         return f"[{kind}]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if kind == "password":  # {"pin": 1234}, {"password": 20240501}
+            return "[password]"
+        return _redact_number(value, _number_field_kind(key))
     return redact_obj(value)
 
 

@@ -1,0 +1,358 @@
+"""Misses a security tester found in redaction: passwords and PINs in German, Spanish, French, Italian and
+Portuguese; "pass" with a colon or "is"; the trailing symbols of a password; dotted card numbers; wifi keys;
+login / password pairs; one-time codes; API keys and tokens with well-known prefixes; a card number after its
+name whatever its checksum; and card and phone numbers stored as JSON numbers. Each test holds what must now
+be redacted (the secret gone entirely) and what must still be left alone."""
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reverie.redact import find_sensitive, redact, redact_obj
+
+from tests.test_redact_gaps import _mismatches
+
+
+def _kept(texts: list[str]) -> list[tuple[str, str]]:
+    return [(text, text) for text in texts]
+
+
+# --- passwords and PINs in other languages ------------------------------------------------------------------
+
+
+def test_a_password_or_pin_in_another_language_is_redacted_after_its_verb_or_colon():
+    cases = [
+        # German: Passwort, Kennwort, PIN, Geheimzahl; ist, lautet, a colon
+        ("Mein Passwort ist Sonnenblume42 und meine PIN ist 5823",
+         "Mein Passwort ist [password] und meine PIN ist [password]"),
+        ("Kennwort: Geheim123!", "Kennwort: [password]"),
+        ("Meine PIN ist 4821", "Meine PIN ist [password]"),
+        ("Meine PIN lautet 4821.", "Meine PIN lautet [password]."),
+        ("Die Geheimzahl ist 4821", "Die Geheimzahl ist [password]"),
+        ("Geheimzahl: 4821", "Geheimzahl: [password]"),
+        ("meine PIN-Nummer ist 4821", "meine PIN-Nummer ist [password]"),
+        ("Das Passwort lautet: Sonnenblume", "Das Passwort lautet: [password]"),
+        ("das Passwort für das WLAN ist Sonnenblume42", "das Passwort für das WLAN ist [password]"),
+        ("WLAN-Passwort Sonnenblume42", "WLAN-Passwort [password]"),
+        # Spanish: contraseña, clave, PIN; es, a colon
+        ("Mi contraseña es girasol2024", "Mi contraseña es [password]"),
+        ("Mi contraseña es girasol", "Mi contraseña es [password]"),
+        ("contraseña: girasol2024", "contraseña: [password]"),
+        ("la contraseña del wifi es Girasol2024!", "la contraseña del wifi es [password]"),
+        ("mi clave es girasol2024", "mi clave es [password]"),
+        ("la clave del cajero es 4821", "la clave del cajero es [password]"),
+        ("mi PIN es 4821", "mi PIN es [password]"),
+        # French: mot de passe, code PIN, code secret; est, a colon
+        ("mon mot de passe est Tournesol99", "mon mot de passe est [password]"),
+        ("mot de passe : Tournesol99", "mot de passe : [password]"),
+        ("le mot de passe du wifi est tournesol", "le mot de passe du wifi est [password]"),
+        ("mon code PIN est 4821", "mon code PIN est [password]"),
+        ("mon code secret est 4821", "mon code secret est [password]"),
+        # Italian (password, è) and Portuguese (senha, é)
+        ("la mia password è pippo123", "la mia password è [password]"),
+        ("la password e' pippo123", "la password e' [password]"),
+        ("a senha é girassol2024", "a senha é [password]"),
+        ("minha senha é girassol", "minha senha é [password]"),
+    ]
+    assert _mismatches(cases) == []
+    for text, _ in cases:
+        for secret in ("Sonnenblume", "Geheim123", "4821", "5823", "girasol", "Tournesol", "tournesol", "pippo", "girassol"):
+            assert secret not in redact(text)
+
+
+def test_a_sentence_about_a_password_in_another_language_is_left_alone():
+    texts = [
+        "clave de sol",
+        "la clave es la paciencia",
+        "la clave es el equilibrio",
+        "der PIN-Code wurde geändert",
+        "Die PIN ist falsch",
+        "Das Passwort ist zu kurz",
+        "Das Passwort ist falsch",
+        "Das Passwort ist abgelaufen",
+        "Das Passwort ist ungültig",
+        "Das Passwort lautet wie immer",
+        "Das Passwort ist mindestens 8 Zeichen lang",
+        "Mein Passwort ist sicher",
+        "das Passwort für das WLAN ist noch nicht gesetzt",
+        "Kennwort: bitte beim Admin erfragen",
+        "La contraseña es incorrecta",
+        "La contraseña es muy débil",
+        "La contraseña es obligatoria",
+        "la contraseña es la misma",
+        "la contraseña es de 8 caracteres",
+        "Le mot de passe est incorrect",
+        "Le mot de passe est trop court",
+        "le mot de passe est oublié",
+        "la password è sbagliata",
+        "la password è troppo corta",
+        "a senha é fraca",
+        "a senha é muito curta",
+        "the password era is over",
+        # the words that tie a name to what it opens in those languages make no English sentence a password
+        "Which password do you think is best?",
+        "the password per account is unique",
+        "which verification code do you mean is 4821",
+    ]
+    assert _mismatches(_kept(texts)) == []
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    name=st.sampled_from(["Passwort", "Kennwort", "contraseña", "mot de passe", "password", "senha"]),
+    verb=st.sampled_from([" ist ", " lautet ", " es ", " est ", " è ", " é ", ": ", " is "]),
+    value=st.from_regex(r"[A-Z][a-z]{3,8}[0-9]{2,4}[!#]?", fullmatch=True),
+    tail=st.sampled_from(["", ".", " und so", ", merci"]),
+)
+def test_any_made_up_password_after_a_foreign_name_and_verb_leaves_nothing_of_it(name, verb, value, tail):
+    text = f"Mein {name}{verb}{value}{tail}"
+    assert redact(text) == f"Mein {name}{verb}[password]{tail}"
+
+
+# --- English gaps ---------------------------------------------------------------------------------------------
+
+
+def test_pass_with_a_colon_or_is_takes_a_value_that_mixes_both_cases_and_digits():
+    cases = [
+        ("my pass is HunterZeta42", "my pass is [password]"),
+        ("pass: HunterZeta42!", "pass: [password]"),
+        ("user: bob\npass: HunterZeta42!", "user: bob\npass: [password]"),
+        ("pass: HunterZeta42", "pass: [password]"),
+    ] + _kept(
+        [
+            "I passed the exam",
+            "the pass is closed",
+            "the mountain pass is closed until May",
+            "--- PASS: TestLogin2 (0.00s)",
+            "the pass is level3",
+            "boarding pass: A12B34C5",
+            "pass: 2023edition",
+            "my pass is expired",
+            "my pass is Gate12B",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_a_password_given_after_a_colon_or_verb_keeps_none_of_its_symbols():
+    cases = [
+        ("password: Sup3rS3cret!", "password: [password]"),
+        ("password: abc!!!", "password: [password]"),
+        ("my password is hunter2!", "my password is [password]"),
+        ("my password is hunter2?!", "my password is [password]"),
+        ("密码是abc123!", "密码是[password]"),
+        # the sentence's own punctuation stays: a final full stop, comma, a closing bracket
+        ("my password is hunter2.", "my password is [password]."),
+        ("my password is hunter2, don't tell", "my password is [password], don't tell"),
+        ("(password: hunter2)", "(password: [password])"),
+        # a PIN or code is digits: a "!" after them is the sentence's
+        ("my PIN is 4821!", "my PIN is [password]!"),
+    ] + _kept(["password: !!!", "password: ???", "Is the password correct?"])
+    assert _mismatches(cases) == []
+    assert "!" not in redact("password: Sup3rS3cret!") and "!" not in redact("password: abc!!!")
+
+
+def test_a_card_number_grouped_by_dots_is_a_card_number():
+    cases = [
+        ("card: 4111.1111.1111.1111", "card: [card]"),
+        ("pay with 5555.5555.5555.4444 please", "pay with [card] please"),
+    ] + _kept(["Version 1.2.3.4 released", "IP 192.168.100.200", "ratio 1234.5678.9012.3450"])
+    assert _mismatches(cases) == []
+
+
+def test_a_wifi_key_is_a_password():
+    cases = [
+        ("my wifi key is Zorblax-77", "my wifi key is [password]"),
+        ("WPA key Zorblax77", "WPA key [password]"),
+        ("WPA2 key: Zorblax77", "WPA2 key: [password]"),
+        ("wpa_psk=Zorblax77", "wpa_psk=[password]"),
+        ("wifi password Zorblax-77", "wifi password [password]"),
+    ] + _kept(
+        [
+            "my key point is that we should leave early",
+            "the key is to stay calm",
+            "wifi key is on the router",
+            "my wifi key is the same as before",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_the_password_of_a_login_user_slash_password_pair_is_redacted():
+    cases = [
+        ("login bob / HunterZeta42", "login bob / [password]"),
+        ("login: bob / hunter2", "login: bob / [password]"),
+        ("login: bob/hunter22", "login: bob/[password]"),
+        ("Login: bob@example.com / Hunter2024", "Login: [email] / [password]"),
+        ("credentials: admin / admin123", "credentials: admin / [password]"),
+        ("sign in bob / Zorblax-77", "sign in bob / [password]"),
+    ] + _kept(
+        [
+            "login page",
+            "the login page is broken",
+            "log in / sign up",
+            "login: email / password",
+            "Login: Google / Facebook",
+            "login with Google / Apple",
+            "Sign in / Register",
+            "login attempts / 24h",
+            "login page/home2024",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_a_one_time_code_loses_its_digits():
+    cases = [
+        ("my OTP is 482913", "my OTP is [password]"),
+        ("OTP 482913", "OTP [password]"),
+        ("verification code 482913", "verification code [password]"),
+        ("2FA code: 123456", "2FA code: [password]"),
+        ("one-time code: 4829", "one-time code: [password]"),
+        ("your login code is 48291305", "your login code is [password]"),
+        ("verification code 4821 expires in 5 minutes", "verification code [password] expires in 5 minutes"),
+    ] + _kept(
+        [
+            "the code is on GitHub",
+            "the code is 2000 lines long",
+            "verification code is 6 digits",
+            "the verification code was sent to my phone",
+            "my OTP expired",
+            "2FA code: enabled",
+            "the verification code 2023-05-08",
+            "the login code is 2000 lines long",
+            "hotpot 482913",
+            "OTP 123",  # too short for a one-time code
+            "the OTP 2024 update",  # a year
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def _fake(prefix: str, n: int, alphabet: str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") -> str:
+    """A made-up value of ``n`` characters after ``prefix`` that looks machine-made (no real key)."""
+    digest = hashlib.sha512(prefix.encode()).digest() * 4
+    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:n])
+
+
+HEX = "0123456789abcdef"
+TOKENS = [
+    # the shapes the tester found kept
+    (_fake("AIzaSy", 33), "api-key"),  # Google API key
+    (_fake("ya29.", 80), "token"),  # Google OAuth access token
+    (_fake("SG.", 22) + _fake(".", 43), "api-key"),  # SendGrid
+    (_fake("shpat_", 32, HEX), "api-key"),  # Shopify
+    (_fake("shpss_", 32, HEX), "api-key"),
+    (_fake("dop_v1_", 64, HEX), "api-key"),  # DigitalOcean
+    ("glc_" + "eyJvIjoiMTIzNDU2IiwibiI6InRlc3QiLCJrIjoiYWJjZGVmZ2hpams0NTY3ODkiLCJtIjp7InIiOiJ1cyJ9fQ==", "api-key"),  # Grafana
+    (_fake("glsa_", 32) + _fake("_", 8, HEX), "api-key"),
+    (_fake("pypi-AgEIcHlwaS5vcmc", 60), "api-key"),  # PyPI
+    (_fake("gldt-", 20), "api-key"),  # GitLab deploy token
+    (_fake("xapp-1-", 40), "api-key"),  # Slack app-level token
+    (_fake("whsec_", 32), "api-key"),  # Stripe webhook secret
+    (_fake("sbp_", 40, HEX), "api-key"),  # Supabase
+    (_fake("lin_api_", 40), "api-key"),  # Linear
+    (_fake("dapi", 32, HEX), "api-key"),  # Databricks
+    (_fake("r8_", 37), "api-key"),  # Replicate
+    (_fake("gsk_", 52), "api-key"),  # Groq
+    (_fake("PMAK-", 24, HEX) + _fake("-", 34, HEX), "api-key"),  # Postman
+    (_fake("tskey-auth-", 12) + _fake("-", 30), "api-key"),  # Tailscale
+    (_fake("AGE-SECRET-KEY-1", 58, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"), "api-key"),  # age
+    # the ones known before: still known
+    (_fake("ghp_", 36), "api-key"),
+    (_fake("gho_", 36), "api-key"),
+    (_fake("github_pat_", 60), "api-key"),
+    (_fake("xoxb-", 40), "api-key"),
+    (_fake("sk_live_", 24), "api-key"),
+    (_fake("rk_live_", 24), "api-key"),
+    (_fake("sk-", 40), "api-key"),
+    (_fake("sk-proj-", 40), "api-key"),
+    (_fake("sk-ant-api03-", 60), "api-key"),
+    ("AKIA" + "IOSFODNN7EXAMPLE", "api-key"),
+    (_fake("npm_", 36), "api-key"),
+    (_fake("hf_", 34), "api-key"),
+    (_fake("glpat-", 20), "api-key"),
+]
+
+
+@pytest.mark.parametrize("token, kind", TOKENS, ids=[t[:8] for t, _ in TOKENS])
+def test_a_token_with_a_well_known_prefix_is_redacted_whole(token, kind):
+    text = f"use {token} for the deploy"
+    assert redact(text) == f"use [{kind}] for the deploy"
+    assert redact(token) == f"[{kind}]"
+
+
+def test_a_card_number_after_its_name_is_a_card_whatever_its_checksum():
+    cases = [
+        ("卡号 6217 0000 1234 5678 901", "卡号 [card]"),  # a 19-digit bank card the Luhn check refuses
+        ("银行卡号：6217000012345678901", "银行卡号：[card]"),
+        ("card number 6217-0000-1234-5678-901", "card number [card]"),
+        ("card no. 6217 0000 1234 5678 901 exp 2026", "card no. [card] exp 2026"),
+        ("credit card 6217 0000 1234 5678 901", "credit card [card]"),
+        ("card: 6217 0000 1234 5678 901", "card: [card]"),
+    ] + _kept(
+        [
+            "card number is on the back",
+            "card: 2 of 5",
+            "my card has 1234 on it",
+            "I bought 3 cards for 120 dollars",
+        ]
+    )
+    assert _mismatches(cases) == []
+    assert "901" not in redact("卡号 6217 0000 1234 5678 901")
+
+
+# --- numbers in JSON --------------------------------------------------------------------------------------------
+
+
+def test_a_card_or_phone_number_stored_as_a_json_number_is_redacted():
+    data = json.loads('{"meta": {"cardnum": 4111111111111111, "phone_int": 14155550132, "mobile": 4155550132,'
+                      ' "card_number": 6217000012345678901, "pin": 4821, "list": [5555555555554444, 13800138000]}}')
+    out = redact_obj(data)
+    assert out == {
+        "meta": {
+            "cardnum": "[card]",
+            "phone_int": "[phone]",
+            "mobile": "[phone]",
+            "card_number": "[card]",
+            "pin": "[password]",
+            "list": ["[card]", "[phone]"],
+        }
+    }
+    assert not any(ch.isdigit() for ch in json.dumps(out))
+    # a whole float is a number like any other
+    assert redact_obj({"cardnum": 4111111111111111.0}) == {"cardnum": "[card]"}
+
+
+def test_ordinary_json_numbers_are_left_alone():
+    data = {
+        "n": 3,
+        "year": 2023,
+        "confidence": 0.93,
+        "uses": 12345678,
+        "id": 123456789,
+        "ts": 1714567890,
+        "ts_ms": 1714567890123,
+        "size": 4294967296,
+        "token_budget": 500,
+        "ok": True,
+        "none": None,
+        "price": 4111111111111111.5,
+        "phone_count": 12,
+        "nan": float("inf"),
+    }
+    assert redact_obj(data) == data
+    assert redact_obj([1, 2.5, False, 10**20]) == [1, 2.5, False, 10**20]
+    assert find_sensitive("12345678") == []
+
+
+def test_a_chinese_one_time_code_after_its_name_is_redacted():
+    from reverie.redact import redact
+
+    assert redact("验证码是 482913") == "验证码是 [password]"
+    assert redact("你的验证码：4829，五分钟内有效") == "你的验证码：[password]，五分钟内有效"
+    assert redact("動態碼 883311") == "動態碼 [password]"
+    assert redact("验证码已发送") == "验证码已发送"
