@@ -140,6 +140,8 @@ def only_placeholders(text: str) -> bool:
 # A value that is already a placeholder is never found again: redact is idempotent.
 _PLACEHOLDER = r"\[(?:" + "|".join(re.escape(k) for k in KINDS) + r")\]"
 _PLACEHOLDER_RE = re.compile(_PLACEHOLDER)
+# (public: what stands for a secret taken out is no word of the text, for tags and phrases)
+PLACEHOLDER_RE = _PLACEHOLDER_RE
 
 # Numbers are only taken whole: not glued to letters, digits, ids (``fact_123``,
 # uuids) or decimals (``3.14159265358``). CJK letters around a number are fine.

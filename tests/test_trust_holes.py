@@ -95,3 +95,12 @@ def test_a_new_store_and_its_folders_are_their_owners_alone(tmp_path):
     assert modes["reverie.db"] == 0o600 and modes.get("reverie.db-wal", 0o600) == 0o600, modes
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert user_mode == 0o700
+
+
+def test_no_tag_is_made_of_what_redaction_took_out(mem):
+    mem.add([{"role": "user", "content": "my key is sk-proj-" + "a1B2c3D4e5" * 4 + " and the backup is sk-proj-"
+              + "z9Y8x7W6v5" * 4 + " for the billing service"},
+             {"role": "user", "content": "My SSN: 123-45-6789 for the tax form"}], user="ana")
+    mem.flush(user="ana")
+    names = {t["name"] for t in mem.tags(user="ana")}
+    assert names and not {n for n in names if "api" in n or "id number" in n or "id-number" in n}, names

@@ -15,6 +15,7 @@ from typing import Any
 
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.words import YEAR, is_content, sentences
+from reverie.redact import PLACEHOLDER_RE
 from reverie.text import CJK_RE, stem, words
 
 _CJK_RANGES = CJK_RE.pattern.strip("[]")
@@ -96,6 +97,8 @@ def analyze(sentence: str) -> Analysis:
     run: list[tuple[str, str]] = []
     n_words = n_dates = 0
     initial = True
+    if "[" in sentence:  # "[api-key]" stands for what was taken out: no phrase, nor part of one
+        sentence = PLACEHOLDER_RE.sub(" ; ", sentence)
     tokens = (_ASCII_TOKEN if sentence.isascii() else _TOKEN).findall(sentence)
     for low, stemmed, content, is_date, kind in map(_token_info, tokens):
         if kind in _NOT_LATIN:  # punctuation or Chinese: a Latin run ends
