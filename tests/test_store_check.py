@@ -84,3 +84,21 @@ def test_reverie_check_finds_damaged_pages_the_commands_never_read(tmp_path):
     report = json.loads(as_json.output)
     assert as_json.exit_code == 1 and report["intact"] is False and len(report["problems"]) <= 20
     assert all(p.startswith("SQLite:") or "could not be read" in p or "full-text" in p for p in report["problems"])
+
+
+def test_a_postgres_store_missing_a_derived_table_is_reported_not_a_crash(pg_session_url):
+    """What a reverie before a4366b0 did to a schema beside its own: the term index dropped.
+    The check names the tables instead of failing on them (in a schema of its own, dropped after)."""
+    from contextlib import closing
+
+    from reverie.store.postgres import PostgresStore
+    from tests.pg import drop_schema, new_schema
+
+    name, url = new_schema("reverie_check")
+    try:
+        with closing(PostgresStore(url)) as store:
+            store._do("DROP TABLE term_sizes")
+            problems = store.integrity_problems()
+        assert len(problems) == 1 and "term_sizes" in problems[0].said and not problems[0].damaged
+    finally:
+        drop_schema(name)
