@@ -68,6 +68,7 @@ from reverie.text import (
     normalize_space,
     plural,
     preferred_language,
+    term_set,
     token_set,
 )
 
@@ -582,7 +583,7 @@ class _Apply:
                 if is_temporary(entry.content) or is_trivial(entry.content):
                     self.report.cleaned.append(DreamEntry(content=entry.content, reason="temporary state"))
                 else:
-                    results.append((entry, self._write(entry)))
+                    results += [(entry, fact) for fact in self._write(entry)]
         for entry in entries:
             if entry.action == "remove":
                 self._remove(entry, results)
@@ -596,9 +597,10 @@ class _Apply:
         self.report.cleaned.append(DreamEntry(content=fact.content, fact_id=fact.id, reason="temporary state"))
         return True
 
-    def _write(self, entry: _Entry) -> Fact:
+    def _write(self, entry: _Entry) -> list[Fact]:
         """A merged or new line: an input fact that says it already, a pending fact it confirms,
-        or a new consolidated fact; merged facts are archived into it."""
+        or a new consolidated fact; merged facts are archived into it. A new line that the
+        facts say between them is those facts."""
         sources = [f for f in entry.facts if f.status != "archived"]
         key = exact_key(entry.content)
         survivor = next((f for f in sources if exact_key(f.content) == key), None)
@@ -607,6 +609,20 @@ class _Apply:
             dup = self.ctx.settings.duplicate_jaccard
             survivor = next((f for f in self.inputs.pending if f.status == "pending"
                              and stored_relation(probe.content, f.content, dup) == "duplicate"), None)
+        if survivor is None and entry.action == "add" and (said := self._said_by(entry.content)):
+            # a line the facts say between them ("Moved to Lisbon and they work as a data engineer
+            # at Acme now" beside "Moved to Lisbon" and "Works as a data engineer at Acme now"):
+            # no third fact; the notes said those again, which promotes a pending one
+            for fact in said:
+                if fact.status == "pending":
+                    fact.status, fact.updated_at = "consolidated", self.now
+                    self.ctx.facts.index_fact(fact, fact.tags)
+                    self.report.added.append(DreamEntry(content=fact.content, fact_id=fact.id,
+                                                        sources=[n.id for n in entry.notes],
+                                                        reason="the notes said it again"))
+                elif fact.id in self.inputs.facts:
+                    self.confirmed.add(fact.id)
+            return said
         if survivor is None:
             survivor = self._new_fact(entry, sources)
         before = survivor.model_dump()
@@ -624,12 +640,21 @@ class _Apply:
             self._archive(fact, ARCHIVE_MERGED, survivor)
         if survivor.id in self.inputs.facts and not merged:
             self.confirmed.add(survivor.id)
-            return survivor
+            return [survivor]
         line = DreamEntry(content=survivor.content, fact_id=survivor.id,
                           sources=[*(f.id for f in entry.facts), *(n.id for n in entry.notes)],
                           replaced=[f.content for f in merged], reason=entry.reason)
         (self.report.merged if merged else self.report.added).append(line)
-        return survivor
+        return [survivor]
+
+    def _said_by(self, content: str) -> list[Fact]:
+        """The live facts that say ``content`` between them: two or more that each share two
+        of its words and together hold every one of them (else none)."""
+        words = term_set(content)
+        near = [f for f in self.pool.values() if f.status != "archived" and len(term_set(f.content) & words) >= 2]
+        if len(near) < 2 or not words <= frozenset().union(*(term_set(f.content) for f in near)):
+            return []
+        return near
 
     def _new_fact(self, entry: _Entry, sources: list[Fact]) -> Fact:
         agents = {f.agent for f in sources}

@@ -845,3 +845,21 @@ def test_a_dream_running_in_a_live_process_still_refuses_another(home):
                                              started_at=datetime.now(timezone.utc), owner=process_owner()))
         with pytest.raises(Conflict, match="another process is dreaming for ana"):
             mem.dream(user="ana", days=3, now=day(1), force=True)
+
+
+def test_a_note_that_says_two_facts_at_once_makes_no_third_fact(mem):
+    """Found by a tester: "Moved to Lisbon and they work as a data engineer at Acme now" became a
+    third fact beside the two it says; now it confirms them (the pending ones are promoted)."""
+    say(mem, "I moved to Lisbon last month.", day(0))
+    say(mem, "I work as a data engineer at Acme now.", day(0))
+    mem.flush()
+    say(mem, "So yes, I moved to Lisbon and I work as a data engineer at Acme now.", day(1))
+    mem.flush()
+    before = sorted(f.content for f in mem.facts(user="ana"))
+    assert len(before) == 2
+    run = mem.dream(user="ana", now=day(2))
+    assert run.status == "done", run.error
+    after = mem.facts(user="ana")
+    assert sorted(f.content for f in after) == before
+    assert {f.status for f in after} == {"consolidated"}
+    assert all(f.content in mem.memory_md(user="ana") for f in after)
