@@ -84,6 +84,9 @@ MAX_QUERY_TAGS = 4
 # many times in all, waiting this long times the attempt before each retry
 USAGE_ATTEMPTS = 3
 USAGE_RETRY_SECONDS = 0.05
+# a recall's own write of its counts does not wait for another writer (the learning line's batch):
+# it leaves them to the thread that writes waiting counts, which does
+USAGE_INLINE_WAIT = 0.0
 NEIGHBOUR_EPISODES = 5
 NEIGHBOUR_WEIGHT = 0.6
 FOCUS_MESSAGES = {"summary": 2, "overview": 3}
@@ -471,7 +474,9 @@ class Recaller:
             self._usage_at = max(self._usage_at, now) if self._usage_at else now
             due = time.monotonic() - self._flushed >= self.ctx.settings.usage_flush_seconds
         if due:
-            self.flush_usage()
+            # at once, unless another writer holds the store (the learning line's batch): then
+            # the recall does not wait for it; the counts go to the thread that writes them
+            self.flush_usage(wait=USAGE_INLINE_WAIT)
         else:
             self._later.soon()
 
@@ -481,11 +486,13 @@ class Recaller:
         self._later.stop()
         return self.flush_usage()
 
-    def flush_usage(self) -> int:
+    def flush_usage(self, *, wait: float | None = None) -> int:
         """Write the usage counts gathered so far (one transaction); how many items' counts
         are still waiting (0: all written). A busy store (a deadlock with another process's
         writer) is tried again; counts it still could not take wait for the next flush, said
-        in the log and in ``reverie_usage_flush_failures``. A recall never fails for them."""
+        in the log and in ``reverie_usage_flush_failures``. A recall never fails for them.
+        ``wait``: a recall's own write waits this long for another writer, then hands the
+        counts to the thread that writes waiting counts (which waits as long as it takes)."""
         with self._usage_lock:
             usage, at = self._usage, self._usage_at
             self._usage, self._usage_at = {}, None
@@ -494,30 +501,38 @@ class Recaller:
             return 0
         for attempt in range(1, USAGE_ATTEMPTS + 1):
             try:
-                self._write_usage(usage, at)
+                self._write_usage(usage, at, wait)
                 return 0
             except StoreBusy as exc:
                 failure: StoreError = exc
+                if wait is not None:  # another writer is at work: written by the thread, not lost
+                    self._put_back(usage, at)
+                    self._later.soon()
+                    return 0
                 if attempt < USAGE_ATTEMPTS:
                     time.sleep(USAGE_RETRY_SECONDS * attempt)
             except StoreError as exc:
                 failure = exc
                 break
-        with self._usage_lock:  # back in, with whatever recalls counted meanwhile
-            for key, count in usage.items():
-                self._usage[key] = self._usage.get(key, 0) + count
-            self._usage_at = max(self._usage_at, at) if self._usage_at else at
-            waiting = len(self._usage)
+        waiting = self._put_back(usage, at)
         USAGE_FLUSH_FAILURES.inc(len(usage))
         log.warning("usage of %d delivered items not written, kept for the next flush: %s", len(usage), failure)
         return waiting
 
-    def _write_usage(self, usage: dict[tuple[str, str], int], at: datetime) -> None:
+    def _put_back(self, usage: dict[tuple[str, str], int], at: datetime) -> int:
+        """Counts not written go back in, with whatever recalls counted meanwhile; how many wait."""
+        with self._usage_lock:
+            for key, count in usage.items():
+                self._usage[key] = self._usage.get(key, 0) + count
+            self._usage_at = max(self._usage_at, at) if self._usage_at else at
+            return len(self._usage)
+
+    def _write_usage(self, usage: dict[tuple[str, str], int], at: datetime, wait: float | None = None) -> None:
         by_count: dict[tuple[str, int], list[str]] = {}
         for (kind, item_id), count in usage.items():
             by_count.setdefault((kind, count), []).append(item_id)
         fact_ids = [item_id for kind, item_id in usage if kind == "fact"]
-        with self.store.transaction():
+        with self.store.transaction(wait=wait):
             for (kind, count), ids in sorted(by_count.items()):
                 self.store.touch(kind, ids, at, by=count)
             for fact in self.store.get_facts(fact_ids).values():

@@ -536,8 +536,12 @@ class Store(ABC):
 
     # ------------------------------------------------------------ lifecycle
     @abstractmethod
-    def transaction(self, *, batch: bool = False) -> AbstractContextManager[None]:
+    def transaction(self, *, batch: bool = False, wait: float | None = None) -> AbstractContextManager[None]:
         """One logical write: all or nothing. Nested blocks join the outer one.
+
+        ``wait``: how long to wait for another writer of a store that takes its write lock as
+        the transaction begins (SQLite), before StoreBusy; None waits the store's busy
+        timeout. A store that locks rows as they are written ignores it.
 
         ``batch=True``: many writes, few of whose results the caller reads (a learning batch,
         an ingest): a store with a server may send them without waiting for each answer

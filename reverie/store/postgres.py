@@ -1021,7 +1021,7 @@ class PostgresStore(Store):
         return StoreError(f"the PostgreSQL store at {self.where} failed: {exc}")
 
     @contextmanager
-    def transaction(self, *, batch: bool = False) -> Iterator[None]:
+    def transaction(self, *, batch: bool = False, wait: float | None = None) -> Iterator[None]:
         local = self._local
         if getattr(local, "depth", 0):
             local.depth += 1

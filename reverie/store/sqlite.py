@@ -675,7 +675,7 @@ class SQLiteStore(Store):
         return conn
 
     @contextmanager
-    def transaction(self, *, batch: bool = False) -> Iterator[None]:
+    def transaction(self, *, batch: bool = False, wait: float | None = None) -> Iterator[None]:
         # batch: an embedded database has no round trips to save
         conn = self._conn()
         local = self._local  # (close() replaces it: this transaction keeps its own)
@@ -686,12 +686,17 @@ class SQLiteStore(Store):
             finally:
                 local.depth -= 1
             return
+        if wait is not None:  # this transaction's own wait for the write lock
+            conn.execute(f"PRAGMA busy_timeout = {max(0, int(wait * 1000))}")
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:  # another writer held the store past busy_timeout
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusy(f"the store at {self.path} was busy, nothing was written; try again: {exc}") from exc
             raise
+        finally:
+            if wait is not None:
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
         local.depth = 1
         changes = conn.total_changes
         try:
