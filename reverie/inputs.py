@@ -115,14 +115,23 @@ def shows_something(text: str) -> bool:
     return any(unicodedata.category(c)[0] not in "CZ" for c in text)
 
 
+# a message, a reply or any other text at most (every door: the HTTP one's body limit comes
+# first there, the Python API and MCP over stdio have only this); README "Limits"
+MAX_TEXT_CHARS = 1_000_000
+
+
 def clean_text(text: Any, field: str) -> str:
-    r"""Required text, stripped, without zero-width characters that split no script, and redacted.
+    r"""Required text, stripped, without zero-width characters that split no script, and redacted;
+    at most :data:`MAX_TEXT_CHARS` characters.
 
     >>> clean_text("喜欢\u200b喝茶，电话13812345678", "content")
     '喜欢喝茶，电话[phone]'
     """
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInput(f"{field} is {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are taken (store a long "
+                           "document as knowledge, in parts, or as a file's conversation)", field=field)
     stripped = _CONTROL.sub("", check_unicode(text, field)).strip()
     if not shows_something(stripped):
         # only spaces and invisible marks (zero-width joiners, a byte order mark): it shows nothing

@@ -496,3 +496,21 @@ def _trickle(sock, byte: bytes, tries: int, *, until_head: bool) -> tuple[bytes,
         if until_head and b"\r\n\r\n" in answer:
             break
     return answer, False
+
+
+def test_a_message_past_the_text_limit_is_refused_at_every_door_that_has_no_body_limit(tmp_path):
+    """The Python API (and MCP over stdio, which calls it) took a 5 MB message whole; the
+    HTTP door's body limit came first there. Now every door says the limit."""
+    from reverie import Memory
+    from reverie.errors import InvalidInput
+    from reverie.inputs import MAX_TEXT_CHARS
+
+    with Memory(tmp_path / "home", background=False) as memory:
+        with pytest.raises(InvalidInput, match="at most 1,000,000") as refused:
+            memory.turn("z" * (MAX_TEXT_CHARS + 1), user="ana")
+        assert refused.value.field == "message"
+        with pytest.raises(InvalidInput, match="at most 1,000,000"):
+            memory.add([{"role": "user", "content": "z" * (MAX_TEXT_CHARS + 1)}], user="ana")
+        assert memory.episodes(user="ana") == []  # nothing of it stored
+        turn = memory.turn("z" * MAX_TEXT_CHARS, user="ana")  # at the limit: taken
+        assert len(memory.store.get_episode(turn.id).user_text) == MAX_TEXT_CHARS
