@@ -235,6 +235,22 @@ def knowledge_text(doc: KnowledgeDoc) -> str:
     return " ".join([doc.title, doc.body, " ".join(doc.tags)])
 
 
+def searched_fact_text(fact: Fact) -> str:
+    """What a fact's full-text row holds: its text, and none once it is archived (no search
+    returns an archived fact; it counts in BM25's N alone)."""
+    return fact_text(fact) if fact.status != "archived" else ""
+
+
+# a row's searchable text, from the body it keeps (as each store's put_* methods index it):
+# what a migration that indexes rows again writes
+SEARCH_TEXT: dict[str, Callable[[str], str]] = {
+    "episode": lambda body: episode_text(Episode.model_validate_json(body)),
+    "fact": lambda body: searched_fact_text(Fact.model_validate_json(body)),
+    "note": lambda body: note_text(Note.model_validate_json(body)),
+    "knowledge": lambda body: knowledge_text(KnowledgeDoc.model_validate_json(body)),
+}
+
+
 # the longest token PostgreSQL keeps as a lexeme (longer ones are not indexed there)
 MAX_LEXEME_BYTES = 2046
 _SPLIT = re.compile(r"[\W_]+")

@@ -59,6 +59,8 @@ from reverie.models import (
     check_section,
 )
 from reverie.store.base import (
+    SEARCH_TEXT,
+    searched_fact_text,
     EVERY_WORD_PAST_WINDOW,
     RECENT_THREAD_EPISODES,
     first_distinct,
@@ -89,7 +91,6 @@ from reverie.store.base import (
     episode_columns,
     episode_text,
     fact_columns,
-    fact_text,
     fts5_idf,
     fts5_norm,
     fts5_term,
@@ -609,13 +610,6 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
 ]
 
 
-# a row's searchable text, from the body it keeps (as _LOADERS and the put_* methods index it)
-_SEARCH_TEXT: dict[str, Callable[[str], str]] = {
-    "episode": lambda body: episode_text(Episode.model_validate_json(body)),
-    "fact": lambda body: _searched_fact_text(Fact.model_validate_json(body)),
-    "note": lambda body: note_text(Note.model_validate_json(body)),
-    "knowledge": lambda body: knowledge_text(KnowledgeDoc.model_validate_json(body)),
-}
 # a lexeme of CJK characters (reverie.text.CJK_RE), as a regular expression of the server
 CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
 
@@ -641,7 +635,7 @@ def _cjk_indexed_again(conn: "Connection[Any]") -> None:
     conn.execute("CREATE TEMPORARY TABLE reverie_reindexed (user_id text NOT NULL, pk bigint NOT NULL, "
                  "tsv tsvector NOT NULL, doc_len integer NOT NULL, PRIMARY KEY (user_id, pk)) ON COMMIT DROP")
     for kind, table in _TABLE.items():
-        code, text_of = _KIND_CODE[kind], _SEARCH_TEXT[kind]
+        code, text_of = _KIND_CODE[kind], SEARCH_TEXT[kind]
         keys = conn.execute(f"SELECT user_id, pk FROM {table} WHERE tsv::text ~ %s ORDER BY user_id, pk",
                             (CJK_CLASS,)).fetchall()
         if not keys:
@@ -1567,7 +1561,7 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ facts
 
     def put_fact(self, fact: Fact) -> None:
-        self._write("fact", _fact_columns(fact), _searched_fact_text(fact))
+        self._write("fact", _fact_columns(fact), searched_fact_text(fact))
 
     def _fact(self, row: tuple[Any, ...]) -> Fact:
         return with_counters(Fact.model_validate_json(row[5]), uses=row[2], last_used_at=_utc(row[3]), status=row[4])
@@ -2571,15 +2565,9 @@ def _knowledge_columns(doc: KnowledgeDoc) -> dict[str, Any]:
 
 
 # a row's columns and its full text, by kind: what load_items writes
-def _searched_fact_text(fact: Fact) -> str:
-    """What a fact's row is searched by: its text, and none once it is archived (no search
-    returns an archived fact; it counts in BM25's N alone), as in the SQLite store."""
-    return fact_text(fact) if fact.status != "archived" else ""
-
-
 _LOADERS: dict[str, Callable[[Any], tuple[dict[str, Any], str]]] = {
     "episode": lambda e: (_episode_columns(e), episode_text(e)),
-    "fact": lambda f: (_fact_columns(f), _searched_fact_text(f)),
+    "fact": lambda f: (_fact_columns(f), searched_fact_text(f)),
     "note": lambda n: (_note_columns(n), note_text(n)),
     "knowledge": lambda d: (_knowledge_columns(d), knowledge_text(d)),
 }

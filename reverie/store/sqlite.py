@@ -36,6 +36,8 @@ from reverie.models import (
     check_section,
 )
 from reverie.store.base import (
+    SEARCH_TEXT,
+    searched_fact_text,
     EVERY_WORD_PAST_WINDOW,
     RECENT_THREAD_EPISODES,
     first_distinct,
@@ -66,7 +68,6 @@ from reverie.store.base import (
     episode_columns,
     episode_text,
     fact_columns,
-    fact_text,
     knowledge_digest,
     knowledge_text,
     note_text,
@@ -385,13 +386,6 @@ def _knowledge_digests(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS knowledge_user_digest ON knowledge(user, digest)")
 
 
-# a row's searchable text, from the body it keeps (as its put_* method indexes it)
-_SEARCH_TEXT: dict[str, Callable[[str], str]] = {
-    "episode": lambda body: episode_text(Episode.model_validate_json(body)),
-    "fact": lambda body: fact_text(Fact.model_validate_json(body)),
-    "note": lambda body: note_text(Note.model_validate_json(body)),
-    "knowledge": lambda body: knowledge_text(KnowledgeDoc.model_validate_json(body)),
-}
 # a text that holds a CJK character (reverie.text.CJK_RE), as SQLite's GLOB reads a class of characters
 CJK_GLOB = "*[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]*"
 
@@ -408,7 +402,7 @@ def _cjk_indexed_again(conn: sqlite3.Connection) -> None:
     bodies can be long); an item whose body cannot be read keeps its row. 20,000 Chinese
     episodes took 2.7 s (their bodies read, jieba)."""
     for kind, fts in _FTS_TABLE.items():
-        main, text_of = _MAIN_TABLE[kind], _SEARCH_TEXT[kind]
+        main, text_of = _MAIN_TABLE[kind], SEARCH_TEXT[kind]
         last = 0
         while rows := conn.execute(
             f"SELECT c.id, m.body FROM {fts}_content c JOIN {main} m ON m.pk = c.id "
@@ -1112,7 +1106,7 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------ facts
     def put_fact(self, fact: Fact) -> None:
         # no search returns an archived fact: its row holds no text (see migration 8)
-        self._write("fact", fact_columns(fact, _ts), fact_text(fact) if fact.status != "archived" else "")
+        self._write("fact", fact_columns(fact, _ts), searched_fact_text(fact))
 
     def _fact(self, row: sqlite3.Row) -> Fact:
         return with_counters(Fact.model_validate_json(row["body"]), uses=row["uses"],
