@@ -61,6 +61,10 @@ class LLMSettings(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=64)
 
 
+# the longest wait a setting may name (a year): longer is no wait a date can hold
+MAX_WAIT_SECONDS = 365 * 86400
+
+
 class Settings(BaseModel):
     """Every setting of a home (README "Settings"); :meth:`load` reads them. A name that is
     no setting, or a value out of its range, is an InvalidInput naming it.
@@ -88,7 +92,7 @@ class Settings(BaseModel):
     learn_threads: int = Field(default=4, ge=1, le=32)
     # a turn still without its reply this long after it opened is closed with the user's
     # message alone, then learned and recalled (reverie.unanswered); 0: turns wait for ever
-    reply_timeout_seconds: float = Field(1800.0, ge=0)
+    reply_timeout_seconds: float = Field(1800.0, ge=0, le=MAX_WAIT_SECONDS)
     # recall line
     budget: int = Field(default=2000, ge=1, le=MAX_BUDGET)
     correction_budget_share: float = Field(0.15, ge=0.0, le=1.0)

@@ -176,6 +176,8 @@ def test_a_dry_run_and_a_refused_migration_leave_an_older_home_as_it_was(home, p
     assert said["dry_run"] and said["totals"]["facts"] == 2 and sorted(said["users"]) == ["ana", "bob"]
     refused = migrate(home, "--to", "postgresql://postgres@127.0.0.1:5499/test")
     assert refused.exit_code != 0 and "cannot connect" in refused.output
+    not_postgres = migrate(home, "--to", "mysql://x@y/z")
+    assert not_postgres.exit_code != 0 and "postgresql://" in not_postgres.output
 
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:

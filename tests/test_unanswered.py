@@ -159,3 +159,10 @@ def test_rest_says_a_reply_came_late(home):
             assert again.status_code == 409
             health = client.get("/api/memory/health?user=ana").json()
             assert health["unanswered_turns"] == 1
+
+
+def test_a_timeout_no_date_can_hold_is_refused_with_the_setting_named(home):
+    from reverie.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="reply_timeout_seconds"):
+        Memory(home, background=False, reply_timeout_seconds=1e12)

@@ -49,6 +49,8 @@ def migrate(
             if os.environ.get("REVERIE_STORE") == to:
                 stack.callback(os.environ.__setitem__, "REVERIE_STORE", os.environ.pop("REVERIE_STORE"))
         with fail_cleanly():
+            if not is_postgres_url(to):  # said before the home is read or opened
+                raise InvalidInput("--to must be a postgresql:// URL", field="to")
             settings = Settings.load(home, **({"store": chosen_store()} if chosen_store() else {}))
             if is_postgres_url(settings.store):
                 raise InvalidInput("migrate copies a SQLite home; this memory is already in PostgreSQL", field="store")
@@ -57,7 +59,7 @@ def migrate(
             else:
                 # what would stop the copy is said before the home is opened (and upgraded, if
                 # an older reverie wrote it): a refused migration leaves the home as it was
-                problem = migration_target_problem(to) if is_postgres_url(to) else ""
+                problem = migration_target_problem(to)
                 if problem:
                     raise StoreError(f"nothing was copied: {problem}")
         if not dry_run:
