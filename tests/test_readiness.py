@@ -23,6 +23,7 @@ class Proxy:
         self.port = self.listener.getsockname()[1]
         self.open: list[socket.socket] = []
         self.cut = threading.Event()
+        self.frozen = threading.Event()  # bytes are taken and held, as by a host that froze
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -39,7 +40,8 @@ class Proxy:
     def _pipe(self, a: socket.socket, b: socket.socket) -> None:
         try:
             while data := a.recv(65536):
-                b.sendall(data)
+                if not self.frozen.is_set():
+                    b.sendall(data)
         except OSError:
             pass
 
@@ -73,5 +75,28 @@ def test_readyz_is_503_when_postgres_is_out_of_reach_and_healthz_stays_200(home,
             assert down.status_code == 503, down.text
             assert "does not answer" in down.json()["detail"]
             assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+    finally:
+        proxy.close()
+
+
+def test_readyz_is_503_within_its_time_when_postgres_stops_answering(home, pg_url):
+    """A server gone silent (a frozen host: connections open, no answer) left /readyz waiting
+    for ever on a pooled connection; it answers 503 in its 2 s."""
+    import time
+
+    parts = urlsplit(pg_url)
+    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    via = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
+    try:
+        with Memory(home, background=False, store=via) as memory, \
+                live_server(create_app(memory, auth=False, mcp=False)) as url:
+            assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
+            proxy.frozen.set()
+            began = time.monotonic()
+            down = httpx.get(f"{url}/readyz", timeout=30)
+            assert down.status_code == 503 and "no answer within 2 s" in down.json()["detail"], down.text
+            assert time.monotonic() - began < 10
+            proxy.frozen.clear()
+            proxy.close()  # (the frozen statement ends with its connection)
     finally:
         proxy.close()

@@ -305,6 +305,10 @@ def migration_target_problem(url: str) -> str:
     return ""
 
 
+# how long a statement waits on a connection whose server stopped answering (libpq's
+# tcp_user_timeout): then it fails, and the request with it (a 503)
+TCP_USER_TIMEOUT_MS = 30_000
+
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -939,7 +943,8 @@ class PostgresStore(Store):
                 conn.execute(f"SET search_path TO {_ident(schema)}")
 
         pool: "ConnectionPool[Any]" = ConnectionPool(
-            conninfo, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, configure=configure,
+            conninfo, min_size=min_size, max_size=max_size, kwargs={"autocommit": True, **self._alive(conninfo)},
+            configure=configure,
             open=False, timeout=timeout, name="reverie",
         )
         try:
@@ -955,6 +960,17 @@ class PostgresStore(Store):
         except BaseException:
             pool.close()
             raise
+
+    def _alive(self, conninfo: str) -> dict[str, int]:
+        """libpq's TCP settings that end a statement waiting on a server gone silent (a host
+        frozen, a network cut) within about 30 s, where the kernel's defaults wait hours;
+        what the URL sets itself stays."""
+        given = self._psycopg.conninfo.conninfo_to_dict(conninfo)
+        wanted = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+                  "tcp_user_timeout": TCP_USER_TIMEOUT_MS}
+        if given.get("host", "").startswith("/") or not given.get("host", "localhost"):
+            return {}  # a Unix socket has no TCP to watch
+        return {k: v for k, v in wanted.items() if k not in given}
 
     def _probe(self, conninfo: str, timeout: float) -> None:
         """One connection made directly before the pool opens, so that a URL that cannot
@@ -1097,12 +1113,26 @@ class PostgresStore(Store):
         self._wrote()
 
     def ping(self, timeout: float = 2.0) -> None:
+        """In a thread of its own, waited for ``timeout`` seconds: a server that stopped
+        answering (a frozen host, a partition) leaves a statement waiting on its socket until
+        TCP gives up (``tcp_user_timeout``), and the ping must say so before that."""
         self._check_open()
-        try:
-            with self._pool.connection(timeout=timeout) as conn:
-                conn.execute("SELECT 1")
-        except Exception as exc:  # the pool's timeout, or the server's error
-            raise StoreError(f"PostgreSQL at {self.where} does not answer: {self._reason(exc)}") from exc
+        done, failed = threading.Event(), []
+
+        def ask() -> None:
+            try:
+                with self._pool.connection(timeout=timeout) as conn:
+                    conn.execute("SELECT 1")
+            except Exception as exc:  # the pool's timeout, or the server's error
+                failed.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=ask, name="reverie-ping", daemon=True).start()
+        if not done.wait(timeout):
+            raise StoreError(f"PostgreSQL at {self.where} does not answer: no answer within {timeout:g} s")
+        if failed:
+            raise StoreError(f"PostgreSQL at {self.where} does not answer: {self._reason(failed[0])}") from failed[0]
 
     def lock_user(self, user: str) -> None:
         self._lock([user])
