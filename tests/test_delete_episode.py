@@ -131,3 +131,14 @@ def test_a_note_imported_again_on_another_day_leaves_its_old_days_file(mem):
     assert old_file.exists()
     mem.import_(json.dumps({**envelope, "notes": [{**note, "date": "2026-11-02"}]}), user="dan", strict=False)
     assert not old_file.exists() and mem.files.notes_file("dan", "2026-11-02").exists()
+
+
+def test_a_misspelled_query_parameter_is_refused_not_ignored(home):
+    """?purg=true answered 200 and purged nothing: a typo must not quietly do the other thing."""
+    with Memory(home, background=False) as memory, live_server(create_app(memory, auth=False, mcp=False)) as url:
+        episode_id = told(memory)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            typo = client.delete(f"/api/memory/episodes/{episode_id}?user=gil&purg=true")
+            assert typo.status_code == 400 and typo.json()["field"] == "purg" and "purge" in typo.json()["detail"]
+            assert memory.episode(episode_id, user="gil").id == episode_id  # nothing was done
+            assert client.get("/api/memory/facts?user=gil&limt=5").status_code == 400

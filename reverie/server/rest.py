@@ -421,6 +421,28 @@ def redact_access_log() -> None:
         access.addFilter(RedactedAccessLog())
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters an endpoint takes: its own and its dependencies' (the caller's ``user``)."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def known_query(request: Request) -> None:
+    """A query parameter the endpoint does not take is a 400 that names it, as an unknown
+    body field is: a typo (``?purg=true``) must not quietly do the other thing."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(k for k in request.query_params if k not in known)
+    if unknown:
+        raise InvalidInput(f"{unknown[0]}: unknown query parameter; this endpoint takes "
+                           f"{', '.join(sorted(known)) or 'none'}", field=unknown[0])
+
+
 # ------------------------------------------------------------ the app
 def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "default", mcp: bool = True) -> FastAPI:
     """The REST API (and, with ``mcp=True``, the MCP door at ``/mcp``) over ``memory``.
@@ -531,7 +553,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
     """Every endpoint: parse, call the library once, return what it returned."""
     # what any endpoint may answer besides its own errors: a bad ?user=, the key, the body
     # limit, the store (each route adds the statuses of its own, for OpenAPI)
-    api = APIRouter(responses=_answers(400, 401, 403, 413, 422, 503))
+    api = APIRouter(responses=_answers(400, 401, 403, 413, 422, 503), dependencies=[Depends(known_query)])
 
     @api.get("/api/memory", tags=["memory"])
     def overview(user: str = caller) -> dict[str, Any]:
