@@ -142,3 +142,13 @@ def test_a_misspelled_query_parameter_is_refused_not_ignored(home):
             assert typo.status_code == 400 and typo.json()["field"] == "purg" and "purge" in typo.json()["detail"]
             assert memory.episode(episode_id, user="gil").id == episode_id  # nothing was done
             assert client.get("/api/memory/facts?user=gil&limt=5").status_code == 400
+
+
+def test_a_postgres_purge_leaves_no_count_row_of_a_deleted_word(home, pg_url):
+    with Memory(home, background=False, store=pg_url) as memory:
+        fact = memory.remember("Keeps a snorkelwumpus in the glimmerwright shed", user="gil")
+        memory.forget(fact.id, user="gil", hard=True, purge=True)
+        rows = memory.store._q("SELECT lexeme FROM term_sizes WHERE lexeme LIKE %s OR lexeme LIKE %s",
+                               ["%snorkelwumpus%", "%glimmerwright%"])
+        assert rows == []
+        assert memory.check_store().intact

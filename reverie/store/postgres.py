@@ -2398,6 +2398,10 @@ class PostgresStore(Store):
         # a deleted row stays in its table's pages until a vacuum reuses them: VACUUM FULL
         # writes each table anew (an exclusive lock on it meanwhile)
         with self._pool.connection() as conn:
+            # a word or tag nothing holds any more keeps its count row at 0 (the triggers count
+            # down, and count up again from there): gone, with what it names
+            conn.execute("DELETE FROM term_sizes WHERE n = 0")
+            conn.execute("DELETE FROM tag_sizes WHERE n = 0")
             for table in TABLES:
                 conn.execute(f'VACUUM (FULL) "{table}"')
 
