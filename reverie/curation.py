@@ -46,6 +46,7 @@ from reverie.models import (
     check_section,
     utcnow,
 )
+from reverie.dream import forget_lines
 from reverie.notes import mirror_notes
 from reverie.profiles import check_profile_length, drop_outdated_parts
 from reverie.redact import redact
@@ -235,6 +236,7 @@ def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = 
         note_withdrawn(ctx.store, fact.user, [fact.content], utcnow(), keep_text=not hard)
     if hard:
         refresh_memory_md(ctx, fact.user)
+        forget_lines(ctx, fact.user, [fact.content])  # nor do past dreams' reports and diaries
     return fact
 
 
@@ -480,7 +482,8 @@ def delete_episode(ctx: Context, episode_id: str, *, user: str | None = None) ->
     learned from it stay and are listed. Another user's episode, or none, is NotFound."""
     ep = get_episode(ctx, episode_id, user=user)
     date = ep.occurred_at.date().isoformat()
-    notes = [n.id for n in ctx.store.list_notes(ep.user, since=date, until=date) if ep.id in n.episodes]
+    drawn = [n for n in ctx.store.list_notes(ep.user, since=date, until=date) if ep.id in n.episodes]
+    notes = [n.id for n in drawn]
     facts = [f.id for f in ctx.store.list_facts(ep.user) if ep.id in f.provenance.episodes]
     with ctx.store.transaction():
         ctx.store.delete_episode(ep.id)
@@ -489,6 +492,7 @@ def delete_episode(ctx: Context, episode_id: str, *, user: str | None = None) ->
         # a tag made of its words ("mr quokkamango") that nothing else carries goes with it
         ctx.store.drop_unused_tags(ep.user, ep.tags)
     mirror_notes(ctx.store, ctx.files, ep.user, [date])
+    forget_lines(ctx, ep.user, [n.content for n in drawn])  # as past dreams' reports told them
     return EpisodeDeleted(episode_id=ep.id, user=ep.user, notes=notes, facts=facts)
 
 

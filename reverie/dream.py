@@ -21,6 +21,7 @@ can take a person's edits, additions and deletions into the store.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 import threading
@@ -887,6 +888,48 @@ def diary_page(ctx: Context, user: str, *, after: str | None = None, limit: int 
         days = [d for d in days if d[0] < last[0]]
     page = page_of(days[: limit + 1], limit, lambda d: (d[0],))
     return Page([(day, ctx.files.read(user, path) or "") for day, path in page.items], page.next)
+
+
+def forget_lines(ctx: Context, user: str, lines: list[str]) -> int:
+    """A line deleted for good (a fact forgotten with ``hard``, a conversation's note lines)
+    leaves the reports of past dreams and their diaries too: each time they tell it, it
+    reads "[forgotten]". Returns how many reports and diaries changed."""
+    lines = [line for line in dict.fromkeys(lines) if line.strip()]
+    if not lines:
+        return 0
+    changed = 0
+    for run in ctx.store.dream_runs(user):
+        if run.report is None:
+            continue
+        said = json.dumps(run.report, ensure_ascii=False)
+        if not any(line in said for line in lines):
+            continue
+        run.report = _without_lines(run.report, lines)
+        with ctx.store.transaction():
+            ctx.store.put_dream_run(run)
+        changed += 1
+    for path in _diary_files(ctx, user).values():
+        text = ctx.files.read(user, path)
+        if text is not None and any(line in text for line in lines):
+            ctx.files.write(user, path, _without_lines(text, lines))
+            changed += 1
+    return changed
+
+
+def _without_lines(value: Any, lines: list[str]) -> Any:
+    if isinstance(value, str):
+        for line in sorted(lines, key=len, reverse=True):
+            value = value.replace(line, FORGOTTEN)
+        return value
+    if isinstance(value, list):
+        return [_without_lines(v, lines) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_lines(v, lines) for k, v in value.items()}
+    return value
+
+
+# what stands for a line deleted for good in a past dream's report and diary
+FORGOTTEN = "[forgotten]"
 
 
 def _diary_files(ctx: Context, user: str) -> dict[str, Path]:

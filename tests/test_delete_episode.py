@@ -152,3 +152,19 @@ def test_a_postgres_purge_leaves_no_count_row_of_a_deleted_word(home, pg_url):
                                ["%snorkelwumpus%", "%glimmerwright%"])
         assert rows == []
         assert memory.check_store().intact
+
+
+def test_a_line_forgotten_for_good_leaves_past_dreams_reports_and_diaries(bmem):
+    """A dream's report and diary told the line it added: after a hard forget they still did."""
+    bmem.add([{"role": "user", "content": "I am allergic to xylophonium berries"}], user="ana", at=DAY)
+    bmem.flush(user="ana")
+    run = bmem.dream(user="ana", days=30, now=DAY)
+    assert run.status == "done", run.error
+    told = [f for f in bmem.facts(user="ana") if "xylophonium" in f.content.lower()]
+    assert told and any("xylophonium" in text.lower() for text in bmem.diaries(user="ana").values())
+    for fact in told:
+        bmem.forget(fact.id, user="ana", hard=True)
+    report = json.dumps(bmem.dream_status(run.id, user="ana").report)
+    assert "xylophonium" not in report.lower() and "[forgotten]" in report
+    for text in bmem.diaries(user="ana").values():
+        assert "xylophonium" not in text.lower()

@@ -1031,6 +1031,11 @@ class Store(ABC):
     def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None: ...
 
     @abstractmethod
+    def dream_runs(self, user: str) -> list[DreamRun]:
+        """Every dream run of ``user``, the newest first (what forgetting a line for good
+        reads: their reports tell the lines they wrote)."""
+
+    @abstractmethod
     def put_api_key(self, key: ApiKey, key_hash: str) -> None: ...
 
     @abstractmethod

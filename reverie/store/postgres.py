@@ -2465,6 +2465,11 @@ class PostgresStore(Store):
         row = self._one("SELECT user_id, id, status, started_at, body FROM dream_runs WHERE id = %s", (run_id,))
         return self._run(row) if row else None
 
+    def dream_runs(self, user: str) -> list[DreamRun]:
+        rows = self._q("SELECT user_id, id, status, started_at, body FROM dream_runs WHERE user_id = %s "
+                       "ORDER BY started_at DESC", [user])
+        return [self._run(row) for row in rows]
+
     def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None:
         self._lock([user])
         sql, params = "SELECT user_id, id, status, started_at, body FROM dream_runs WHERE user_id = %s", [user]

@@ -1764,6 +1764,10 @@ class SQLiteStore(Store):
         row = self._x("SELECT * FROM dream_runs WHERE id = ?", (run_id,)).fetchone()
         return self._run(row) if row else None
 
+    def dream_runs(self, user: str) -> list[DreamRun]:
+        rows = self._x("SELECT * FROM dream_runs WHERE user = ? ORDER BY started_at DESC", (user,)).fetchall()
+        return [self._run(row) for row in rows]
+
     def last_dream_run(self, user: str, status: str | None = None) -> DreamRun | None:
         sql, params = "SELECT * FROM dream_runs WHERE user = ?", [user]
         if status:
