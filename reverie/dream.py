@@ -334,8 +334,10 @@ def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
         try:
             last = ctx.store.last_dream_run(run.user)
             if last and last.status in ("queued", "running"):
-                # the store's lock is free, or the process that ran it is seen gone (killed)
-                if ctx.store.shared or (last.owner and not owner_alive(last.owner)):
+                # the store's lock is free, or the process that ran it is seen gone (killed), or
+                # it is this process, which runs no such dream now (its memory closed under it)
+                mine = last.owner == process_owner() and last.id not in _RUNNING.values()
+                if ctx.store.shared or mine or (last.owner and not owner_alive(last.owner)):
                     last.status, last.error, last.finished_at = "failed", "the process running it stopped", utcnow()
                     ctx.store.put_dream_run(last)
                 elif utcnow() - as_utc(last.started_at) < STALE_RUN:

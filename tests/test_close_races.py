@@ -106,3 +106,17 @@ def test_a_dream_left_running_by_a_killed_process_reads_as_failed(mem):
     seen = mem.dream_status("dream_left", user="ana")
     assert seen.status == "failed" and "stopped" in seen.error
     assert mem.store.get_dream_run("dream_left").status == "failed"
+
+
+def test_a_dream_this_process_left_running_does_not_block_the_next(mem):
+    """A memory closed while a thread dreamed left the run 'running' under this process: a new
+    memory in the same process was refused every dream for an hour."""
+    from reverie.owners import process_owner
+
+    run = DreamRun(id="dream_orphan", user="ana", status="running", days=3, started_at=utcnow(),
+                   owner=process_owner())
+    with mem.store.transaction():
+        mem.store.put_dream_run(run)
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    assert mem.dream(user="ana").status == "done"
+    assert mem.store.get_dream_run("dream_orphan").status == "failed"

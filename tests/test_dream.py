@@ -835,14 +835,20 @@ def test_a_dream_left_running_by_a_killed_process_does_not_block_the_next(mem, r
 
 def test_a_dream_running_in_a_live_process_still_refuses_another(home):
     """On SQLite, where no lock spans processes, a run whose process lives is respected
-    (a shared store tells it by the store's lock instead)."""
-    from reverie.owners import process_owner
+    (a shared store tells it by the store's lock instead). The other process: this one's
+    parent, alive while the test runs."""
+    import os
+    import socket
+
+    from reverie.owners import _began
     from reverie.store.base import DreamRun
 
+    parent = os.getppid()
+    other = f"{socket.gethostname()}:{parent}" + (f"/{_began(parent)}" if _began(parent) else "")
     with Memory(home, background=False) as mem:
         with mem.store.transaction():
             mem.store.put_dream_run(DreamRun(id="dream_live", user="ana", status="running", days=3,
-                                             started_at=datetime.now(timezone.utc), owner=process_owner()))
+                                             started_at=datetime.now(timezone.utc), owner=other))
         with pytest.raises(Conflict, match="another process is dreaming for ana"):
             mem.dream(user="ana", days=3, now=day(1), force=True)
 
