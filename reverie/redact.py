@@ -40,14 +40,18 @@ dashes or dots: ``4111.1111.1111.1111``); a long machine-made
 value right after ``api key`` or ``AWS secret`` ``[api-key]`` (after ``secret`` alone, or
 later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-character secret
 access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
-``cell``, ``电话`` or ``手机``, a few words like "number" or "to reach me" between
+``cell``, ``móvil``, ``电话`` or ``手机`` (after ``portable``, with a colon or dialled with 0 or +), a few words like "number" or "to reach me" between
 (``tel: [phone]``, ``my phone number to reach me is [phone]``), or after "call me at"
 (``call me at [phone]``); a PIN (three to eight digits: not ``pin 3 of the header``), a passcode's digits
 and the digits of a door, gate, alarm, safe or unlock code ``[password]`` (``PIN [password]``,
 ``my pin number is [password]``, ``passcode [password]``, ``the door code is [password]``,
 ``unlock code [password]``, ``门禁码是[password]``, ``开机密码[password]``, not ``密码2024年改过``), and the
 four to eight digits of a one-time code (``my OTP is [password]``, ``verification code [password]``,
-``2FA code: [password]``). A wifi key is a password (``my wifi key is [password]``, ``WPA key [password]``),
+``2FA code: [password]``, ``2FA backup code [password]`` of ``4821-9932``; and in other languages: ``Ihr
+Bestätigungscode lautet [password]``, ``Einmalcode``, ``TAN`` in capitals, ``código de verificación``, ``code de
+vérification``, ``code de confirmation``; not ``código postal 28001``). A wifi key is a password (``my wifi key is
+[password]``, ``WPA key [password]``, ``WLAN-Schlüssel: [password]``, after a network's name ``SSID HomeNet key
+[password]``, ``WiFi: HomeNet / key: [password]``, a made-up value only),
 and so is what follows a user and a slash after ``login`` (``login: bob / [password]``; with no colon,
 only a value that looks made up). Without a
 verb or colon a password must mix letters and digits (``wifi password [password]``); after
@@ -377,9 +381,19 @@ def _named_phone_span(m: re.Match[str]) -> tuple[int, int] | None:
     return _longest_phone(m, "bare", _named_phone_ok, _NAMED_PHONE_HEAD)
 
 
+# An ISO date that a serial follows ("0099-01-01-10"): day and month of two digits, as no number dialled with 00 has them.
+_ISO_DATE_START_RE = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
+
+
 def _intl_phone_ok(value: str) -> bool:
-    """A number dialled with 00 (``0086 138 1234 5678``), and no date: ``0012-05-08`` reads as 00 and a country code."""
-    return _INTL_PHONE_RE.fullmatch(value) is not None and _phone_length_ok(value) and not _DATE_RE.fullmatch(value)
+    """A number dialled with 00 (``0086 138 1234 5678``), and no date: ``0012-05-08`` reads as 00 and a country code
+    (and ``0099-01-01-10`` as a date and a serial)."""
+    return (
+        _INTL_PHONE_RE.fullmatch(value) is not None
+        and _phone_length_ok(value)
+        and not _DATE_RE.fullmatch(value)
+        and not _ISO_DATE_START_RE.match(value)
+    )
 
 
 def _intl_phone_span(m: re.Match[str]) -> tuple[int, int] | None:
@@ -810,6 +824,9 @@ def _digit_code_ok(m: re.Match[str]) -> bool:
     a one-time code four to eight digits (``verification code 482913``)."""
     key = m.group("key")
     value = m.group("bare")
+    if "-" in value:  # digits in two groups: a one-time code's only ("backup code 4821-9932"), and no span of years
+        otp = m.group("zhotp") if key is None else _OTP_KEY_RE.fullmatch(key)
+        return bool(otp) and not all(len(g) == 4 and g.startswith(("19", "20")) for g in value.split("-"))
     if key is None:  # a Chinese name: a one-time code's digits (验证码是 482913), or a lock's any
         return _otp_ok(value) if m.group("zhotp") else True
     if _OTP_KEY_RE.fullmatch(key):
@@ -996,7 +1013,11 @@ _GIVEN_ASCII = _given(r"[!-~]", r"[^!-~]")
 _BARE_TOKEN = _bare(r"[A-Za-z0-9._~+/=-]", r"[^A-Za-z0-9._~+/=-]")
 
 # A wifi network's password under its other names: "my wifi key is x", "WPA key x", "wpa_psk=x".
-_WIFI_KEY_WORD = r"(?:wi-?fi|wlan|wpa[23]?|wep|wireless|network[ ]security)[ _-]?key|wpa[23]?[ _-]?psk"
+# German "WLAN-Schlüssel: x" too.
+_WIFI_KEY_WORD = (
+    r"(?:wi-?fi|wlan|wpa[23]?|wep|wireless|network[ ]security)[ _-]?key|wpa[23]?[ _-]?psk"
+    r"|(?:wlan|wi-?fi|netzwerk)[ -]?schl(?:ü|ue)ssel"
+)
 # The names of a password in other languages: German, Spanish, French, Portuguese (Italian says "password").
 # "clave" (also a key, a clef, a clue: "la clave es la paciencia") takes only a value that looks made up,
 # as "pass" does.
@@ -1030,10 +1051,19 @@ _ZH_LOCK_CODE_WORD = r"(?:门禁|門禁|开门|開門|开锁|開鎖|解锁|解�
 _OTP_WORD = (
     r"t?otp|one[ -]time[ -](?:pass(?:word|code)|code|pin)"
     r"|(?:verification|verify|2fa|mfa|two[ -]factor|auth(?:entication|enticator)?|sms|login|sign[ -]?in)"
-    r"[ -]?code"
+    r"[ -]?code|(?:backup|recovery)[ -]code"
+    # German "Bestätigungscode", "Einmalcode", "Verifizierungscode", a bank's "TAN" (in capitals: "the tan
+    # color"), Spanish and Portuguese "código de verificación", Italian "codice di verifica", French "code de
+    # vérification", "code de confirmation" (not "código postal", "le code de la route")
+    r"|(?:best(?:ä|ae|a)tigungs|verifizierungs|verifikations|einmal|anmelde)[ -]?code|einmal[ -]?passwort"
+    r"|(?-i:(?:SMS-?|m|push|chip|photo)?TAN)"
+    r"|(?:c[oó]digo|codice|code)[ ]d[eiu][ ]"
+    r"(?:verificaci[oó]n|confirmaci[oó]n|verifica(?:[cç][aã]o)?|confirma[cç][aã]o|conferma|v[ée]rification|confirmation)"
 )
 _OTP_KEY_RE = re.compile(rf"(?i:{_OTP_WORD})")
 _LOCK_CODE = r"[#*]?\d{3,10}[#*]?"
+# A one-time code may come in two groups of digits joined by a dash ("2FA backup code 4821-9932").
+_GROUPED_CODE = r"\d{3,5}-\d{3,5}"
 # English words that say what a number after a code's name counts: no code.
 _UNIT_WORD = (
     r"(?i:lines?|digits?|char(?:acter)?s?|times|minutes?|mins?|seconds?|secs?|hours?|days?|weeks?|months?|years?"
@@ -1075,7 +1105,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "token",  # a Google OAuth access token (a pattern of its own: a literal first lets the regex engine skip fast)
-        _compile(r"ya29\.(?<![A-Za-z0-9_.-]ya29\.)[A-Za-z0-9_-]{20,}"),
+        _compile(r"ya29\.(?<![A-Za-z0-9_.-]ya29\.)(?:c\.)?[A-Za-z0-9_-]{20,}"),  # "ya29.a0...", "ya29.c.b0..."
     ),
     _Detector(
         "api-key",
@@ -1194,6 +1224,20 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         value_groups=("bare",),
     ),
     _Detector(
+        "password",  # "SSID HomeNet key OrangeSky2024", "WiFi: HomeNet / key: OrangeSky2024": a network, then its key
+        _compile(
+            rf"""(?=(?i:[swn]))   # the keywords' first letters
+            (?<![A-Za-z0-9])(?i:ssid|wi-?fi|wlan|network)(?:[ \t]*[:=：][ \t]*|[ \t]+)
+            [^\s/"'<>]{{1,64}}   # the network's name
+            (?:[ \t]*[/,;|][ \t]*|[ \t]+)
+            (?i:key|psk|schl(?:ü|ue)ssel)(?:(?P<colon>[ \t]*[:=：][ \t]*)|[ \t]+)
+            (?P<bare>(?!{_PLACEHOLDER}){_GIVEN_SPACED})"""
+        ),
+        check=_login_password_ok,  # only a value that looks made up, as after "login: bob /"
+        value_groups=("bare",),
+        cue=("ssid", "wifi", "wi-fi", "wlan", "network"),
+    ),
+    _Detector(
         "password",  # 'the password "letmein123"', '密码「Secret99」': a quoted value right after the word, no verb
         _compile(
             rf"""(?:(?<![A-Za-z0-9])(?i:{_BARE_PASSWORD_WORD})[ \t]+|(?:{_ZH_PASSWORD_WORD})[ \t]*)
@@ -1239,18 +1283,18 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         "password",  # "the door code is 4512", "gate code: 7781", "the alarm code for the shop is #2580",
         # "door code 4821", and PINs and passcodes alike: "PIN 4521", "my pin number is 4521", "passcode 778899"
         _compile(
-            rf"""(?=(?i:[acdegklmopstuv2])|[门門开開解锁鎖验驗动動])   # the keywords' first letters: a first test the regex engine makes fast
+            rf"""(?=(?i:[abcdegklmoprstuv2])|[门門开開解锁鎖验驗动動])   # the keywords' first letters: a first test the regex engine makes fast
             (?:(?<![A-Za-z0-9])(?i:(?P<key>{_DIGIT_CODE_WORD}))
                 (?:(?:\s+(?i:{_FOR})(?:\s+[\w.@'/-]+){{1,3}}?)?
                     (?:\s*(?:[:=：]|=>)\s*|\s+(?i:{_IS})(?:\s+(?i:{_NOW}))?(?:\s*[:：])?\s+)
                   | [ \t]+)   # a space alone only right after the name ("the door code for flat 221 is ..." gives none)
               | (?:(?P<zhotp>验证|驗證|动态|動態)[码碼]|{_ZH_LOCK_CODE_WORD})\s*(?:(?:{_ZH_VERB})\s*)?(?:[:=：]\s*)?)
-            (?P<bare>{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date
+            (?P<bare>{_GROUPED_CODE}|{_LOCK_CODE})(?![0-9A-Za-z_])(?![.,:/-][0-9])   # a whole number, not a time or a date
             (?!\s*{_ZH_UNIT}|[ \t]+{_UNIT_WORD})   # nor what it counts ("门禁码2024年换过", "the login code is 2000 lines")"""
         ),
         check=_digit_code_ok,
         value_groups=("bare",),
-        cue=("code", "pin", "otp", "geheimzahl", "码", "碼"),
+        cue=("code", "pin", "otp", "geheimzahl", "digo", "codice", "tan ", "tan:", "码", "碼"),
     ),
     _Detector(
         "card",  # the card's security code: "cvv 123", "CVC: 987", "security code 321", "安全码是123"
@@ -1593,11 +1637,15 @@ _NUMBER_DETECTORS = (
         "phone",  # any national format after the number's name: "tel: 0612345678", "mobile 06.12.34.56.78",
         # "电话 030 1234567", or after "call me at" ("call me at 555-123-4567-8901")
         _compile(
-            r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp)
+            r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp
+                  |m[oó]vil)   # Spanish "móvil 612 345 678"
                 (?:[ _-]?(?i:number|no\.?|num))?\.?"""
             + _PHONE_FILLER
             + _KEY_SEP
-            + r"""| (?<![A-Za-z0-9])(?i:call|text|ring|reach|phone|contact|whatsapp)
+            # French "portable: 06 12 34 56 78": "portable" is English too ("portable 1 000 000 mAh"), so a colon,
+            # or a number dialled with 0 or +
+            + r"""| (?<![A-Za-z0-9])(?i:portable)(?:[ \t]*[:：][ \t]*|[ \t]+(?=[+0]))
+            | (?<![A-Za-z0-9])(?i:call|text|ring|reach|phone|contact|whatsapp)
                 [ \t]+(?i:me|us|him|her|them)[ \t]+(?i:at|on)[ \t]+
             | (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
             (?P<bare>"""
@@ -1608,7 +1656,7 @@ _NUMBER_DETECTORS = (
         fit=_named_phone_span,
         follow=_joined(_NAMED_PHONE_HEAD, _named_phone_ok),
         cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "call", "text", "ring", "reach", "contact",
-             "手机", "手機", "电话", "電話", "座机", "传真"),
+             "móvil", "movil", "portable", "手机", "手機", "电话", "電話", "座机", "传真"),
     ),
 )
 
@@ -1638,8 +1686,8 @@ _SECRET_CUE = re.compile(
     # secret begins with one of them if it can.
     r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|ptt|ft|soat)-|l(?:c|sa)_|eheimzahl)"
     r"|a(?:kia|iza|29\.|pi[0-9a-f]{8})|asia|x(?:ox[abposr]|app)-|h(?:f|sec)_|npm_|rv_|r8_|_v1_|_api_"
-    r"|s(?:g\.|hp(?:at|ss|ca|pa)_|bp_|enha)|p(?:ass|wd?|in|ypi-|mak-|sk)|t(?:oken|p\b)|k(?:ey|ennwort)"
-    r"|bearer|secret|c(?:ode|v[vc]|ontrase|lave)|ssn|social security"
+    r"|s(?:g\.|hp(?:at|ss|ca|pa)_|bp_|enha|chl(?:ü|ue)ssel)|p(?:ass|wd?|in|ypi-|mak-|sk)|t(?:oken|p\b|an\b)"
+    r"|k(?:ey|ennwort)|bearer|secret|c(?:od(?:e|ice)|[oó]digo|v[vc]|ontrase|lave)|ssn|social security"
 )
 # The Chinese names of secrets, asked of text that is not all ASCII: each alternative a whole word, which
 # lets the regex engine skip every character that begins none (many times faster than nested groups).

@@ -356,3 +356,102 @@ def test_a_chinese_one_time_code_after_its_name_is_redacted():
     assert redact("你的验证码：4829，五分钟内有效") == "你的验证码：[password]，五分钟内有效"
     assert redact("動態碼 883311") == "動態碼 [password]"
     assert redact("验证码已发送") == "验证码已发送"
+
+
+# --- one-time codes in other languages, wifi keys after a network's name, ya29.c. tokens, portable/móvil ---------
+
+
+def test_a_one_time_code_in_another_language_loses_its_digits():
+    cases = [
+        ("Ihr Bestätigungscode lautet 918273", "Ihr Bestätigungscode lautet [password]"),
+        ("Dein Einmalcode: 482913", "Dein Einmalcode: [password]"),
+        ("Ihre TAN lautet 123456", "Ihre TAN lautet [password]"),
+        ("pushTAN: 482913", "pushTAN: [password]"),
+        ("Verifizierungscode: 551234", "Verifizierungscode: [password]"),
+        ("Tu código de verificación es 442190", "Tu código de verificación es [password]"),
+        ("Le code de vérification est 583920", "Le code de vérification est [password]"),
+        ("Votre code de confirmation : 662211", "Votre code de confirmation : [password]"),
+        ("il codice di verifica è 551234", "il codice di verifica è [password]"),
+        ("2FA backup code 4821-9932", "2FA backup code [password]"),
+        ("recovery code: 1234-5678", "recovery code: [password]"),
+        ("2FA code 482-913", "2FA code [password]"),
+        ("验证码 482-913", "验证码 [password]"),
+    ] + _kept(
+        [
+            "the TAN color",
+            "my tan 123456",
+            "TAN 2024",
+            "Bestätigungscode wurde gesendet",
+            "código postal 28001",
+            "le code de la route",
+            "le code de la route 2024",
+            "Code de vérification : abc",
+            "backup code 2023-2024",  # a span of years
+            "the backup code is 2000 lines",
+            "door code 123-456",  # grouped digits are a one-time code's only
+            "PIN 1234-5678",
+            "门禁码 123-456",
+            "backup code 4821-9932-1111",
+            "verification code 2023-05-08",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_a_wifi_key_after_the_network_name_or_in_german_is_a_password():
+    cases = [
+        ("WiFi: HomeNet / key: OrangeSky2024", "WiFi: HomeNet / key: [password]"),
+        ("SSID HomeNet key OrangeSky2024", "SSID HomeNet key [password]"),
+        ("SSID HomeNet psk Zorblax77", "SSID HomeNet psk [password]"),
+        ("wifi: cafe / key: Bergsee2023.", "wifi: cafe / key: [password]."),
+        ("WLAN-Schlüssel: Bergsee2023", "WLAN-Schlüssel: [password]"),
+        ("WLAN-Schlüssel ist Bergsee2023", "WLAN-Schlüssel ist [password]"),
+    ] + _kept(
+        [
+            "wifi is the key to success",
+            "network effects key point",
+            "SSID: HomeNet / key: value",
+            "the wifi at home, key is abc",
+            "WLAN-Schlüssel ist falsch",
+            "der Schlüssel liegt unter der Matte",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_a_google_token_with_a_c_segment_is_redacted():
+    token = _fake("ya29.c.b0", 60)
+    assert redact(f"token {token}") == "token [token]"
+    assert redact(f"the bearer is {token}.") == "the bearer is [token]."
+    assert find_sensitive(token)[0].kind == "token"
+    assert redact("ya29.c.short") == "ya29.c.short"
+
+
+def test_a_phone_after_portable_or_movil_is_redacted():
+    cases = [
+        ("portable: 06 12 34 56 78", "portable: [phone]"),
+        ("portable 06 12 34 56 78", "portable [phone]"),
+        ("móvil 612 345 678", "móvil [phone]"),
+        ("móvil: +34 612 345 678", "móvil: [phone]"),
+        ("teléfono móvil 612345678", "teléfono móvil [phone]"),
+    ] + _kept(
+        [
+            "my portable speaker",
+            "portable 1 000 000 mAh",
+            "my portable: speaker",
+            "móvil",
+            "el móvil 2023",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_an_iso_date_and_serial_after_a_phone_stay():
+    assert redact("+1-200-200-0000-1 on 0099-01-01-10") == "[phone]-1 on 0099-01-01-10"
+    assert redact("0044-20-7946-0958") == "[phone]"
+    assert redact("0033-1-23-45-67-89") == "[phone]"
+
+
+def test_mdp_is_still_no_password_word():
+    assert redact("mdp: foo123") == "mdp: foo123"
+    assert redact("the MDP 482913 states") == "the MDP 482913 states"
