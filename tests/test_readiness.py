@@ -3,8 +3,10 @@ database is out of reach (/healthz says only that the process lives)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -56,6 +58,23 @@ class Proxy:
             s.close()
 
 
+@contextlib.contextmanager
+def served_through_a_proxy(home, pg_url: str) -> Iterator[tuple[str, Proxy]]:
+    """``reverie serve``'s app over a PostgreSQL store reached through a :class:`Proxy`, ready."""
+    parts = urlsplit(pg_url)
+    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    via = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
+    try:
+        with Memory(home, background=False, store=via) as memory, \
+                live_server(create_app(memory, auth=False, mcp=False)) as url:
+            assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
+            yield url, proxy
+            proxy.frozen.clear()
+            proxy.close()  # (a statement left waiting ends with its connection)
+    finally:
+        proxy.close()
+
+
 def test_readyz_says_ok_while_the_store_answers(home):
     with Memory(home, background=False) as memory, live_server(create_app(memory, auth=False, mcp=False)) as url:
         answer = httpx.get(f"{url}/readyz", timeout=10)
@@ -63,20 +82,12 @@ def test_readyz_says_ok_while_the_store_answers(home):
 
 
 def test_readyz_is_503_when_postgres_is_out_of_reach_and_healthz_stays_200(home, pg_url):
-    parts = urlsplit(pg_url)
-    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    via = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
-    try:
-        with Memory(home, background=False, store=via) as memory, \
-                live_server(create_app(memory, auth=False, mcp=False)) as url:
-            assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
-            proxy.close()
-            down = httpx.get(f"{url}/readyz", timeout=30)
-            assert down.status_code == 503, down.text
-            assert "does not answer" in down.json()["detail"]
-            assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
-    finally:
+    with served_through_a_proxy(home, pg_url) as (url, proxy):
         proxy.close()
+        down = httpx.get(f"{url}/readyz", timeout=30)
+        assert down.status_code == 503, down.text
+        assert "does not answer" in down.json()["detail"]
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
 
 
 def test_readyz_is_503_within_its_time_when_postgres_stops_answering(home, pg_url):
@@ -84,19 +95,9 @@ def test_readyz_is_503_within_its_time_when_postgres_stops_answering(home, pg_ur
     for ever on a pooled connection; it answers 503 in its 2 s."""
     import time
 
-    parts = urlsplit(pg_url)
-    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    via = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
-    try:
-        with Memory(home, background=False, store=via) as memory, \
-                live_server(create_app(memory, auth=False, mcp=False)) as url:
-            assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
-            proxy.frozen.set()
-            began = time.monotonic()
-            down = httpx.get(f"{url}/readyz", timeout=30)
-            assert down.status_code == 503 and "no answer within 2 s" in down.json()["detail"], down.text
-            assert time.monotonic() - began < 10
-            proxy.frozen.clear()
-            proxy.close()  # (the frozen statement ends with its connection)
-    finally:
-        proxy.close()
+    with served_through_a_proxy(home, pg_url) as (url, proxy):
+        proxy.frozen.set()
+        began = time.monotonic()
+        down = httpx.get(f"{url}/readyz", timeout=30)
+        assert down.status_code == 503 and "no answer within 2 s" in down.json()["detail"], down.text
+        assert time.monotonic() - began < 10
