@@ -294,7 +294,7 @@ def for_door(scope: Scope, answer: JSONResponse) -> JSONResponse:
     The request was not read, so its id is unknown (null), as JSON-RPC has it."""
     if not str(scope.get("path", "")).startswith(MCP_PATH):
         return answer
-    detail = json.loads(answer.body).get("detail", "")
+    detail = json.loads(bytes(answer.body)).get("detail", "")
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": str(detail)}}
     headers = {k: v for k, v in answer.headers.items() if k.lower() not in ("content-length", "content-type")}
     return JSONResponse(body, status_code=answer.status_code, headers=headers)

@@ -964,12 +964,10 @@ class PostgresStore(Store):
     def _alive(self, conninfo: str) -> dict[str, int]:
         """libpq's TCP settings that end a statement waiting on a server gone silent (a host
         frozen, a network cut) within about 30 s, where the kernel's defaults wait hours;
-        what the URL sets itself stays."""
+        what the URL sets itself stays (libpq leaves them aside over a Unix socket)."""
         given = self._psycopg.conninfo.conninfo_to_dict(conninfo)
         wanted = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
                   "tcp_user_timeout": TCP_USER_TIMEOUT_MS}
-        if given.get("host", "").startswith("/") or not given.get("host", "localhost"):
-            return {}  # a Unix socket has no TCP to watch
         return {k: v for k, v in wanted.items() if k not in given}
 
     def _probe(self, conninfo: str, timeout: float) -> None:
