@@ -706,7 +706,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     if report.unanswered_turns:
         report.advice.append(
             f"{report.unanswered_turns} turn(s) got no reply within reply_timeout_seconds "
-            f"({ctx.settings.reply_timeout_seconds:g} s; the last closed on {str(unanswered.get('last_at', ''))[:10]}) "
+            f"(now {ctx.settings.reply_timeout_seconds:g} s; the last closed on {str(unanswered.get('last_at', ''))[:10]}) "
             "and were learned from the user's message alone: the agent opened a turn (process_message, "
             "POST /api/turns) and never completed it (save_memory, complete_turn); a reply that comes later "
             "is still stored"

@@ -514,8 +514,11 @@ class Recaller:
             except StoreError as exc:
                 failure = exc
                 break
-        waiting = self._put_back(usage, at)
         USAGE_FLUSH_FAILURES.inc(len(usage))
+        if self.store.closed:  # a recall that raced close: no flush comes after it
+            log.error("usage of %d delivered items not written and lost: the store closed first", len(usage))
+            return len(usage)
+        waiting = self._put_back(usage, at)
         log.warning("usage of %d delivered items not written, kept for the next flush: %s", len(usage), failure)
         return waiting
 

@@ -1040,6 +1040,8 @@ _NOW = r"now|still|currently|actually|jetzt|ahora|maintenant|adesso|agora"
 _FOR = r"for|of|to|on|at|für|fürs|vom|von|de|del|du|des|pour|della|dello|da"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
+# after a phone's name the verb may be another language's too ("mi móvil es 612 345 678")
+_PHONE_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was|es|est|ist|è|é)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 # Codes that open something: "the door code is 4512", "4512 is the gate code". Only digits ("the door
@@ -1641,7 +1643,7 @@ _NUMBER_DETECTORS = (
                   |m[oó]vil)   # Spanish "móvil 612 345 678"
                 (?:[ _-]?(?i:number|no\.?|num))?\.?"""
             + _PHONE_FILLER
-            + _KEY_SEP
+            + _PHONE_SEP
             # French "portable: 06 12 34 56 78": "portable" is English too ("portable 1 000 000 mAh"), so a colon,
             # or a number dialled with 0 or +
             + r"""| (?<![A-Za-z0-9])(?i:portable)(?:[ \t]*[:：][ \t]*|[ \t]+(?=[+0]))

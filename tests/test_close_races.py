@@ -120,3 +120,18 @@ def test_a_dream_this_process_left_running_does_not_block_the_next(mem):
     mem.remember("Prefers tea over coffee", user="ana", category="preference")
     assert mem.dream(user="ana").status == "done"
     assert mem.store.get_dream_run("dream_orphan").status == "failed"
+
+
+def test_a_usage_count_that_raced_close_is_said_lost_not_kept(home, caplog):
+    import logging
+
+    memory = Memory(home, background=False)
+    fact = memory.remember("Ana's marathon is in Lisbon", user="ana")
+    memory.recaller._usage[("fact", fact.id)] = 1  # counted by a recall as the memory closed
+    memory.recaller._usage_at = fact.created_at
+    memory.store.close()
+    with caplog.at_level(logging.ERROR, logger="reverie.recall"):
+        assert memory.recaller.flush_usage() == 1
+    assert any("lost" in r.getMessage() for r in caplog.records)
+    assert memory.recaller._usage == {}  # not kept for a flush that never comes
+    memory.close()

@@ -455,3 +455,11 @@ def test_an_iso_date_and_serial_after_a_phone_stay():
 def test_mdp_is_still_no_password_word():
     assert redact("mdp: foo123") == "mdp: foo123"
     assert redact("the MDP 482913 states") == "the MDP 482913 states"
+
+
+def test_a_phone_after_its_name_and_another_languages_verb_is_redacted():
+    from reverie.redact import redact
+
+    assert redact("mi móvil es 612 345 678") == "mi móvil es [phone]"
+    assert redact("el móvil es nuevo") == "el móvil es nuevo"
+    assert redact("the phone es 2024") == "the phone es 2024"

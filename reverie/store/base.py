@@ -1107,6 +1107,11 @@ class Store(ABC):
         claimed again (``retry_base`` doubled per failed attempt, at most ``retry_max``)."""
         raise NotImplementedError(f"{type(self).__name__} has no shared learning queue")
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a store may be asked by what outlived it)."""
+        return bool(getattr(self, "_closed", False))
+
     def ping(self, timeout: float = 2.0) -> None:
         """Whether the store answers a statement now, within about ``timeout`` seconds: a
         StoreError that says why when it does not (a server down, a file gone)."""

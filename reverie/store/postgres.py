@@ -1016,6 +1016,12 @@ class PostgresStore(Store):
         """A statement of its own (outside a transaction, whose end says it) changed rows: the
         upkeep looks at the counters soon. A read changes none, so a recall never wakes it."""
         if not self._in_tx():
+            self._upkeep_soon()
+
+    def _upkeep_soon(self) -> None:
+        """Wake the upkeep, unless the store is closed (a write racing close would start its
+        thread again, only to meet the closed pool)."""
+        if not self._closed:
             self._upkeep.soon()
 
     def _failed(self, exc: Exception) -> StoreError:
@@ -1052,7 +1058,7 @@ class PostgresStore(Store):
                     local.conn, local.depth, local.locked, local.pipe = None, 0, set(), None
         except self._psycopg.OperationalError as exc:
             raise self._failed(exc) from exc
-        self._upkeep.soon()  # a transaction ended: the upkeep looks at the counters soon
+        self._upkeep_soon()  # a transaction ended: the upkeep looks at the counters soon
 
     def _q(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement."""
