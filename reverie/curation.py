@@ -478,8 +478,8 @@ class EpisodeDeleted(Model):
 def delete_episode(ctx: Context, episode_id: str, *, user: str | None = None) -> EpisodeDeleted:
     """Delete one conversation's episode for good: its row, its search index and postings,
     the tags no other item carries, and the daily-note lines drawn from it (a day left with
-    none loses its file). The facts
-    learned from it stay and are listed. Another user's episode, or none, is NotFound."""
+    none loses its file). The facts learned from it stay and are listed. Another user's
+    episode, or none, is NotFound."""
     ep = get_episode(ctx, episode_id, user=user)
     date = ep.occurred_at.date().isoformat()
     drawn = [n for n in ctx.store.list_notes(ep.user, since=date, until=date) if ep.id in n.episodes]

@@ -281,6 +281,21 @@ def wait(home: Path, timeout: float | None = None) -> bool:
 CLOSE_WAIT = 60.0
 
 
+def _left_behind(run: DreamRun) -> bool:
+    """A run queued or running that no process runs any more: its process is gone (killed),
+    or it is this one, which runs no such dream now (its memory closed under it)."""
+    if run.status not in ("queued", "running") or not run.owner:
+        return False
+    mine = run.owner == process_owner() and run.id not in _RUNNING.values()
+    return mine or not owner_alive(run.owner)
+
+
+def _fail_run(ctx: Context, run: DreamRun, why: str) -> None:
+    run.status, run.error, run.finished_at = "failed", why, utcnow()
+    with ctx.store.transaction():
+        ctx.store.put_dream_run(run)
+
+
 def abandon(ctx: Context) -> int:
     """Record as failed each background dream of this home still running when its memory
     closes (it can write nothing once the store is closed); returns how many."""
@@ -291,10 +306,8 @@ def abandon(ctx: Context) -> int:
     for run_id in running:
         run = ctx.store.get_dream_run(run_id)
         if run is not None and run.status in ("queued", "running"):
-            run.status, run.finished_at = "failed", utcnow()
-            run.error = f"the memory was closed while it ran (close waits {CLOSE_WAIT:g} s for a dream): run it again"
-            with ctx.store.transaction():
-                ctx.store.put_dream_run(run)
+            _fail_run(ctx, run, f"the memory was closed while it ran (close waits {CLOSE_WAIT:g} s for a dream): "
+                                "run it again")
             left += 1
     return left
 
@@ -305,11 +318,8 @@ def dream_status(ctx: Context, user: str, run_id: str | None = None) -> DreamRun
     run = ctx.store.last_dream_run(user) if run_id is None else ctx.store.get_dream_run(run_id)
     if run is None or run.user != user:
         return None
-    if (run.status in ("queued", "running") and not ctx.store.shared and run.owner
-            and not owner_alive(run.owner)):
-        run.status, run.error, run.finished_at = "failed", "the process running it stopped", utcnow()
-        with ctx.store.transaction():
-            ctx.store.put_dream_run(run)
+    if not ctx.store.shared and _left_behind(run):
+        _fail_run(ctx, run, "the process running it stopped")
     return run
 
 
@@ -334,12 +344,9 @@ def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:
         try:
             last = ctx.store.last_dream_run(run.user)
             if last and last.status in ("queued", "running"):
-                # the store's lock is free, or the process that ran it is seen gone (killed), or
-                # it is this process, which runs no such dream now (its memory closed under it)
-                mine = last.owner == process_owner() and last.id not in _RUNNING.values()
-                if ctx.store.shared or mine or (last.owner and not owner_alive(last.owner)):
-                    last.status, last.error, last.finished_at = "failed", "the process running it stopped", utcnow()
-                    ctx.store.put_dream_run(last)
+                # the store's lock is free, or no process runs it any more
+                if ctx.store.shared or _left_behind(last):
+                    _fail_run(ctx, last, "the process running it stopped")
                 elif utcnow() - as_utc(last.started_at) < STALE_RUN:
                     raise Conflict(
                         f"another process is dreaming for {run.user} (run {last.id}); "
@@ -654,10 +661,11 @@ class _Apply:
         """The live facts that say ``content`` between them: two or more that each share two
         of its words and together hold every one of them (else none)."""
         words = term_set(content)
-        near = [f for f in self.pool.values() if f.status != "archived" and len(term_set(f.content) & words) >= 2]
-        if len(near) < 2 or not words <= frozenset().union(*(term_set(f.content) for f in near)):
+        near = {f.id: (f, held) for f in self.pool.values()
+                if f.status != "archived" and len(held := term_set(f.content) & words) >= 2}
+        if len(near) < 2 or not words <= frozenset().union(*(held for _, held in near.values())):
             return []
-        return near
+        return [f for f, _ in near.values()]
 
     def _new_fact(self, entry: _Entry, sources: list[Fact]) -> Fact:
         agents = {f.agent for f in sources}

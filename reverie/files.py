@@ -59,8 +59,7 @@ def folder_name(user: str) -> str:
     if (plain == user and not user.endswith(".") and user.split(".")[0] not in _DEVICE_NAMES
             and len(user.encode("utf-8")) <= _NAME_BYTES):
         return user
-    while len(plain.encode("utf-8")) > _NAME_BYTES:
-        plain = plain[:-1]
+    plain = plain.encode("utf-8")[:_NAME_BYTES].decode("utf-8", errors="ignore")  # whole characters
     return f"{plain}+{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
 
 

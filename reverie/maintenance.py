@@ -685,7 +685,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     skipped = skipped_record(ctx.store, user)
     report.facts_skipped = {str(k): int(v) for k, v in dict(skipped.get("reasons", {})).items()}
     unanswered = unanswered_record(ctx.store, user)
-    report.unanswered_turns = int(str(unanswered.get("turns", 0)))
+    report.unanswered_turns = int(unanswered.get("turns", 0))
     unwritten = unwritten_notes(ctx.store, user)
     report.notes_unwritten = [str(d) for d in unwritten.get("dates", [])]
     report.reasons = _verdict(report)

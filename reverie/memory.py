@@ -25,7 +25,7 @@ from reverie.curation import EpisodeDeleted
 from reverie.context import Context
 from reverie.dream import ChatReply
 from reverie.errors import InvalidInput, NotFound, StoreError
-from reverie.files import UserFiles
+from reverie.files import UserFiles, private_dirs
 from reverie.ingest import Added, IngestReport, add_messages, ingest, store_messages
 from reverie.inputs import (
     check_budget,
@@ -95,7 +95,7 @@ class Memory:
         self.settings = settings or Settings.load(home, **overrides)
         self.home = Path(self.settings.home)
         if store is None and not is_postgres_url(self.settings.store):
-            self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dirs(self.home)
         self.store = store or open_store(self.settings.store or self.home / "reverie.db",
                                          durability=self.settings.durability, pool_size=self.settings.store_pool_size)
         # a shared store holds the markdown documents; files then only in the mirror folder

@@ -40,9 +40,9 @@ UNWRITTEN_META = "notes-unwritten:{user}"
 def mirror_notes(store: Store, files: UserFiles, user: str, dates: Iterable[str]) -> None:
     """Rewrite the markdown file of each given day from the store (with a shared store, only
     when there is a mirror folder to write it to), and of each day an earlier call could not
-    write; a day left with no line loses its file. The store holds the notes: a file that cannot be written (a folder another owner
-    made, a full disk) is logged and counted in ``health``, and never undoes what the caller
-    committed; a later call writes it."""
+    write; a day left with no line loses its file. The store holds the notes: a file that
+    cannot be written (a folder another owner made, a full disk) is logged and counted in
+    ``health``, and never undoes what the caller committed; a later call writes it."""
     if not files.keeps_views:
         return
     record = unwritten_notes(store, user)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from reverie.models import Episode, as_utc, utcnow
 from reverie.store.base import Store, meta_record
@@ -58,7 +59,7 @@ def close_unanswered(store: Store, timeout: float, *, now: datetime | None = Non
     return closed
 
 
-def unanswered_record(store: Store, user: str) -> dict[str, object]:
+def unanswered_record(store: Store, user: str) -> dict[str, Any]:
     """The turns of ``user`` closed without a reply so far: {"turns": n, "last_at"}."""
     return meta_record(store, UNANSWERED_META.format(user=user))
 

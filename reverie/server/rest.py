@@ -421,6 +421,10 @@ def redact_access_log() -> None:
         access.addFilter(RedactedAccessLog())
 
 
+# route (by id: routes live as long as their app) -> the query parameters it takes
+_KNOWN_QUERY: dict[int, frozenset[str]] = {}
+
+
 def _query_names(dependant: Any) -> set[str]:
     """The query parameters an endpoint takes: its own and its dependencies' (the caller's ``user``)."""
     names = {p.alias for p in dependant.query_params}
@@ -436,7 +440,9 @@ def known_query(request: Request) -> None:
     dependant = getattr(route, "dependant", None)
     if dependant is None:
         return
-    known = _query_names(dependant)
+    known = _KNOWN_QUERY.get(id(route))
+    if known is None:  # (read from the endpoint's dependencies once a route, not per request)
+        known = _KNOWN_QUERY[id(route)] = frozenset(_query_names(dependant))
     unknown = sorted(k for k in request.query_params if k not in known)
     if unknown:
         raise InvalidInput(f"{unknown[0]}: unknown query parameter; this endpoint takes "
