@@ -32,7 +32,6 @@ from reverie.engines.base import (
     TagDecisions,
     TagInfo,
 )
-from reverie.engines.heuristic.timerefs import anchored
 from reverie.errors import EngineError, StoreBusy
 from reverie.facts import clip_learned, keyed, note_skipped
 from reverie.heap import paused_gc
@@ -58,6 +57,7 @@ from reverie.store.base import EpisodeRef
 from reverie.tagnames import NEIGHBOURS_PER_KEY, TagNeighbours
 from reverie.tags import TagWriter, normalize_tag
 from reverie.text import normalize_space, preferred_language, token_set
+from reverie.timerefs import anchored
 from reverie.unanswered import close_unanswered
 
 log = logging.getLogger("reverie.learn")

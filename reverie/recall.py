@@ -42,6 +42,7 @@ from reverie.store.background import Background
 from reverie.store.base import ITEM_KINDS, Hit, Item, Store, fts_tokens
 from reverie.tags import expand, resolve, tag_keys
 from reverie.text import compound_parts, e_variants, fold_width, terms, token_set, words
+from reverie.timerefs import MENTION_MAX_DAYS
 from reverie.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("reverie.recall")
@@ -197,6 +198,7 @@ class _Candidate:
     tag_score: float = 0.0
     tags: list[str] = field(default_factory=list)
     held: frozenset[str] | None = None  # the query tokens its text holds, if the search said (Hit.held)
+    spoke_of: bool = False  # an episode that spoke of a time the query names (Store.mentioning)
 
 
 class Recaller:
@@ -253,10 +255,21 @@ class Recaller:
         # the episodes of the times the query names
         in_times = [self.store.list_episodes(user, status="completed", since=ref.start, until=ref.end,
                                              limit=CANDIDATES_PER_KIND) for ref in perception.time_refs]
-        timed = {("episode", ep.id): ep for eps in in_times for ep in eps}
+        # ... and, for a time not over yet or one nothing was said in, the episodes that spoke
+        # of it, whenever they were said: "what do I have tomorrow?" finds "the dentist on
+        # Friday", said on Monday. (Of a time past, what was said then tells it first: on
+        # LoCoMo, whose questions name the days of its sessions, adding what later sessions
+        # said of those days only pushed the answers down.) A time of a month at most
+        zone = reading.tzinfo
+        spoken = [self.store.mentioning(user, ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date(),
+                                        CANDIDATES_PER_KIND)
+                  if (as_utc(ref.end) >= now or not said_then) and (ref.end - ref.start).days < MENTION_MAX_DAYS
+                  else [] for ref, said_then in zip(perception.time_refs, in_times, strict=True)]
+        timed = {("episode", ep.id): ep for eps in [*in_times, *spoken] for ep in eps}
+        spoke_of = {ep.id for eps in spoken for ep in eps}
         # "what did I do last weekend?": the time is matched by the items' times; its words
         # would find an older message that said "last weekend" of another weekend
-        told = _told_times(perception, now, in_times)
+        told = _told_times(perception, now, in_times, spoken)
         content = _without(query, told) if told else query
         query_terms = terms(content)
         if told and set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time too:
@@ -279,7 +292,7 @@ class Recaller:
         loaded: dict[str, Episode] = {}  # episodes read once per recall, whichever step needs them first
         loaded.update((i, ep) for i, ep in first.items["episode"].items() if isinstance(ep, Episode))
         roots = resolve(self.store, user, names, found=first.tags)
-        candidates, matched = self._match(user, names, hits, top_episodes, roots, timed, loaded)
+        candidates, matched = self._match(user, names, hits, top_episodes, roots, timed, loaded, spoke_of)
         scored = self._score(user, candidates, perception, now, thread, agent, loaded, query_terms, asked_about)
         profile = first.profile
         assert profile is not None  # asked for above
@@ -300,11 +313,12 @@ class Recaller:
     # ------------------------------------------------------------ match
     def _match(
         self, user: str, names: list[str], hits: list[Hit], top_episodes: list[str], roots: dict[str, str],
-        timed: dict[tuple[str, str], Episode], loaded: dict[str, Episode],
+        timed: dict[tuple[str, str], Episode], loaded: dict[str, Episode], spoke_of: set[str],
     ) -> tuple[dict[tuple[str, str], _Candidate], list[str]]:
         """Candidates from the search's ``hits``, the tags the query ``names`` (``roots``: those
         that are live tags), the tags of the ``top_episodes`` found (read into ``loaded``) and
-        the episodes of the times the query names (``timed``)."""
+        the episodes of the times the query names (``timed``: said then, or, the ids in
+        ``spoke_of``, said of them)."""
         candidates: dict[tuple[str, str], _Candidate] = {}
         top = {kind: max((h.score for h in hits if h.kind == kind), default=0.0) for kind in ITEM_KINDS}
         floor = max(top.values()) * KIND_NORM_FLOOR
@@ -361,7 +375,7 @@ class Recaller:
                 cand.tags, cand.tag_score = tags, strength[key] / best if best else 0.0
         for key, ep in timed.items():
             loaded[ep.id] = ep
-            candidates.setdefault(key, _Candidate("episode", ep.id))
+            candidates.setdefault(key, _Candidate("episode", ep.id)).spoke_of = ep.id in spoke_of
         # the query's own tags (2-4 at most): the existing tags its words and phrases landed on
         matched = [tag for tag, weight in expansion.weights.items() if weight >= 1.0][:MAX_QUERY_TAGS]
         return candidates, matched
@@ -406,6 +420,8 @@ class Recaller:
         relevance = TEXT_WEIGHT * cand.text_score + TAG_WEIGHT * cand.tag_score
         when = _when(item)
         time_parts = _time_fit(when, perception, now, event=not isinstance(item, (Fact, KnowledgeDoc)))
+        if cand.spoke_of:  # it was said of the time asked about, whenever it was said
+            time_parts = {"time_match": 1.0, "spoke_of_time": 1.0}
         parts.update(time_parts)
         score = relevance * (1 - RECENCY_WEIGHT + RECENCY_WEIGHT * time_parts.get("recency", 1.0))
         score += time_parts.get("time_match", 0.0) * TIME_MATCH_BONUS * max(relevance, 0.2)
@@ -742,17 +758,19 @@ _ABOUT_A_TIME = frozenset(terms("happen happened happening talk talked discuss d
                                 "interesting new up anything everything", keep_stopwords=True))
 
 
-def _told_times(perception: Perception, now: datetime, in_times: list[list[Episode]]) -> list[str]:
-    """The words of the query's times that are said relative to the moment of speaking, have
-    begun by ``now`` and hold episodes (``in_times``, by time): "last weekend", "yesterday",
-    "today" each name another time in a message of another day, and the episodes of the
-    time itself are matched by their own times. A time to come keeps its words (the plan
-    that names it was said before it, in words like the question's: "tomorrow", "next
-    week"), and so does a time the memory holds nothing of. The caller keeps them too when
-    the query asks about something within the time: a question may quote what was said
-    ("what did John volunteer at last weekend?")."""
-    return [r.text for r, eps in zip(perception.time_refs, in_times, strict=True)
-            if eps and r.relative and as_utc(r.start) <= as_utc(now)]
+def _told_times(
+    perception: Perception, now: datetime, in_times: list[list[Episode]], spoken: list[list[Episode]],
+) -> list[str]:
+    """The words of the query's times that are said relative to the moment of speaking and
+    whose episodes are matched by time: those said then (``in_times``, of a time begun by
+    ``now``) or said of it (``spoken``, a time past or to come). "last weekend",
+    "yesterday", "tomorrow" each name another time in a message of another day. A time the
+    memory holds nothing of keeps its words (a plan said before the index of days spoken of
+    was kept is found by them), and so does a time to come that no episode spoke of. The
+    caller keeps them too when the query asks about something within the time: a question
+    may quote what was said ("what did John volunteer at last weekend?")."""
+    return [r.text for r, said_then, said_of in zip(perception.time_refs, in_times, spoken, strict=True)
+            if r.relative and (said_of or (said_then and as_utc(r.start) <= as_utc(now)))]
 
 
 def _without(query: str, spans: list[str]) -> str:

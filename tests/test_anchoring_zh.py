@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from reverie import Memory
-from reverie.engines.heuristic.timerefs import anchored, resolve_time_refs
+from reverie.timerefs import anchored, resolve_time_refs
 
 CST = timezone(timedelta(hours=8))
 AT = datetime(2026, 12, 5, 10, 0, tzinfo=CST)  # a Saturday

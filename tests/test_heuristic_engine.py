@@ -24,7 +24,7 @@ from reverie.engines.heuristic import (
     keyphrases,
     resolve_time_refs,
 )
-from reverie.engines.heuristic.timerefs import anchored
+from reverie.timerefs import anchored
 from reverie.models import CATEGORIES, Message, Profile
 from reverie.text import STOPWORDS, token_set
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from reverie import InvalidInput, Memory
 from reverie.bench.inputs import message_of
 from reverie.engines.heuristic import resolve_time_refs
-from reverie.engines.heuristic.timerefs import TIME_PATTERNS
+from reverie.timerefs import TIME_PATTERNS
 from reverie.inputs import check_json
 from reverie.keys import create_key
 from reverie.messages import clip

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 
 from typer.testing import CliRunner
 
@@ -73,6 +75,13 @@ def test_a_home_is_copied_whole_and_checked(home, pg_url):
             stats = {(u, n, t) for u, n, t in target._q(
                 "SELECT user_id, rows, tokens FROM fts_stats WHERE kind = %s AND rows > 0", (kind,))}
             assert rows and stats == rows, table
+        # and each episode's days spoken of, as put_episode writes them ("a trip for March")
+        with closing(sqlite3.connect(home / "reverie.db")) as source:
+            said = set(source.execute("SELECT m.user, e.id, m.first, m.last FROM mentions m "
+                                      "JOIN episodes e ON e.pk = m.episode_pk").fetchall())
+        copied = {(u, i, f.isoformat(), t.isoformat())
+                  for u, i, f, t in target._q("SELECT user_id, episode_id, first, last FROM mentions")}
+        assert said and copied == said
     finally:
         target.close()
 
@@ -159,7 +168,6 @@ def test_a_dry_run_and_a_refused_migration_leave_an_older_home_as_it_was(home, p
     """A dry run reads the home without opening it (an older reverie can still open it, as a
     rollback needs), and a migration the target refuses stops before the home is upgraded."""
     import hashlib
-    import sqlite3
 
     with Memory(home, background=False) as mem:
         mem.remember("Keeps bees", user="ana")

@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from contextlib import closing
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -465,7 +465,7 @@ def test_a_schema_3_store_gets_its_tag_sizes_counted_on_upgrade(pg_url):
     as_schema(pg_url, 3, "DROP TRIGGER item_tags_counted ON item_tags", "DROP TRIGGER item_tags_uncounted ON item_tags",
               "DROP TABLE tag_sizes")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert store.tag_counts("ana") == {"tea": 3, "kyoto": 3} and store.tag_counts("bob") == {"tea": 1}
         store.set_item_tags("ana", "episode", "ep_0", {"kyoto": 1.0})  # the triggers count again
         assert store.tag_counts("ana", ["tea", "kyoto"]) == {"tea": 2, "kyoto": 3}
@@ -479,7 +479,7 @@ def test_a_schema_4_store_reads_a_tags_newest_postings_from_the_index_alone_on_u
     # as schema 4 left it: the (user_id, tag, seq) index without the columns recall reads
     as_schema(pg_url, 4, "DROP INDEX item_tags_newest", "CREATE INDEX item_tags_recent ON item_tags (user_id, tag, seq)")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert [p.id for p in newest] == ["ep_3", "ep_4"]
         assert store.postings("ana", ["tea"], ["episode"], per_tag={"tea": 2}) == newest
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'item_tags' "
@@ -564,7 +564,7 @@ def test_a_schema_5_store_gets_its_term_index_on_upgrade(tmp_path, pg_url):
     mem = Memory(tmp_path / "home", background=False, store=pg_url)
     try:
         store = mem.store
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         rows, expected, sizes, counted = terms_as_written(store)
         assert rows == expected and sizes == counted and len(rows) > 20
         assert store.search("ana", ["walk", "kyoto"], ["episode"], 10) == before
@@ -596,7 +596,7 @@ def test_a_schema_6_store_reads_its_strongest_facts_from_an_index_on_upgrade(tmp
     as_schema(pg_url, 6, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
               "ALTER TABLE facts DROP COLUMN confidence")
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert [f.id for f in store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
         rows = dict(store._q("SELECT id, strength FROM facts"))
         assert rows[strong.id] == strength(strong.confidence, 40) and rows[weak.id] == strength(weak.confidence, 0)
@@ -626,7 +626,7 @@ def test_a_schema_8_store_keys_its_postings_by_item_on_upgrade(pg_url):
               "ALTER TABLE item_tags ADD CONSTRAINT item_tags_pkey PRIMARY KEY (user_id, tag, kind, item_id)",
               "CREATE INDEX item_tags_item ON item_tags (user_id, kind, item_id)")
     with closing(PostgresStore(pg_url)) as store:  # opening it upgrades it
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert "(user_id, kind, item_id, tag)" in _postings_key(store)
         indexes = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE tablename = 'item_tags' "
                                           "AND schemaname = current_schema()")}
@@ -652,7 +652,7 @@ def test_a_schema_7_store_looks_up_a_searchs_best_from_the_index_alone_on_upgrad
     as_schema(pg_url, 7, *(f"DROP INDEX {t}_user_pk" for t in ("episodes", "facts", "notes", "knowledge")),
               *(f"CREATE INDEX {t}_user_pk ON {t} (user_id, pk)" for t in ("episodes", "facts", "notes", "knowledge")))
     with closing(PostgresStore(pg_url)) as store:
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert store.search("ana", ["walk", "river"], ["episode"], 10) == before
         indexes = dict(store._q("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"))
         assert "INCLUDE (id, status, archived)" in indexes["episodes_user_pk"]
@@ -679,7 +679,7 @@ def test_a_schema_9_store_finds_the_same_knowledge_document_by_its_digest_on_upg
     as_schema(pg_url, 9, "DROP INDEX knowledge_user_digest", "ALTER TABLE knowledge DROP COLUMN digest")
     mem = Memory(tmp_path / "home", background=False, store=pg_url)  # opening it upgrades it
     try:
-        assert mem.store.schema_version() == 12
+        assert mem.store.schema_version() == 13
         stored = dict(mem.store._q("SELECT id, digest FROM knowledge WHERE user_id = 'ana'"))
         assert stored == {d.id: knowledge_digest(d) for d in docs}
         again = mem.add_knowledge("Runbook 1", "- step 1", user="ana")
@@ -689,6 +689,22 @@ def test_a_schema_9_store_finds_the_same_knowledge_document_by_its_digest_on_upg
         assert "knowledge_user_digest" in indexes
     finally:
         mem.close()
+
+
+def test_a_schema_12_store_learns_the_days_its_episodes_speak_of_on_upgrade(tmp_path, pg_url):
+    monday = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    with closing(Memory(tmp_path / "home", background=False, store=pg_url)) as mem:
+        dentist = mem.add([{"speaker": "ana", "content": "Dentist on Friday at 3pm"}], user="ana", thread="t",
+                          at=monday)[0].id
+        mem.add([{"speaker": "bo", "content": "Gym tomorrow"}], user="bo", thread="t", at=monday)
+    as_schema(pg_url, 12, "DROP TABLE mentions")  # as schema 12 left it: no index of the days spoken of
+    with closing(Memory(tmp_path / "home", background=False, store=pg_url)) as mem:  # opening it upgrades it
+        assert mem.store.schema_version() == 13
+        friday = datetime(2026, 12, 4).date()
+        assert [e.id for e in mem.store.mentioning("ana", friday, friday, 10)] == [dentist]
+        assert len(mem.store.mentioning("bo", friday - timedelta(days=3), friday - timedelta(days=3), 10)) == 1
+        assert "Dentist on Friday" in mem.recall("what do I have tomorrow?", user="ana",
+                                                 at=monday + timedelta(days=3), track=False).context
 
 
 def test_a_schema_10_store_indexes_its_chinese_again_on_upgrade(tmp_path, pg_url):
@@ -731,7 +747,7 @@ def test_a_schema_10_store_indexes_its_chinese_again_on_upgrade(tmp_path, pg_url
     mem = Memory(tmp_path / "home", background=False, store=pg_url)  # opening it upgrades it
     try:
         store = mem.store
-        assert store.schema_version() == 12
+        assert store.schema_version() == 13
         assert mem.check_store().intact
         rows, expected, sizes, counted = terms_as_written(store)
         assert rows == expected and sizes == counted

@@ -81,6 +81,32 @@ def test_a_question_about_nothing_but_a_past_time_finds_that_time_not_its_words_
     assert "Bremen" in empty.context
 
 
+def test_a_question_about_a_day_finds_what_was_said_of_that_day_before_it(home, backend):
+    monday = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    with Memory(home, background=False, store=backend) as mem:
+        _say(mem, "I have the dentist on Friday at 3pm", at=monday, thread="a")
+        _say(mem, "My sister Mia flies in next Tuesday", at=monday, thread="b")
+        _say(mem, "我下周三去上海出差", at=monday, thread="c")
+        for n in range(12):  # "tomorrow", said of other days
+            _say(mem, f"Tomorrow more of the quarterly report, part {n}", at=monday - timedelta(days=20 + n),
+                 thread=f"w{n}")
+        mem.flush()
+        thursday = monday + timedelta(days=3)
+        tomorrow = mem.recall("what do I have tomorrow?", user="ana", at=thursday, track=False, explain=True)
+        assert "dentist" in tomorrow.items[0].text and tomorrow.items[0].parts["spoke_of_time"] == 1.0
+        assert "quarterly report" not in tomorrow.context  # the word is matched by the day, not said
+        assert "Mia" in mem.recall("who is coming next week?", user="ana", at=thursday, track=False).context
+        assert "上海" in mem.recall("下周三我要做什么？", user="ana", at=monday + timedelta(days=1), track=False).context
+        # a time past that nothing was said in: what was said of it before
+        assert "dentist" in mem.recall("what did I have on Friday?", user="ana", at=monday + timedelta(days=6),
+                                       track=False).context
+        # a time past something was said in: that first, as before
+        _say(mem, "The dentist said my teeth are fine", at=monday + timedelta(days=4, hours=8), thread="d")
+        mem.flush()
+        friday = mem.recall("what happened on Friday?", user="ana", at=monday + timedelta(days=6), track=False)
+        assert "teeth are fine" in friday.items[0].text
+
+
 @pytest.mark.parametrize("stored, asked", [
     ("我们的Kafka集群有128个分区", "Ｋａｆｋａ？"),  # full-width, as Chinese input methods type it
     ("我的航班是CA1234，明天早上八点起飞", "我的航班号是多少？"),  # a compound holding the stored word

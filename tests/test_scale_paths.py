@@ -80,7 +80,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_upgrades(home):
         memory.remember("Prefers tea", user="ana")
     as_schema(home, 2, "DROP INDEX tags_user_status")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert [f.content for f in memory.facts(user="ana")] == ["Prefers tea"]
     conn = sqlite3.connect(home / "reverie.db")
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tags_user_status'").fetchone()
@@ -97,7 +97,7 @@ def test_a_store_of_schema_4_gets_its_tag_sizes_counted_on_upgrade(home):
     # as schema 4 left it: no sizes, no triggers
     as_schema(home, 4, "DROP TRIGGER item_tags_counted", "DROP TRIGGER item_tags_uncounted", "DROP TABLE tag_sizes")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert memory.store.tag_counts("ana") == sizes
         tag = next(iter(sizes))
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # the triggers count again
@@ -118,7 +118,7 @@ def test_a_store_of_schema_5_gets_full_text_searched_by_user_on_upgrade(home):
                  f"DROP TABLE {fts}", f"ALTER TABLE {fts}_old RENAME TO {fts}"]
     as_schema(home, 5, *undo)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert {u: memory.recall("kayaking on the fjord", user=u, track=False).context for u in ("ana", "bob")} == before
         hits = memory.store.search("ana", terms("kayaking fjord"), ["episode", "note"], 10)
         owners = {memory.episode(h.id).user for h in hits if h.kind == "episode"}
@@ -144,7 +144,7 @@ def test_a_store_of_schema_6_reads_a_tags_newest_postings_from_one_index_on_upgr
     as_schema(home, 6, "DROP TRIGGER item_tags_sequenced", "DROP INDEX item_tags_newest",
               "ALTER TABLE item_tags DROP COLUMN seq", "CREATE INDEX item_tags_recent ON item_tags(user, tag)")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert memory.store.postings("ana", [tag], ["episode"], per_tag={tag: 3}) == newest
         assert memory.recall("tea in Kyoto", user="ana", track=False).context == before
         memory.store.set_item_tags("ana", "episode", "ep_new", {tag: 1.0})  # written now: the newest
@@ -191,7 +191,7 @@ def test_a_store_of_schema_7_loses_its_archived_facts_search_text_on_upgrade(hom
     conn.close()
     as_schema(home, 7)
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert [h.id for h in memory.store.search("ana", ["kayak"], ["fact"], 5)] == [kept.id]
     assert fts_text(home, gone.id) == "" and "kayak" in fts_text(home, kept.id)
 
@@ -207,7 +207,7 @@ def test_a_store_of_schema_8_reads_its_strongest_facts_from_an_index_on_upgrade(
     as_schema(home, 8, "DROP INDEX facts_strength", "ALTER TABLE facts DROP COLUMN strength",
               "ALTER TABLE facts DROP COLUMN confidence")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         assert [f.id for f in memory.store.strongest_facts("ana", ["preference", "constraint"], None, 5)] == before
         plan = " ".join(str(r[-1]) for r in memory.store._x(
             "EXPLAIN QUERY PLAN SELECT strength, pk FROM facts WHERE user = 'ana' AND status IN ('consolidated') "
@@ -262,7 +262,7 @@ def test_a_store_of_schema_9_keys_its_postings_by_item_on_upgrade(home):
     as_schema(home, 9, *_SCHEMA_9_POSTINGS)
     assert _postings_key(home) == "user, tag, kind, item_id"
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         after = memory.store._x("SELECT rowid, user, tag, kind, item_id, weight, seq FROM item_tags ORDER BY rowid")
         assert [tuple(r) for r in after.fetchall()] == [tuple(r) for r in rows]  # every posting, rowid and seq kept
         assert {u: memory.store.tag_counts(u) for u in ("ana", "bob")} == sizes
@@ -293,7 +293,7 @@ def test_a_store_of_schema_10_finds_the_same_knowledge_document_by_its_digest_on
         docs.append(memory.add_knowledge("Runbook 0", "- step 0", user="ana", scope="agent", agent="ops"))
     as_schema(home, 10, "DROP INDEX knowledge_user_digest", "ALTER TABLE knowledge DROP COLUMN digest")
     with Memory(home, background=False) as memory:
-        assert memory.store.schema_version() == len(MIGRATIONS) == 12
+        assert memory.store.schema_version() == len(MIGRATIONS) == 13
         stored = dict(memory.store._x("SELECT id, digest FROM knowledge").fetchall())
         assert stored == {d.id: knowledge_digest(d) for d in docs}  # every document's digest, computed on upgrade
         assert memory.add_knowledge("Runbook 0", "- step 0", user="ana", scope="agent", agent="ops").id == docs[3].id

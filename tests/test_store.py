@@ -44,6 +44,42 @@ def test_recent_threads_are_the_most_recently_active_first_each_once(store):
     assert store.recent_threads("nobody") == []
 
 
+def test_an_episode_is_found_by_the_days_it_speaks_of_whenever_it_was_said(store):
+    monday = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+
+    def said(text: str, **kw) -> Episode:
+        episode = Episode(**{"user": "ana", "thread": "t", "status": "completed", "occurred_at": monday,
+                             "messages": [Message(speaker="ana", content=text)], **kw})
+        store.put_episode(episode)
+        return episode
+
+    dentist = said("I have the dentist on Friday at 3pm")  # the Friday before, or 4 December
+    sister = said("My sister flies in next Tuesday")  # 1 or 8 December
+    offsite = said("The offsite is in the week of 14 December, 2026")
+    said("Nothing planned, really")
+    said("Dentist again on Friday", archived=True)  # never found: archived,
+    said("Friday I am off", status="pending")  # or not completed
+    store.put_episode(Episode(user="bob", thread="t", status="completed", occurred_at=monday,
+                              messages=[Message(speaker="bob", content="Gym on Friday")]))
+    day = datetime(2026, 12, 4).date()
+    assert [e.id for e in store.mentioning("ana", day, day, 10)] == [dentist.id]
+    assert [e.id for e in store.mentioning("ana", day.replace(day=1), day.replace(day=7), 10)] == [sister.id, dentist.id]
+    assert [e.id for e in store.mentioning("ana", day.replace(day=14), day.replace(day=14), 10)] == [offsite.id]
+    assert store.mentioning("ana", day.replace(day=2), day.replace(day=3), 10) == []
+    assert len(store.mentioning("ana", day.replace(day=1), day.replace(day=31), 1)) == 1
+    # the text rewritten speaks of another day; the episode deleted speaks of none
+    store.put_episode(dentist.model_copy(update={"messages": [Message(speaker="ana", content="Dentist tomorrow")]}))
+    assert store.mentioning("ana", day, day, 10) == []
+    assert [e.id for e in store.mentioning("ana", monday.date() + timedelta(days=1), monday.date() + timedelta(days=1),
+                                           10)] == [sister.id, dentist.id]
+    store.delete_episode(dentist.id)
+    store.put_episode(sister.model_copy(update={"learned": True}), reindex=False)  # keeps its days
+    assert [e.id for e in store.mentioning("ana", day.replace(day=1), day.replace(day=1), 10)] == [sister.id]
+    store.delete_user("ana")
+    assert store.mentioning("ana", day.replace(day=1), day.replace(day=31), 10) == []
+    assert len(store.mentioning("bob", day, day, 10)) == 1
+
+
 # ---------------------------------------------------------------- schema and transactions
 
 
@@ -938,7 +974,7 @@ def test_a_sqlite_store_of_schema_11_indexes_its_chinese_again_on_upgrade(tmp_pa
     assert len(untouched) == 2  # the English fact and the archived one
     with Memory(home, background=False) as memory:
         store = memory.store
-        assert store.schema_version() == len(MIGRATIONS) == 12
+        assert store.schema_version() == len(MIGRATIONS) == 13
         assert memory.check_store().intact
         assert [h.id for h in store.search("ana", ["北京", "机场"], ["fact", "knowledge"], 10)] == [airport.id, guide.id]
         assert [h.id for h in store.search("ana", ["3月5日"], ["episode"], 10)] == [dentist]
@@ -950,6 +986,25 @@ def test_a_sqlite_store_of_schema_11_indexes_its_chinese_again_on_upgrade(tmp_pa
     assert conn.execute("SELECT text FROM episodes_fts ORDER BY rowid").fetchall() == [
         ("ana 3月5日 牙医 3月",), ("ana 4月18日 有个 面试 4月",)]
     conn.close()
+
+
+def test_a_sqlite_store_of_schema_12_learns_the_days_its_episodes_speak_of_on_upgrade(tmp_path):
+    home, monday = tmp_path / "home", datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    with Memory(home, background=False) as memory:
+        dentist = memory.add([{"speaker": "ana", "content": "Dentist on Friday at 3pm"}], user="ana", thread="t",
+                             at=monday)[0].id
+        memory.add([{"speaker": "ana", "content": "Nothing planned"}], user="ana", thread="t", at=monday)
+    conn = sqlite3.connect(home / "reverie.db")  # as schema 12 left it: no index of the days spoken of
+    conn.execute("DROP TABLE mentions")
+    conn.execute("UPDATE schema_version SET version = 12")
+    conn.commit()
+    conn.close()
+    with Memory(home, background=False) as memory:
+        assert memory.store.schema_version() == 13
+        friday = datetime(2026, 12, 4).date()
+        assert [e.id for e in memory.store.mentioning("ana", friday, friday, 10)] == [dentist]
+        assert "Dentist on Friday" in memory.recall("what do I have tomorrow?", user="ana",
+                                                    at=monday + timedelta(days=3), track=False).context
 
 
 def test_store_from_a_newer_reverie_is_refused(tmp_path):

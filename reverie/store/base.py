@@ -17,7 +17,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import AbstractSet, Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput, StoreError
@@ -32,6 +32,7 @@ from reverie.models import (
     TagRelation,
     as_utc,
 )
+from reverie.timerefs import mentioned_days
 
 ItemKind = Literal["episode", "fact", "note", "knowledge"]
 ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "note", "knowledge")
@@ -212,6 +213,29 @@ def episode_text(episode: Episode) -> str:
     return " ".join(
         [*(f"{m.speaker or ''} {m.content}" for m in episode.messages)] or [episode.user_text, episode.reply_text]
     )
+
+
+# the most days one episode is indexed as speaking of: a long message that lists a calendar
+# is found by its first ones
+MAX_MENTIONS = 50
+
+
+def episode_days(episode: Episode) -> list[tuple[str, str]]:
+    """The days an episode's messages speak of, past or to come (:func:`reverie.timerefs.
+    mentioned_days`), each time as its first and last day (ISO dates), at most
+    :data:`MAX_MENTIONS`: what a question about a day finds the plans made for it by. Each
+    message is read at its own time, else the episode's, in this machine's zone, as the
+    learning line anchors "tomorrow" and the dream reads a day."""
+    days: dict[tuple[str, str], None] = {}
+    if episode.status != "completed":  # never found before it is (and then written again)
+        return []
+    said = [(m.content, m.at) for m in episode.messages] or [(episode.user_text, None), (episode.reply_text, None)]
+    for text, at in said:
+        for first, last in mentioned_days(text, (at or episode.occurred_at).astimezone()):
+            days[(first.isoformat(), last.isoformat())] = None
+            if len(days) == MAX_MENTIONS:
+                return list(days)
+    return list(days)
 
 
 def strength(confidence: float, uses: int) -> float:
@@ -614,6 +638,13 @@ class Store(ABC):
         limit: int | None = None,
         newest_first: bool = True,
     ) -> list[Episode]: ...
+
+    @abstractmethod
+    def mentioning(self, user: str, first: date, last: date, limit: int) -> list[Episode]:
+        """The user's completed, unarchived episodes that speak of a day from ``first`` to
+        ``last`` (:func:`episode_days`, written with each episode), whenever they were said,
+        the most recently said first, at most ``limit``. A read of the index of the days
+        spoken of near that time, however many episodes the user has."""
 
     @abstractmethod
     def stored_after(self, kind: str, user: str, after: int, limit: int) -> list[tuple[int, Any]]:

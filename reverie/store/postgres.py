@@ -40,7 +40,7 @@ import threading
 import uuid
 from collections import Counter
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote, unquote
 
@@ -89,6 +89,7 @@ from reverie.store.base import (
     Store,
     decode_cursor,
     episode_columns,
+    episode_days,
     episode_text,
     fact_columns,
     fts5_idf,
@@ -104,6 +105,7 @@ from reverie.store.base import (
 )
 from reverie.store.pg_upkeep import Upkeep
 from reverie.text import index_text
+from reverie.timerefs import MENTION_MAX_DAYS
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -132,8 +134,8 @@ _ITEM_COLS = {
 # every table of the store's schema (the migrations create them; a test checks the list)
 TABLES = (
     "api_keys", "documents", "dream_runs", "episodes", "facts", "fts_stats", "input_keys", "item_tags", "journals",
-    "knowledge", "meta", "notes", "profile", "schema_version", "tag_relations", "tag_sizes", "tags", "term_sizes",
-    "terms", "user_meta",
+    "knowledge", "mentions", "meta", "notes", "profile", "schema_version", "tag_relations", "tag_sizes", "tags",
+    "term_sizes", "terms", "user_meta",
 )
 # which matches recall may deliver (the others still count in BM25's document frequencies)
 _SEARCH_OK = {
@@ -611,7 +613,36 @@ MIGRATIONS: list[str | Callable[["Connection[Any]"], None]] = [
     CREATE INDEX IF NOT EXISTS episodes_waiting ON episodes (user_id, pk) WHERE status IN ('pending', 'interrupted');
     DROP INDEX IF EXISTS episodes_pending;
     """,
+    # 13: the days each episode speaks of, past or to come, under an index by day (see _mentions)
+    lambda conn: _mentions(conn),
 ]
+
+
+def _mentions(conn: "Connection[Any]") -> None:
+    """13: ``mentions``, the days each episode speaks of (:func:`~reverie.store.base.
+    episode_days`: "the dentist on Friday", said on a Monday, speaks of that Friday), one row
+    a time, keyed by (user, episode) and indexed by (user, first day): a question about a day
+    reads the episodes that spoke of it, whenever they were said, from that index. Filled for
+    the episodes stored before, a page at a time, with one COPY a page."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mentions (user_id text NOT NULL, episode_id text NOT NULL, first date NOT NULL, "
+        "last date NOT NULL, PRIMARY KEY (user_id, episode_id, first, last))"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS mentions_user_day ON mentions (user_id, first, last) INCLUDE (episode_id)")
+    conn.execute("DELETE FROM mentions")  # (a store taken back to an older version number holds some)
+    last = 0
+    while rows := conn.execute("SELECT pk, body FROM episodes WHERE pk > %s ORDER BY pk LIMIT 500", (last,)).fetchall():
+        written = []
+        for _, body in rows:
+            try:
+                episode = Episode.model_validate_json(body)
+            except ValueError:  # an unreadable body speaks of no day (and is never lost)
+                continue
+            written += [(episode.user, episode.id, first, end) for first, end in episode_days(episode)]
+        with conn.cursor() as cur, cur.copy("COPY mentions (user_id, episode_id, first, last) FROM STDIN") as copy:
+            for row in written:
+                copy.write_row(row)
+        last = rows[-1][0]
 
 
 # a lexeme of CJK characters (reverie.text.CJK_RE), as a regular expression of the server
@@ -1329,8 +1360,11 @@ class PostgresStore(Store):
             count = totals.setdefault(columns["user_id"], [0, 0])
             count[0] += 1
             count[1] += length
+        # an episode's days spoken of, as put_episode writes them
+        days = [(e.user, e.id, first, last) for e in items if isinstance(e, Episode) for first, last in episode_days(e)]
         with self.transaction():
             self._copy_rows(table, [*names, "tsv", "doc_len"], set(totals), rows)
+            self._copy_rows("mentions", ["user_id", "episode_id", "first", "last"], set(totals), days)
             self._many(
                 "INSERT INTO fts_stats (user_id, kind, rows, tokens) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (user_id, kind) DO UPDATE SET rows = fts_stats.rows + excluded.rows, "
@@ -1368,7 +1402,32 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ episodes
 
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
-        self._write("episode", _episode_columns(episode), episode_text(episode) if reindex else None)
+        if not reindex:
+            self._write("episode", _episode_columns(episode), None)
+            return
+        days = episode_days(episode)
+        with self.transaction():
+            self._write("episode", _episode_columns(episode), episode_text(episode))
+            conn = self._local.conn
+            conn.execute("DELETE FROM mentions WHERE user_id = %s AND episode_id = %s", (episode.user, episode.id))
+            if days:
+                conn.execute(
+                    "INSERT INTO mentions (user_id, episode_id, first, last) SELECT %s, %s, d.first, d.last "
+                    "FROM unnest(%s::date[], %s::date[]) AS d (first, last) ON CONFLICT DO NOTHING",
+                    (episode.user, episode.id, [f for f, _ in days], [end for _, end in days]),
+                )
+
+    def mentioning(self, user: str, first: date, last: date, limit: int) -> list[Episode]:
+        self._lock([user])
+        # a time spoken of began at most MENTION_MAX_DAYS before the first day asked about:
+        # the index is read from there to the last day asked about
+        rows = self._q(
+            f"SELECT {self._EP_COLS} FROM episodes WHERE user_id = %s AND id IN (SELECT episode_id FROM mentions "
+            "WHERE user_id = %s AND first >= %s AND first <= %s AND last >= %s) AND status = 'completed' "
+            "AND NOT archived ORDER BY occurred_at DESC, pk DESC LIMIT %s",
+            (user, user, first - timedelta(days=MENTION_MAX_DAYS), last, first, limit),
+        )
+        return [self._episode(r) for r in rows]
 
     def _episode(self, row: tuple[Any, ...]) -> Episode:
         return with_counters(Episode.model_validate_json(row[7]), uses=row[2], last_used_at=_utc(row[3]),
@@ -1699,6 +1758,8 @@ class PostgresStore(Store):
                 conn.execute(f"DELETE FROM {table} WHERE user_id = %s AND id = %s", (user, item_id))
                 conn.execute("DELETE FROM item_tags WHERE user_id = %s AND kind = %s AND item_id = %s",
                              (user, kind, item_id))
+                if kind == "episode":
+                    conn.execute("DELETE FROM mentions WHERE user_id = %s AND episode_id = %s", (user, item_id))
                 conn.execute("UPDATE fts_stats SET rows = rows - 1, tokens = tokens - %s WHERE user_id = %s AND kind = %s",
                              (length, user, kind))
 
@@ -2387,7 +2448,7 @@ class PostgresStore(Store):
             self._lock([user])
             for table in (
                 "episodes", "facts", "notes", "knowledge", "profile", "tags", "item_tags", "tag_relations",
-                "dream_runs", "api_keys", "input_keys", "documents",
+                "dream_runs", "api_keys", "input_keys", "documents", "mentions",
             ):
                 counts[table] = self._count(f"DELETE FROM {table} WHERE user_id = %s", (user,))
             counts["meta"] = self._count("DELETE FROM journals WHERE user_id = %s", (user,)) + self._count(

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -66,6 +66,7 @@ from reverie.store.base import (
     USER_META_PREFIXES,
     decode_cursor,
     episode_columns,
+    episode_days,
     episode_text,
     fact_columns,
     knowledge_digest,
@@ -83,6 +84,7 @@ from reverie.store.base import (
 )
 from reverie.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 from reverie.text import index_text
+from reverie.timerefs import MENTION_MAX_DAYS
 
 
 def _input_keys(conn: sqlite3.Connection) -> None:
@@ -254,6 +256,8 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 12: a Chinese text's index holds the parts of its compounds and its dates as one word
     # (see _cjk_indexed_again)
     lambda conn: _cjk_indexed_again(conn),
+    # 13: the days each episode speaks of, past or to come, under an index by day (see _mentions)
+    lambda conn: _mentions(conn),
 ]
 
 # what else a use moves (the SET clause reads the row as it was: uses + ? is the new count)
@@ -416,6 +420,36 @@ def _cjk_indexed_again(conn: sqlite3.Connection) -> None:
                     continue
             conn.executemany(f"UPDATE {fts} SET text = ? WHERE rowid = ?", written)
             last = rows[-1][0]
+
+
+_MENTIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS mentions (episode_pk INTEGER NOT NULL, first TEXT NOT NULL, last TEXT NOT NULL, "
+    "user TEXT NOT NULL, PRIMARY KEY (episode_pk, first, last)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS mentions_user_day ON mentions(user, first, last, episode_pk)",
+)
+
+
+def _mentions(conn: sqlite3.Connection) -> None:
+    """13: ``mentions``, the days each episode speaks of (:func:`~reverie.store.base.
+    episode_days`: "the dentist on Friday", said on a Monday, speaks of that Friday), one row
+    a time, keyed by the episode and indexed by (user, first day): a question about a day
+    reads the episodes that spoke of it, whenever they were said, from that index. Filled
+    for the episodes stored before, a page at a time (100k LoCoMo-like episodes: a few
+    seconds; most messages name no time and are passed over after a few substring tests)."""
+    for statement in _MENTIONS_TABLE:
+        conn.execute(statement)
+    conn.execute("DELETE FROM mentions")  # (a store taken back to an older version number holds some)
+    last = 0
+    while rows := conn.execute("SELECT pk, body FROM episodes WHERE pk > ? ORDER BY pk LIMIT 500", (last,)).fetchall():
+        written = []
+        for pk, body in rows:
+            try:
+                episode = Episode.model_validate_json(body)
+            except ValueError:  # an unreadable body speaks of no day (and is never lost)
+                continue
+            written += [(pk, first, end, episode.user) for first, end in episode_days(episode)]
+        conn.executemany("INSERT OR IGNORE INTO mentions (episode_pk, first, last, user) VALUES (?, ?, ?, ?)", written)
+        last = rows[-1][0]
 
 
 def owner_token(user: str) -> str:
@@ -780,16 +814,17 @@ class SQLiteStore(Store):
         return [r[0] for r in rows]
 
     # ------------------------------------------------------------ shared row writing
-    def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> None:
+    def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> int | None:
         """Insert or update a row by id, and its full-text row unless ``search_text`` is None
-        (then an existing row keeps its search row; a new one gets an empty one)."""
+        (then an existing row keeps its search row; a new one gets an empty one). The row's
+        pk when it was written with its search row."""
         table, names = _MAIN_TABLE[kind], list(columns)
         with self.transaction():
             if search_text is None:
                 sets = ", ".join(f"{n} = ?" for n in names if n != "id")
                 values = [v for n, v in columns.items() if n != "id"]
                 if self._x(f"UPDATE {table} SET {sets} WHERE id = ?", [*values, columns["id"]]).rowcount:
-                    return
+                    return None
             row = self._x(f"SELECT pk FROM {table} WHERE id = ?", (columns["id"],)).fetchone()
             if row is None:
                 pk = self._x(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({_in(names)})", columns.values()).lastrowid
@@ -801,6 +836,7 @@ class SQLiteStore(Store):
                 self._counts.clear()  # a row's words changed under an old rowid (see _kept)
             self._x(f"INSERT INTO {_FTS_TABLE[kind]} (rowid, text, owner) VALUES (?, ?, ?)",
                     (pk, index_text(search_text or ""), owner_token(columns["user"])))
+        return pk
 
     def _rows(self, kind: str, ids: Iterable[str]) -> list[sqlite3.Row]:
         """Rows by id, a few hundred ids per statement (SQLite caps the parameters)."""
@@ -813,7 +849,26 @@ class SQLiteStore(Store):
     def put_episode(self, episode: Episode, *, reindex: bool = True) -> None:
         columns = episode_columns(episode, _ts)
         columns["archived"], columns["learned"] = int(episode.archived), int(episode.learned)
-        self._write("episode", columns, episode_text(episode) if reindex else None)
+        if not reindex:
+            self._write("episode", columns, None)
+            return
+        days = episode_days(episode)
+        with self.transaction():
+            pk = self._write("episode", columns, episode_text(episode))
+            self._x("DELETE FROM mentions WHERE episode_pk = ?", (pk,))
+            self._conn().executemany("INSERT OR IGNORE INTO mentions (episode_pk, first, last, user) VALUES (?, ?, ?, ?)",
+                                     [(pk, first, last, episode.user) for first, last in days])
+
+    def mentioning(self, user: str, first: date, last: date, limit: int) -> list[Episode]:
+        # a time spoken of began at most MENTION_MAX_DAYS before the first day asked about:
+        # the index is read from there to the last day asked about
+        rows = self._x(
+            "SELECT * FROM episodes WHERE pk IN (SELECT episode_pk FROM mentions WHERE user = ? AND first >= ? "
+            "AND first <= ? AND last >= ?) AND status = 'completed' AND archived = 0 "
+            "ORDER BY occurred_at DESC, pk DESC LIMIT ?",
+            (user, (first - timedelta(days=MENTION_MAX_DAYS)).isoformat(), last.isoformat(), first.isoformat(), limit),
+        )
+        return [self._episode(r) for r in rows]
 
     def _episode(self, row: sqlite3.Row) -> Episode:
         return with_counters(Episode.model_validate_json(row["body"]), uses=row["uses"],
@@ -1027,7 +1082,8 @@ class SQLiteStore(Store):
                 self._x(f"DELETE FROM {fts} WHERE rowid IN (SELECT pk FROM {main} WHERE user = ?)", (user,))
                 counts[main] = self._x(f"DELETE FROM {main} WHERE user = ?", (user,)).rowcount
             self._counts.clear()
-            for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys"):
+            for table in ("profile", "tags", "item_tags", "tag_relations", "dream_runs", "api_keys", "input_keys",
+                          "mentions"):
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user = ?", (user,)).rowcount
             self._x("DELETE FROM tag_sizes WHERE user = ?", (user,))
             counts["meta"] = self._x(
@@ -1222,6 +1278,8 @@ class SQLiteStore(Store):
             if row:
                 self._x(f"DELETE FROM {_FTS_TABLE[kind]} WHERE rowid = ?", (row[0],))
                 self._x(f"DELETE FROM {main} WHERE pk = ?", (row[0],))
+                if kind == "episode":
+                    self._x("DELETE FROM mentions WHERE episode_pk = ?", (row[0],))
                 self._counts.clear()
                 self._x("DELETE FROM item_tags WHERE user = ? AND kind = ? AND item_id = ?", (row[1], kind, item_id))
 

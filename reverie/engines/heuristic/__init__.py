@@ -38,6 +38,6 @@ from reverie.engines.heuristic.engine import HeuristicEngine
 from reverie.engines.heuristic.lexicon import GENERIC_WORDS
 from reverie.engines.heuristic.perceive import detect_route
 from reverie.engines.heuristic.phrases import keyphrases
-from reverie.engines.heuristic.timerefs import resolve_time_refs
+from reverie.timerefs import resolve_time_refs
 
 __all__ = ["GENERIC_WORDS", "HeuristicEngine", "detect_route", "keyphrases", "resolve_time_refs"]

@@ -24,11 +24,11 @@ from reverie.engines.base import (
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.phrases import analyze, keyphrases, rank
 from reverie.engines.heuristic.signals import Signal, sentence_signals
-from reverie.engines.heuristic.timerefs import resolve_time_refs
 from reverie.engines.heuristic.words import overlap, sentences
 from reverie.models import AGENT_ROLES, AREAS, Message, Profile, speaks_for_profile
 from reverie.profiles import PROFILE_PARTS
 from reverie.text import has_cjk, jaccard, stem, term_set
+from reverie.timerefs import resolve_time_refs
 
 _AREA_INDEX: dict[str, str] = {stem(w): area for area, ws in lx.AREA_WORDS.items() for w in ws}
 

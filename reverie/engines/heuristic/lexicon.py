@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+# the calendar's words, read by phrases and words
+from reverie.timerefs import MONTHS as MONTHS, NUMBER_WORDS as NUMBER_WORDS, WEEKDAYS as WEEKDAYS
+
 # Words that cannot point at a class of memories on their own: never a tag,
 # never a keyphrase, deprecated by tag governance. A plain set on purpose, so
 # that an application may add its own words at start-up.
@@ -187,32 +190,6 @@ EMOTIONS: dict[str, str] = {
     r"disappointed|stressed|angry|miserable|terrible|awful|难过|伤心|担心|焦虑|害怕|失望|孤独|生气|沮丧",
     "positive": r"happy|glad|awesome|amazing|love|loved|excited|exciting|thankful|grateful|proud|"
     r"wonderful|fantastic|enjoy\w*|inspir\w*|relieved|delighted|开心|高兴|快乐|太好了|棒|感谢|兴奋|满意|幸福",
-}
-
-MONTHS: dict[str, int] = {
-    name: i
-    for i, names in enumerate(
-        (
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"),
-            ("october", "oct"), ("november", "nov"), ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-# a bare month name that is also an everyday word needs a year, a day or "in"
-AMBIGUOUS_MONTHS: frozenset[str] = frozenset({"may", "march", "mar", "jan", "jun", "dec", "oct", "sep", "aug"})
-WEEKDAYS: dict[str, int] = {
-    d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-}
-NUMBER_WORDS: dict[str, int] = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
-    "a few": 3, "few": 3, "several": 3,
-}
-ZH_DIGITS: dict[str, int] = {
-    "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "几": 3,
 }
 
 # ---------------------------------------------------------------- routes and intents

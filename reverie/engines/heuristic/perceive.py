@@ -12,9 +12,9 @@ from reverie.engines.base import PerceiveRequest
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.phrases import analyze_text, rank
 from reverie.engines.heuristic.tagkeys import map_tags
-from reverie.engines.heuristic.timerefs import TIME_PATTERNS, resolve_time_refs
 from reverie.models import Perception, Route
 from reverie.text import has_cjk, stem
+from reverie.timerefs import names_a_time, resolve_time_refs
 
 _SCENE_INDEX: dict[str, tuple[str, str]] = {}
 for _scene_name, _subs in lx.SCENES.items():
@@ -74,7 +74,7 @@ def detect_route(text: str) -> Route:
     """``shallow`` (profile and facts), ``medium`` (+ overviews, notes) or ``deep`` (+ full text)."""
     if lx.DEEP_CUES.search(text):
         return "deep"
-    if lx.MEDIUM_CUES.search(text) or any(p.search(text) for p, _ in TIME_PATTERNS):
+    if lx.MEDIUM_CUES.search(text) or names_a_time(text):
         return "medium"
     return "shallow"
 

@@ -9,6 +9,10 @@ bare years.
 ``anchored(line, at)`` writes a learned line's relative times as the dates they meant,
 in the line's own language: "Moved to Hamburg last weekend" reads "Moved to Hamburg on
 the weekend of 21-22 March 2026", "我明天去上海出差" reads "我2026年12月6日去上海出差".
+
+``mentioned_days(message, at)`` gives the days a message speaks of, past or to come, for the
+stores' index of them: "I have the dentist on Friday", said on a Monday, speaks of that
+Friday, and "what do I have tomorrow?" asked on the Thursday finds it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,35 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
 
-from reverie.engines.heuristic import lexicon as lx
 from reverie.models import TimeRef
 from reverie.text import has_cjk, normalize_space
+
+# the calendar's words, as the patterns below read them
+MONTHS: dict[str, int] = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"),
+            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+# a bare month name that is also an everyday word needs a year, a day or "in"
+AMBIGUOUS_MONTHS: frozenset[str] = frozenset({"may", "march", "mar", "jan", "jun", "dec", "oct", "sep", "aug"})
+WEEKDAYS: dict[str, int] = {
+    d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+NUMBER_WORDS: dict[str, int] = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+    "a few": 3, "few": 3, "several": 3,
+}
+ZH_DIGITS: dict[str, int] = {
+    "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "几": 3,
+}
 
 
 def _month_range(year: int, month: int) -> tuple[date, date]:
@@ -66,8 +96,8 @@ def _zh_number(text: str) -> int:
         return int(text)
     if "十" in text:
         tens, _, ones = text.partition("十")
-        return lx.ZH_DIGITS.get(tens, 1) * 10 + lx.ZH_DIGITS.get(ones, 0)
-    return lx.ZH_DIGITS.get(text, 1)
+        return ZH_DIGITS.get(tens, 1) * 10 + ZH_DIGITS.get(ones, 0)
+    return ZH_DIGITS.get(text, 1)
 
 
 def _ago(today: date, n: int, unit: str) -> tuple[date, date]:
@@ -82,7 +112,7 @@ def _ago(today: date, n: int, unit: str) -> tuple[date, date]:
 
 
 _UNITS_ZH = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
-_MONTH_ALT = "|".join(sorted(lx.MONTHS, key=len, reverse=True))
+_MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
 _ZH_M = r"1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九]"
 _ZH_D = r"[12]\d|3[01]|0?[1-9]|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九]"
 _REL_DAY_EN = {"the day before yesterday": -2, "yesterday": -1, "last night": -1, "today": 0, "tonight": 0,
@@ -144,16 +174,16 @@ def _t_zh_month(m: re.Match[str], today: date) -> tuple[date, date] | None:
 def _t_en_month(m: re.Match[str], today: date) -> tuple[date, date] | None:
     word, pre, year = m["mon"], (m["pre"] or "").lower(), m["y"]
     day = m["d1"] or m["d2"]
-    if word.lower() in lx.AMBIGUOUS_MONTHS and not (year or pre or (day and word[0].isupper())):
+    if word.lower() in AMBIGUOUS_MONTHS and not (year or pre or (day and word[0].isupper())):
         return None
-    month = lx.MONTHS[word.lower()]
+    month = MONTHS[word.lower()]
     y = int(year) if year else _recent_year(today, month, strictly_before=pre == "last")
     return _day_or_month(y, month, int(day) if day else None)
 
 
 def _t_en_ago(m: re.Match[str], today: date) -> tuple[date, date] | None:
     raw = m["n"].lower()
-    n = int(raw) if raw.isdigit() else lx.NUMBER_WORDS.get(raw, 1)
+    n = int(raw) if raw.isdigit() else NUMBER_WORDS.get(raw, 1)
     return _ago(today, n, m["unit"].lower())
 
 
@@ -175,7 +205,7 @@ def _t_en_period(m: re.Match[str], today: date) -> tuple[date, date] | None:
 
 
 def _t_en_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
-    rel, day = normalize_space(m["rel"].lower()), lx.WEEKDAYS[m["wd"].lower()]
+    rel, day = normalize_space(m["rel"].lower()), WEEKDAYS[m["wd"].lower()]
     if rel == "this":  # this week's: "this Friday" asked on a Monday is to come, as "this weekend" is
         d = today + timedelta(days=day - today.weekday())
         return d, d
@@ -203,7 +233,7 @@ def _t_year(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _year_range(int(m["y"]))
 
 
-_NUM_EN = "|".join(sorted((re.escape(k) for k in lx.NUMBER_WORDS), key=len, reverse=True))
+_NUM_EN = "|".join(sorted((re.escape(k) for k in NUMBER_WORDS), key=len, reverse=True))
 # a handler reads one match into its first and last day, or None when the match is no date
 Handler = Callable[[re.Match[str], date], tuple[date, date] | None]
 TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
@@ -231,24 +261,82 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
 )
 
 
+# what a text holds wherever a pattern matches: a year's digits (YEAR), or one of these
+# strings (lowercase) in the lowercased text. A text without it is not searched with the
+# pattern: most messages name no time, and the dozen patterns took 190 µs for a 130-character
+# LoCoMo message where these tests take a few
+YEAR = ("<year>",)
+_YEARISH = re.compile(r"(?:19|20)\d\d")
+NEEDS: dict[Handler, tuple[str, ...]] = {
+    _t_iso: YEAR,
+    _t_zh_date: ("年",),
+    _t_zh_month: ("月",),
+    _t_en_month: ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+    _t_en_ago: ("ago",),
+    _t_zh_ago: ("前",),
+    _t_en_rel_day: ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"),
+    _t_en_period: ("week", "month", "year"),
+    _t_en_weekday: tuple(WEEKDAYS),
+    _t_zh_weekday: ("周", "星期", "礼拜"),
+    _t_zh_rel: ("年", "周", "星期", "礼拜", "月", "天", "日", "晚", "早"),
+    _t_year: YEAR,
+}
+
+
+_MONTH_WORD = re.compile(rf"\b(?:{_MONTH_ALT})\b")
+
+
+CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel})
+# TIME_PATTERNS with what each needs: (pattern, handler, strings, Chinese?, a year?)
+_GATED = tuple((pattern, handler, NEEDS[handler], handler in CHINESE, NEEDS[handler] is YEAR)
+               for pattern, handler in TIME_PATTERNS)
+
+
+def _searched(text: str) -> list[tuple[re.Pattern[str], Handler]]:
+    """The patterns of TIME_PATTERNS that may match ``text``, by :data:`NEEDS`."""
+    low = text.lower()
+    year: bool | None = None
+    cjk = has_cjk(text)
+    found = []
+    for pattern, handler, needs, chinese, yearly in _GATED:
+        if chinese and not cjk:
+            continue
+        if yearly:
+            if year is None:
+                year = _YEARISH.search(text) is not None
+            if not year:
+                continue
+        else:
+            for word in needs:
+                if word in low:
+                    break
+            else:
+                continue
+            if handler is _t_en_month and not _MONTH_WORD.search(low):  # "mar" of "summary", "dec" of "decide"
+                continue
+        found.append((pattern, handler))
+    return found
+
+
+def names_a_time(text: str) -> bool:
+    """Whether ``text`` names a time any pattern of TIME_PATTERNS matches."""
+    return any(pattern.search(text) for pattern, _ in _searched(text))
+
+
 # the handlers of times said relative to the moment of speaking
 RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel,
                                          _t_zh_weekday})
 
 
-def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
-    """Dates the text refers to, as whole days in ``now``'s time zone, in reading order.
-
-    ``resolve_time_refs("what did we do last week?", now)`` gives one TimeRef from
-    Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week.
-    """
-    today = now.date()
+def _times(text: str, today: date) -> list[tuple[int, re.Match[str], Handler, tuple[date, date]]]:
+    """Each time ``text`` names, read on ``today``: where it starts, its match, the handler
+    that read it and its first and last day, in reading order."""
     # spans already taken, kept sorted and disjoint: an overlap test is two neighbours
     # (bisect), so the whole pass stays linear in the text, however many dates it holds
     starts: list[int] = []
     ends: list[int] = []
-    found: list[tuple[int, TimeRef]] = []
-    for pattern, handler in TIME_PATTERNS:
+    found: list[tuple[int, re.Match[str], Handler, tuple[date, date]]] = []
+    for pattern, handler in _searched(text):
         for m in pattern.finditer(text):
             start, end = m.span()
             at = bisect.bisect_right(starts, start)
@@ -262,14 +350,82 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
                 continue
             starts.insert(at, start)
             ends.insert(at, end)
-            found.append((start, TimeRef(
-                text=m.group(0).strip(),
-                start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),
-                end=datetime.combine(span[1], time.max, tzinfo=now.tzinfo),
-                relative=handler in RELATIVE,
-            )))
-    return [ref for _, ref in sorted(found, key=lambda item: item[0])]
+            found.append((start, m, handler, span))
+    found.sort(key=lambda item: item[0])
+    return found
 
+
+def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
+    """Dates the text refers to, as whole days in ``now``'s time zone, in reading order.
+
+    ``resolve_time_refs("what did we do last week?", now)`` gives one TimeRef from
+    Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week.
+    """
+    return [
+        TimeRef(
+            text=m.group(0).strip(),
+            start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),
+            end=datetime.combine(span[1], time.max, tzinfo=now.tzinfo),
+            relative=handler in RELATIVE,
+        )
+        for _, m, handler, span in _times(text, now.date())
+    ]
+
+
+# the longest time a message is indexed as speaking of: a month. A year ("in 2023", "last
+# year") speaks of too many days to tell one message from the next
+MENTION_MAX_DAYS = 31
+
+
+def mentioned_days(text: str, at: datetime) -> list[tuple[date, date]]:
+    """The days ``text``, said at ``at``, speaks of, each time as its first and last day in
+    ``at``'s time zone, for the times of at most :data:`MENTION_MAX_DAYS` days: "I have the
+    dentist on Friday" said on Monday 30 November 2026 speaks of Friday 4 December (and of the
+    Friday before: "on Friday" is either, and only the tense tells). A month or day named
+    without its year ("in May", "on 12 December") is the latest such time begun and the next
+    one to come. Times past and to come alike: a plan names its day before it comes."""
+    today = at.date()
+    days: list[tuple[date, date]] = []
+    for _, m, handler, (first, last) in _times(text, today):
+        if (last - first).days >= MENTION_MAX_DAYS:
+            continue
+        if handler is _t_en_weekday and first != last:  # "next Tuesday": the coming one or next week's
+            days += [(first, first), (last, last)]
+            continue
+        days.append((first, last))
+        if handler is _t_en_weekday and m["rel"].lower() == "on":  # "on Friday": the last one, or the next
+            days.append(_weekday_ahead(today, first.weekday()))
+        elif last < today and _yearless(m, handler):  # "on 12 December": maybe next year's
+            days.append(_day_or_month(first.year + 1, first.month, first.day if first == last else None)
+                        or (date(first.year + 1, 2, 28),) * 2)  # (29 February: the 28th)
+    # "See you Friday", "Meeting Tuesday at 10": a weekday said alone, in plans mostly
+    low = text.lower()
+    for m in _BARE_WEEKDAY.finditer(text) if "day" in low and any(day in low for day in WEEKDAYS) else ():
+        day = WEEKDAYS[m.group(1).lower()]
+        back = (today.weekday() - day) % 7 or 7
+        days += [(today - timedelta(days=back),) * 2, _weekday_ahead(today, day)]
+    return days
+
+
+# a weekday's name said alone: not after a word that TIME_PATTERNS reads with it ("on
+# Friday", "last Monday") or that makes it a habit ("every Tuesday", "on Tuesdays")
+_BARE_WEEKDAY = re.compile(
+    r"(?<!\blast )(?<!\bnext )(?<!\bthis )(?<!\bpast )(?<!\bon )(?<!\bevery )(?<!\beach )\b("
+    + "|".join(WEEKDAYS) + r")\b(?!s\b)", re.IGNORECASE)
+
+
+def _weekday_ahead(today: date, weekday: int) -> tuple[date, date]:
+    """The next such weekday after ``today``, as one day."""
+    d = today + timedelta(days=(weekday - today.weekday()) % 7 or 7)
+    return d, d
+
+
+def _yearless(m: re.Match[str], handler: Handler) -> bool:
+    """Whether a month's time was read as this or last year's without a year said: "in May",
+    "on 12 December", "3月5日" (not "last May", "May 2023", "去年三月")."""
+    if handler is _t_en_month:
+        return not m["y"] and (m["pre"] or "").lower() != "last"
+    return handler is _t_zh_month and not m["pre"]
 
 
 def _day(d: date) -> str:

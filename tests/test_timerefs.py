@@ -1,0 +1,93 @@
+"""Time references: which patterns a text is searched with, and the days a message speaks of."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pytest
+
+import reverie
+from reverie import timerefs
+from reverie.bench.scale import ConversationGenerator
+from reverie.timerefs import MONTHS, NEEDS, TIME_PATTERNS, YEAR, mentioned_days, names_a_time, resolve_time_refs
+
+MONDAY = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)  # Monday 30 November 2026
+
+
+def _every_pattern(text: str, today: date) -> list[tuple[int, str, date, date]]:
+    """What resolve_time_refs finds when every pattern searches the whole text (no NEEDS)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    found = []
+    for pattern, handler in TIME_PATTERNS:
+        for m in pattern.finditer(text):
+            at = bisect.bisect_right(starts, m.start())
+            if (at > 0 and ends[at - 1] > m.start()) or (at < len(starts) and starts[at] < m.end()):
+                continue
+            try:
+                span = handler(m, today)
+            except (ValueError, OverflowError):
+                span = None
+            if span is not None:
+                starts.insert(at, m.start())
+                ends.insert(at, m.end())
+                found.append((m.start(), m.group(0).strip(), *span))
+    return sorted(found)
+
+
+def _texts() -> list[str]:
+    """Times of every kind, the bundled sample conversation and a few thousand synthetic
+    messages of the scale benchmark (speakers, dates, plans)."""
+    texts = [
+        "We met on 2023-05-08 and again in May 2023", "3 weeks ago", "the day before yesterday", "last night",
+        "this morning I ran", "next weekend", "this past Friday", "on sept 3rd", "Dec. 24", "in the past month",
+        "三天前", "去年三月", "下个星期三", "2023年5月8日", "上周末", "这周日程很满", "今年5月8日", "明晚", "两个月前",
+        "LAST WEEK", "Tomorrow!", "A FEW DAYS AGO", "in 1999", "2023/7", "summary of the market", "我明天 meeting on Friday",
+        "The process may be tough", "what did we decide in March?", "It was the 3rd of June, 2023", "this evening",
+    ]
+    sample = json.loads((Path(reverie.__file__).parent / "data" / "sample_conversation.json").read_text(encoding="utf-8"))
+    texts += [m["content"] for c in sample["conversations"] for m in c["messages"]]
+    for session in ConversationGenerator(1000).sessions():
+        texts += [m["content"] for m in session.messages]
+    return texts
+
+
+def test_a_text_is_searched_only_with_the_patterns_it_may_match_and_finds_what_all_of_them_find():
+    texts = _texts()
+    assert len(texts) > 2000
+    for text in texts:
+        refs = resolve_time_refs(text, MONDAY)
+        expected = _every_pattern(text, MONDAY.date())
+        assert [(r.text, r.start.date(), r.end.date()) for r in refs] == [e[1:] for e in expected], text
+        assert names_a_time(text) == any(pattern.search(text) for pattern, _ in TIME_PATTERNS), text
+
+
+def test_what_a_pattern_needs_is_in_every_word_it_reads():
+    month_needs = NEEDS[timerefs._t_en_month]
+    assert all(any(need in name for need in month_needs) for name in MONTHS)
+    rel_needs = NEEDS[timerefs._t_zh_rel]
+    assert all(any(need in word for need in rel_needs) for word in timerefs._REL_ZH)
+    assert set(NEEDS) == {handler for _, handler in TIME_PATTERNS}
+    assert NEEDS[timerefs._t_year] is YEAR
+
+
+@pytest.mark.parametrize("said, days", [
+    ("I have the dentist on Friday at 3pm", [("2026-11-27", "2026-11-27"), ("2026-12-04", "2026-12-04")]),
+    ("My sister flies in next Tuesday", [("2026-12-01", "2026-12-01"), ("2026-12-08", "2026-12-08")]),
+    ("Meeting Tuesday at 10", [("2026-11-24", "2026-11-24"), ("2026-12-01", "2026-12-01")]),
+    ("Tomorrow I fly to Lisbon", [("2026-12-01", "2026-12-01")]),
+    ("We went hiking last weekend", [("2026-11-28", "2026-11-29")]),
+    ("The party is on 12 December", [("2025-12-12", "2025-12-12"), ("2026-12-12", "2026-12-12")]),
+    ("Going to Japan in May", [("2026-05-01", "2026-05-31"), ("2027-05-01", "2027-05-31")]),
+    ("Back in May 2023 we moved", [("2023-05-01", "2023-05-31")]),
+    ("我明天去上海出差", [("2026-12-01", "2026-12-01")]),
+    ("下周五开会", [("2026-12-11", "2026-12-11")]),
+    # a year is too long a time to tell one message by; a habit is no day
+    ("We moved here in 2019", []), ("Last year was hard", []), ("Yoga on Tuesdays", []),
+    ("Every Monday I swim", []), ("Nothing planned", []),
+])
+def test_the_days_a_message_speaks_of(said, days):
+    assert [(a.isoformat(), b.isoformat()) for a, b in mentioned_days(said, MONDAY)] == days
