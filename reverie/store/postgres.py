@@ -1408,14 +1408,16 @@ class PostgresStore(Store):
         days = episode_days(episode)
         with self.transaction():
             self._write("episode", _episode_columns(episode), episode_text(episode))
-            conn = self._local.conn
-            conn.execute("DELETE FROM mentions WHERE user_id = %s AND episode_id = %s", (episode.user, episode.id))
-            if days:
-                conn.execute(
-                    "INSERT INTO mentions (user_id, episode_id, first, last) SELECT %s, %s, d.first, d.last "
-                    "FROM unnest(%s::date[], %s::date[]) AS d (first, last) ON CONFLICT DO NOTHING",
-                    (episode.user, episode.id, [f for f, _ in days], [end for _, end in days]),
-                )
+            # one statement: the days it no longer speaks of go, the new ones come (those it
+            # still speaks of are kept, so the two never meet on a key)
+            self._local.conn.execute(
+                "WITH d (first, last) AS (SELECT * FROM unnest(%s::date[], %s::date[])), "
+                "gone AS (DELETE FROM mentions m WHERE m.user_id = %s AND m.episode_id = %s "
+                "AND NOT EXISTS (SELECT 1 FROM d WHERE d.first = m.first AND d.last = m.last)) "
+                "INSERT INTO mentions (user_id, episode_id, first, last) SELECT %s, %s, first, last FROM d "
+                "ON CONFLICT DO NOTHING",
+                ([f for f, _ in days], [end for _, end in days], episode.user, episode.id, episode.user, episode.id),
+            )
 
     def mentioning(self, user: str, first: date, last: date, limit: int) -> list[Episode]:
         self._lock([user])
