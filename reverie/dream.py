@@ -496,9 +496,12 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
         if not any(e.action != "remove" for e in entries):
             return report.skip("the plan kept no entry, so MEMORY.md was left as it is")
         curated = _Apply(ctx, inputs, journal, report, now, load_snapshot(ctx, user)).run(entries)
-        if late.added:  # lines added by hand meanwhile stay in MEMORY.md, whatever the plan said
+        # lines added by hand meanwhile stay in MEMORY.md, whatever the plan said (a line that repeats
+        # a fact brings that one)
+        hand = [a.fact_id for a in late.added] + [d.fact.fact_id for d in late.duplicates]
+        if hand:
             listed = {f.id for f in curated}
-            added = ctx.store.get_facts([a.fact_id for a in late.added if a.fact_id not in listed])
+            added = ctx.store.get_facts([i for i in hand if i not in listed])
             curated += [f for f in added.values() if f.status == "consolidated"]
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     report.entries = len(curated)

@@ -227,9 +227,12 @@ class FactWriter:
             if len(live) > FULL_SCAN_FACTS:
                 batch[fact.user] = None  # from now on the judge reads related facts from the store
 
-    def add_fact(self, writer: TagWriter, fact: Fact, tags: list[str], *, said_at: datetime | None = None) -> Fact:
-        """Add a fact, unless it repeats one (then that one is reinforced and returned);
-        a fact it contradicts is archived with a supersedes link (newest wins). ``said_at``:
+    def add_fact(
+        self, writer: TagWriter, fact: Fact, tags: list[str], *, said_at: datetime | None = None, use: bool = True,
+    ) -> Fact:
+        """Add a fact, unless it repeats one (then that one is reinforced and returned; with
+        ``use=False`` returned as it is: a line a person wrote again in MEMORY.md is no use of
+        the fact); a fact it contradicts is archived with a supersedes link (newest wins). ``said_at``:
         when what it rests on was said (its episodes' time). A fact learned from history
         older than what a contradicting fact rests on is the one archived, its newer rival
         the successor: the order of storing does not make an older value the newer."""
@@ -242,6 +245,8 @@ class FactWriter:
                 twin = self.store.get_fact(old.id)
                 if twin is not None:
                     self._supersede(conflicts, fact)
+                    if not use:
+                        return twin
                     return self.reinforce_fact(twin, fact.provenance.episodes, fact.updated_at,
                                                sources=fact.provenance.source_ids)
             # (an agent's new value does not take one every agent sees; a correction takes back

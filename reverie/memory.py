@@ -620,7 +620,8 @@ class Memory:
         return maintenance.check_store(self.ctx)
 
     def sync(self, *, user: str) -> SyncReport:
-        """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
+        """Take hand edits of MEMORY.md (edited, added, deleted lines) into the store. An added
+        line that repeats a fact is no new fact: the report's ``duplicates`` names the fact it was merged into."""
         return memory_md.sync(self.ctx, user=check_user(user))
 
     def migrate_to(

@@ -274,6 +274,14 @@ class RefusedLine(Model):
     reason: str
 
 
+class DuplicateLine(Model):
+    """A line added to MEMORY.md that says what a fact already says: no new fact, but merged into
+    that one, which keeps its [Nx] (an edit is no use of it)."""
+
+    content: str  # the line as written
+    fact: FactLine  # the fact it repeats, the one line MEMORY.md now shows for both
+
+
 class SyncReport(Model):
     edited: list[FactLine] = Field(default_factory=list)
     added: list[FactLine] = Field(default_factory=list)
@@ -281,6 +289,8 @@ class SyncReport(Model):
     # facts a new line took the place of (another value of the same slot: "Lives in Porto"
     # for "Lives in Berlin"), archived with a link to it, as learning does
     superseded: list[FactLine] = Field(default_factory=list)
+    # lines added that repeat a fact (a line copied, a known fact written again): merged into it, not added
+    duplicates: list[DuplicateLine] = Field(default_factory=list)
     profile: list[str] = Field(default_factory=list)
     # sections longer than max_profile_chars: their newest parts were kept, this many gave way
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
@@ -291,12 +301,13 @@ class SyncReport(Model):
 
     @property
     def changed(self) -> bool:
-        return bool(self.edited or self.added or self.deleted or self.superseded or self.profile)
+        return bool(self.edited or self.added or self.deleted or self.superseded or self.duplicates or self.profile)
 
 
 def sync(ctx: Context, *, user: str) -> SyncReport:
     """Take a person's edits of MEMORY.md into the store: an edited line changes its fact,
-    a new line becomes a fact (category from its heading), a deleted line archives its
+    a new line becomes a fact (category from its heading), or is merged into the fact it
+    repeats (said in ``duplicates``; an edit is no use of the fact), a deleted line archives its
     fact. Lines are matched by their ``<!-- fact_… -->`` marker (or, without one, by text)
     against what reverie last wrote; a missing file changes nothing."""
     path = memory_md_path(ctx, user)
@@ -371,17 +382,26 @@ class _SyncEdits:
         self.now = utcnow()
 
     def apply(self, lines: list[MemoryLine]) -> list[Fact]:
+        fids = [line.fact_id if line.fact_id in self.base else self.by_text.get(exact_key(line.content))
+                for line in lines]
+        # a fact's line is the first with its marker, else the first with its text: of a line copied
+        # (marker and all, or without it) the copy is the new line, wherever it stands
+        own: dict[str, int] = {}
+        for i in sorted(range(len(lines)), key=lambda i: lines[i].fact_id not in self.base):
+            fid = fids[i]
+            if fid is not None and fid in self.known:
+                own.setdefault(fid, i)
+        # the kept lines are taken in first: a new line is judged against what they say now
+        taken = {i: self._edit(self.known[fid], self.base[fid], lines[i]) for fid, i in own.items()}
+        for i, (line, fid) in enumerate(zip(lines, fids)):
+            if i in taken or (fid in self.base and fid not in self.known):
+                continue  # (deleted for good since MEMORY.md was written: its stale line must not bring it back)
+            fact = self._add(line)
+            if fact is not None:
+                taken[i] = fact
         seen: dict[str, Fact] = {}
-        for line in lines:
-            fid = line.fact_id if line.fact_id in self.base else self.by_text.get(exact_key(line.content))
-            if fid in self.base and fid not in self.known:
-                continue  # deleted for good since MEMORY.md was written: its stale line must not bring it back
-            if fid in self.known and fid not in seen:
-                seen[fid] = self._edit(self.known[fid], self.base[fid], line)
-            else:
-                fact = self._add(line)
-                if fact is not None:
-                    seen.setdefault(fact.id, fact)
+        for i in sorted(taken):
+            seen.setdefault(taken[i].id, taken[i])
         for fid, fact in self.known.items():
             if fid not in seen and fact.status != "archived":
                 self.ctx.facts.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
@@ -425,16 +445,18 @@ class _SyncEdits:
                     status="consolidated", provenance=Provenance(origin="sync"),
                     created_at=self.now, updated_at=self.now)
         near = [f.id for f in self.ctx.facts.comparable(fact)]  # what the judge reads it against
-        stored = self.ctx.facts.add_fact(TagWriter(self.ctx.store, self.user), fact, [])
-        if stored is fact:
-            self.journal.created(fact)
-            self.report.superseded += [fact_line(old) for old in self.ctx.store.get_facts(near).values()
-                                       if old.status == "archived" and old.superseded_by == fact.id]
-        elif stored.status == "pending":
-            stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
-            self.ctx.store.put_fact(stored)
-        self.report.added.append(fact_line(stored))
-        return stored
+        stored = self.ctx.facts.add_fact(TagWriter(self.ctx.store, self.user), fact, [], use=False)
+        if stored is not fact:
+            if stored.status == "pending":
+                stored.status = "consolidated"  # a person wrote it down: promote the fact it repeats
+                self.ctx.store.put_fact(stored)
+            self.report.duplicates.append(DuplicateLine(content=content, fact=fact_line(stored)))
+            return stored
+        self.journal.created(fact)
+        self.report.superseded += [fact_line(old) for old in self.ctx.store.get_facts(near).values()
+                                   if old.status == "archived" and old.superseded_by == fact.id]
+        self.report.added.append(fact_line(fact))
+        return fact
 
 
 # ---------------------------------------------------------------- lines a person took out

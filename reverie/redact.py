@@ -40,8 +40,11 @@ dashes or dots: ``4111.1111.1111.1111``); a long machine-made
 value right after ``api key`` or ``AWS secret`` ``[api-key]`` (after ``secret`` alone, or
 later in the sentence of an ``AKIA...`` key id, only the shape of AWS's 40-character secret
 access key); a phone number in any national format after ``tel``, ``phone``, ``mobile``,
-``cell``, ``móvil``, ``电话`` or ``手机`` (after ``portable``, with a colon or dialled with 0 or +), a few words like "number" or "to reach me" between
-(``tel: [phone]``, ``my phone number to reach me is [phone]``), or after "call me at"
+``cell``, ``móvil``, ``celular``, ``cellulare``, ``Telefonnummer``, ``Handynummer``, ``电话`` or ``手机`` (after
+``portable`` or ``Handy``, with a colon or dialled with 0 or +), a few words like "number" or "to reach me" between
+(``tel: [phone]``, ``my phone number to reach me is [phone]``), a verb of those languages too (``mi móvil es [phone]``,
+``mon portable est [phone]``, ``il mio cellulare è [phone]``, ``meine Handynummer ist [phone]``), after
+"my number" in them (``mon numéro est le [phone]``, ``meu número é [phone]``), or after "call me at"
 (``call me at [phone]``); a PIN (three to eight digits: not ``pin 3 of the header``), a passcode's digits
 and the digits of a door, gate, alarm, safe or unlock code ``[password]`` (``PIN [password]``,
 ``my pin number is [password]``, ``passcode [password]``, ``the door code is [password]``,
@@ -1035,13 +1038,12 @@ _IS = r"is|was|ist|lautet|es|est|était|etait|è|é|e['’]"
 # Words between the verb and the value: "my password is now x", "das Passwort ist jetzt x".
 _NOW = r"now|still|currently|actually|jetzt|ahora|maintenant|adesso|agora"
 # Words that tie a password's name to what it opens: "the password for the wifi is x",
-# "das Passwort für das WLAN ist x", "la contraseña del wifi es x", "le mot de passe du wifi est x" (not "do"
-# or "per", English words too: "which password do you think is best", "the password per user is unique").
-_FOR = r"for|of|to|on|at|für|fürs|vom|von|de|del|du|des|pour|della|dello|da"
+# "das Passwort für das WLAN ist x", "die PIN der Kreditkarte ist x", "das Passwort zum Router ist x",
+# "la contraseña del wifi es x", "le mot de passe du wifi est x" (not "do" or "per", English words too:
+# "which password do you think is best", "the password per user is unique").
+_FOR = r"for|of|to|on|at|für|fürs|vom|von|der|zum|zur|de|del|du|des|pour|della|dello|da"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
-# after a phone's name the verb may be another language's too ("mi móvil es 612 345 678")
-_PHONE_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was|es|est|ist|è|é)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 # Codes that open something: "the door code is 4512", "4512 is the gate code". Only digits ("the door
@@ -1563,6 +1565,20 @@ _NAMED_PHONE_HEAD = _compile(_NAMED_PHONE + _NUM_END)
 _PHONE_FILLER = r"""(?:[ \t]+(?i:
     to[ \t]+(?:reach|call|text|contact)(?:[ \t]+(?:me|us|him|her|them))?(?:[ \t]+(?:on|at))?
     | (?:for|at)[ \t]+(?:work|home|emergencies|calls|the[ \t]+office) | here|now|still|currently|also|too)){0,2}"""
+# A phone's name in German, Spanish, French, Italian and Portuguese: "Telefonnummer", "Handynummer", "teléfono",
+# "celular", "cellulare", "telemóvel", "tél". ("téléphone" ends in "phone"; "Handy" and "portable" are English
+# words too, and have a form of their own below.)
+_FOREIGN_PHONE_WORD = (
+    r"m[oó]vil|celular|cellulare|telem[oó]vel|tel[eé]fon[eo]?|tél|(?:handy|mobil|ruf)(?=[ -]?nummer)"
+)
+# "my number" in those languages, said when giving a phone ("mon numéro est 06 12 34 56 78"); "numéro" alone
+# is any number ("le numéro 7", "mon numéro de client est ...").
+_MY_NUMBER = r"(?:mon|mi|meu|mio|meine)[ \t]+(?:num[eé]ro|número|nummer)"
+# How a phone's name hands over its number: "is" or the verb of another language ("mi móvil es 612 345 678",
+# "meine Handynummer lautet ..."), and the article the Romance languages may put before the number
+# ("mon numéro est le 06 12 34 56 78", "mi número es el 612 345 678").
+_PHONE_IS = r"(?i:is|was|es|est|ist|lautet|è|é|e['’])(?:\s*[:：])?(?:\s+(?i:le|el|o|il)(?=\s))?"
+_PHONE_SEP = rf"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+{_PHONE_IS}\s*|\s+)"""
 
 _NUMBER_DETECTORS = (
     _Detector(
@@ -1640,13 +1656,21 @@ _NUMBER_DETECTORS = (
         # "电话 030 1234567", or after "call me at" ("call me at 555-123-4567-8901")
         _compile(
             r"""(?:(?<![A-Za-z0-9])(?i:tel(?:ephone)?|(?:(?:cell|mobile|home|work|office)[ -]?)?phone|mobile|mob|cell|fax|whatsapp
-                  |m[oó]vil)   # Spanish "móvil 612 345 678"
-                (?:[ _-]?(?i:number|no\.?|num))?\.?"""
+                  |"""
+            + _FOREIGN_PHONE_WORD
+            + r""")(?:[ _-]?(?i:number|nummer|no\.?|num))?\.?"""
             + _PHONE_FILLER
             + _PHONE_SEP
-            # French "portable: 06 12 34 56 78": "portable" is English too ("portable 1 000 000 mAh"), so a colon,
-            # or a number dialled with 0 or +
-            + r"""| (?<![A-Za-z0-9])(?i:portable)(?:[ \t]*[:：][ \t]*|[ \t]+(?=[+0]))
+            + r"| (?<![A-Za-z0-9])(?i:"
+            + _MY_NUMBER
+            + ")"
+            + _PHONE_SEP
+            # French "portable: 06 12 34 56 78", "mon portable est 06 12 34 56 78", German "mein Handy ist 0171 ...":
+            # both words are English too ("portable 1 000 000 mAh", "handy 2 000 000 tips"), so a colon, or a
+            # number dialled with 0 or + (as every French or German one is)
+            + r"""| (?<![A-Za-z0-9])(?i:portable|handy)(?:[ \t]*[:：][ \t]*|[ \t]+(?:"""
+            + _PHONE_IS
+            + r"""[ \t]+)?(?=[+0]))
             | (?<![A-Za-z0-9])(?i:call|text|ring|reach|phone|contact|whatsapp)
                 [ \t]+(?i:me|us|him|her|them)[ \t]+(?i:at|on)[ \t]+
             | (?:手机|手機|电话|電話|座机|传真)(?:号码|號碼|号|號)?\s*(?:[:：]|是|为|為)?\s*)
@@ -1657,8 +1681,8 @@ _NUMBER_DETECTORS = (
         ),
         fit=_named_phone_span,
         follow=_joined(_NAMED_PHONE_HEAD, _named_phone_ok),
-        cue=("tel", "phone", "mob", "cell", "fax", "whatsapp", "call", "text", "ring", "reach", "contact",
-             "móvil", "movil", "portable", "手机", "手機", "电话", "電話", "座机", "传真"),
+        cue=("tel", "tél", "phone", "mob", "cell", "celular", "fax", "whatsapp", "call", "text", "ring", "reach",
+             "contact", "móvil", "movil", "portable", "handy", "num", "número", "手机", "手機", "电话", "電話", "座机", "传真"),
     ),
 )
 

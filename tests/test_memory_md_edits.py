@@ -255,3 +255,22 @@ def test_two_edits_from_one_base_take_one_and_the_other_changes_nothing(bmem):
         for tree, result in outcome.items():
             assert (tree in facts) == (result == "taken"), (tree, result, facts)
             assert (tree in bmem.memory_md(user="ana")) == (result == "taken")
+
+
+def test_a_line_added_that_repeats_a_fact_is_said_as_a_duplicate_not_added_nor_a_use(mem, home):
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    path = dreamed(mem, home)
+    original = mem.memory_md(user="ana")
+    # written again above its line (the marker left out), and again in other words
+    text = original.replace("### General\n\n", "### General\n\n- Likes jazz\n- likes jazz.\n")
+    report = mem.save_memory_md(text, user="ana")
+    assert report.added == [] and report.edited == [] and report.deleted == []
+    assert [(d.content, d.fact.fact_id, d.fact.content) for d in report.duplicates] == [
+        ("Likes jazz", jazz.id, "Likes jazz"), ("likes jazz.", jazz.id, "Likes jazz")]
+    assert report.changed  # the lines left MEMORY.md: said, not merged silently
+    assert mem.fact(jazz.id).uses == jazz.uses == 0  # an edit is no use
+    assert [f.content for f in mem.facts(user="ana")] == ["Likes jazz"]
+    assert mem.memory_md(user="ana") == original
+    edit_text(path, "### General\n\n", "### General\n\n- likes jazz.\n")
+    said = " ".join(runner_sync(home).split())
+    assert f"already known, merged into {jazz.id} Likes jazz: likes jazz." in said

@@ -463,3 +463,59 @@ def test_a_phone_after_its_name_and_another_languages_verb_is_redacted():
     assert redact("mi móvil es 612 345 678") == "mi móvil es [phone]"
     assert redact("el móvil es nuevo") == "el móvil es nuevo"
     assert redact("the phone es 2024") == "the phone es 2024"
+
+
+def test_a_phone_after_its_name_or_my_number_in_french_italian_german_or_portuguese_is_redacted():
+    cases = [
+        ("mon portable est 06 12 34 56 78", "mon portable est [phone]"),
+        ("mon portable est le 06 12 34 56 78", "mon portable est le [phone]"),
+        ("mon numéro est 06 12 34 56 78", "mon numéro est [phone]"),
+        ("mon numéro de portable est 06.12.34.56.78", "mon numéro de portable est [phone]"),
+        ("tél : 01 23 45 67 89", "tél : [phone]"),
+        ("il mio cellulare è 347 123 4567", "il mio cellulare è [phone]"),
+        ("il mio numero è 347 123 4567", "il mio numero è [phone]"),
+        ("il mio numero di telefono è il 347 123 4567", "il mio numero di telefono è il [phone]"),
+        ("meine Handynummer ist 0171 1234567", "meine Handynummer ist [phone]"),
+        ("meine Telefonnummer lautet 030 1234567", "meine Telefonnummer lautet [phone]"),
+        ("mein Handy ist +49 171 1234567", "mein Handy ist [phone]"),
+        ("meine Nummer ist 0171 1234567", "meine Nummer ist [phone]"),
+        ("meu celular é (11) 91234-5678", "meu celular é [phone]"),
+        ("o meu número é o 912 345 678", "o meu número é o [phone]"),
+        ("meu telemóvel é 912 345 678", "meu telemóvel é [phone]"),
+        ("mi número es el 612 345 678", "mi número es el [phone]"),
+        ("mi celular es 55 1234 5678", "mi celular es [phone]"),
+        ("mi teléfono es 612 345 678", "mi teléfono es [phone]"),
+    ] + _kept(
+        [
+            # the phone's name with no number, a year, a price or a count after it
+            "mon portable est cassé",
+            "mon portable est 2023",
+            "mon portable est un iPhone 15",
+            "mon numéro est 42",
+            "mon numéro préféré est 7",
+            "mon numéro de client est AB-12345",
+            "mon numéro est le 12 rue de la Paix",
+            "il cellulare è nuovo",
+            "il mio cellulare è costato 1 299 euro",
+            "il numero è 2024",
+            "Das Handy ist 2019 kaputt gegangen",
+            "a handy 2 000 000 tips",
+            "meine Handynummer ist neu",
+            "o celular custa R$ 1.500",
+            "el número 1 500 000 es grande",
+            "Le prix est 1 250 000 euros",
+            "In 2023 I paid 1 500 000 euros for 3 houses",
+        ]
+    )
+    assert _mismatches(cases) == []
+
+
+def test_a_german_pin_or_password_after_der_zum_or_zur_and_what_it_opens_is_redacted():
+    cases = [
+        ("Meine Bank-PIN ist 4521 und die PIN der Kreditkarte ist 9911",
+         "Meine Bank-PIN ist [password] und die PIN der Kreditkarte ist [password]"),
+        ("das Passwort der Fritzbox lautet Bergsee2023", "das Passwort der Fritzbox lautet [password]"),
+        ("das Passwort zum Router ist Sonne123", "das Passwort zum Router ist [password]"),
+        ("die PIN zur Haustür ist 2580", "die PIN zur Haustür ist [password]"),
+    ] + _kept(["die PIN der Karte ist falsch", "das Passwort der Woche ist zu kurz"])
+    assert _mismatches(cases) == []

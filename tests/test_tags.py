@@ -223,3 +223,26 @@ def test_a_tag_that_could_never_match_is_refused_by_name_not_dropped(mem, tag, s
     with pytest.raises(InvalidInput, match=says):
         mem.add_knowledge("Chess openings", "The Sicilian defence ...", user="ana", tags=[tag])
     assert mem.remember("Plays chess on Sundays", user="ana", tags=["chess"]).tags == ["chess"]
+
+
+def test_no_tag_begins_or_ends_with_a_function_word_of_another_language(mem):
+    said = [
+        "Meine Bank-PIN ist 4521 und die PIN der Kreditkarte ist 9911",
+        "Mi PIN es 4521 y el PIN de la tarjeta es 9911. Voy a Madrid con los niños y la abuela.",
+        "Il mio PIN è 4521 e il PIN della carta è 9911",
+        "Je vais à Paris avec la famille et les enfants",
+    ]
+    for i, content in enumerate(said):
+        mem.add([{"role": "user", "content": content}], user="ana", thread=f"t{i}")
+    mem.flush()
+    names = {t.name for t in mem.store.list_tags("ana")}
+    ends = {w for name in names for w in (name.split()[0], name.split()[-1])}
+    assert not ends & {"und", "die", "der", "ist", "el", "la", "los", "es", "il", "mio", "della", "avec", "et", "les"}
+    assert {"kreditkarte", "tarjeta", "carta", "famille"} <= names
+
+
+def test_a_name_that_begins_with_an_article_keeps_it():
+    from reverie.engines.heuristic import keyphrases
+
+    assert "los angeles" in keyphrases("Last spring I moved to Los Angeles with my son")
+    assert "la paz" in keyphrases("We spent a week hiking near La Paz")

@@ -227,6 +227,8 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
                  for label, found in (("edited", report.edited), ("added", report.added), ("archived", report.deleted),
                                       ("archived, a new line took its place:", report.superseded))
                  for line in found]
+        lines += [f"already known, merged into [dim]{d.fact.fact_id}[/] {escape(d.fact.content)}: {escape(d.content)}"
+                  for d in report.duplicates]
         lines += [f"profile {section} updated" for section in report.profile]
         lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
                   for section, n in report.profile_trimmed.items()]

@@ -338,6 +338,8 @@ def add_routes(router: APIRouter, console: Console) -> None:
         said = (f"{len(report.edited)} edited, {len(report.added)} added, {len(report.deleted)} archived"
                 + (f", {len(report.superseded)} archived by a new line that took its place: "
                    + " / ".join(clip_line(f.content, 80) for f in report.superseded) if report.superseded else "")
+                + (f", {len(report.duplicates)} already known, merged into the entry they repeat: "
+                   + " / ".join(clip_line(d.content, 80) for d in report.duplicates) if report.duplicates else "")
                 + (f", {len(report.profile)} profile section(s)" if report.profile else "")
                 + (f"; {len(report.refused)} line(s) not taken in, longer than max_fact_chars: "
                    + " / ".join(clip_line(r.content, 80) for r in report.refused) if report.refused else ""))

@@ -839,9 +839,10 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
 
     @api.put("/api/memory/memory-md", tags=["dream"], responses=_answers(409, 415))
     def edit_memory_md(body: MemoryMdIn, user: str = caller) -> Any:
-        """Save an edited MEMORY.md and sync it into the store (edited, added and deleted lines;
-        undoable); with ``base``, a 409 if MEMORY.md changed since the edit began. ``sha`` is
-        that of MEMORY.md as the edit left it (rewritten by the sync): the ``base`` of the next."""
+        """Save an edited MEMORY.md and sync it into the store (edited, added and deleted lines, and
+        in ``duplicates`` added lines that repeat a fact, merged into it; undoable); with ``base``,
+        a 409 if MEMORY.md changed since the edit began. ``sha`` is that of MEMORY.md as the edit
+        left it (rewritten by the sync): the ``base`` of the next."""
         report = memory.save_memory_md(body.text, user=user, base=body.base)
         text = memory.memory_md(user=user)
         return {**jsonable_encoder(report), "sha": hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None}

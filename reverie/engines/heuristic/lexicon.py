@@ -64,6 +64,21 @@ WEAK_WORDS: frozenset[str] = frozenset(
     """.split()
 )
 
+# Articles, conjunctions, prepositions, possessives and "is" of German, French, Spanish, Italian and
+# Portuguese. They are no English stopwords, so a keyphrase of a message in one of those languages would
+# begin or end with them ("und die pin", "la tarjeta es"): a phrase is trimmed of them at its ends (in the
+# middle they join its words: "bank der stadt"). Left out: one letter ("e", "o", "y", "a": never content
+# anyway) and words English uses on their own ("son", "war", "pour", "ma", "os", "den", "au", "em" of "show 'em").
+FOREIGN_FUNCTION_WORDS: frozenset[str] = frozenset(
+    """
+    und oder der die das des dem ein eine einen einem einer mein meine ich wir ist sind mit von zu zum zur für im
+    et ou le la les un une du de mon mes je est sont avec dans sur
+    el los las una del al con en es mi mis yo por para
+    il lo gli di della dei per mio mia io è sono
+    um uma dos das da na com meu minha eu é são
+    """.split()
+)
+
 PERSONAL_ROLES: frozenset[str] = frozenset(
     """
     mom mother dad father parent parents wife husband partner sister brother son daughter grandma

@@ -79,6 +79,18 @@ def _cjkwords(run: str) -> tuple[tuple[str, bool], ...]:
     return tuple((w, len(w) >= 2 and is_content(w)) for w in words(run))
 
 
+def _add_phrase(phrases: list[Phrase], run: list[tuple[str, str]], joiner: str) -> None:
+    """Add the phrase of ``run`` without another language's function words at its ends ("und die pin" is
+    "pin"); written in lower case only, as a name's part is not one ("Los Angeles", "La Paz")."""
+    start, end = 0, len(run)
+    while start < end and run[start][1] == "word" and run[start][0] in lx.FOREIGN_FUNCTION_WORDS:
+        start += 1
+    while end > start and run[end - 1][1] == "word" and run[end - 1][0] in lx.FOREIGN_FUNCTION_WORDS:
+        end -= 1
+    if start < end:
+        phrases.append(_phrase(tuple(run[start:end]), joiner))
+
+
 @lru_cache(maxsize=65536)
 def _phrase(run: tuple[tuple[str, str], ...], joiner: str) -> Phrase:
     ws = [w for w, _ in run]
@@ -103,7 +115,7 @@ def analyze(sentence: str) -> Analysis:
     for low, stemmed, content, is_date, kind in map(_token_info, tokens):
         if kind in _NOT_LATIN:  # punctuation or Chinese: a Latin run ends
             if run:
-                phrases.append(_phrase(tuple(run), " "))
+                _add_phrase(phrases, run, " ")
                 run = []
             if kind == "zh":
                 for word, zh_content in _cjkwords(low):
@@ -112,7 +124,7 @@ def analyze(sentence: str) -> Analysis:
                         run.append((word, "word"))
                         stems.append(word)
                     if run and (not zh_content or len(run) == 2):
-                        phrases.append(_phrase(tuple(run), ""))
+                        _add_phrase(phrases, run, "")
                         run = []
                 initial = False
             else:
@@ -125,19 +137,19 @@ def analyze(sentence: str) -> Analysis:
         initial = False
         if not content:
             if run:
-                phrases.append(_phrase(tuple(run), " "))
+                _add_phrase(phrases, run, " ")
                 run = []
             continue
         if run and ((kind == "name" and run[-1][1] == "word") or (kind == "word" and run[-1][1] == "name")):
-            phrases.append(_phrase(tuple(run), " "))
+            _add_phrase(phrases, run, " ")
             run = []
         run.append((low, kind))
         stems.append(stemmed)
         if len(run) == 3:
-            phrases.append(_phrase(tuple(run), " "))
+            _add_phrase(phrases, run, " ")
             run = []
     if run:
-        phrases.append(_phrase(tuple(run), " "))
+        _add_phrase(phrases, run, " ")
     return Analysis(tuple(phrases), tuple(stems), n_words, n_dates)
 
 
