@@ -82,7 +82,7 @@ def count_home(home: Path, to: str, *, db: Path | None = None) -> MigrateReport:
         read = db
         if _schema_version(db) < len(SQLITE_MIGRATIONS):
             read = Path(scratch) / "reverie.db"
-            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as src, closing(sqlite3.connect(read)) as dst:
+            with closing(_read_only(db)) as src, closing(sqlite3.connect(read)) as dst:
                 src.backup(dst)
             SQLiteStore(read).close()  # the copy upgraded, to be read as this reverie reads
         source = _Source(None, read, home=Path(home))  # type: ignore[arg-type]
@@ -99,9 +99,17 @@ def count_home(home: Path, to: str, *, db: Path | None = None) -> MigrateReport:
     return report
 
 
+def _read_only(db: Path) -> sqlite3.Connection:
+    """A connection that reads the SQLite file ``db`` and writes nothing beside it: a store
+    no process has open (no write-ahead log beside it) is read as an immutable file, where a
+    read-only connection made the log and shared-memory files next to it, and left them."""
+    closed = not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
+    return sqlite3.connect(Path(db).resolve().as_uri() + ("?immutable=1" if closed else "?mode=ro"), uri=True)
+
+
 def _schema_version(db: Path) -> int:
     """The schema version of the SQLite file ``db``, read without writing (0: none yet)."""
-    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+    with closing(_read_only(db)) as conn:
         try:
             return int(conn.execute("SELECT version FROM schema_version").fetchone()[0])
         except (sqlite3.Error, TypeError) as exc:
@@ -118,7 +126,7 @@ class _Source:
         ``home`` then the folder whose files are read."""
         self.ctx, self.store = ctx, ctx.store if ctx is not None else None
         self.home = Path(ctx.files.home) if ctx is not None else Path(home or db.parent)
-        self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        self.db = _read_only(db)
 
     def close(self) -> None:
         self.db.close()

@@ -142,8 +142,10 @@ def test_a_dry_run_says_what_the_copy_would_refuse(home, pg_url):
 
     with Memory(home, background=False) as mem:
         mem.remember("Keeps bees", user="ana")
+    files = sorted(p.name for p in home.iterdir())
     ok = migrate(home, "--to", pg_url, "--dry-run")
     assert ok.exit_code == 0 and json.loads(ok.output)["problems"] == []
+    assert sorted(p.name for p in home.iterdir()) == files  # no log or shared-memory file left beside the store
     assert migrate(home, "--to", pg_url).exit_code == 0
     filled = migrate(home, "--to", pg_url, "--dry-run")
     assert filled.exit_code == 1 and "already holds a memory" in json.loads(filled.output)["problems"][0]
