@@ -1042,6 +1042,10 @@ _NOW = r"now|still|currently|actually|jetzt|ahora|maintenant|adesso|agora"
 # "la contraseña del wifi es x", "le mot de passe du wifi est x" (not "do" or "per", English words too:
 # "which password do you think is best", "the password per user is unique").
 _FOR = r"for|of|to|on|at|für|fürs|vom|von|der|zum|zur|de|del|du|des|pour|della|dello|da"
+# ... and before a value of digits alone, which no English "do" or "per" gives: Portuguese "o PIN do cartão
+# é 9911", "a senha do banco é 4521", Italian "il PIN per la carta è 4521"
+# (a "do" English asks with is not one: "which verification code do you mean is 4821")
+_FOR_DIGITS = rf"{_FOR}|do(?!\s+(?:you|we|they|i|he|she|it|not|so|this|that|these|those)\b)|dos|das|no|na|per"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
@@ -1075,7 +1079,7 @@ _UNIT_WORD = (
 )
 _LOCK_CODE_RE = re.compile(_LOCK_CODE)
 # Names of a code that is its digits, given as a door code is ("PIN 4521", "passcode 778899", "card PIN 0000").
-_DIGIT_CODE_WORD = rf"{_LOCK_CODE_WORD}|{_PIN_WORD}|pass[ -]?code|{_OTP_WORD}"
+_DIGIT_CODE_WORD = rf"{_LOCK_CODE_WORD}|{_PIN_WORD}|pass[ -]?code|{_OTP_WORD}|senha"
 # Names of a value given before them: "hunter2 is my password", "0420 is my PIN", "4512 is the gate code".
 _NAMED_AFTER_WORD = rf"pass(?:word|wd|phrase|code)|pwd|pw|pin(?:[ -]?(?:code|number))?|{_LOCK_CODE_WORD}"
 # What follows that name when it names the value before it: the clause's end, or a word that starts no noun
@@ -1289,7 +1293,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(
             rf"""(?=(?i:[abcdegklmoprstuv2])|[门門开開解锁鎖验驗动動])   # the keywords' first letters: a first test the regex engine makes fast
             (?:(?<![A-Za-z0-9])(?i:(?P<key>{_DIGIT_CODE_WORD}))
-                (?:(?:\s+(?i:{_FOR})(?:\s+[\w.@'/-]+){{1,3}}?)?
+                (?:(?:\s+(?i:{_FOR_DIGITS})(?:\s+[\w.@'/-]+){{1,3}}?)?
                     (?:\s*(?:[:=：]|=>)\s*|\s+(?i:{_IS})(?:\s+(?i:{_NOW}))?(?:\s*[:：])?\s+)
                   | [ \t]+)   # a space alone only right after the name ("the door code for flat 221 is ..." gives none)
               | (?:(?P<zhotp>验证|驗證|动态|動態)[码碼]|{_ZH_LOCK_CODE_WORD})\s*(?:(?:{_ZH_VERB})\s*)?(?:[:=：]\s*)?)
@@ -1298,7 +1302,7 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         ),
         check=_digit_code_ok,
         value_groups=("bare",),
-        cue=("code", "pin", "otp", "geheimzahl", "digo", "codice", "tan ", "tan:", "码", "碼"),
+        cue=("code", "pin", "otp", "geheimzahl", "digo", "codice", "tan ", "tan:", "senha", "码", "碼"),
     ),
     _Detector(
         "card",  # the card's security code: "cvv 123", "CVC: 987", "security code 321", "安全码是123"

@@ -519,3 +519,13 @@ def test_a_german_pin_or_password_after_der_zum_or_zur_and_what_it_opens_is_reda
         ("die PIN zur Haustür ist 2580", "die PIN zur Haustür ist [password]"),
     ] + _kept(["die PIN der Karte ist falsch", "das Passwort der Woche ist zu kurz"])
     assert _mismatches(cases) == []
+
+
+def test_a_pin_of_digits_after_portuguese_do_or_italian_per_and_what_it_opens_is_redacted():
+    cases = [
+        ("o PIN do cartão é 9911", "o PIN do cartão é [password]"),
+        ("a senha do banco é 4521", "a senha do banco é [password]"),
+        ("il PIN per la carta è 4521", "il PIN per la carta è [password]"),
+    ] + _kept(["which password do you think is best?", "the pin do you have 1234 of them",
+               "I ran 10 km per day in 2023", "a senha do banco é nova"])
+    assert _mismatches(cases) == []
