@@ -765,8 +765,8 @@ def _told_times(
     whose episodes are matched by time: those said then (``in_times``, of a time begun by
     ``now``) or said of it (``spoken``, a time past or to come). "last weekend",
     "yesterday", "tomorrow" each name another time in a message of another day. A time the
-    memory holds nothing of keeps its words (a plan said before the index of days spoken of
-    was kept is found by them), and so does a time to come that no episode spoke of. The
+    memory holds nothing of keeps its words, and so does a time to come that no episode
+    spoke of (a plan may name it in words the patterns do not read). The
     caller keeps them too when the query asks about something within the time: a question
     may quote what was said ("what did John volunteer at last weekend?")."""
     return [r.text for r, said_then, said_of in zip(perception.time_refs, in_times, spoken, strict=True)
