@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Generic, Sequence, TypeGuard, TypeVar
 
 from reverie.context import Context
@@ -64,6 +64,8 @@ TAG_WEIGHT = 0.3
 RECENCY_WEIGHT = 0.2
 TIME_MATCH_BONUS = 0.5
 CANDIDATES_PER_KIND = 60
+# the times a query names whose episodes spoken of are read (Store.mentioning)
+MAX_SPOKEN_TIMES = 4
 # the kinds a shallow recall searches: it delivers no daily note (see _deliver)
 _SHALLOW_KINDS = tuple(k for k in ITEM_KINDS if k != "note")
 DEEP_FULL_TEXT = 3
@@ -260,11 +262,17 @@ class Recaller:
         # Friday", said on Monday. (Of a time past, what was said then tells it first: on
         # LoCoMo, whose questions name the days of its sessions, adding what later sessions
         # said of those days only pushed the answers down.) A time of a month at most
+        # The first MAX_SPOKEN_TIMES such times only: a long message can name dozens, and each
+        # read brings whole episodes
         zone = reading.tzinfo
-        spoken = [self.store.mentioning(user, ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date(),
-                                        CANDIDATES_PER_KIND)
-                  if (as_utc(ref.end) >= now or not said_then) and (ref.end - ref.start).days < MENTION_MAX_DAYS
-                  else [] for ref, said_then in zip(perception.time_refs, in_times, strict=True)]
+        asked: dict[tuple[date, date], list[Episode]] = {}
+        spoken: list[list[Episode]] = []
+        for ref, said_then in zip(perception.time_refs, in_times, strict=True):
+            days = (ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date())
+            if days not in asked and len(asked) < MAX_SPOKEN_TIMES and (days[1] - days[0]).days < MENTION_MAX_DAYS \
+                    and (as_utc(ref.end) >= now or not said_then):
+                asked[days] = self.store.mentioning(user, *days, CANDIDATES_PER_KIND)
+            spoken.append(asked.get(days, []))
         timed = {("episode", ep.id): ep for eps in [*in_times, *spoken] for ep in eps}
         spoke_of = {ep.id for eps in spoken for ep in eps}
         # "what did I do last weekend?": the time is matched by the items' times; its words

@@ -12,6 +12,8 @@ import pytest
 import reverie
 from reverie import timerefs
 from reverie.bench.scale import ConversationGenerator
+from reverie.models import Episode, Message
+from reverie.store.base import MAX_MENTIONS, MENTION_CHARS, episode_days
 from reverie.timerefs import MONTHS, NEEDS, TIME_PATTERNS, YEAR, mentioned_days, names_a_time, resolve_time_refs
 
 MONDAY = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)  # Monday 30 November 2026
@@ -91,3 +93,19 @@ def test_what_a_pattern_needs_is_in_every_word_it_reads():
 ])
 def test_the_days_a_message_speaks_of(said, days):
     assert [(a.isoformat(), b.isoformat()) for a, b in mentioned_days(said, MONDAY)] == days
+
+
+def test_an_episode_speaks_of_the_days_in_the_first_part_of_each_message_and_of_fifty_at_most():
+    def days_of(*texts: str) -> list[tuple[str, str]]:
+        return episode_days(Episode(user="ana", thread="t", status="completed", occurred_at=MONDAY,
+                                    messages=[Message(content=t, at=MONDAY) for t in texts]))
+
+    filler = "x " * (MENTION_CHARS // 2)
+    assert days_of("Dentist tomorrow. " + filler) == [("2026-12-01", "2026-12-01")]
+    assert days_of(filler + "Dentist tomorrow.") == []  # past the part read: a document, not a plan
+    assert days_of(filler + "Dentist tomorrow.", "and the vet on 3 December, 2026") == [("2026-12-03", "2026-12-03")]
+    calendar = " ".join(f"on {d} January 2027" for d in range(1, 32)) + " " + \
+        " ".join(f"on {d} February 2027" for d in range(1, 29))
+    assert len(days_of(calendar)) == MAX_MENTIONS
+    pending = Episode(user="ana", thread="t", status="pending", occurred_at=MONDAY, user_text="Dentist tomorrow")
+    assert episode_days(pending) == []  # found only once it is completed (and written again then)
