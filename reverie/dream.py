@@ -24,6 +24,7 @@ import dataclasses
 import json
 import logging
 import re
+import shlex
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -864,7 +865,7 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
     else:
         story.append("No entry remained, so I left MEMORY.md as it was.")
     if r.journal:
-        story.append(f"To take this dream back: `reverie undo {r.journal}`.")
+        story.append(f"To take this dream back: `reverie undo {r.journal} --user {shlex.quote(run.user)}`.")
     return f"## {now.strftime('%H:%M')} UTC, run {run.id}\n\n" + "\n".join(story) + "\n"
 
 

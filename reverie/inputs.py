@@ -228,6 +228,8 @@ def check_query(value: Any) -> str:
     """The message recall is asked about: non-empty, valid text (not redacted: it is not stored)."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("query is empty: recall needs the new message", field="query")
+    if len(value) > MAX_TEXT_CHARS:  # as every other text (recall reads max_query_chars of it)
+        raise InvalidInput(f"query is {len(value):,} characters; at most {MAX_TEXT_CHARS:,} are taken", field="query")
     return check_unicode(value, "query")
 
 

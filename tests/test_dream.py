@@ -396,6 +396,8 @@ def test_a_thirty_day_history_distills_to_at_most_30_entries_each_traceable(mem,
     diary = mem.diaries(user="ana")["2024-05-30"]
     assert f"MEMORY.md now holds {report['entries']} entries" in diary
     assert re.search(r"I read \d+ facts and \d+ note lines from the last 30 days", diary)
+    # the command it gives to take the dream back runs as copied: it names the user
+    assert f"`reverie undo {report['journal']} --user ana`" in diary
 
 
 def test_a_fabricated_entry_from_the_model_is_rejected_and_reported(home, fake_openai):

@@ -89,3 +89,9 @@ def test_a_fact_that_is_nothing_but_sensitive_data_is_refused_not_stored_as_a_pl
                 mem.remember(secret, user="ana")
         assert mem.facts(user="ana") == []
         assert mem.remember("my email is ana@example.com", user="ana").content == "my email is [email]"
+
+
+def test_a_recall_query_longer_than_any_text_is_refused_like_every_other_text(mem):
+    with pytest.raises(InvalidInput, match="query is 1,000,001 characters; at most 1,000,000"):
+        mem.recall("a" * 1_000_001, user="ana")
+    assert mem.recall("a" * 1_000_000, user="ana").found == 0

@@ -448,7 +448,7 @@ def tags_merge(
     home: Home = None,
     as_json: Json = False,
 ) -> None:
-    """Merge tag OLD into NEW (irreversible: only by this explicit command)."""
+    """Merge tag OLD into NEW (journaled: `reverie changes` lists it, `reverie undo` takes it back)."""
     with open_memory(home) as mem:
         moved = mem.merge_tags(old, new, user=user)
         say({"moved": moved}, as_json, f"merged {old!r} into {new!r}: {moved} items moved")
