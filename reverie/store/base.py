@@ -242,6 +242,20 @@ def episode_days(episode: Episode) -> list[tuple[str, str]]:
     return list(days)
 
 
+def stored_days(rows: Iterable[tuple[Any, str]]) -> list[tuple[Any, Episode, str, str]]:
+    """The days stored episodes speak of (:func:`episode_days`), each episode given as (its
+    key, its stored body): (key, episode, first, last) for each day. A body that cannot be
+    read speaks of none (and is never lost): both stores' migration 13 fills its index so."""
+    found: list[tuple[Any, Episode, str, str]] = []
+    for key, body in rows:
+        try:
+            episode = Episode.model_validate_json(body)
+        except ValueError:  # (pydantic's ValidationError among them)
+            continue
+        found += [(key, episode, first, last) for first, last in episode_days(episode)]
+    return found
+
+
 def strength(confidence: float, uses: int) -> float:
     """How strongly a fact stands on its own: its confidence, and a little for each use.
     (``log(1 + uses)``, not ``log1p``: the stores compute the same value in SQL, with ``ln``,

@@ -90,6 +90,7 @@ from reverie.store.base import (
     decode_cursor,
     episode_columns,
     episode_days,
+    stored_days,
     episode_text,
     fact_columns,
     fts5_idf,
@@ -632,16 +633,9 @@ def _mentions(conn: "Connection[Any]") -> None:
     conn.execute("DELETE FROM mentions")  # (a store taken back to an older version number holds some)
     last = 0
     while rows := conn.execute("SELECT pk, body FROM episodes WHERE pk > %s ORDER BY pk LIMIT 500", (last,)).fetchall():
-        written = []
-        for _, body in rows:
-            try:
-                episode = Episode.model_validate_json(body)
-            except ValueError:  # an unreadable body speaks of no day (and is never lost)
-                continue
-            written += [(episode.user, episode.id, first, end) for first, end in episode_days(episode)]
         with conn.cursor() as cur, cur.copy("COPY mentions (user_id, episode_id, first, last) FROM STDIN") as copy:
-            for row in written:
-                copy.write_row(row)
+            for _, ep, first, end in stored_days(rows):
+                copy.write_row((ep.user, ep.id, first, end))
         last = rows[-1][0]
 
 

@@ -67,6 +67,7 @@ from reverie.store.base import (
     decode_cursor,
     episode_columns,
     episode_days,
+    stored_days,
     episode_text,
     fact_columns,
     knowledge_digest,
@@ -434,21 +435,14 @@ def _mentions(conn: sqlite3.Connection) -> None:
     episode_days`: "the dentist on Friday", said on a Monday, speaks of that Friday), one row
     a time, keyed by the episode and indexed by (user, first day): a question about a day
     reads the episodes that spoke of it, whenever they were said, from that index. Filled
-    for the episodes stored before, a page at a time (100k LoCoMo-like episodes: a few
-    seconds; most messages name no time and are passed over after a few substring tests)."""
+    for the episodes stored before, a page at a time."""
     for statement in _MENTIONS_TABLE:
         conn.execute(statement)
     conn.execute("DELETE FROM mentions")  # (a store taken back to an older version number holds some)
     last = 0
     while rows := conn.execute("SELECT pk, body FROM episodes WHERE pk > ? ORDER BY pk LIMIT 500", (last,)).fetchall():
-        written = []
-        for pk, body in rows:
-            try:
-                episode = Episode.model_validate_json(body)
-            except ValueError:  # an unreadable body speaks of no day (and is never lost)
-                continue
-            written += [(pk, first, end, episode.user) for first, end in episode_days(episode)]
-        conn.executemany("INSERT OR IGNORE INTO mentions (episode_pk, first, last, user) VALUES (?, ?, ?, ?)", written)
+        conn.executemany("INSERT OR IGNORE INTO mentions (episode_pk, first, last, user) VALUES (?, ?, ?, ?)",
+                         [(pk, first, end, ep.user) for pk, ep, first, end in stored_days(rows)])
         last = rows[-1][0]
 
 
