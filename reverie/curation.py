@@ -8,6 +8,7 @@ arguments; each write is one transaction through the one fact writer.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Callable, TypeVar
 
 from pydantic import Field
@@ -36,6 +37,7 @@ from reverie.models import (
     FEEDBACK_STATUSES,
     Episode,
     Fact,
+    FactStatus,
     Feedback,
     KnowledgeDoc,
     Model,
@@ -152,7 +154,9 @@ def get_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:
 
 def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **changes: Any) -> Fact:
     """Edit a fact's content, category, area, confidence or status (journaled as an "edit":
-    ``undo`` puts the fact back as it was)."""
+    ``undo`` puts the fact back as it was). An archived fact given a live status is restored
+    as :func:`restore_fact` restores it (the newer value that superseded it is archived), in
+    the status asked for."""
     fact = get_fact(ctx, fact_id, user=user)
     journal = Journal(user=fact.user, action="edit")
     journal.watch([fact])
@@ -173,10 +177,16 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
         fact.area = _check_area(changes["area"]) if changes["area"] is not None else None
     if "confidence" in changes:
         fact.confidence = check_confidence(changes["confidence"])
-    if "status" in changes:
-        fact.status = _check_status(changes["status"], FACT_STATUSES)
-    fact.updated_at = utcnow()
+    status = _check_status(changes["status"], FACT_STATUSES) if "status" in changes else None
+    now = utcnow()
+    fact.updated_at = now
     with ctx.store.transaction():
+        if status is not None and status != "archived" and fact.status == "archived":
+            # an archived fact made live again is a restore: flipping only its status would leave
+            # the newer value that took its place live beside it (two contradicting facts)
+            _bring_back(ctx, fact, journal, now, status)
+        elif status is not None:
+            fact.status = status
         ctx.facts.index_fact(fact, fact.tags)
         journal.commit(ctx.store)
     return fact
@@ -194,24 +204,34 @@ def restore_fact(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact
     fact = get_fact(ctx, fact_id, user=user)
     if fact.status != "archived":
         raise InvalidInput(f"fact {fact_id} is {fact.status}, not archived: nothing to restore", field="id")
+    journal = Journal(user=fact.user, action="edit")
+    journal.watch([fact])
+    now = utcnow()
+    with ctx.store.transaction():
+        _bring_back(ctx, fact, journal, now, fact.archived_from or "consolidated")
+        ctx.facts.index_fact(fact, fact.tags)
+        journal.commit(ctx.store)
+    return fact
+
+
+def _bring_back(ctx: Context, fact: Fact, journal: Journal, now: datetime, status: FactStatus) -> None:
+    """Make the archived ``fact`` live as ``status`` (inside the caller's transaction; the
+    caller stores ``fact`` and commits ``journal``, which watches ``fact`` already): the newer
+    fact that superseded it, while live and still saying another value, is archived in its
+    place and leaves the profile. :func:`restore_fact` and a status edit both come here."""
     newer = ctx.store.get_fact(fact.superseded_by) if fact.superseded_by else None
     if newer is not None and not (newer.status != "archived" and newer.user == fact.user
                                   and fact_relation(newer.content, fact.content, ctx.settings.duplicate_jaccard)
                                   == "conflict"):
         newer = None
-    journal = Journal(user=fact.user, action="edit")
-    journal.watch([fact, *([newer] if newer else [])])
-    now = utcnow()
-    fact.status = fact.archived_from or "consolidated"
+    if newer is not None:
+        journal.watch([newer])
+    fact.status = status
     fact.archived_from, fact.archived_reason, fact.superseded_by, fact.updated_at = None, "", None, now
-    with ctx.store.transaction():
-        if newer is not None:
-            ctx.facts.archive_fact(newer, "a person restored the value it had taken the place of", fact, now)
-            drop_outdated_parts(ctx.store, fact.user, gone=[newer.content], newer=[],
-                                duplicate_at=ctx.settings.duplicate_jaccard, now=now)
-        ctx.facts.index_fact(fact, fact.tags)
-        journal.commit(ctx.store)
-    return fact
+    if newer is not None:
+        ctx.facts.archive_fact(newer, "a person restored the value it had taken the place of", fact, now)
+        drop_outdated_parts(ctx.store, fact.user, gone=[newer.content], newer=[],
+                            duplicate_at=ctx.settings.duplicate_jaccard, now=now)
 
 
 def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = False) -> Fact:

@@ -54,7 +54,7 @@ def test_an_import_with_an_oversized_fact_is_refused_whole(mem):
 
 def test_recall_matches_on_the_clipped_message_keeping_its_end(mem):
     mem.remember("Ana's marathon is in Lisbon", user="ana")
-    query = "blah " * 200_000 + "where is my marathon?"
+    query = "blah " * 199_990 + "where is my marathon?"  # (just under the 1,000,000 characters taken)
     result = mem.recall(query, user="ana", budget=300)
     assert len(result.query) <= mem.settings.max_query_chars
     assert "Lisbon" in result.context

@@ -47,6 +47,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     _head = True  # the bytes coming are a request's head (request line and headers)
     _head_bytes = 0  # bytes received since that head began (counted a chunk at a time)
     _head_begun = False  # a byte of that head arrived
+    _too_large = False  # a whole head past the limit was parsed: the request is refused, unanswered by the app
     _body_done = True  # the request's body (if any) arrived to its end
     _head_timer: asyncio.TimerHandle | None = None
     _rest_timer: asyncio.TimerHandle | None = None
@@ -58,9 +59,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._head:
             self._head_bytes += len(data)
+        if self._too_large:
+            return  # refused: nothing more on this connection is read
         super().data_received(data)
-        # read a chunk at a time (at most 256 KB): the head never grows past the limit and a chunk
-        if self._head and self._head_bytes > self.max_header_bytes and not self.transport.is_closing():
+        # read a chunk at a time (at most 256 KB): the head never grows past the limit and a chunk;
+        # a head that ended in this chunk was measured whole by on_headers_complete
+        too_large = self._too_large or (self._head and self._head_bytes > self.max_header_bytes)
+        if too_large and not self.transport.is_closing():
             self._refuse(431, f"the request line and headers are larger than {self.max_header_bytes} bytes",
                          "headers")
 
@@ -73,9 +78,22 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._head, self._head_bytes, self._head_begun = False, 0, False
         self._disarm_head()
+        if self._too_large or self._head_size() > self.max_header_bytes:
+            # the count a chunk at a time misses a head that ends in the chunk that crosses the
+            # limit (the parser ends the head, and that count, before the count is checked): it is
+            # refused here, before the app sees it, and answered once the parser is done with the
+            # chunk (a request pipelined behind it in that chunk is not served either)
+            self._too_large = True
+            return
         super().on_headers_complete()
 
+    def on_body(self, body: bytes) -> None:
+        if not self._too_large:  # the body of a refused request goes nowhere
+            super().on_body(body)
+
     def on_message_complete(self) -> None:
+        if self._too_large:
+            return
         super().on_message_complete()
         self._head, self._head_bytes, self._body_done = True, 0, True
         if self._rest_timer is not None:
@@ -95,6 +113,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._rest_timer.cancel()
             self._rest_timer = None
         super().connection_lost(exc)
+
+    def _head_size(self) -> int:
+        """The size of the head just parsed, as sent: request line, each header line and the
+        blank line after them (less any spaces after a value, which the parser drops)."""
+        size = len(self.parser.get_method()) + 1 + len(self.url) + len(" HTTP/1.1\r\n") + 2
+        return size + sum(len(name) + 2 + len(value) + 2 for name, value in self.headers)
 
     # ------------------------------------------------------------ timers
     def _arm_head(self) -> None:
