@@ -185,6 +185,8 @@ def update_fact(ctx: Context, fact_id: str, *, user: str | None = None, **change
             # an archived fact made live again is a restore: flipping only its status would leave
             # the newer value that took its place live beside it (two contradicting facts)
             _bring_back(ctx, fact, journal, now, status)
+        elif status == "archived" and fact.status != "archived":
+            _put_away(ctx, fact, now)  # as forget archives it: its wording leaves the profile too
         elif status is not None:
             fact.status = status
         ctx.facts.index_fact(fact, fact.tags)
@@ -246,18 +248,27 @@ def forget(ctx: Context, fact_id: str, *, user: str | None = None, hard: bool = 
             ctx.store.delete_fact(fact.id)
             Journal.erase_fact(ctx.store, fact.user, fact.id)
             ctx.store.drop_unused_tags(fact.user, fact.tags)
+            # nor does the profile say it any more, nor does a dream write it back from notes
+            # said before (of one deleted for good, only a digest is kept)
+            drop_outdated_parts(ctx.store, fact.user, gone=[fact.content], newer=[],
+                                duplicate_at=ctx.settings.duplicate_jaccard, now=utcnow())
+            note_withdrawn(ctx.store, fact.user, [fact.content], utcnow(), keep_text=False)
         else:
-            ctx.facts.archive_fact(fact, "forgotten", None, utcnow())
-        # nor does the profile say it any more
-        drop_outdated_parts(ctx.store, fact.user, gone=[fact.content], newer=[],
-                            duplicate_at=ctx.settings.duplicate_jaccard, now=utcnow())
-        # a dream does not write it back from notes said before (of one deleted for good,
-        # only a digest is kept)
-        note_withdrawn(ctx.store, fact.user, [fact.content], utcnow(), keep_text=not hard)
+            _put_away(ctx, fact, utcnow())
     if hard:
         refresh_memory_md(ctx, fact.user)
         forget_lines(ctx, fact.user, [fact.content])  # nor do past dreams' reports and diaries
     return fact
+
+
+def _put_away(ctx: Context, fact: Fact, now: datetime) -> None:
+    """Archive the live ``fact`` by a person's word (inside the caller's transaction), as
+    :func:`forget` and a status edit both do: the profile no longer says it, and a dream does
+    not write it back from the notes said before."""
+    ctx.facts.archive_fact(fact, "forgotten", None, now)
+    drop_outdated_parts(ctx.store, fact.user, gone=[fact.content], newer=[],
+                        duplicate_at=ctx.settings.duplicate_jaccard, now=now)
+    note_withdrawn(ctx.store, fact.user, [fact.content], now, keep_text=True)
 
 
 def reinforce(ctx: Context, fact_id: str, *, user: str | None = None) -> Fact:

@@ -127,3 +127,15 @@ def test_patching_an_archived_fact_live_over_rest_restores_it_and_archives_its_n
         assert answer.status_code == 200, answer.text
         assert answer.json()["status"] == "consolidated" and answer.json()["superseded_by"] is None
         _restored(memory, madrid, seville)
+
+
+def test_a_live_fact_set_archived_by_update_fact_is_put_away_as_forget_does(tmp_path):
+    with Memory(tmp_path / "home", background=False) as mem:
+        fact = mem.remember("Lives in Madrid", user="ana", category="context")
+        mem.set_profile("user.personalContext", "Lives in Madrid. Likes tea.", user="ana")
+        archived = mem.update_fact(fact.id, user="ana", status="archived")
+        assert (archived.status, archived.archived_reason, archived.archived_from) == ("archived", "forgotten",
+                                                                                        "consolidated")
+        assert mem.profile(user="ana").section("user.personalContext").summary == "Likes tea."
+        assert mem.facts(user="ana") == []
+        assert mem.restore_fact(fact.id, user="ana").status == "consolidated"  # and back, as after forget
