@@ -233,6 +233,28 @@ def _t_year(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _year_range(int(m["y"]))
 
 
+def _edge(first: date, last: date, unit: str, end: bool) -> tuple[date, date]:
+    """The end or the beginning of a week, month or year: its last or first days (Friday to
+    Sunday or Monday and Tuesday, a week of a month, the year's December or January)."""
+    if unit == "week":
+        return (first + timedelta(days=4), last) if end else (first, first + timedelta(days=1))
+    if unit == "month":
+        return (last - timedelta(days=6), last) if end else (first, first + timedelta(days=6))
+    return _month_range(first.year, 12 if end else 1)
+
+
+def _t_en_edge(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    unit = m["unit"].lower()
+    offset = {"last": -1, "next": 1}.get((m["rel"] or "").lower(), 0)
+    return _edge(*_relative(today, unit, offset), unit, m["edge"].lower() == "end")
+
+
+def _t_zh_edge(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    unit = "month" if m["unit"] == "月" else "year"
+    offset = {"上": -1, "下": 1, "去": -1, "明": 1}.get((m["rel"] or " ")[0], 0)
+    return _edge(*_relative(today, unit, offset), unit, m["edge"] != "初")
+
+
 _NUM_EN = "|".join(sorted((re.escape(k) for k in NUMBER_WORDS), key=len, reverse=True))
 # a handler reads one match into its first and last day, or None when the match is no date
 Handler = Callable[[re.Match[str], date], tuple[date, date] | None]
@@ -249,6 +271,12 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
         (r"(?P<n>\d+|[零一二两三四五六七八九十几]+)\s*个?(?P<unit>天|日|周|星期|礼拜|月|年)(?:前|之前|以前)", _t_zh_ago),
         (r"\b(?:the day before yesterday|the day after tomorrow|yesterday|last\s+night|today|tonight|"
          r"this\s+(?:morning|afternoon|evening)|tomorrow)\b", _t_en_rel_day),
+        # "at the end of the month", "the beginning of next year", 月底, 下个月初, 年底: before the
+        # patterns of "next month", 下个月, 今年, which would take part of them
+        (r"\b(?P<edge>end|beginning|start)\s+of\s+(?:the\s+)?(?:(?P<rel>this|next|last)\s+)?(?P<unit>week|month|year)\b",
+         _t_en_edge),
+        (r"(?<![\d一二三四五六七八九十])(?P<rel>上个?|下个?|这个?|本|去年?|今年?|明年?)?(?P<unit>月|年)(?P<edge>底|末|初)(?![\d一二三四五六七八九十])",
+         _t_zh_edge),
         (r"\b(?P<rel>last|previous|this|next|the past|past|the last)\s+(?P<unit>week|month|year|weekend)\b",
          _t_en_period),
         (r"\b(?P<rel>last|this\s+past|on|this|next)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
@@ -280,13 +308,15 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
     _t_zh_weekday: ("周", "星期", "礼拜"),
     _t_zh_rel: ("年", "周", "星期", "礼拜", "月", "天", "日", "晚", "早"),
     _t_year: YEAR,
+    _t_en_edge: ("end", "beginning", "start"),
+    _t_zh_edge: ("底", "末", "初"),
 }
 
 
 _MONTH_WORD = re.compile(rf"\b(?:{_MONTH_ALT})\b")
 
 
-CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel})
+CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel, _t_zh_edge})
 # TIME_PATTERNS with what each needs: (pattern, handler, strings, Chinese?, a year?)
 _GATED = tuple((pattern, handler, NEEDS[handler], handler in CHINESE, NEEDS[handler] is YEAR)
                for pattern, handler in TIME_PATTERNS)
@@ -325,7 +355,7 @@ def names_a_time(text: str) -> bool:
 
 # the handlers of times said relative to the moment of speaking
 RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel,
-                                         _t_zh_weekday})
+                                         _t_zh_weekday, _t_en_edge, _t_zh_edge})
 
 
 def _times(text: str, today: date) -> list[tuple[int, re.Match[str], Handler, tuple[date, date]]]:
@@ -537,6 +567,12 @@ def _one_time_zh(text: str, start: int, said: str) -> bool:
     return not any(before.count(op) > before.count(cl) for op, cl in _TITLE_MARKS)
 
 
+# a time that is the end or the beginning of one (_t_en_edge, _t_zh_edge), told apart from
+# its words when it is anchored
+_EDGE = re.compile(r"(?i:(?P<edge>end|beginning|start)\s+of\s+.*\b(?P<unit>week|month|year))$"
+                   r"|.*(?P<zunit>月|年)(?P<zedge>底|末|初)$")
+
+
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
@@ -556,14 +592,23 @@ def anchored(text: str, at: datetime) -> str:
             continue
         bound = start
         first, last = ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date()
+        edge = _EDGE.match(ref.text)
         if has_cjk(ref.text):  # (Chinese has no preposition to give: the dates stand for the words)
             if not _one_time_zh(text, start, ref.text):
                 continue
-            words = _zh_dates(first, last) + _ZH_PART_OF_DAY.get(ref.text, "")
+            if edge:  # "下个月底": 2027年1月底, "年底": 2026年底
+                words = (f"{first.year}年{first.month}月" if edge["zunit"] == "月" else f"{first.year}年") + edge["zedge"]
+            else:
+                words = _zh_dates(first, last) + _ZH_PART_OF_DAY.get(ref.text, "")
         else:
             if not _one_time(text, start, ref.text):
                 continue
-            words = _dates_of(first, last)
+            if edge:  # "the end of the month": the end of December 2026 (the words around it stay)
+                unit, said = edge["unit"].lower(), edge["edge"]
+                words = (f"{said} of {first:%B} {first.year}" if unit == "month" else f"{said} of {first.year}"
+                         if unit == "year" else f"{said} of the week of {_day(_week_range(first)[0])}")
+            else:
+                words = _dates_of(first, last)
             if start == 0:
                 words = words[0].upper() + words[1:]
         text = text[:start] + words + text[start + len(ref.text):]

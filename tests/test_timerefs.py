@@ -109,3 +109,29 @@ def test_an_episode_speaks_of_the_days_in_the_first_part_of_each_message_and_of_
     assert len(days_of(calendar)) == MAX_MENTIONS
     pending = Episode(user="ana", thread="t", status="pending", occurred_at=MONDAY, user_text="Dentist tomorrow")
     assert episode_days(pending) == []  # found only once it is completed (and written again then)
+
+
+@pytest.mark.parametrize("said, days, written", [
+    ("Rent is due at the end of the month", ("2026-11-24", "2026-11-30"), "Rent is due at the end of November 2026"),
+    ("I finish the draft by the end of next month", ("2026-12-25", "2026-12-31"),
+     "I finish the draft by the end of December 2026"),
+    ("We start at the beginning of next year", ("2027-01-01", "2027-01-31"), "We start at the beginning of 2027"),
+    ("Free at the end of this week", ("2026-12-04", "2026-12-06"), "Free at the end of the week of 30 November 2026"),
+    ("月底交报告", ("2026-11-24", "2026-11-30"), "2026年11月底交报告"),
+    ("下个月底搬家", ("2026-12-25", "2026-12-31"), "2026年12月底搬家"),
+    ("去年年底回国", ("2025-12-01", "2025-12-31"), "2025年底回国"),
+    ("明年初换工作", ("2027-01-01", "2027-01-31"), "2027年初换工作"),
+])
+def test_the_end_or_beginning_of_a_week_month_or_year_is_read_and_anchored_in_its_words(said, days, written):
+    assert [(r.start.date().isoformat(), r.end.date().isoformat()) for r in resolve_time_refs(said, MONDAY)] == [days]
+    assert mentioned_days(said, MONDAY) == [(date.fromisoformat(days[0]), date.fromisoformat(days[1]))]
+    assert timerefs.anchored(said, MONDAY) == written
+
+
+@pytest.mark.parametrize("said", ["happy end of story", "学期末考试", "周末见", "the start of the meeting", "年初一"])
+def test_an_end_or_beginning_of_something_else_is_no_time(said):
+    assert resolve_time_refs(said, MONDAY) == [] and timerefs.anchored(said, MONDAY) == said
+
+
+def test_the_end_of_a_named_month_is_that_month():
+    assert [(r.text, r.relative) for r in resolve_time_refs("三月底见", MONDAY)] == [("三月", False)]
