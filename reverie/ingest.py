@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
+from reverie.claims import fact_relation
 from reverie.errors import InvalidInput
 from reverie.inputs import check_messages, clean_id
 from reverie.messages import ROLE_NAMES, Messages, RawMessage, as_line, parse_message
@@ -200,7 +201,10 @@ def _first_texts(store: Store, by_id: dict[str, str]) -> dict[str, str]:
 def _stored_before(m: Message, known: dict[str, str], before: dict[str, str]) -> bool:
     """Whether ``m`` (which has an id) was stored before: its id with the same text, or with
     text that says nearly the same (a re-export that fixed a word). An id stored with other
-    text is another message reusing it (ids that restart in each day's export)."""
+    text is another message reusing it (ids that restart in each day's export), and so is one
+    whose text says the opposite of the stored one, however many words they share ("I live
+    in Berlin" / "I live in Munich", "I like it" / "I do not like it": the duplicate and
+    contradiction judge's conflict): skipped, what it says would be lost."""
     assert m.source_id is not None
     if source_key(m.source_id, m.content) in known:
         return True
@@ -208,7 +212,9 @@ def _stored_before(m: Message, known: dict[str, str], before: dict[str, str]) ->
     if text is None:
         return source_key(m.source_id) in known  # its episode is gone: known by its id, as before
     old, new = token_set(text), token_set(m.content)
-    return bool(old | new) and len(old & new) >= SAME_MESSAGE * len(old | new)
+    if not (old | new) or len(old & new) < SAME_MESSAGE * len(old | new):
+        return False
+    return fact_relation(text, m.content, SAME_MESSAGE) != "conflict"
 
 
 @dataclass

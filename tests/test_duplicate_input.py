@@ -7,6 +7,7 @@ import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from typer.testing import CliRunner
 
 from reverie import Memory
@@ -158,6 +159,19 @@ def test_an_id_given_again_with_other_text_is_another_message_and_the_same_is_sk
     assert len(first) == 1 and (len(again), again.skipped) == (0, 1) and len(other) == 1
     texts = sorted(e.user_text for e in mem.episodes(user="ana"))
     assert texts == ["I am allergic to shellfish", "I bought a Honda Civic"]
+
+
+@pytest.mark.parametrize("stored, again", [
+    ("I really like the new sushi place downtown", "I really do not like the new sushi place downtown"),
+    ("The team meeting moved to 3pm on Friday", "The team meeting moved to 4pm on Friday"),
+])
+def test_an_id_given_again_with_text_that_says_the_opposite_is_another_message(mem, stored, again):
+    mem.add([{"id": "m1", "role": "user", "content": stored}], user="ana", thread="t")
+    fixed = mem.add([{"id": "m1", "role": "user", "content": stored.replace("the", "teh", 1)}], user="ana", thread="t")
+    assert (len(fixed), fixed.skipped) == (0, 1)  # a word fixed: the same message
+    said = mem.add([{"id": "m1", "role": "user", "content": again}], user="ana", thread="t")
+    assert (len(said), said.skipped) == (1, 0)
+    assert sorted(e.user_text for e in mem.episodes(user="ana")) == sorted([stored, again])
 
 
 def test_an_older_homes_keys_by_id_alone_still_skip_what_it_stored(mem):
