@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from reverie import Memory
 from reverie.server.limits import MAX_HEADER_BYTES
 from reverie.server.rest import create_app
 from tests.live_server import free_port, live_server, stop_process, wait_for
+from tests.test_limits import _raw
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,22 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _send(url: str, data: bytes) -> bytes:
     """Send ``data`` on a raw connection and read what comes back until the server closes it."""
-    host, port = url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=20) as sock:
-        try:
-            sock.sendall(data)
-        except OSError:  # refused part way: the answer is still there to read
-            pass
-        answer = b""
-        while True:
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            answer += chunk
-    return answer
+    return _raw(url, data)[0]
 
 
 def _head(size: int) -> bytes:
