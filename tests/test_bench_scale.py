@@ -33,12 +33,23 @@ def locomo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, locomo_dir: Path) -> tuple[Path, dict, dict]:
-    """The cache, a first run (builds) and a second run (reuses the cached store)."""
+    """The cache, a first run (builds) and a second run (reuses the cached store; it asks for
+    the old-memory check without conversations, which it must skip and say why)."""
     cache = tmp_path_factory.mktemp("scale-cache")
     cases = load_locomo(locomo_dir)
     first = run_scale([EPISODES], cache=cache, recalls=RECALLS, cases=cases).as_dict()
-    second = run_scale([EPISODES], cache=cache, recalls=RECALLS).as_dict()
+    second = run_scale([EPISODES], cache=cache, recalls=RECALLS, old=50).as_dict()
     return cache, first, second
+
+
+@pytest.fixture(scope="module")
+def cli_table(runs: tuple[Path, dict, dict], locomo_dir: Path):
+    """`reverie bench scale` printing its table over the cached store, with the old-memory check
+    of the tiny conversation and no dilution or concurrency check (run once for the module)."""
+    cache, _, _ = runs
+    args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution",
+            "--locomo", str(locomo_dir), "--old-memories", "40", "--serve-requests", "0"]
+    return CliRunner().invoke(app, args)
 
 
 # ---------------------------------------------------------------- the generator
@@ -213,7 +224,7 @@ def test_an_interrupted_build_is_built_again(tmp_path):
     assert again.messages == record.messages
 
 
-def test_cli_prints_json_and_a_table(runs):
+def test_cli_prints_json_and_a_table(runs, cli_table):
     cache, first, _ = runs
     args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution"]
     result = CliRunner().invoke(app, [*args, "--json", "--serve-requests", "8"])
@@ -238,18 +249,15 @@ def test_cli_prints_json_and_a_table(runs):
     with closing(sqlite3.connect(Path(data["sizes"][0]["home"]) / "reverie.db")) as db:
         assert db.execute("SELECT max(uses) FROM episodes").fetchone()[0] == 0
         assert db.execute("SELECT count(*) FROM facts WHERE uses > 0").fetchone()[0] == 0
-    table = CliRunner().invoke(app, [*args, "--serve-requests", "0"])
+    table = cli_table  # the same store, run without --json (and with --serve-requests 0)
     assert table.exit_code == 0, table.output
     assert "recall p95" in table.stdout and "peak RSS" in table.stdout and "machine reference" in table.stdout
     assert "concurrency check skipped" in table.stdout
     assert "Targets" in table.stdout and "learning (add + learn) from an empty store" in table.stdout
 
 
-def test_cli_runs_the_old_memory_check_on_its_own(runs, locomo_dir):
-    cache, _, _ = runs
-    args = ["bench", "scale", "--episodes", str(EPISODES), "--cache", str(cache), "--recalls", "5", "--no-dilution",
-            "--locomo", str(locomo_dir), "--old-memories", "40", "--serve-requests", "0"]
-    result = CliRunner().invoke(app, args)
+def test_cli_runs_the_old_memory_check_on_its_own(cli_table):
+    result = cli_table  # --no-dilution --locomo <tiny> --old-memories 40
     assert result.exit_code == 0, result.output
     assert "Old memories" in result.stdout and "40 newer episodes" in result.stdout
     assert "dilution check skipped" in result.stdout and "tiny" in result.stdout
@@ -282,8 +290,8 @@ def test_old_memory_check_asks_the_conversation_beneath_newer_episodes(runs, loc
     newer = [pk for thread, pk in rows if thread != "tiny"]
     assert mine and len(newer) == 60 and max(mine) < min(newer)
 
-    # asked for without conversations, the check says why it was not made
-    bare = run_scale([EPISODES], cache=cache, recalls=5, old=50).as_dict()
+    # asked for without conversations (the module's second run, old=50), the check says why it was not made
+    bare = runs[2]
     assert bare["old_memories"] is None and bare["old_memories_skipped"]
 
 
@@ -294,14 +302,35 @@ def test_cli_reads_sizes_with_suffixes_and_refuses_nonsense(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_path):
-    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
+@pytest.fixture(scope="module")
+def side_by_side(tmp_path_factory: pytest.TempPathFactory):
+    """Two runs with PostgreSQL beside SQLite in one cache: 120 episodes with the concurrency
+    check, then 120 and a shared store of 400 (3 other users of 50), which finds the first
+    run's 120-episode stores cached and reuses them. The schemas are dropped at the end."""
+    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
     from tests.pg import server_url
 
     server = server_url()
-    schema = pg_schema(tmp_path / "pg-episodes-120")
+    cache = tmp_path_factory.mktemp("scale-pg")
+    schemas = [pg_schema(cache / "pg-episodes-120"), pg_schema(cache / "pg-episodes-400-others-3x50")]
     try:
-        first = run_scale([120], cache=tmp_path, recalls=5, postgres=server, serve_requests=8).as_dict()
+        first = run_scale([120], cache=cache, recalls=5, postgres=server, serve_requests=8).as_dict()
+        first_schema_bytes = _schema_bytes(server, schemas[0])  # as the first run left it
+        shared = run_scale([120, 400], cache=cache, recalls=5, postgres=server, others=3, each=50).as_dict()
+        yield {"server": server, "cache": cache, "first": first, "first_schema_bytes": first_schema_bytes,
+               "shared": shared}
+    finally:
+        for schema in schemas:
+            _drop_schema(server, schema)
+
+
+def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(side_by_side):
+    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
+
+    server, cache = side_by_side["server"], side_by_side["cache"]
+    schema = pg_schema(cache / "pg-episodes-120")
+    try:
+        first = side_by_side["first"]  # run_scale([120], postgres=server, serve_requests=8)
         sqlite, pg = first["sizes"]
         # the concurrency check also sets two replicas over the PostgreSQL copy against one
         replicas = first["serve"]["replicas"]
@@ -321,51 +350,49 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(tmp_pa
         # what a recall waits for the server, on PostgreSQL only (SQLite is in-process)
         assert sqlite["round_trips"] is None and 1 <= pg["round_trips"] <= 20
         # the schema holds the store: its size counts, and no SQLite file was made for it
-        assert _schema_bytes(server, schema) > 0 and pg["disk_mb"] * 1e6 >= _schema_bytes(server, schema)
-        assert not (tmp_path / "pg-episodes-120" / "reverie.db").exists()
-        again = run_scale([120], cache=tmp_path, recalls=5, postgres=server).as_dict()
+        built_bytes = side_by_side["first_schema_bytes"]
+        assert built_bytes > 0 and pg["disk_mb"] * 1e6 >= built_bytes
+        assert not (cache / "pg-episodes-120" / "reverie.db").exists()
+        # the next run over the same cache (120 and a shared 400) reuses the PostgreSQL store
+        again = side_by_side["shared"]
+        assert again["sizes"][1]["store"] == "postgresql" and again["sizes"][1]["episodes"] == 120
         assert again["sizes"][1]["cached"] is True
         assert again["sizes"][1]["build_seconds"] == pg["build_seconds"]
         with pytest.raises(Exception, match="postgresql://"):
-            run_scale([120], cache=tmp_path, recalls=5, postgres="mysql://nope")
+            run_scale([120], cache=cache, recalls=5, postgres="mysql://nope")
     finally:
         _drop_schema(server, schema)
     assert _schema_bytes(server, schema) == 0
 
 
-def test_a_shared_store_holds_the_measured_user_among_others_and_postgresql_copies_it(tmp_path):
-    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
-    from tests.pg import server_url
+def test_a_shared_store_holds_the_measured_user_among_others_and_postgresql_copies_it(side_by_side):
+    from reverie.bench.scale import _schema_bytes, pg_schema
 
-    server = server_url()
-    schema = pg_schema(tmp_path / "pg-episodes-400-others-3x50")
-    try:
-        data = run_scale([120, 400], cache=tmp_path, recalls=5, postgres=server, others=3, each=50).as_dict()
-        small, small_pg, shared, shared_pg = data["sizes"]
-        assert small["others"] is None and small["user_episodes"] == 120  # only the largest size is shared
-        assert shared["episodes"] == 400 and shared["user_episodes"] == 250
-        assert shared["others"]["users"] == 3 and shared["others"]["episodes_each"] == 50
-        assert shared["others"]["messages"] > 150 and shared["others"]["ingest_turns_per_s"] > 0
-        home = tmp_path / "episodes-400-others-3x50"
-        with Memory(home, background=False) as mem:
-            assert sorted(mem.users()) == ["other-0000", "other-0001", "other-0002", USER]
-            counts = mem.stats()["users"]
-            assert counts[USER]["episodes"] == 250
-            assert all(counts[f"other-000{i}"]["episodes"] == 50 for i in range(3))
-            # each other user talks of other things: their texts are not the measured user's
-            mine = {m.content for e in mem.episodes(user=USER, limit=None) for m in e.messages}
-            theirs = {m.content for e in mem.episodes(user="other-0001", limit=None) for m in e.messages}
-            assert theirs and not mine & theirs
-        # PostgreSQL holds a checked copy of the SQLite build (reverie migrate), measured alike
-        assert shared_pg["store"] == "postgresql" and shared_pg["copied_from"] == str(home)
-        assert shared_pg["copy_seconds"] > 0 and shared_pg["user_episodes"] == 250
-        assert shared_pg["recalls"] == 5 and _schema_bytes(server, schema) > 0
-        # the dilution check uses the largest one-user store, never the shared one
-        assert data["dilution"] is None
-        again = run_scale([400], cache=tmp_path, recalls=3, others=3, each=50).as_dict()
-        assert again["sizes"][0]["cached"] is True and again["dilution_skipped"]
-        with pytest.raises(Exception, match="no episodes"):
-            run_scale([400], cache=tmp_path, recalls=3, others=8, each=50)
-    finally:
-        _drop_schema(server, schema)
-        _drop_schema(server, pg_schema(tmp_path / "pg-episodes-120"))
+    server, cache = side_by_side["server"], side_by_side["cache"]
+    schema = pg_schema(cache / "pg-episodes-400-others-3x50")
+    data = side_by_side["shared"]  # run_scale([120, 400], postgres=server, others=3, each=50)
+    small, small_pg, shared, shared_pg = data["sizes"]
+    assert small["others"] is None and small["user_episodes"] == 120  # only the largest size is shared
+    assert shared["episodes"] == 400 and shared["user_episodes"] == 250
+    assert shared["others"]["users"] == 3 and shared["others"]["episodes_each"] == 50
+    assert shared["others"]["messages"] > 150 and shared["others"]["ingest_turns_per_s"] > 0
+    home = cache / "episodes-400-others-3x50"
+    with Memory(home, background=False) as mem:
+        assert sorted(mem.users()) == ["other-0000", "other-0001", "other-0002", USER]
+        counts = mem.stats()["users"]
+        assert counts[USER]["episodes"] == 250
+        assert all(counts[f"other-000{i}"]["episodes"] == 50 for i in range(3))
+        # each other user talks of other things: their texts are not the measured user's
+        mine = {m.content for e in mem.episodes(user=USER, limit=None) for m in e.messages}
+        theirs = {m.content for e in mem.episodes(user="other-0001", limit=None) for m in e.messages}
+        assert theirs and not mine & theirs
+    # PostgreSQL holds a checked copy of the SQLite build (reverie migrate), measured alike
+    assert shared_pg["store"] == "postgresql" and shared_pg["copied_from"] == str(home)
+    assert shared_pg["copy_seconds"] > 0 and shared_pg["user_episodes"] == 250
+    assert shared_pg["recalls"] == 5 and _schema_bytes(server, schema) > 0
+    # the dilution check uses the largest one-user store, never the shared one
+    assert data["dilution"] is None
+    again = run_scale([400], cache=cache, recalls=3, others=3, each=50).as_dict()
+    assert again["sizes"][0]["cached"] is True and again["dilution_skipped"]
+    with pytest.raises(Exception, match="no episodes"):
+        run_scale([400], cache=cache, recalls=3, others=8, each=50)

@@ -20,6 +20,7 @@ from reverie import Memory
 from reverie.keys import create_key, revoke_key
 from reverie.server import create_app
 from reverie.store.base import Store
+from tests.homes import new_home
 from tests.live_server import free_port
 
 BASE = "http://127.0.0.1"
@@ -53,8 +54,8 @@ class Browser:
 
 
 @pytest.fixture
-def setup(tmp_path):
-    memory = Memory(tmp_path / "home", background=False)
+def setup(tmp_path, new_store_file):
+    memory = Memory(new_home(tmp_path / "home", new_store_file), background=False)
     keys = {
         "ana": create_key(memory.store, user="ana").secret,
         "bob": create_key(memory.store, user="bob").secret,

@@ -33,9 +33,13 @@ if not os.path.exists(CHROMIUM):  # CI installs it (.ci/run); a browser is never
 
 
 def _cli(*args: str, home: Path) -> str:
-    done = subprocess.run([*REVERIE, *args, "--home", str(home)], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+    """A `reverie` command run in this process (the server below is the separate process)."""
+    from typer.testing import CliRunner
+
+    from reverie.cli import app
+
+    done = CliRunner().invoke(app, [*args, "--home", str(home)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
     return done.stdout
 
 

@@ -24,12 +24,20 @@ import pytest
 from reverie.server.balance import SLOT, Balance, create_file, fair_share
 from tests.test_rest import ROOT, served
 
+# reverie.server.balance read from its file alone: a worker process's share of the file is all
+# these processes stand for, and importing the whole of reverie took most of their start
+_BALANCE = str(ROOT / "reverie" / "server" / "balance.py")
+_IMPORT = r"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("reverie.server.balance", sys.argv[1])
+balance_module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(balance_module)
+Balance = balance_module.Balance
+"""
 # a second worker: claims a slot of the file, reports it and its count, then waits for a line
-_WORKER = r"""
-import sys
-from reverie.server.balance import Balance
-balance = Balance(sys.argv[1])
-for peer in range(int(sys.argv[2])):
+_WORKER = _IMPORT + r"""
+balance = Balance(sys.argv[2])
+for peer in range(int(sys.argv[3])):
     balance.opened(("127.0.0.1", peer))
 print(balance.slot, flush=True)
 sys.stdin.readline()
@@ -37,7 +45,7 @@ sys.stdin.readline()
 
 
 def _worker(path: Path, connections: int) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(path), str(connections)], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, _BALANCE, str(path), str(connections)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
@@ -69,9 +77,8 @@ def test_each_worker_claims_its_own_slot_and_a_dead_workers_slot_is_free_again(t
     try:
         assert slot_again == slot
         # a third worker finds both slots held by live workers, and says so
-        third = subprocess.run([sys.executable, "-c", "import sys; from reverie.server.balance import Balance; "
-                                "Balance(sys.argv[1])", str(path)], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        third = subprocess.run([sys.executable, "-c", _IMPORT + "Balance(sys.argv[2])", _BALANCE, str(path)],
+                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert third.returncode != 0 and "every one of the 2 balance slots is held by a live worker" in third.stderr
     finally:
         _stop(again)
@@ -133,8 +140,18 @@ def _both_workers_up(port: int) -> None:
         time.sleep(0.05)
 
 
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory) -> Iterator[int]:
+    """`reverie serve --workers 2` with both workers up: its port. The runs below share it (each
+    closes every connection it opened before the next); it must exit cleanly at the end."""
+    with served(tmp_path_factory.mktemp("balance") / "home", "--workers", "2", debounce="3600") as url:
+        port = int(url.rsplit(":", 1)[1])
+        _both_workers_up(port)
+        yield port
+
+
 @pytest.mark.parametrize("proxy", [False, True], ids=["direct", "behind-a-local-proxy"])
-def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_path, proxy):
+def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(two_workers, proxy):
     # behind a proxy on this machine (X-Forwarded-For from 127.0.0.1), uvicorn gives the
     # request the forwarded client's address: the connection is still the one counted
     clients, rounds = 8, 20
@@ -142,32 +159,30 @@ def test_two_workers_end_up_with_four_of_eight_keep_alive_connections_each(tmp_p
     slots: dict[int, list[str]] = {i: [] for i in range(clients)}
     statuses: Counter[int] = Counter()
     start = threading.Barrier(clients)
-    with served(tmp_path / "home", "--workers", "2", debounce="3600") as url:
-        port = int(url.rsplit(":", 1)[1])
-        _both_workers_up(port)
+    port = two_workers
 
-        def client(index: int) -> None:
-            http = HTTPConnection("127.0.0.1", port, timeout=60)
-            try:
-                start.wait()
-                for step in range(rounds):
-                    # every client sends its next request once all have had the last answered,
-                    # so all eight connections stay open until the end
-                    http.request("POST", "/api/memory/recall", json.dumps({"query": f"plans {step}"}), headers)
-                    response = http.getresponse()
-                    response.read()
-                    statuses[response.status] += 1
-                    slots[index].append(response.getheader("x-reverie-worker") or "")
-                    step_done.wait()  # then a moment, as clients that think between requests
-            finally:
-                http.close()
+    def client(index: int) -> None:
+        http = HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            start.wait()
+            for step in range(rounds):
+                # every client sends its next request once all have had the last answered,
+                # so all eight connections stay open until the end
+                http.request("POST", "/api/memory/recall", json.dumps({"query": f"plans {step}"}), headers)
+                response = http.getresponse()
+                response.read()
+                statuses[response.status] += 1
+                slots[index].append(response.getheader("x-reverie-worker") or "")
+                step_done.wait()  # then a moment, as clients that think between requests
+        finally:
+            http.close()
 
-        step_done = threading.Barrier(clients, action=lambda: time.sleep(0.02))
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    step_done = threading.Barrier(clients, action=lambda: time.sleep(0.02))
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert statuses == Counter({200: clients * rounds})  # a closed connection lost no request
     last = Counter(slots[i][-1] for i in range(clients))
     assert sorted(last.values()) == [4, 4], [Counter(s[k] for s in slots.values()) for k in range(rounds)]

@@ -9,7 +9,7 @@ from reverie.text import normalize_space
 
 
 def test_normalize_space_collapses_every_kind_of_whitespace_and_trims_the_ends():
-    spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if re.fullmatch(r"\s", c)]
+    spaces = re.findall(r"\s", "".join(map(chr, range(sys.maxunicode + 1))))  # every character \s matches
     assert "\u00a0" in spaces and "\u3000" in spaces and "\x1f" in spaces  # not only ASCII
     for space in spaces:
         text = f"{space}{space}a{space}b {space}\tc{space}"
