@@ -8,6 +8,7 @@ the store, which is the truth.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -135,12 +136,19 @@ def _whole_sentence(line: str, sources: list[str]) -> str:
 # ---------------------------------------------------------------- small talk
 
 # words that carry nothing to remember on their own: reactions, greetings, passing moods
-_CHIT_CHAT = token_set(
+_CHIT_CHAT_WORDS = (
     "lol lmao rofl haha hahaha hehe heh hmm hm wow whoa yay oops ugh aww funny hilarious interesting fun "
     "lovely sweet neat fair enough true right fine perfect excellent fantastic wonderful brilliant crazy weird "
     "sense sounds agree agreed worries welcome morning afternoon night day bye goodbye cheers later tomorrow "
     "bored sleepy hungry tired 哈哈 哈哈哈 呵呵 嘿嘿 早上好 晚上好 早安 晚安 有意思 有趣 好笑 好玩 无聊 厉害 不错 再见 拜拜"
 )
+
+
+@functools.cache
+def _chit_chat() -> frozenset[str]:
+    """The small-talk words as terms, made on first use: their Chinese words load jieba's
+    dictionary (half a second), which a command that never reads a message should not pay."""
+    return frozenset(token_set(_CHIT_CHAT_WORDS))
 
 
 def is_small_talk(text: str) -> bool:
@@ -149,7 +157,7 @@ def is_small_talk(text: str) -> bool:
     is no small talk: what a person asks about ("can I take ibuprofen with warfarin?",
     "should I take the offer from globex?") is theirs to remember."""
     said = [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
-    return bool(said) and all(token_set(s) <= _CHIT_CHAT for s in said)
+    return bool(said) and all(token_set(s) <= _chit_chat() for s in said)
 
 
 def _people(messages: Iterable[Message]) -> list[Message]:

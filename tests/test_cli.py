@@ -374,6 +374,14 @@ def test_a_command_that_does_not_serve_starts_without_the_server_stack():
     assert out.strip() == "[]"
 
 
+def test_a_command_that_reads_no_message_starts_without_loading_the_chinese_dictionary():
+    # jieba's dictionary takes about half a second to load: the first Chinese text read loads it
+    probe = ("import jieba, reverie.cli; print(jieba.dt.initialized); "
+             "from reverie.notes import is_small_talk; print(is_small_talk('哈哈 晚安'), jieba.dt.initialized)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True"]
+
+
 def test_facts_and_tags_list_a_page_at_a_time_and_say_how_to_go_on(home):
     with Memory(home, background=False) as mem:
         for n in range(5):
