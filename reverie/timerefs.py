@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta
 
 from reverie.models import TimeRef
 from reverie.text import has_cjk, normalize_space
@@ -525,8 +525,6 @@ def _zh_dates(first: date, last: date) -> str:
 
 # the part of the day a word says besides its day: 昨晚 is the evening of that day
 _ZH_PART_OF_DAY = {"昨晚": "晚上", "今晚": "晚上", "明晚": "晚上", "今早": "早上", "明早": "早上"}
-# a month said with its year relative to now ("去年三月", "今年5月8日"): its year is as relative
-_ZH_REL_YEAR = re.compile(r"^(?:去年|今年|前年|明年)")
 # a time these stand right before is the start or end of a span, said as a span: "从去年开始",
 # "自从去年", "直到明天", "每周末" (as the English "since last year", "until tomorrow" are)
 _ZH_LEADS_IN = re.compile(r"(?:从|自|由|直到|到|至|截至|截止|每个?|每逢)\s*$")
@@ -567,12 +565,6 @@ def _one_time_zh(text: str, start: int, said: str) -> bool:
     return not any(before.count(op) > before.count(cl) for op, cl in _TITLE_MARKS)
 
 
-# a time that is the end or the beginning of one (_t_en_edge, _t_zh_edge), told apart from
-# its words when it is anchored
-_EDGE = re.compile(r"(?i:(?P<edge>end|beginning|start)\s+of\s+.*\b(?P<unit>week|month|year))$"
-                   r"|.*(?P<zunit>月|年)(?P<zedge>底|末|初)$")
-
-
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
@@ -580,36 +572,29 @@ def anchored(text: str, at: datetime) -> str:
     "last weekend" would name another weekend. A Chinese time is written the Chinese way where
     it stood: "我明天去上海出差", said on 5 December 2026, reads "我2026年12月6日去上海出差".
     A line without such a time is returned as it is."""
-    refs = [r for r in resolve_time_refs(text, at)
-            if r.relative or (has_cjk(r.text) and _ZH_REL_YEAR.match(r.text))]
-    # a TimeRef's ends are kept in UTC: its days are read back in the speaker's zone
-    # (Shanghai's 6 December begins on the 5th in UTC)
-    zone = at.tzinfo or timezone.utc
-    bound = len(text)
-    for ref in reversed(refs):  # from the end: a replacement moves nothing before it
-        start = text.rfind(ref.text, 0, bound)
-        if start < 0:
-            continue
-        bound = start
-        first, last = ref.start.astimezone(zone).date(), ref.end.astimezone(zone).date()
-        edge = _EDGE.match(ref.text)
-        if has_cjk(ref.text):  # (Chinese has no preposition to give: the dates stand for the words)
-            if not _one_time_zh(text, start, ref.text):
+    # the times said relative to now, and a Chinese month whose year is ("去年三月")
+    times = [(start, m, handler, span) for start, m, handler, span in _times(text, at.date())
+             if handler in RELATIVE or (handler is _t_zh_month and m["pre"])]
+    for start, m, handler, (first, last) in reversed(times):  # from the end: a replacement moves nothing before it
+        said = m.group(0).strip()
+        start += m.group(0).index(said)
+        if has_cjk(said):  # (Chinese has no preposition to give: the dates stand for the words)
+            if not _one_time_zh(text, start, said):
                 continue
-            if edge:  # "下个月底": 2027年1月底, "年底": 2026年底
-                words = (f"{first.year}年{first.month}月" if edge["zunit"] == "月" else f"{first.year}年") + edge["zedge"]
+            if handler is _t_zh_edge:  # "下个月底": 2027年1月底, "年底": 2026年底
+                words = (f"{first.year}年{first.month}月" if m["unit"] == "月" else f"{first.year}年") + m["edge"]
             else:
-                words = _zh_dates(first, last) + _ZH_PART_OF_DAY.get(ref.text, "")
+                words = _zh_dates(first, last) + _ZH_PART_OF_DAY.get(said, "")
         else:
-            if not _one_time(text, start, ref.text):
+            if not _one_time(text, start, said):
                 continue
-            if edge:  # "the end of the month": the end of December 2026 (the words around it stay)
-                unit, said = edge["unit"].lower(), edge["edge"]
-                words = (f"{said} of {first:%B} {first.year}" if unit == "month" else f"{said} of {first.year}"
-                         if unit == "year" else f"{said} of the week of {_day(_week_range(first)[0])}")
+            if handler is _t_en_edge:  # "the end of the month": the end of December 2026 (the words around it stay)
+                unit, edge = m["unit"].lower(), m["edge"]
+                words = (f"{edge} of {first:%B} {first.year}" if unit == "month" else f"{edge} of {first.year}"
+                         if unit == "year" else f"{edge} of the week of {_day(_week_range(first)[0])}")
             else:
                 words = _dates_of(first, last)
             if start == 0:
                 words = words[0].upper() + words[1:]
-        text = text[:start] + words + text[start + len(ref.text):]
+        text = text[:start] + words + text[start + len(said):]
     return text
