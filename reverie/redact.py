@@ -1046,6 +1046,8 @@ _FOR = r"for|of|to|on|at|für|fürs|vom|von|der|zum|zur|de|del|du|des|pour|della
 # é 9911", "a senha do banco é 4521", Italian "il PIN per la carta è 4521"
 # (a "do" English asks with is not one: "which verification code do you mean is 4821")
 _FOR_DIGITS = rf"{_FOR}|do(?!\s+(?:you|we|they|i|he|she|it|not|so|this|that|these|those)\b)|dos|das|no|na|per"
+# ... and after "senha", which no English sentence says, before any value: "a senha do wifi é casa123"
+_FOR_SENHA = r"(?<=senha\s)(?:do|da|dos|das|no|na|para|pra)"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
@@ -1198,8 +1200,8 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         _compile(
             rf"""(?=(?i:[cgkmnpsw]))   # the keywords' first letters
             (?<![A-Za-z0-9])(?i:(?P<key>{_PASSWORD_WORD}))
-            (?:\s+(?i:{_FOR})(?:\s+[\w.@'/-]+){{1,3}}?(?::\s+|：\s*)   # "the password for my laptop: x"
-            | (?:\s+(?i:{_FOR})(?:\s+[\w.@'/:-]+){{1,3}}?)?
+            (?:\s+(?i:{_FOR}|{_FOR_SENHA})(?:\s+[\w.@'/-]+){{1,3}}?(?::\s+|：\s*)   # "the password for my laptop: x"
+            | (?:\s+(?i:{_FOR}|{_FOR_SENHA})(?:\s+[\w.@'/:-]+){{1,3}}?)?
               (?:\s+(?i:(?P<verb>{_IS}))|'s)(?:\s+(?i:{_NOW}))?(?:\s*[:：])?\s+)"""
             + _value(_GIVEN_SPACED)
         ),

@@ -529,3 +529,15 @@ def test_a_pin_of_digits_after_portuguese_do_or_italian_per_and_what_it_opens_is
     ] + _kept(["which password do you think is best?", "the pin do you have 1234 of them",
                "I ran 10 km per day in 2023", "a senha do banco é nova"])
     assert _mismatches(cases) == []
+
+
+def test_a_portuguese_senha_after_do_da_no_or_para_and_what_it_opens_is_redacted_whatever_its_characters():
+    cases = [
+        ("a senha do wifi é casa123", "a senha do wifi é [password]"),
+        ("A Senha da conta é Verde#2024", "A Senha da conta é [password]"),
+        ("a senha no portal é Azul2024", "a senha no portal é [password]"),
+        ("a senha para o wifi é casa123", "a senha para o wifi é [password]"),
+        ("a senha do wifi: casa123", "a senha do wifi: [password]"),
+    ] + _kept(["a senha do banco é segura", "a senha do wifi é a mesma de sempre",
+               "which password do you think is best"])
+    assert _mismatches(cases) == []
