@@ -181,6 +181,26 @@ def _t_en_month(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _day_or_month(y, month, int(day) if day else None)
 
 
+def _t_en_nth(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """"on the 8th": the latest 8th begun, this month's or an earlier month's (the 31st: the
+    latest month that has one)."""
+    day = int(m["d"])
+    year, month = (today.year, today.month) if day <= today.day else _shift_month(today, -1)
+    while day > _month_range(year, month)[1].day:
+        year, month = _shift_month(date(year, month, 1), -1)
+    return date(year, month, day), date(year, month, day)
+
+
+def _nth_ahead(today: date, day: int) -> tuple[date, date]:
+    """The next ``day`` of a month after ``today``, as one day."""
+    year, month = today.year, today.month
+    if day <= today.day:
+        year, month = _shift_month(today, 1)
+    while day > _month_range(year, month)[1].day:
+        year, month = _shift_month(date(year, month, 1), 1)
+    return date(year, month, day), date(year, month, day)
+
+
 def _t_en_ago(m: re.Match[str], today: date) -> tuple[date, date] | None:
     raw = m["n"].lower()
     n = int(raw) if raw.isdigit() else NUMBER_WORDS.get(raw, 1)
@@ -267,6 +287,10 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
         (rf"\b(?:(?P<pre>in|during|since|last|this|early|late|mid|until|by|on)\s+(?:the\s+)?)?"
          rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<mon>{_MONTH_ALT})\b\.?"
          rf"(?:\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?", _t_en_month),
+        # "on the 8th", "on the 21st at noon": a day of this month or the last (not "on the 2nd
+        # floor", "on the 3rd try": only before the end of a clause or a word that goes on it)
+        (r"\bon\s+the\s+(?P<d>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)\b(?=\s*(?:$|[.,;:!?)]|(?:at|and|or|but|so|"
+         r"when|then|too|around|before|after|we|i|you|he|she|they|it|is|was|will|in|from|with|for)\b))", _t_en_nth),
         (rf"\b(?P<n>\d+|{_NUM_EN})\s+(?P<unit>day|week|month|year)s?\s+ago\b", _t_en_ago),
         (r"(?P<n>\d+|[零一二两三四五六七八九十几]+)\s*个?(?P<unit>天|日|周|星期|礼拜|月|年)(?:前|之前|以前)", _t_zh_ago),
         (r"\b(?:the day before yesterday|the day after tomorrow|yesterday|last\s+night|today|tonight|"
@@ -300,6 +324,7 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
     _t_zh_date: ("年",),
     _t_zh_month: ("月",),
     _t_en_month: ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+    _t_en_nth: ("1st", "2nd", "3rd", *(f"{n}th" for n in range(10))),  # (11th, 12th, 13th: "1th", ...)
     _t_en_ago: ("ago",),
     _t_zh_ago: ("前",),
     _t_en_rel_day: ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"),
@@ -425,6 +450,8 @@ def mentioned_days(text: str, at: datetime) -> list[tuple[date, date]]:
         days.append((first, last))
         if handler is _t_en_weekday and m["rel"].lower() == "on":  # "on Friday": the last one, or the next
             days.append(_weekday_ahead(today, first.weekday()))
+        elif handler is _t_en_nth:  # "on the 8th": this month's or last, or the next to come
+            days.append(_nth_ahead(today, first.day))
         elif last < today and _yearless(m, handler):  # "on 12 December": maybe next year's
             days.append(_day_or_month(first.year + 1, first.month, first.day if first == last else None)
                         or (date(first.year + 1, 2, 28),) * 2)  # (29 February: the 28th)

@@ -49,6 +49,7 @@ def _texts() -> list[str]:
         "三天前", "去年三月", "下个星期三", "2023年5月8日", "上周末", "这周日程很满", "今年5月8日", "明晚", "两个月前",
         "LAST WEEK", "Tomorrow!", "A FEW DAYS AGO", "in 1999", "2023/7", "summary of the market", "我明天 meeting on Friday",
         "The process may be tough", "what did we decide in March?", "It was the 3rd of June, 2023", "this evening",
+        "what did I do on the 8th?", "on the 2nd floor", "On the 21st, we left",
     ]
     sample = json.loads((Path(reverie.__file__).parent / "data" / "sample_conversation.json").read_text(encoding="utf-8"))
     texts += [m["content"] for c in sample["conversations"] for m in c["messages"]]
@@ -85,6 +86,10 @@ def test_what_a_pattern_needs_is_in_every_word_it_reads():
     ("The party is on 12 December", [("2025-12-12", "2025-12-12"), ("2026-12-12", "2026-12-12")]),
     ("Going to Japan in May", [("2026-05-01", "2026-05-31"), ("2027-05-01", "2027-05-31")]),
     ("Back in May 2023 we moved", [("2023-05-01", "2023-05-31")]),
+    # a day of the month alone: this month's or an earlier one's, and the next to come
+    ("Dentist on the 8th at 3pm", [("2026-11-08", "2026-11-08"), ("2026-12-08", "2026-12-08")]),
+    ("On the 31st, we party", [("2026-10-31", "2026-10-31"), ("2026-12-31", "2026-12-31")]),
+    ("We live on the 2nd floor", []), ("I passed on the 3rd try", []), ("on the 8th of every month", []),
     ("我明天去上海出差", [("2026-12-01", "2026-12-01")]),
     ("下周五开会", [("2026-12-11", "2026-12-11")]),
     # a year is too long a time to tell one message by; a habit is no day
