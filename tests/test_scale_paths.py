@@ -4,6 +4,7 @@ small-store paths they replace."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import date, datetime, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -711,3 +712,23 @@ def test_a_shallow_recall_does_not_search_the_daily_notes_it_would_not_deliver(m
     medium = mem.recall("what did we plan for the kayak trip to Lake Bled last month?", user="ana", track=False)
     assert medium.route == "medium"
     assert [s for s in seen if "notes_fts" in s]  # a medium answer may deliver a note: searched
+
+
+def test_the_episodes_that_spoke_of_a_day_are_read_from_the_index_of_days_not_from_every_episode(mem):
+    monday = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    for n in range(30):
+        mem.add([{"role": "user", "content": f"Dentist on Friday, and the {WORDS[n]} after"}], user="ana", at=monday)
+    mem.flush()
+    statements: list[str] = []
+    conn = mem.store._conn()
+    conn.set_trace_callback(statements.append)
+    try:
+        found = mem.store.mentioning("ana", date(2026, 12, 4), date(2026, 12, 4), 5)
+    finally:
+        conn.set_trace_callback(None)
+    assert len(found) == 5
+    read = next(s for s in statements if "FROM mentions" in s)
+    plan = " ".join(str(r["detail"]) for r in conn.execute(f"EXPLAIN QUERY PLAN {read}"))
+    # every episode reached by its key from the index of days: none scanned, none through the
+    # store-wide status index (a scan of every completed episode, 7 ms at 100k for no day at all)
+    assert "mentions_user_day" in plan and "SCAN episodes" not in plan and "episodes_status" not in plan

@@ -856,10 +856,13 @@ class SQLiteStore(Store):
     def mentioning(self, user: str, first: date, last: date, limit: int) -> list[Episode]:
         # a time spoken of began at most MENTION_MAX_DAYS before the first day asked about:
         # the index is read from there to the last day asked about
+        # driven by the index of days: the episodes' own indexes (status, archived: the '+'
+        # keeps SQLite from choosing them) would scan every completed episode of the store; and
+        # only the newest `limit` are read whole
         rows = self._x(
-            "SELECT * FROM episodes WHERE pk IN (SELECT episode_pk FROM mentions WHERE user = ? AND first >= ? "
-            "AND first <= ? AND last >= ?) AND status = 'completed' AND archived = 0 "
-            "ORDER BY occurred_at DESC, pk DESC LIMIT ?",
+            "SELECT * FROM episodes WHERE pk IN (SELECT pk FROM episodes WHERE pk IN (SELECT episode_pk FROM mentions "
+            "WHERE user = ? AND first >= ? AND first <= ? AND last >= ?) AND +status = 'completed' AND +archived = 0 "
+            "ORDER BY occurred_at DESC, pk DESC LIMIT ?) ORDER BY occurred_at DESC, pk DESC",
             (user, (first - timedelta(days=MENTION_MAX_DAYS)).isoformat(), last.isoformat(), first.isoformat(), limit),
         )
         return [self._episode(r) for r in rows]
