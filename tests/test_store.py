@@ -578,10 +578,18 @@ def test_a_nul_character_in_text_is_stored_without_error(store):
 
 
 def test_users_are_everyone_with_something_stored(store):
+    assert store.users() == []
     store.put_fact(Fact(user="cid", content="x"))
     store.put_profile_section("bob", "user.topOfMind", "y", utcnow())
     store.put_note(Note(user="ana", date="2024-05-01", content="z"))
     assert store.users() == ["ana", "bob", "cid"]
+    # each found once however many rows hold them, in every kind of row, in order
+    for n in range(5):
+        store.put_episode(Episode(user="dee", thread="t", status="completed", occurred_at=utcnow(), user_text=f"e{n}"))
+        store.put_fact(Fact(user="ana", content=f"fact {n}"))
+    store.put_knowledge(KnowledgeDoc(user="abe", title="Runbook", body="- step"))
+    store.put_episode(Episode(user="zed", thread="t", status="pending", occurred_at=utcnow(), user_text="hi"))
+    assert store.users() == ["abe", "ana", "bob", "cid", "dee", "zed"]
 
 
 # ---------------------------------------------------------------- tags

@@ -203,6 +203,25 @@ class DreamRun:
     owner: str = ""  # the process that runs it (reverie.owners), so that a crashed one is seen
 
 
+# ---------------------------------------------------------------- who has a memory
+# the tables whose rows make a user known, each with an index that leads with the user
+USER_TABLES = ("episodes", "facts", "profile", "notes", "knowledge")
+
+
+def users_sql(column: str) -> str:
+    """Every user with a row in :data:`USER_TABLES`, sorted, read as a skip over each table's
+    user index (the next user after the last, one index seek each): as fast with a million
+    episodes as with ten, where reading the distinct users of every row took 13 ms at 100k.
+    ``column``: the stores' name of the user column."""
+    walks = ", ".join(
+        f"{t}_u(u) AS (SELECT min({column}) FROM {t} UNION ALL "
+        f"SELECT (SELECT min({column}) FROM {t} WHERE {column} > {t}_u.u) FROM {t}_u WHERE {t}_u.u IS NOT NULL)"
+        for t in USER_TABLES
+    )
+    return f"WITH RECURSIVE {walks} " + " UNION ".join(f"SELECT u FROM {t}_u WHERE u IS NOT NULL" for t in USER_TABLES) \
+        + " ORDER BY 1"
+
+
 # ---------------------------------------------------------------- what full text indexes
 # One definition for every store, so that SQLite and PostgreSQL rank the same words.
 

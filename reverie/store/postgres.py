@@ -60,6 +60,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     SEARCH_TEXT,
+    users_sql,
     searched_fact_text,
     EVERY_WORD_PAST_WINDOW,
     RECENT_THREAD_EPISODES,
@@ -124,6 +125,8 @@ MAX_POSITIONS = 256
 TSVECTOR_BUDGET = 900_000
 
 _KINDS = ("episode", "fact", "note", "knowledge")
+_USERS = users_sql("user_id")
+
 _TABLE = {"episode": "episodes", "fact": "facts", "note": "notes", "knowledge": "knowledge"}
 # what an item is read by id as (user_id and id first), for get_* and read_keyed alike
 _ITEM_COLS = {
@@ -1298,11 +1301,7 @@ class PostgresStore(Store):
         return sorted(str(r[0]) for r in self._q(sql))
 
     def users(self) -> list[str]:
-        rows = self._q(
-            "SELECT user_id FROM episodes UNION SELECT user_id FROM facts UNION SELECT user_id FROM profile "
-            "UNION SELECT user_id FROM notes UNION SELECT user_id FROM knowledge ORDER BY 1"
-        )
-        return [r[0] for r in rows]
+        return [r[0] for r in self._q(_USERS)]
 
     # ------------------------------------------------------------ shared row writing
     def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> None:

@@ -37,6 +37,7 @@ from reverie.models import (
 )
 from reverie.store.base import (
     SEARCH_TEXT,
+    users_sql,
     searched_fact_text,
     EVERY_WORD_PAST_WINDOW,
     RECENT_THREAD_EPISODES,
@@ -423,6 +424,8 @@ def _cjk_indexed_again(conn: sqlite3.Connection) -> None:
             last = rows[-1][0]
 
 
+_USERS = users_sql("user")
+
 _MENTIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS mentions (episode_pk INTEGER NOT NULL, first TEXT NOT NULL, last TEXT NOT NULL, "
     "user TEXT NOT NULL, PRIMARY KEY (episode_pk, first, last)) WITHOUT ROWID",
@@ -801,11 +804,7 @@ class SQLiteStore(Store):
                 pass
 
     def users(self) -> list[str]:
-        rows = self._x(
-            "SELECT user FROM episodes UNION SELECT user FROM facts UNION SELECT user FROM profile "
-            "UNION SELECT user FROM notes UNION SELECT user FROM knowledge ORDER BY 1"
-        )
-        return [r[0] for r in rows]
+        return [r[0] for r in self._x(_USERS)]
 
     # ------------------------------------------------------------ shared row writing
     def _write(self, kind: str, columns: dict[str, Any], search_text: str | None) -> int | None:
