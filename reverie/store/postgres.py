@@ -2206,9 +2206,12 @@ class PostgresStore(Store):
         if not wanted:
             return {}
         self._lock([user])
+        # one index probe a pair (OFFSET 0 keeps the planner from hashing all the user's
+        # relations instead: 25,000 read for 877 pairs at 100k episodes)
         rows = self._q(
-            "SELECT r.source, r.target, r.level FROM unnest(%s::text[], %s::text[]) AS w(source, target) "
-            "JOIN tag_relations r ON r.user_id = %s AND r.source = w.source AND r.target = w.target",
+            "SELECT r.* FROM unnest(%s::text[], %s::text[]) AS w(source, target) CROSS JOIN LATERAL "
+            "(SELECT source, target, level FROM tag_relations t WHERE t.user_id = %s AND t.source = w.source "
+            "AND t.target = w.target OFFSET 0) AS r",
             ([p[0] for p in wanted], [p[1] for p in wanted], user),
         )
         return {(r[0], r[1]): r[2] for r in rows}
