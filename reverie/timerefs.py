@@ -324,7 +324,7 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
     _t_zh_date: ("年",),
     _t_zh_month: ("月",),
     _t_en_month: ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
-    _t_en_nth: ("1st", "2nd", "3rd", *(f"{n}th" for n in range(10))),  # (11th, 12th, 13th: "1th", ...)
+    _t_en_nth: ("st", "nd", "rd", "th"),  # (and a digit before it: _ORDINAL)
     _t_en_ago: ("ago",),
     _t_zh_ago: ("前",),
     _t_en_rel_day: ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"),
@@ -339,6 +339,7 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
 
 
 _MONTH_WORD = re.compile(rf"\b(?:{_MONTH_ALT})\b")
+_ORDINAL = re.compile(r"\d(?:st|nd|rd|th)\b")
 
 
 CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel, _t_zh_edge})
@@ -368,6 +369,8 @@ def _searched(text: str) -> list[tuple[re.Pattern[str], Handler]]:
             else:
                 continue
             if handler is _t_en_month and not _MONTH_WORD.search(low):  # "mar" of "summary", "dec" of "decide"
+                continue
+            if handler is _t_en_nth and not _ORDINAL.search(low):  # "the" alone: no day of a month
                 continue
         found.append((pattern, handler))
     return found
