@@ -413,21 +413,34 @@ def _times(text: str, today: date) -> list[tuple[int, re.Match[str], Handler, tu
     return found
 
 
+# the past tense of a question or a message: "what did I do on Friday?", "we went out on the 8th"
+_PAST_TENSE = re.compile(r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|went|happened)\b", re.IGNORECASE)
+
+
 def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
     """Dates the text refers to, as whole days in ``now``'s time zone, in reading order.
 
     ``resolve_time_refs("what did we do last week?", now)`` gives one TimeRef from
-    Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week.
+    Monday 00:00 to Sunday 23:59:59.999999 of the week before ``now``'s week. A day said
+    without its week or month ("on Friday", "on the 13th") is the last such day; in a text
+    not in the past tense ("what do I have on Friday?", "am I free on the 13th?") it is the
+    next one as well, right after it.
     """
-    return [
-        TimeRef(
-            text=m.group(0).strip(),
-            start=datetime.combine(span[0], time.min, tzinfo=now.tzinfo),
-            end=datetime.combine(span[1], time.max, tzinfo=now.tzinfo),
-            relative=handler in RELATIVE,
-        )
-        for _, m, handler, span in _times(text, now.date())
-    ]
+    today = now.date()
+    past: bool | None = None  # (read once, for the first such day)
+    refs = []
+    for _, m, handler, span in _times(text, today):
+        spans = [span]
+        either = handler is _t_en_nth or (handler is _t_en_weekday and m["rel"].lower() == "on")
+        if either and past is None:
+            past = bool(_PAST_TENSE.search(text))
+        if either and not past:
+            spans.append(_nth_ahead(today, span[0].day) if handler is _t_en_nth
+                         else _weekday_ahead(today, span[0].weekday()))
+        refs += [TimeRef(text=m.group(0).strip(), start=datetime.combine(first, time.min, tzinfo=now.tzinfo),
+                         end=datetime.combine(last, time.max, tzinfo=now.tzinfo), relative=handler in RELATIVE)
+                 for first, last in spans]
+    return refs
 
 
 # the longest time a message is indexed as speaking of: a month. A year ("in 2023", "last

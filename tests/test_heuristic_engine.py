@@ -148,11 +148,12 @@ def _span(text: str) -> list[tuple[str, str]]:
     ("yesterday and last year", [("2024-03-13", "2024-03-13"), ("2023-01-01", "2023-12-31")]),
     ("you may go now", []),
     ("I have 2 cats", []),
-    # NOW is a Thursday: "this" is this week's day, "on" the last one, "next" the coming one
-    # or next week's (people mean either)
+    # NOW is a Thursday: "this" is this week's day, "on" the last one (and the next one, unless
+    # said in the past tense), "next" the coming one or next week's (people mean either)
     ("this Friday", [("2024-03-15", "2024-03-15")]),
     ("this Monday", [("2024-03-11", "2024-03-11")]),
-    ("on Friday", [("2024-03-08", "2024-03-08")]),
+    ("on Friday", [("2024-03-08", "2024-03-08"), ("2024-03-15", "2024-03-15")]),
+    ("we went out on Friday", [("2024-03-08", "2024-03-08")]),
     ("next Tuesday", [("2024-03-19", "2024-03-19")]),
     ("next Friday", [("2024-03-15", "2024-03-22")]),
 ])

@@ -62,10 +62,24 @@ def test_a_text_is_searched_only_with_the_patterns_it_may_match_and_finds_what_a
     texts = _texts()
     assert len(texts) > 2000
     for text in texts:
-        refs = resolve_time_refs(text, MONDAY)
+        found = timerefs._times(text, MONDAY.date())
         expected = _every_pattern(text, MONDAY.date())
-        assert [(r.text, r.start.date(), r.end.date()) for r in refs] == [e[1:] for e in expected], text
+        assert [(start, m.group(0).strip(), *span) for start, m, _, span in found] == expected, text
         assert names_a_time(text) == any(pattern.search(text) for pattern, _ in TIME_PATTERNS), text
+
+
+@pytest.mark.parametrize("asked, days", [
+    # a day said without its week or month: the last one, and the next one unless it is asked of the past
+    ("what do I have on Friday?", ["2026-11-27", "2026-12-04"]),
+    ("am I free on the 13th?", ["2026-11-13", "2026-12-13"]),
+    ("anything on Friday? and on the 2nd", ["2026-11-27", "2026-12-04", "2026-11-02", "2026-12-02"]),
+    ("what did I do on Friday?", ["2026-11-27"]),
+    ("what happened on the 13th?", ["2026-11-13"]),
+    ("We went out on Friday", ["2026-11-27"]),
+    ("what do I have next Friday?", ["2026-12-04"]),  # said with its week: one time (its first day)
+])
+def test_a_day_said_alone_is_also_the_next_one_unless_asked_of_the_past(asked, days):
+    assert [r.start.date().isoformat() for r in resolve_time_refs(asked, MONDAY)] == days
 
 
 def test_what_a_pattern_needs_is_in_every_word_it_reads():
