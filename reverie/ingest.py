@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from reverie.claims import fact_relation
 from reverie.errors import InvalidInput
-from reverie.inputs import check_messages, clean_id
-from reverie.messages import ROLE_NAMES, Messages, RawMessage, as_line, parse_message
+from reverie.inputs import Secrets, check_messages, clean_id
+from reverie.messages import ROLE_NAMES, Messages, RawMessage, as_line, parse_message_and_secrets, parse_messages, without_echoes
 from reverie.messages import group as group_messages
 from reverie.models import Episode, Message
 from reverie.store.base import Store, input_digest, nth_input, source_key
@@ -56,7 +56,7 @@ def add_messages(
 ) -> "Added":
     """Store past conversation as completed episodes in one transaction, leaving out what
     was stored before (see :func:`skip_known`); the caller queues the result for learning."""
-    msgs = [parse_message(m, i, at) for i, m in enumerate(messages)]
+    msgs = parse_messages(messages, at)
     return store_messages(store, msgs, user=user, thread=thread, agent=agent, source=source, grouping=grouping)
 
 
@@ -376,11 +376,12 @@ def exchange_parts(raw: Iterable[RawMessage], size: int) -> Iterator[list[Messag
     may be shorter), each cut just before a message that opens an exchange: grouping each
     part gives the groups of the whole (see :func:`reverie.messages.group`)."""
     part: list[Message] = []
+    secrets: Secrets = {}  # taken out of the part's messages: out of its echoes too (an exchange is in one part)
     opener: str | None = None
     answered = False  # the current exchange has a message from the other side
     for index, item in enumerate(raw):
         try:
-            message = parse_message(item, index, None)
+            message, found = parse_message_and_secrets(item, index, None)
         except InvalidInput as exc:
             if not isinstance(raw, FileLines) or not raw.line:
                 raise
@@ -392,13 +393,14 @@ def exchange_parts(raw: Iterable[RawMessage], size: int) -> Iterator[list[Messag
         if opens:
             answered = False
             if len(part) >= size:
-                yield part
-                part = []
+                yield without_echoes(part, secrets)
+                part, secrets = [], {}
         elif side != opener:
             answered = True
         part.append(message)
+        secrets.update(found)
     if part:
-        yield part
+        yield without_echoes(part, secrets)
 
 
 def read_conversations(path: Path) -> Iterator[tuple[str, Iterable[RawMessage]]]:

@@ -127,6 +127,20 @@ def clean_text(text: Any, field: str) -> str:
     >>> clean_text("喜欢\u200b喝茶，电话13812345678", "content")
     '喜欢喝茶，电话[phone]'
     """
+    return clean_text_and_secrets(text, field)[0]
+
+
+# a secret taken out of one message is taken out of the others written with it where it is
+# repeated with nothing around it to mark it (an agent's "Got it, I saved Geheim!42"): one of
+# at least this many characters, so that a short PIN's digits do not take every such number
+ECHO_MIN_CHARS = 6
+Secrets = dict[str, str]  # a secret as it was said -> its placeholder
+
+
+def clean_text_and_secrets(text: Any, field: str) -> tuple[str, Secrets]:
+    """:func:`clean_text`, and the secrets it took out (of :data:`ECHO_MIN_CHARS` at least),
+    to be taken out where another message repeats them (:func:`without_secrets`). They are
+    held in memory only, never stored."""
     if not isinstance(text, str):
         raise InvalidInput(f"{field} must be text, not {type(text).__name__}", field=field)
     if len(text) > MAX_TEXT_CHARS:
@@ -137,7 +151,22 @@ def clean_text(text: Any, field: str) -> str:
         # only spaces and invisible marks (zero-width joiners, a byte order mark): it shows nothing
         raise InvalidInput(f"{field} is empty" if not stripped else f"{field} shows nothing (invisible characters "
                            "only)", field=field)
-    return _redact.redact(_IDLE_JOINER.sub("", _ZERO_WIDTH.sub("", stripped)).strip())
+    plain = _IDLE_JOINER.sub("", _ZERO_WIDTH.sub("", stripped))
+    found = _redact.find_sensitive(plain)
+    if not found:  # (most text: found once, not twice)
+        return plain.strip(), {}
+    said = (plain[f.start:f.end].strip() for f in found)
+    secrets = {value: f.placeholder for f, value in zip(found, said) if len(value) >= ECHO_MIN_CHARS}
+    return _redact.redact(plain).strip(), secrets
+
+
+def without_secrets(text: str, secrets: Secrets) -> str:
+    """``text`` with each of ``secrets`` (from :func:`clean_text_and_secrets` of another
+    message) replaced by its placeholder where it stands whole (not inside a longer word)."""
+    for value, placeholder in secrets.items():
+        if value in text:
+            text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", placeholder, text)
+    return text
 
 
 def clean_fact(text: Any, field: str, limit: int) -> str:

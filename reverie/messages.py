@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from reverie.errors import InvalidInput
-from reverie.inputs import check_id, check_time, clean_label, clean_text
+from reverie.inputs import Secrets, check_id, check_time, clean_label, clean_text_and_secrets, without_secrets
 from reverie.models import AGENT_ROLES, Message
 from reverie.text import token_set
 
@@ -52,6 +52,34 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
     """``messages[index]`` as a checked Message: ``{role|speaker, content|text,
     at|timestamp|created_at|time?, source_id|dia_id|id?}``, a Message, or a plain string
     from the user."""
+    return parse_message_and_secrets(raw, index, at)[0]
+
+
+def parse_messages(raws: Iterable[Any], at: datetime | None) -> list[Message]:
+    """Messages written together, each parsed (:func:`parse_message`), and a secret taken out
+    of one taken out of the others where they repeat it: the agent's "Saved Geheim!42 for you"
+    after "my wifi password is Geheim!42"."""
+    parsed: list[Message] = []
+    secrets: Secrets = {}
+    for index, raw in enumerate(raws):
+        message, found = parse_message_and_secrets(raw, index, at)
+        parsed.append(message)
+        secrets.update(found)
+    return without_echoes(parsed, secrets)
+
+
+def without_echoes(messages: list[Message], secrets: Secrets) -> list[Message]:
+    """``messages`` with ``secrets`` (what redaction took out of any of them) taken out of
+    each where it is repeated (:func:`reverie.inputs.without_secrets`)."""
+    if not secrets:
+        return messages
+    return [m if (content := without_secrets(m.content, secrets)) == m.content else m.model_copy(update={"content": content})
+            for m in messages]
+
+
+def parse_message_and_secrets(raw: Any, index: int, at: datetime | None) -> tuple[Message, Secrets]:
+    """:func:`parse_message`, and the secrets redaction took out of its content (see
+    :func:`reverie.inputs.clean_text_and_secrets`)."""
     field = f"messages[{index}]"
     if isinstance(raw, Message):
         data = raw.model_dump()
@@ -83,13 +111,14 @@ def parse_message(raw: Any, index: int, at: datetime | None) -> Message:
         "user" if not speaker else "speaker")
     stamp = next((name for name in TIME_FIELDS if data.get(name) is not None), "at")
     when = check_time(data.get(stamp), f"{field}.{stamp}") or at
+    text, secrets = clean_text_and_secrets(content, f"{field}.content")
     return Message(
         role=clean_label(str(role), f"{field}.role"),
         speaker=clean_label(speaker, f"{field}.speaker"),
-        content=clean_text(content, f"{field}.content"),
+        content=text,
         at=when,
         source_id=check_id(data.get("source_id"), f"{field}.source_id") or None,
-    )
+    ), secrets
 
 
 def as_line(message: Message) -> str:

@@ -14,11 +14,13 @@ One word for one thing: a *turn* is what the API (``Memory.turn``,
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from types import TracebackType
 
 from reverie.errors import Conflict, NotFound
-from reverie.inputs import MAX_TAGS, clean_text, fit_label
+from reverie.inputs import MAX_TAGS, Secrets, clean_text, clean_text_and_secrets, fit_label, without_secrets
 from reverie.learn import Learner
 from reverie.models import Episode, EpisodeStatus, Message, Perception, as_utc, utcnow
 from reverie.owners import owner_alive
@@ -28,6 +30,26 @@ from reverie.store.base import Store
 from reverie.unanswered import UNANSWERED
 
 log = logging.getLogger("reverie.turn")
+
+# the secrets redaction took out of an open turn's message, for its reply ("Saved Geheim!42 for
+# you"), in this process's memory only, never stored: whichever object of this process completes
+# the turn (the REST and MCP doors resume it by id) takes them out of the reply too. The newest
+# HELD_TURNS turns' at most; a reply sent to another process (a replica) is redacted on its own
+HELD_TURNS = 1024
+_held: OrderedDict[str, Secrets] = OrderedDict()
+_held_lock = threading.Lock()
+
+
+def _hold(turn_id: str, secrets: Secrets) -> None:
+    with _held_lock:
+        _held[turn_id] = secrets
+        while len(_held) > HELD_TURNS:
+            _held.popitem(last=False)
+
+
+def _held_for(turn_id: str) -> Secrets:
+    with _held_lock:
+        return _held.pop(turn_id, {})
 
 
 def recover_turns(store: Store) -> int:
@@ -78,7 +100,7 @@ class Turn:
         budget: int,
         at: datetime | None,
     ) -> "Turn":
-        text = clean_text(message, "message")
+        text, secrets = clean_text_and_secrets(message, "message")
         when = as_utc(at) if at else utcnow()
         episode = Episode(
             user=user,
@@ -94,6 +116,8 @@ class Turn:
         # a pending episode that start-up recovery marks interrupted, never lost
         with store.transaction():
             store.put_episode(episode)
+        if secrets:
+            _hold(episode.id, secrets)
         recall = recaller.recall(text, user=user, budget=budget, thread=None, agent=agent, at=at,
                                  explain=False, track=True)
         episode.perception = stored_perception(recall.perception)
@@ -121,7 +145,7 @@ class Turn:
         and searched with it (``meta["unanswered"]`` becomes "late"); if the user's message
         was learned alone already, the reply is not learned again. A turn completed with a
         reply, or failed, is a Conflict."""
-        text = clean_text(reply, "reply")
+        text = without_secrets(clean_text(reply, "reply"), _held_for(self.episode.id))
         with self._store.transaction():
             current = self._store.get_episode(self.episode.id)
             if current is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,6 +97,27 @@ def test_secrets_are_stripped_on_remember_and_profile(mem):
     assert "ana@example.com" not in fact.content and "sk-abcdef" not in fact.content
     prof = mem.set_profile("user.personalContext", "Phone +1 415-555-0132", user="ana")
     assert "555-0132" not in prof.user.personal_context.summary
+
+
+def test_a_secret_repeated_in_another_message_of_the_same_write_is_taken_out_there_too(mem, tmp_path):
+    said = [{"role": "user", "content": "My wifi password is Geheim!42, mail me at ana@example.com"},
+            {"role": "assistant", "content": "Got it, I saved Geheim!42 and ana@example.com for you. PIN-like 123456789?"}]
+    added = mem.add(said, user="ana")
+    text = " ".join(m.content for e in added for m in e.messages)
+    assert "Geheim!42" not in text and "ana@example.com" not in text
+    assert "I saved [password] and [email] for you" in text and "123456789" in text  # (no secret said)
+    # a file's conversation, and a turn's reply
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in said), encoding="utf-8")
+    mem.ingest(path, user="bob", learn=False)
+    assert not any("Geheim!42" in m.content for e in mem.store.list_episodes("bob", limit=10) for m in e.messages)
+    with mem.turn("The door code at home is 48151623", user="cy") as turn:
+        turn.complete("Noted, I will remember 48151623.")
+    assert turn.episode.reply_text == "Noted, I will remember [password]."
+    # a value shorter than ECHO_MIN_CHARS is left where nothing marks it: a PIN's digits are any number's
+    with mem.turn("my PIN is 4521", user="dee") as turn:
+        turn.complete("You walked 4521 steps today")
+    assert turn.episode.reply_text == "You walked 4521 steps today"
 
 
 # ---------------------------------------------------------------- ingest

@@ -262,6 +262,14 @@ def test_turn_opens_completes_once_then_conflicts(ana, bob):
     assert "already completed" in again.json()["detail"]
 
 
+def test_a_secret_of_a_turns_message_repeated_in_its_reply_is_taken_out_of_the_reply(ana):
+    opened = ana.post("/api/turns", json={"message": "my new wifi password is Zebra#4421x", "thread": "echo"}).json()
+    done = ana.post(f"/api/turns/{opened['turn_id']}/complete", json={"reply": "Saved Zebra#4421x for you."})
+    assert done.status_code == 200
+    [stored] = ana.get("/api/memory/episodes", params={"thread": "echo"}).json()
+    assert "Zebra#4421x" not in json.dumps(stored) and stored["reply_text"] == "Saved [password] for you."
+
+
 def test_ingest_stores_a_conversation_once_and_learns(ana):
     talk = [{"speaker": "Ana", "content": "I moved my sourdough starter to the fridge"},
             {"speaker": "Bot", "content": "Good idea for slowing it down."}]
