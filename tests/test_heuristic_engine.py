@@ -367,6 +367,7 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("Alice is my manager", "Alice is their manager", "context"),
     ("My daughter is named Lucia", "Lucia is their daughter", "context"),
     ("My son is called Tom", "Tom is their son", "context"),
+    ("My name is not Bob, it's Rob.", "Name is Rob", "identity"),
     ("I'm from Sweden", "Is from Sweden", "identity"),
     ("I no longer use emacs", "No longer uses emacs", "correction"),
     ("I run a bakery in Porto", "Runs a bakery in Porto", "identity"),
@@ -375,6 +376,13 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
 def test_signal_rules(text, content, category):
     (fact,) = extract(text).new_facts
     assert (fact.content, fact.category) == (content, category)
+
+
+@pytest.mark.parametrize("text", ["My husband is allergic to shellfish.", "My sister is pregnant.", "My son is autistic.",
+                                  "My mother is Brazilian.", "My wife is Catholic.", "She is my sister.",
+                                  "My partner is unemployed.", "My name is not important."])
+def test_a_word_that_is_no_name_is_not_learned_as_a_relatives_name(text):
+    assert not any("is their" in f.content or f.content.startswith("Name is") for f in extract(text).new_facts)
 
 
 def test_weak_signal_has_lower_confidence_and_no_profile_update():

@@ -371,6 +371,20 @@ _FOOD = (r"(?:(?:all|any|most|anything with|foods? with|foods? containing)\s+)?(
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
 
+# a person's name where a rule reads one: capitalised as written (the rules' regexes ignore case:
+# "my husband is allergic to shellfish" names nobody), and not a pronoun, a nationality, a
+# faith or a language ("She is my sister", "My mother is Brazilian", "My wife is Catholic")
+_NAME_EN = (
+    r"(?!(?:He|She|They|It|This|That|Who|Not|American|British|English|Irish|Scottish|Welsh|Canadian|Mexican|"
+    r"Brazilian|Argentinian|Argentine|Chilean|Colombian|Peruvian|Venezuelan|Cuban|Spanish|Portuguese|French|"
+    r"German|Italian|Dutch|Belgian|Swiss|Austrian|Swedish|Norwegian|Danish|Finnish|Icelandic|Polish|Czech|"
+    r"Slovak|Hungarian|Romanian|Bulgarian|Serbian|Croatian|Russian|Ukrainian|Greek|Turkish|Israeli|Iranian|"
+    r"Persian|Iraqi|Syrian|Lebanese|Egyptian|Moroccan|Algerian|Tunisian|Nigerian|Ghanaian|Kenyan|Ethiopian|"
+    r"Somali|Indian|Pakistani|Bangladeshi|Nepali|Chinese|Japanese|Korean|Vietnamese|Thai|Filipino|Filipina|"
+    r"Indonesian|Malaysian|Australian|Asian|African|European|Arab|Arabic|Latino|Latina|Hispanic|Catholic|"
+    r"Jewish|Muslim|Buddhist|Hindu|Sikh|Mormon|Protestant|Orthodox|Atheist|Agnostic)\b)(?-i:[A-Z][a-z]+)"
+)
+
 # "I live in Berlin with my partner Jonas": who the user lives or works with, a fact of its own
 # (not "broke up with my girlfriend Anna")
 WITH_MY_EN = re.compile(r"(?<!\bup )(?<!\bout )\bwith\s+my\s+(?P<v>" + _ROLES_EN + r")\s+(?P<x>[A-Z][a-z]+)\b")
@@ -392,9 +406,9 @@ RULES_EN: tuple[Rule, ...] = (
           0.85, "Doesn't {w} {x} anymore", negates=True),
     _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
           negates=True),
-    _rule("context", "my", r"\b(?P<x>[A-Z][a-z]+)\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
-    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>[A-Z][a-z]+)\b", 0.85,
-          "{x} is their {v}"),
+    _rule("context", "my", r"\b(?P<x>" + _NAME_EN + r")\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
+    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>" + _NAME_EN + r")\b",
+          0.85, "{x} is their {v}"),
     _rule("preference", "favorite|favourite", r"\bmy\s+favou?rite\s+(?P<v>[\w\s-]{1,30}?)\s+(?:is|are)\s+(?P<x>.+)", 0.9,
           "Favorite {v}: {x}"),
     _rule("preference", "prefer|prefers", _SUBJECT + r"(?P<v>(?:would\s+)?prefers?)\s+(?P<x>.+)", 0.9, "{V} {x}"),
@@ -410,7 +424,10 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("constraint", "now|forward|future", r"^(?P<v>from now on|going forward|in (?:the )?future)\b,?\s*(?:please\s+)?(?P<x>.+)",
           0.85, "{Raw}"),
     _rule("behavior", "always|never|usually|tend", _SUBJECT + r"(?P<v>always|never|usually|tend to)\s+(?P<x>.+)", 0.7, "{V} {xv}"),
-    _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
+    # "My name is not Bob, it's Rob": the name it is, not the one it is not
+    _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+not\s+[^,.;!?]+[,;]\s*(?:it's|it is|but)\s+(?P<x>[^,.;!?]+)", 0.9,
+          "Name is {x}", "personalContext"),
+    _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?!not\b)(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
     _rule("identity", "i'm|am", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
           r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow|" + _SELF_JUDGED + r")\b)(?P<x>.+)", 0.9,
           "Is {v} {x}", "workContext"),
