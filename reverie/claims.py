@@ -626,13 +626,22 @@ _CLAIM_EN = re.compile(
 _CLAIM_ZH = re.compile(r"^(?:用户|我)?(?:也|很|非常|特别|最|更|比较|一直|还是)*(?P<p>不喜欢|讨厌|不再喜欢|不再用|"
                        r"不再使用|更喜欢|喜欢|偏好|偏爱|热爱|爱|习惯|使用|用|住在|来自)(?P<o>.+)")
 _CLAIM_ZH_WORK = re.compile(r"^(?:用户|我)?(?:现在)?在(?P<o>.+?)(?:工作|上班|任职)")
-_SINGLE_VALUED = frozenset({"employer", "home", "origin"})
+_SINGLE_VALUED = frozenset({"employer", "home", "origin", "diet", "marital"})
+# states one is in one at a time: "Is pescatarian now" takes back "Is vegetarian", "Is single
+# now" "Is married to João"
+STATE_GROUPS: dict[str, frozenset[str]] = {
+    "diet": frozenset({"vegetarian", "vegan", "pescatarian", "omnivore", "flexitarian", "carnivore"}),
+    "marital": frozenset({"married", "single", "divorced", "widowed", "engaged", "separated"}),
+}
+_STATE_OF = {word: group for group, words in STATE_GROUPS.items() for word in words}
+_STATE_EN = re.compile(r"^(?:is|am|got|became)\s+(?:now\s+)?(?:an?\s+)?(?:strict\s+)?(?P<o>[a-z]+)\b", re.IGNORECASE)
 
 # Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
 EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"tabs", "spaces"}),
     frozenset({"vim", "emacs", "vscode", "neovim", "nano", "sublime", "intellij", "pycharm", "helix", "zed"}),
     frozenset({"light", "dark"}),
+    frozenset({"window", "aisle"}),
     frozenset({"mac", "macos", "windows", "linux"}),
     frozenset({"npm", "yarn", "pnpm"}),
     frozenset({"pip", "poetry", "uv", "conda"}),
@@ -660,8 +669,10 @@ def _one_kind(a: frozenset[str], b: frozenset[str]) -> bool:
             return True
     return False
 
-# where the object of a statement ends: a full stop, "but ...", "because ...", a dash
-_CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while)\b"
+# where the object of a statement ends: a full stop, "but ...", "because ...", a dash,
+# or a comma before a clause of its own ("three kids now, our son Max was born in June")
+_CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while|our|my|his|her|"
+                     r"their|we|i|he|she|they|it's|it\s+(?:is|was))\b"
                      r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+",
                      re.IGNORECASE)
 _CUT_ZH = re.compile(r"[。；！？;!?]|[，,](?:但|但是|因为|所以|不过|可是)")
@@ -713,8 +724,12 @@ def parse_claim(content: str, negated: str = "") -> Claim:
     else:
         m = (_CLAIM_ZH if has_cjk(text) else _CLAIM_EN).match(text)
         group, positive = _predicate(m["p"]) if m else ("", True)
+    taken_back = term_set(negated) if negated else frozenset()
+    state = _STATE_EN.match(text) if m is None else None
+    if state and state["o"].lower() in _STATE_OF:
+        return Claim(_STATE_OF[state["o"].lower()], True, term_set(state["o"]), taken_back, term_set(text))
     obj = term_set(clip_object(m["o"], has_cjk(text))) if m else frozenset()
-    return Claim(group, positive, obj, term_set(negated) if negated else frozenset(), term_set(text))
+    return Claim(group, positive, obj, taken_back, term_set(text))
 
 
 def _exclusive_clash(a: frozenset[str], b: frozenset[str]) -> bool:

@@ -1082,3 +1082,25 @@ def test_a_line_that_only_carried_a_credential_is_not_kept_as_a_fact(mem):
     assert not [c for c in contents if "[password]" in c or "[api-key]" in c]
     assert any("window seats" in c for c in contents)
     assert mem.health(user="ana").facts_skipped.get("held a credential", 0) >= 1
+
+
+@pytest.mark.parametrize("before, after, live", [
+    ("I'm allergic to peanuts.", "I'm not allergic to peanuts after all, it was a misdiagnosis.",
+     ["Is not allergic to peanuts"]),
+    ("I have a dog named Rex.", "Rex died last week, I don't have a dog anymore.", ["Doesn't have a dog anymore"]),
+    ("I'm a vegetarian.", "I'm not a vegetarian anymore.", ["Is no longer a vegetarian"]),
+    ("I live in Porto.", "I don't live in Porto anymore.", ["Doesn't live in Porto anymore"]),
+    ("I live in Porto.", "Actually I moved to Lisbon, not Porto.", ["Moved to Lisbon, not Porto"]),
+    ("I'm vegetarian.", "I started eating fish again, so I'm pescatarian now.", ["Is pescatarian now"]),
+    ("I'm married to João.", "I'm single now.", ["Is single now"]),
+    ("I prefer window seats on flights.", "Actually I prefer aisle seats now.", ["Prefers aisle seats now"]),
+    ("I have two kids.", "I have three kids now, our son Max was born in June.", ["Has three kids now"]),
+])
+def test_what_the_user_takes_back_or_changes_later_replaces_what_they_said_before(mem, before, after, live):
+    first = datetime(2026, 10, 1, 9, tzinfo=timezone.utc)
+    for text, at in ((before, first), (after, first + timedelta(days=30))):
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "OK."}], user="ana", at=at)
+        mem.flush()
+    assert [f.content for f in mem.facts(user="ana") if f.status != "archived"] == live
+    archived = [f for f in mem.facts(user="ana", status="archived")]
+    assert archived and all(f.archived_reason for f in archived)  # the older line is kept, archived, with why

@@ -330,7 +330,7 @@ def _rule(category: str, cues: str, pattern: str, confidence: float, template: s
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
     r"just|personally|genuinely|truly)\s+){0,2}"
 # the subject opens a clause: "Everyone we love was there" says nothing about liking
-_LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still)\s+)"
+_LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still|actually)\s+)"
 _SUBJECT = _LEAD + r"(?:(?:i|we|the user|user)\s+)" + _ADVERBS
 # "I now work at ...", "I just moved to ...": an adverb between the subject and the verb
 _NOW = r"(?:(?:now|currently|still|also|actually|just|recently|finally|officially)\s+)?"
@@ -402,8 +402,16 @@ RULES_EN: tuple[Rule, ...] = (
           0.9, "{X}"),
     _rule("correction", "correction", r"^(?P<v>correction)[:,]\s*(?P<x>.+)", 0.9, "{X}"),
     _rule("correction", "meant", r"\bI\s+(?P<v>meant)\s+(?P<x>.+)", 0.85, "{V} {x}"),
-    _rule("correction", "more|anymore", r"\b(?:i|we)\s+(?P<v>don't|do not)\s+(?P<w>use|like|want|need)\s+(?P<x>.+?)\s+any\s*more\b",
+    # what the user says no longer holds takes back what said it did: "I don't have a dog
+    # anymore", "I'm not a vegetarian anymore", "I'm not allergic to peanuts after all"
+    _rule("correction", "more|anymore", r"\b(?:i|we)\s+(?P<v>don't|do not)\s+(?P<w>[a-z]+)\s+(?P<x>.+?)\s+any\s*more\b",
           0.85, "Doesn't {w} {x} anymore", negates=True),
+    _rule("correction", "more|anymore|longer", r"\b(?:i'm|i am|we're|we are)\s+(?P<v>not)\s+(?P<x>.+?)\s+any\s*(?:more|\s+longer)\b",
+          0.85, "Is no longer {x}", negates=True),
+    _rule("correction", "all", r"\b(?:i'm|i am|we're|we are)\s+(?P<v>not)\s+(?P<x>.+?)\s+after\s+all\b", 0.85, "Is not {x}",
+          negates=True),
+    _rule("correction", "longer", r"\b(?:i'm|i am|we're|we are)\s+(?P<v>no longer)\s+(?P<x>.+)", 0.85, "Is no longer {x}",
+          negates=True),
     _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
           negates=True),
     _rule("context", "my", r"\b(?P<x>" + _NAME_EN + r")\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
@@ -452,6 +460,11 @@ RULES_EN: tuple[Rule, ...] = (
           r"(?:do|tolerate|digest))\s+" + _NOT_EATEN + r"(?P<x>" + _FOOD + r".*)", 0.85, "{V} {x}", "personalContext"),
     _rule("identity", "married|engaged", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:happily|now|also|recently|newly|just)\s+)?"
           r"(?P<x>(?:married|engaged)\s+to\s+.+)", 0.9, "Is {x}", "personalContext"),
+    # ... or no longer: "I'm single now", "we got divorced" (each takes back the other: claims.STATE_GROUPS)
+    _rule("identity", "single|divorced|widowed", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:now|recently|newly|just)\s+)?"
+          r"(?P<x>(?:single|divorced|widowed)(?![\w-]).*)", 0.9, "Is {x}", "personalContext"),
+    _rule("identity", "got", r"\b(?:i|we)\s+(?:(?:just|recently|finally)\s+)?(?P<v>got)\s+(?P<x>(?:divorced|married|engaged)\b.*)",
+          0.85, "Got {x}", "personalContext"),
     _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
           # "worked in the garden" is something done, not a job
           r"(?!\s+(?:the|my|our|their|a)\s+(?:garden|yard|backyard|allotment|vegetable patch)s?\b)))\s+(?P<x>.+)", 0.9, "{V} {x}",

@@ -195,7 +195,11 @@ def _signal(text: str) -> Signal | None:
         section = rule.section
         if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in words(m["x"])):
             section = "personalContext"
-        return Signal(content, rule.category, rule.confidence, section, _negated(s, rule, m, clause.cjk))
+        # ("Moved to Lisbon, not Porto" takes back what said Porto)
+        negated = given_up["y"].strip() if given_up else _negated(s, rule, m, clause.cjk)
+        if not negated and not clause.cjk and (said_not := lx.NEGATED_EN.search(m["x"])) and said_not.start():
+            negated = said_not["y"].strip()  # "I like coffee, not tea", "Moved to Lisbon, not Porto"
+        return Signal(content, rule.category, rule.confidence, section, negated)
     return None
 
 
