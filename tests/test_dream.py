@@ -871,3 +871,13 @@ def test_a_note_that_says_two_facts_at_once_makes_no_third_fact(mem):
     assert sorted(f.content for f in after) == before
     assert {f.status for f in after} == {"consolidated"}
     assert all(f.content in mem.memory_md(user="ana") for f in after)
+
+
+def test_a_dream_keeps_what_the_user_said_last_of_a_thing_they_took_back(mem):
+    say(mem, "I'm allergic to penicillin.", day(0))
+    say(mem, "I'm not allergic to penicillin after all, the test was wrong.", day(5))
+    mem.flush()
+    mem.dream(user="ana", days=14, now=day(6, 23), force=True)
+    live = [f.content for f in mem.facts(user="ana") if f.status != "archived"]
+    assert "Is not allergic to penicillin" in live and "Is allergic to penicillin" not in live
+    assert "Is allergic to penicillin" not in mem.memory_md(user="ana")
