@@ -579,6 +579,25 @@ def _value_relation(a: _Values, b: _Values, negated_differs: bool) -> Literal["c
     return "conflict"
 
 
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)?")
+# words a date is said with: no thing a correction and a fact share
+_CALENDAR_WORDS = frozenset(term_set(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday today tomorrow week month year"))
+
+
+def corrects_value(correction: str, old: str) -> bool:
+    """Whether a correction ("Correction: the checkout launch moved to December 8") gives another
+    number or date of what ``old`` says ("Decided to launch the new checkout on December 1"): two
+    words of the thing at least in both (the calendar's words are no thing), and a number of the
+    old line that the correction does not say, where it says one of its own."""
+    shared = (term_set(correction) & term_set(old)) - _CALENDAR_WORDS
+    if len(shared) < 2:
+        return False
+    said, before = set(_NUMBER.findall(correction)), set(_NUMBER.findall(old))
+    return bool(said) and bool(before - said)
+
+
 def fact_relation(new: str, old: str, duplicate_at: float) -> str | None:
     """"duplicate", "conflict" (same subject, a different claim) or None.
 

@@ -881,3 +881,13 @@ def test_a_dream_keeps_what_the_user_said_last_of_a_thing_they_took_back(mem):
     live = [f.content for f in mem.facts(user="ana") if f.status != "archived"]
     assert "Is not allergic to penicillin" in live and "Is allergic to penicillin" not in live
     assert "Is allergic to penicillin" not in mem.memory_md(user="ana")
+
+
+def test_a_dream_keeps_the_corrected_date_not_the_decision_it_corrects(mem):
+    say(mem, "At work we decided to launch the new checkout on December 1.", day(0))
+    say(mem, "Correction: the checkout launch moved to December 8.", day(5))
+    mem.flush()
+    mem.dream(user="ana", days=14, now=day(6, 23), force=True)
+    lines = [line for line in mem.memory_md(user="ana").splitlines() if line.startswith("- [")]
+    assert any("December 8" in line for line in lines) and not any("December 1 " in line or line.endswith("December 1")
+                                                                    or "December 1 <" in line for line in lines)

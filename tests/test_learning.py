@@ -1095,6 +1095,8 @@ def test_a_line_that_only_carried_a_credential_is_not_kept_as_a_fact(mem):
     ("I'm married to João.", "I'm single now.", ["Is single now"]),
     ("I prefer window seats on flights.", "Actually I prefer aisle seats now.", ["Prefers aisle seats now"]),
     ("I have two kids.", "I have three kids now, our son Max was born in June.", ["Has three kids now"]),
+    ("At work we decided to launch the new checkout on December 1.", "Correction: the checkout launch moved to December 8.",
+     ["The checkout launch moved to December 8"]),
 ])
 def test_what_the_user_takes_back_or_changes_later_replaces_what_they_said_before(mem, before, after, live):
     first = datetime(2026, 10, 1, 9, tzinfo=timezone.utc)

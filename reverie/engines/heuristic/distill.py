@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
 
-from reverie.claims import Claim, contradicts, different_items, fact_relation, parse_claim
+from reverie.claims import Claim, contradicts, corrects_value, different_items, fact_relation, parse_claim
 from reverie.engines.base import DistillRequest, DreamPlan, PlanEntry
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.signals import (
@@ -93,6 +93,9 @@ def _conflict(a: _Item, b: _Item) -> bool:
     value of one slot): the newer one stands, the older one goes, never one merged line."""
     if contradicts(a.claim, b.claim) or contradicts(b.claim, a.claim):
         return True
+    if (a.category == "correction" and corrects_value(a.content, b.content)) or (
+            b.category == "correction" and corrects_value(b.content, a.content)):
+        return True  # "The checkout launch moved to December 8" / "Decided to launch ... on December 1"
     return a.category == b.category and fact_relation(a.content, b.content, 1.0) == "conflict"
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 
-from reverie.claims import Claim, contradicts, fact_relation, judge_keys, parse_claim
+from reverie.claims import Claim, contradicts, corrects_value, fact_relation, judge_keys, parse_claim
 from reverie.engines.base import (
     Extraction,
     ExtractRequest,
@@ -164,7 +164,8 @@ _TWIN = 0.6  # a line this close says the same: a twin (of a stored fact: reinfo
 def _takes_back(new: Signal, old: Signal) -> bool:
     """Whether ``new``, said after ``old``, holds another value of what ``old`` says."""
     return (fact_relation(new.content, old.content, _TWIN) == "conflict"
-            or contradicts(parse_claim(new.content, new.negated), parse_claim(old.content, old.negated)))
+            or contradicts(parse_claim(new.content, new.negated), parse_claim(old.content, old.negated))
+            or (new.category == "correction" and corrects_value(new.content, old.content)))
 
 
 def _unindex(by_term: dict[str, int], sig: Signal, at: int) -> None:
@@ -260,9 +261,12 @@ def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Ext
     if not stored.facts:
         return False
     claim = parse_claim(sig.content, sig.negated)
-    for fact, old in stored.may_conflict(sig.content, claim):
+    # (a correction: of any fact that shares its words, for another number or date)
+    judged = stored.sharing_terms(claim.tokens) if sig.category == "correction" else stored.may_conflict(sig.content, claim)
+    for fact, old in judged:
         if fact.id not in removed and (
             contradicts(claim, old) or fact_relation(sig.content, fact.content, _TWIN) == "conflict"
+            or (sig.category == "correction" and corrects_value(sig.content, fact.content))
         ):
             removed.add(fact.id)
             result.facts_to_remove.append(FactRemoval(id=fact.id, reason=f"contradicted by: {sig.content}"))
