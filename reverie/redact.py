@@ -68,6 +68,17 @@ A value a verb or a colon hands over runs to the next space: a final ``!`` or ``
 semicolon, colon or closing bracket stays outside as the sentence's (``my password is [password].``);
 a value of digits alone ends before a final ``!`` too (``my PIN is [password]!``).
 
+Identity numbers are known in those languages too, after their name and a colon, a verb or a space
+(``[id-number]``): passports and identity cards (``Reisepassnummer ist``, ``Personalausweis:``, ``número de
+pasaporte:``, ``mon numéro de passeport est``, ``numero di passaporto``, ``número do passaporte``, ``carte
+d'identité``), a German tax id or tax number (``Steuer-ID 12 345 678 901``, ``Steueridentifikationsnummer``,
+``Steuernummer 12/345/67890``), a French social security number (``numéro de sécurité sociale``, ``sécu``,
+``NIR``), a Spanish ``DNI``/``NIE``/``NIF``, an Italian ``codice fiscale`` and a Brazilian ``CPF``, whatever their check
+characters. Without a name, only those the check characters prove: a DNI or NIE by its letter (``12345678Z``,
+``X1234567L``), a codice fiscale (``RSSMRA85T10A562S``), a CPF written with its dots and dash (``123.456.789-09``) and a
+French social security number by its key (``185057800608491``), or written in the groups of the carte Vitale,
+which no other number has, whatever its key (``1 85 05 78 006 084 36``: one id, not ``1 85 05 78 [phone]``).
+
 Passwords and PINs are also known in German, Spanish, French, Italian and Portuguese, after a colon
 or a verb as in English: ``Passwort``/``Kennwort`` ``ist``/``lautet``, ``contraseña es``, ``mot de passe est``,
 ``la password è``, ``a senha é``, ``meine PIN ist``, ``Geheimzahl``, ``code PIN``, ``code secret``
@@ -97,7 +108,10 @@ Text is read as it looks: any Unicode space counts as a space, fullwidth letters
 digits and symbols as ASCII (``４１１１ １１１１ …``, ``ｐａｓｓｗｏｒｄ``), and invisible
 characters (zero-width spaces, soft hyphens) hide nothing; outside what is replaced
 the text keeps its own characters. Email addresses may be written in any script
-(``张三@qq.com``, ``ana@mail.例子.中国``).
+(``张三@qq.com``, ``ana@mail.例子.中国``), and written out to fool a parser: ``carl.meyer (at) gmx.de``,
+``ana [at] gmail [dot] com``, ``ana at gmail dot com`` are ``[email]``. Such an address must end in a known
+top-level domain, and an "at" in no brackets takes only dots spelled out and a local part that is no word prose
+puts before "at" (not ``look at gmail dot com``, ``I worked at google dot com``, ``look at google.com``).
 
 Every pattern runs in linear time: values are matched greedily up to a
 delimiter, and each search starts only at a fixed keyword or delimiter.
@@ -885,6 +899,87 @@ def _passport_ok(m: re.Match[str]) -> bool:
     return digits >= 5 and (digits < len(value) or (digits >= 7 and not _COMPACT_DATE_RE.fullmatch(value)))
 
 
+def _foreign_id_ok(m: re.Match[str]) -> bool:
+    """A passport or identity card number after its name in another language: as a passport's (``C01X00T47``,
+    ``PAA123456``), or the ten to twelve digits of an older identity card (``880692310285``), no date."""
+    value: str = m.group("bare")
+    if len(value) <= 9:
+        return _passport_ok(m)
+    return value.isdigit() and not _COMPACT_DATE_RE.match(value)
+
+
+def _tax_id_ok(m: re.Match[str]) -> bool:
+    """A German tax id (``Steuer-ID``: eleven digits, the first no 0), or a tax number (``Steuernummer``: ten to
+    thirteen digits, or the slashed form of the states, ``12/345/67890``)."""
+    value, key = m.group("bare"), m.group("key").lower()
+    digits = _digits(value)
+    if "id" in key:
+        return len(digits) == 11 and digits[0] != "0" and "/" not in value
+    return "/" in value or 10 <= len(digits) <= 13
+
+
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+def _dni_ok(value: str) -> bool:
+    """A Spanish DNI (eight digits) or NIE (X, Y or Z and seven digits) whose letter is its number's check letter."""
+    value = value.replace("-", "")
+    number = str("XYZ".index(value[0])) + value[1:-1] if value[0] in "XYZ" else value[:-1]
+    return _DNI_LETTERS[int(number) % 23] == value[-1]
+
+
+def _cpf_ok(value: str) -> bool:
+    """A Brazilian CPF whose two check digits are right, and not one digit repeated (``111.111.111-11``)."""
+    digits = _digits(value)
+    if len(set(digits)) == 1:
+        return False
+    for n in (9, 10):
+        check = sum(int(d) * w for d, w in zip(digits[:n], range(n + 1, 1, -1))) * 10 % 11 % 10
+        if check != int(digits[n]):
+            return False
+    return True
+
+
+def _nir_ok(m: re.Match[str]) -> bool:
+    """A French social security number (NIR): in the grouping of the carte Vitale (``1 85 05 78 006 084 36``),
+    which no other number has, whatever its key; ungrouped, only if its key (97 less the first 13 digits modulo
+    97) proves it. Corsica's departments 2A and 2B count as 19 and 18."""
+    if m.group("ns") is not None:
+        return True
+    value = m.group("nir")
+    body = value[:5] + {"2A": "19", "2B": "18"}.get(value[5:7], value[5:7]) + value[7:13]
+    return 97 - int(body) % 97 == int(value[13:])
+
+
+def _national_id_ok(m: re.Match[str]) -> bool:
+    """A DNI or NIE, a CPF or a NIR (whichever of them ``m`` found) that its check characters prove."""
+    if m.group("dni") is not None:
+        return _dni_ok(m.group("dni"))
+    if m.group("cpf") is not None:
+        return _cpf_ok(m.group("cpf"))
+    return _nir_ok(m)
+
+
+# The values the characters of a codice fiscale count for in odd places (first, third...): in even ones a digit
+# counts for itself and a letter for its place in the alphabet.
+_CF_ODD = dict(
+    zip(
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        (1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 1, 0, 5, 7, 9, 13, 15, 17, 19, 21,
+         2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23),
+    )
+)
+
+
+def _codice_fiscale_ok(m: re.Match[str]) -> bool:
+    """An Italian codice fiscale whose last letter is the check character of the fifteen before it."""
+    value = m.group()
+    total = sum(
+        _CF_ODD[ch] if i % 2 == 0 else ord(ch) - ord("A") if ch.isalpha() else int(ch) for i, ch in enumerate(value[:15])
+    )
+    return chr(ord("A") + total % 26) == value[15]
+
+
 def _basic_auth_ok(m: re.Match[str]) -> bool:
     """``Basic <credentials>``: in an Authorization header always, in prose if it decodes to ``user:password``."""
     if m.group("auth") is not None:
@@ -1050,6 +1145,11 @@ _FOR_DIGITS = rf"{_FOR}|do(?!\s+(?:you|we|they|i|he|she|it|not|so|this|that|thes
 _FOR_SENHA = r"(?<=senha\s)(?:do|da|dos|das|no|na|para|pra)"
 # "... is 123", "...: 123", "... #123", "...是123", or just a space: how a keyword hands over its value.
 _KEY_SEP = r"""(?:\s*(?:[:=：\#]|=>|是|为|為)\s*|\s+(?i:is|was)(?:\s*[:：])?\s*|\s+)"""
+# How a name of an identity document hands over its number in German, Spanish, French, Italian and Portuguese:
+# a colon, a verb ("ist", "lautet", "es", "est", "è", "é") or a space.
+_FOREIGN_KEY_SEP = (
+    r"""(?:\s*(?:[:=：\#]|=>)\s*|\s+(?i:is|was|ist|lautet|war|es|era|est|était|è|é|e['’])(?:\s*[:：])?\s*|\s+)"""
+)
 _ZH_PASSWORD_WORD = r"密码|密碼|口令|(?i:pin)码"
 _ZH_VERB = r"是|为|為|就是|改成了?|改为|设置为|设为|设成"
 # Codes that open something: "the door code is 4512", "4512 is the gate code". Only digits ("the door
@@ -1345,6 +1445,49 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
         value_groups=("bare",),
     ),
     _Detector(
+        "id-number",  # a passport or identity card after its name in German, Spanish, French, Italian, Portuguese:
+        # "Reisepassnummer ist C01X00T47", "Personalausweis: T22000129", "número de pasaporte: PAA123456",
+        # "mon numéro de passeport est 12AB34567", "passaporto n. YA1234567", "carte d'identité 880692310285"
+        _compile(
+            r"""(?=(?i:[acpr]))(?<![A-Za-z0-9])(?i:   # the keywords' first letters: a first test
+                pasaporte|passeport|passaport[eo]|reisepass(?:nummer)?|pass(?:nummer|-nr\.?)
+                | (?:personal)?ausweis(?:nummer|-nr\.?)? | cart[ae][ ]d['’]identit[éeàa])
+            (?:(?:[ \t]+|-)(?i:n[º°o]\.?|n\.|nr\.?|nummer|num[ée]ro|número))?"""
+            + _FOREIGN_KEY_SEP
+            + r"(?P<bare>[A-Za-z0-9]{6,12})"
+            + _ASCII_END
+        ),
+        check=_foreign_id_ok,
+        value_groups=("bare",),
+        cue=("pasaporte", "passeport", "passaport", "reisepass", "passnummer", "pass-nr", "ausweis", "carte d",
+             "carta d"),
+    ),
+    _Detector(
+        "id-number",  # a German tax id or tax number after its name: "Steuer-ID 12 345 678 901", "Steuernummer 12/345/67890"
+        _compile(
+            r"""(?=(?i:s))(?<![A-Za-z0-9])(?P<key>(?i:
+                steuer[ -]?(?:id(?:[ -]?nr\.?)?|identifikationsnummer|nummer|nr\.?)
+                | steuerliche[ \t]+identifikationsnummer))"""
+            + _FOREIGN_KEY_SEP
+            + r"(?P<bare>\d{2,3}/\d{3,4}/\d{4,5}|\d{2,13}(?:[ .-]\d{2,5}){0,4})"
+            + _NUM_END
+        ),
+        check=_tax_id_ok,
+        value_groups=("bare",),
+        cue=("steuer",),
+    ),
+    _Detector(
+        "id-number",  # an Italian codice fiscale after its name, whatever its check character: "codice fiscale: RSSMRA85T10A562S"
+        _compile(
+            r"(?=(?i:c))(?<![A-Za-z0-9])(?i:codice[ ]fiscale|cod\.?[ ]fisc\.?)"
+            + _FOREIGN_KEY_SEP
+            + r"(?P<bare>(?i:[A-Z]{6}[0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]))"
+            + _ASCII_END
+        ),
+        value_groups=("bare",),
+        cue=("fisc",),
+    ),
+    _Detector(
         "password",  # "密码是abc123", "密码：x", "支付密码改成了 654321"
         _compile(
             rf"""(?P<key>{_ZH_PASSWORD_WORD})
@@ -1545,6 +1688,81 @@ _EMAIL_DETECTORS = (
     ),
 )
 
+# An address written out so that no parser takes it: "carl.meyer (at) gmx.de", "ana at gmail dot com",
+# "ana [at] gmail [dot] com". Its domain must end in a top-level domain people write out (a known one), and an
+# "at" in no brackets takes only a domain whose dots are spelled ("look at google.com" is no address) and a
+# local part that is no word prose puts before "at" ("look at gmail dot com", "I worked at google dot com").
+_WRITTEN_TLDS = """
+    com net org edu gov mil int info biz name pro mobi asia io co ai app dev me tv cc eu email online site tech xyz
+    us ca mx br ar cl pe uy ve ec bo py uk ie de at ch li fr be nl lu es pt it mt gr cy tr pl cz sk hu ro bg si hr rs
+    ba se no dk fi is ee lv lt ua by ru il ae sa eg ma za ng ke in pk cn hk tw jp kr sg my id ph th vn au nz
+""".split()
+_BRACKET_AT = r"(?:\((?i:at)\)|\[(?i:at)\]|\{(?i:at)\}|<(?i:at)>)"
+_BRACKET_DOT = r"(?:\((?i:dot)\)|\[(?i:dot)\]|\{(?i:dot)\}|<(?i:dot)>)"
+_DOMAIN_LABEL = r"[^\W_](?:[\w-]{0,61}[^\W_])?"
+# Found from its "at" (what it holds fewest of), the local part then looked for before it.
+_WRITTEN_EMAIL = _compile(
+    rf"""(?=[ \t(\[{{<])   # the first characters: a first test the regex engine makes fast
+    (?:[ \t]*(?P<bracket>{_BRACKET_AT})[ \t]* | [ \t]+(?i:at)[ \t]+)
+    (?P<domain>(?:{_DOMAIN_LABEL}(?:\.|[ \t]*{_BRACKET_DOT}[ \t]*|[ \t]+(?i:dot)[ \t]+))+
+        (?i:{"|".join(_WRITTEN_TLDS)}))(?![\w-])(?!\.\w)"""
+)
+# Words that stand before "at" in prose, and before a domain: no local part or mailbox's host.
+_NOT_A_MAILBOX = frozenset(
+    """
+    a an the my your his her our their its this that these those some any all no one me you him us them it i we
+    they he she who what which where there here is are was were be been being am do does did have has had will
+    would can could shall should may might must not only just even also still again back out up down off in on
+    at by to for of from with and or but so then than once least most best better worse good bad great well
+    look looks meet meets met stay stays stayed arrive arrives live lives work works job jobs start starts end
+    ends sit sat stand stood eat ate stare point aim laugh shop smile hint hinted email mail write call text find
+    found see seen saw come came go went get got home office school college university party dinner lunch
+    breakfast night noon midnight time times first last available engineer developer designer manager intern
+    student teacher professor employee staff team people someone anyone everyone nobody
+    """.split()
+)
+
+
+# Words that begin no domain: "we met at the dot com party".
+_NOT_A_HOST = frozenset("a an the my your his her our their its this that these those some any one home work".split())
+
+
+_MAILBOX_END_RE = re.compile(r"(?<![\w.%+@'’-])[^\W_](?:[\w.%+-]{0,63}[^\W_])?\Z")
+_HOST_WORD_RE = re.compile(r"[\w-]+")
+
+
+def _written_email_span(m: re.Match[str]) -> tuple[int, int] | None:
+    """The address an "at" and a domain written out end (``ana at gmail dot com``): from the local part before
+    the "at", or None if none is there or the words read as prose."""
+    text, at = m.string, m.start()
+    local = _MAILBOX_END_RE.search(text, max(0, at - 65), at)
+    if local is None:
+        return None
+    domain = m.group("domain")
+    host = _HOST_WORD_RE.match(domain)
+    if host is None or host.group().lower() in _NOT_A_HOST:
+        return None
+    if m.group("bracket") is None:
+        word = local.group().lower()
+        if "." in domain or word in _NOT_A_MAILBOX or (word.isalpha() and word.endswith(("ed", "ing", "ly"))):
+            return None
+    return local.start(), m.end()
+
+
+_WRITTEN_EMAIL_DETECTORS = (_Detector("email", _WRITTEN_EMAIL, fit=_written_email_span),)
+
+
+def _written_email_cue(text: str, lower: str) -> bool:
+    """Whether ``lower`` (the text in lower case) holds what an address written out holds: a "dot" or a bracketed
+    "at" (the bracket, rare in prose, looked for first)."""
+    return (
+        "dot" in lower
+        or (")" in lower and "at)" in lower)
+        or ("]" in lower and "at]" in lower)
+        or ("}" in lower and "at}" in lower)
+        or (">" in lower and "at>" in lower)
+    )
+
 # North American area codes and exchanges never start with 0 or 1.
 _PHONE = r"""(?:
     \+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}                 # +1 415-555-0132
@@ -1640,6 +1858,61 @@ _NUMBER_DETECTORS = (
         _compile(_NUM_START + r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}" + _NUM_END),
     ),
     _Detector(
+        "id-number",  # national ids their check characters prove, in one search (each pattern more costs one):
+        # a Spanish DNI or NIE ("12345678Z", "X1234567L", "Y-1234567-X"), a Brazilian CPF ("123.456.789-09"), a
+        # French social security number (NIR: sex, year and month of birth, department, commune, order and key), in
+        # the grouping of the carte Vitale ("1 85 05 78 006 084 36") or proved by its key ("185057800608491")
+        _compile(
+            r"""(?=[0-9XYZ])"""  # the first characters: a first test the regex engine makes fast
+            + _NUM_START
+            + r"""(?: (?P<dni>\d{8}-?[A-Z] | [XYZ]-?\d{7}-?[A-Z])"""
+            + _ASCII_END
+            + r"""| (?P<cpf>\d{3}\.\d{3}\.\d{3}-\d{2})"""
+            + _NUM_END
+            + r"""| (?P<nir>[1-478]
+                (?: \d{2}(?:0[1-9]|1[0-2]|[2-9]\d)(?:\d{2}|2[AB])\d{8}
+                  | (?P<ns>[ .])\d{2}(?P=ns)(?:0[1-9]|1[0-2]|[2-9]\d)(?P=ns)(?:\d{2}|2[AB])(?P=ns)\d{3}(?P=ns)\d{3}(?P=ns)\d{2}))"""
+            + _NUM_END
+            + ")"
+        ),
+        check=_national_id_ok,
+    ),
+    _Detector(
+        "id-number",  # after its name, a DNI, NIE or NIF whatever its letter: "Mi DNI es 12345678Z", "DNI: 12.345.678-Z"
+        _compile(
+            r"""(?=(?i:[dn]))(?<![A-Za-z0-9])(?i:dni|nie|nif|documento[ \t]+(?:nacional[ \t]+)?de[ \t]+identidad)
+            (?:[ \t]+(?i:n[º°o]\.?|n\.|n[uú]mero))?"""
+            + _FOREIGN_KEY_SEP
+            + r"(?P<bare>(?:\d{8}|\d{2}\.\d{3}\.\d{3}|[XYZxyz]-?\d{7})[ -]?[A-Za-z])"
+            + _ASCII_END
+        ),
+        value_groups=("bare",),
+        cue=("dni", "nie", "nif", "identidad"),
+    ),
+    _Detector(
+        "id-number",  # after its name, a CPF whatever its check digits: "meu CPF é 123.456.789-09", "CPF 12345678909"
+        _compile(
+            r"(?=(?i:c))(?<![A-Za-z0-9])(?i:cpf)(?:[ \t]+(?i:n[º°o]\.?|n\.|n[uú]mero))?"
+            + _FOREIGN_KEY_SEP
+            + r"(?P<bare>\d{3}\.?\d{3}\.?\d{3}[-./ ]?\d{2})"
+            + _NUM_END
+        ),
+        value_groups=("bare",),
+        cue=("cpf",),
+    ),
+    _Detector(
+        "id-number",  # after its name, a NIR in any grouping, with or without its key: "numéro de sécurité sociale :
+        # 185057800608436", "N° de sécu 2 69 05 2A 123 456"
+        _compile(
+            r"""(?=(?i:[cns]))(?<![A-Za-z0-9])(?i:s[ée]curit[ée][ \t]+sociale|s[ée]cu|nir|num[ée]ro[ \t]+insee|carte[ \t]+vitale)"""
+            + _FOREIGN_KEY_SEP
+            + r"""(?P<bare>[1-478][ .-]?\d{2}[ .-]?\d{2}[ .-]?(?:\d{2}|2[ABab])[ .-]?\d{3}[ .-]?\d{3}(?:[ .-]?\d{2})?)"""
+            + _NUM_END
+        ),
+        value_groups=("bare",),
+        cue=("sécu", "secu", "nir", "insee", "vitale"),
+    ),
+    _Detector(
         "phone",
         _compile(_NUM_START + _PHONE + _NUM_END),
         fit=_phone_span,
@@ -1706,6 +1979,11 @@ _CODE_DETECTORS = (
             + _ASCII_END
         ),
     ),
+    _Detector(
+        "id-number",  # an Italian codice fiscale its check character proves: "RSSMRA85T10A562S"
+        _compile(_ASCII_START + r"[A-Z]{6}\d{2}[A-EHLMPRST]\d{2}[A-Z]\d{3}[A-Z]" + _ASCII_END),
+        check=_codice_fiscale_ok,
+    ),
 )
 
 # Each family runs only when a cheap look at the text says it could match:
@@ -1717,9 +1995,10 @@ _SECRET_CUE = re.compile(
     # "_v1_" of "dop_v1_"), which lets the regex engine skip every other character: a new name of a
     # secret begins with one of them if it can.
     r"-----begin|eyj|[spr]k[-_]|g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|ptt|ft|soat)-|l(?:c|sa)_|eheimzahl)"
-    r"|a(?:kia|iza|29\.|pi[0-9a-f]{8})|asia|x(?:ox[abposr]|app)-|h(?:f|sec)_|npm_|rv_|r8_|_v1_|_api_"
-    r"|s(?:g\.|hp(?:at|ss|ca|pa)_|bp_|enha|chl(?:ü|ue)ssel)|p(?:ass|wd?|in|ypi-|mak-|sk)|t(?:oken|p\b|an\b)"
-    r"|k(?:ey|ennwort)|bearer|secret|c(?:od(?:e|ice)|[oó]digo|v[vc]|ontrase|lave)|ssn|social security"
+    r"|a(?:kia|iza|29\.|pi[0-9a-f]{8}|usweis)|asia|x(?:ox[abposr]|app)-|h(?:f|sec)_|npm_|rv_|r8_|_v1_|_api_"
+    r"|s(?:g\.|hp(?:at|ss|ca|pa)_|bp_|enha|chl(?:ü|ue)ssel|teuer)|p(?:ass|asap|wd?|in|ypi-|mak-|sk)|t(?:oken|p\b|an\b)"
+    r"|k(?:ey|ennwort)|bearer|secret|c(?:od(?:e|ice)|[oó]digo|v[vc]|ontrase|lave|art[ae] d['’]identit)|ssn"
+    r"|social security"
 )
 # The Chinese names of secrets, asked of text that is not all ASCII: each alternative a whole word, which
 # lets the regex engine skip every character that begins none (many times faster than nested groups).
@@ -1744,6 +2023,7 @@ _FAMILIES: tuple[tuple[Callable[[str, str], object], tuple[_Detector, ...]], ...
     ),
     (lambda text, lower: _EMBEDDED_CUE.search(lower), _EMBEDDED_DETECTORS),  # then each asks its own cue
     (lambda text, lower: "@" in text, _EMAIL_DETECTORS),
+    (_written_email_cue, _WRITTEN_EMAIL_DETECTORS),
     (lambda text, lower: _NUMBER_CUE.search(text), _NUMBER_DETECTORS),
     (lambda text, lower: _CODE_CUE.search(text), _CODE_DETECTORS),
 )
