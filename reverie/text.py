@@ -133,6 +133,52 @@ def _date_words(token: str, year: str | None, month: str, day: str | None) -> li
     return [str(int(year)), said] if year is not None else [said]
 
 
+# Articles, conjunctions, prepositions, possessives and "is" of German, French, Spanish, Italian and
+# Portuguese. They are no English stopwords, so a keyphrase of a message in one of those languages would
+# begin or end with them ("und die pin", "la tarjeta es"): a phrase is trimmed of them at its ends (in the
+# middle they join its words: "bank der stadt"). Left out: one letter ("e", "o", "y", "a": never content
+# anyway) and words English uses on their own ("son", "war", "pour", "ma", "os", "den", "au", "em" of "show 'em").
+FOREIGN_FUNCTION_WORDS: frozenset[str] = frozenset(
+    """
+    und oder der die das des dem ein eine einen einem einer mein meine ich wir ist sind mit von zu zum zur für im
+    et ou le la les un une du de mon mes je est sont avec dans sur
+    el los las una del al con en es mi mis yo por para
+    il lo gli di della dei per mio mia io è sono
+    um uma dos das da na com meu minha eu é são
+    """.split()
+)
+# ... and the other small words of those languages a question in one of them drops as well (some
+# are English words too: "son", "war", "ma", "au", "pour"; they go only from a foreign question)
+_MORE_FUNCTION_WORDS = frozenset(
+    """
+    den auf an aus bei nach sich nicht auch es er sie du mir mich dir uns euch wie was wo wer wann kann kannst
+    habe hast hat bin bist war waren wird werden noch schon nur so sehr
+    au aux ce ces cet cette se sa son ses ma ta ton tes te tu vous nous il ils elle elles on ne pas que qui
+    quoi des pour par plus très mais aussi comme y
+    le lo les su sus tu te me se que como muy pero más ti yo tengo tiene hay este esta esto ese esa
+    ci si non che ho ha hai sei mi ti una uno questo questa quello molto ma anche come
+    se não mas muito como isto isso este esta você tem tenho ao aos às pelo pela
+    dónde donde où qual quale cuál cual qué quién quando cuándo onde
+    """.split()
+)
+_FOREIGN_FUNCTION_TERMS = frozenset(stem(w) for w in FOREIGN_FUNCTION_WORDS | _MORE_FUNCTION_WORDS)
+# what tells a text in one of those languages: two of these ("Wo wohne ich?"), not English words
+_FOREIGN_TELLS = (FOREIGN_FUNCTION_WORDS | _MORE_FUNCTION_WORDS) - frozenset(
+    "me so an on was war son come has hat ha ho hay non more pour ma au te se si tu ti ce sa il ne per "
+    "es en la el de le lo mi da na".split())
+
+
+def without_function_words(searched: list[str], text: str) -> list[str]:
+    """The search terms of ``text`` less the function words of German, French, Spanish, Italian
+    and Portuguese when it is in one of them (it holds two of them at least): "ich", "el", "je"
+    are their "I", "the", "I", which English drops as stopwords, and a question that shares no
+    more than one with a message found it ("Kannst du mir ein Rezept geben, das ich mag?" found
+    "Nächsten Monat fliege ich nach New York"). An English text keeps them ("a trip to LA")."""
+    if sum(w.lower() in _FOREIGN_TELLS for w in words(text)) < 2:
+        return searched
+    return [t for t in searched if t not in _FOREIGN_FUNCTION_TERMS]
+
+
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Search terms: stemmed words, stopwords dropped (unless asked to keep them)."""
     return list(_terms(text, keep_stopwords))

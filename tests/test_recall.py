@@ -219,6 +219,18 @@ def test_chinese_query_finds_chinese_memory(mem):
     assert "黄山" in result.context
 
 
+@pytest.mark.parametrize("stored, unrelated, related", [
+    ("Nächsten Monat fliege ich nach New York.", "Kannst du mir ein Rezept geben, das ich mag?", "Wann fliege ich nach New York?"),
+    ("El viernes tengo cita con el dentista.", "¿Me recomiendas un libro para el verano?", "¿Cuándo tengo cita con el dentista?"),
+    ("Je vais au cinéma avec ma sœur ce soir.", "Je cherche une recette de gâteau au chocolat.", "Je vais voir quel film au cinéma ?"),
+])
+def test_a_question_in_another_language_finds_nothing_by_its_small_words_alone(mem, stored, unrelated, related):
+    _say(mem, stored, at=NOW - timedelta(days=1))
+    mem.flush()
+    assert mem.recall(unrelated, user="ana", at=NOW, track=False).items == []  # "ich", "el", "je", "au" only
+    assert stored in mem.recall(related, user="ana", at=NOW, track=False).context
+
+
 def test_explain_shows_parts_and_matched_tags(mem):
     mem.remember("Backs up the photo library to a NAS every Sunday", user="ana", tags=["photo backup"])
     result = mem.recall("how do I do my photo backup?", user="ana", explain=True)

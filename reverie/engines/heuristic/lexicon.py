@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 # the calendar's words, read by phrases and words
+from reverie.text import FOREIGN_FUNCTION_WORDS as FOREIGN_FUNCTION_WORDS
 from reverie.timerefs import MONTHS as MONTHS, NUMBER_WORDS as NUMBER_WORDS, WEEKDAYS as WEEKDAYS
 
 # Words that cannot point at a class of memories on their own: never a tag,
@@ -61,21 +62,6 @@ WEAK_WORDS: frozenset[str] = frozenset(
     成为 先给 开始 继续 顺便 一起 终于 马上 感到 感觉 有点 真是 还是 可能 一定 所以 因为 不过 而且 听起来
     确实 很多 那个 这个 怎么样 如何 比如 例如 注意 应该是 好像 似乎 当然 只是 一样 不是 就是 的是 或者 以及
     之后 因此 虽然 不过 还要 需要
-    """.split()
-)
-
-# Articles, conjunctions, prepositions, possessives and "is" of German, French, Spanish, Italian and
-# Portuguese. They are no English stopwords, so a keyphrase of a message in one of those languages would
-# begin or end with them ("und die pin", "la tarjeta es"): a phrase is trimmed of them at its ends (in the
-# middle they join its words: "bank der stadt"). Left out: one letter ("e", "o", "y", "a": never content
-# anyway) and words English uses on their own ("son", "war", "pour", "ma", "os", "den", "au", "em" of "show 'em").
-FOREIGN_FUNCTION_WORDS: frozenset[str] = frozenset(
-    """
-    und oder der die das des dem ein eine einen einem einer mein meine ich wir ist sind mit von zu zum zur für im
-    et ou le la les un une du de mon mes je est sont avec dans sur
-    el los las una del al con en es mi mis yo por para
-    il lo gli di della dei per mio mia io è sono
-    um uma dos das da na com meu minha eu é são
     """.split()
 )
 
