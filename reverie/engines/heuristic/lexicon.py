@@ -325,6 +325,10 @@ _SELF_JUDGED = (r"idiot|moron|dummy|dumbass|fool|loser|failure|disaster|klutz|no
                 r"awful|horrible|lousy|hopeless|bad|poor|decent|pretty")
 # "I'm vegetarian": a diet or a condition that is part of who one is
 _DIETS = r"vegetarian|vegan|pescatarian|pescetarian|celiac|coeliac|diabetic|lactose|gluten|teetotal"
+# conditions one lives with ("I have asthma"): a cue for the health rule, and what it reads
+_CONDITIONS = (r"asthma|diabetes|epilepsy|migraines?|adhd|autism|arthritis|celiac disease|crohn's disease|crohn's|ibs|"
+               r"hypertension|high blood pressure|anxiety|depression|psoriasis|eczema|lupus|hypothyroidism|a heart condition|"
+               r"sleep apnea|tinnitus|dyslexia|ms|multiple sclerosis|endometriosis|pcos|long covid|a pacemaker")
 # "I can't have dairy", "I avoid caffeine": what one eats or drinks, when no verb of eating says so
 # (plain words, one a cue each: the rule below runs only on a clause that names one)
 _FOODS = ("gluten|wheat|dairy|lactose|milk|cheese|egg|eggs|soy|nuts|peanut|peanuts|shellfish|seafood|fish|pork|beef|meat|"
@@ -473,9 +477,20 @@ RULES_EN: tuple[Rule, ...] = (
           r"(?:back\s+)?to\s+(?P<x>(?:the\s+)?(?-i:[A-Z]).+)", 0.85, "{V} to {x}", "personalContext"),
     _rule("identity", "studying|majoring", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
           "workContext"),
-    _rule("identity", "have", r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
+    _rule("identity", "have", r"\b(?:i|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
           r"sons?|daughters?|dogs?|cats?|pets?|brothers?|sisters?|siblings?)\b.*)", 0.8, "{V} {x}",
           "personalContext"),
+    # health: a condition one lives with, a medicine one takes, a pregnancy
+    _rule("identity", _CONDITIONS, r"\b(?:i|(?:the )?user)\s+(?:(?:also|still)\s+)?(?P<v>have|has|suffer from|suffers from|"
+          r"live with|lives with)\s+(?P<x>(?:(?:mild|severe|chronic|type\s+[12])\s+)*(?:" + _CONDITIONS + r")\b.*)", 0.9,
+          "{V} {x}", "personalContext"),
+    _rule("identity", "take|takes|on", r"\b(?:i|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>takes?|am on|is on|'m on)\s+"
+          r"(?P<x>\d+(?:[.,]\d+)?\s*(?:mg|mcg|µg|g|ml|iu|units?)\b.+)", 0.9, "Takes {x}", "personalContext"),
+    _rule("identity", "pregnant", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:now|currently)\s+)?(?P<x>(?P<v>pregnant)\b.*)", 0.9,
+          "Is {x}", "personalContext"),
+    # a relative's allergy or diet: "My daughter Mia is allergic to shellfish" (the user cooks for them)
+    _rule("context", "allergic", r"\bmy\s+(?P<w>" + _ROLES_EN + r")(?:\s+(?P<n>" + _NAME_EN + r"))?\s+is\s+(?:(?:very|severely|"
+          r"also)\s+)?(?P<v>allergic)\s+to\s+(?P<x>.+)", 0.85, "Their {w} is allergic to {x}", "personalContext"),
     _rule("goal", "goal|dream|aim|ambition", r"\b(?:my|their|the user's)\s+(?:main\s+|long[- ]term\s+|ultimate\s+|big\s+)?(?P<v>goal|dream|aim|ambition)\s+is\s+"
           r"(?:to\s+)?(?P<x>.+)", 0.9, "{Vraw}: {x}", "topOfMind"),
     _rule("goal", "become", _SUBJECT + r"(?P<v>wants?|hopes?|aims?|plans?|would like)\s+to\s+become\s+(?P<x>.+)", 0.9,
