@@ -390,6 +390,18 @@ def test_a_word_that_is_no_name_is_not_learned_as_a_relatives_name(text):
     assert not any("is their" in f.content or f.content.startswith("Name is") for f in extract(text).new_facts)
 
 
+@pytest.mark.parametrize("text, contents", [
+    ("I live in Porto and work as a nurse at the Santo António hospital.",
+     ["Lives in Porto", "Works as a nurse at the Santo António hospital"]),
+    ("I work at Acme and live in Lyon.", ["Works at Acme", "Lives in Lyon"]),
+    ("I love Porto and have two kids.", ["Loves Porto", "Has two kids"]),
+    ("I like to cook and play guitar on weekends.", ["Likes to cook and play guitar on weekends"]),  # one liking
+])
+def test_two_facts_said_in_one_breath_are_two_facts(text, contents):
+    # (so that a move archives the city, not the job said with it)
+    assert [f.content for f in extract(text).new_facts] == contents
+
+
 def test_weak_signal_has_lower_confidence_and_no_profile_update():
     result = extract("I plan to learn Rust")
     (fact,) = result.new_facts

@@ -207,6 +207,10 @@ _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并�
                            # "I live in Porto and I work as ...": "and I" / "but I" without a comma, when
                            # the clause before has a first-person subject of its own ("My wife and I" has none)
                            r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)"
+                           # "I live in Porto and work as a nurse": the same subject, unsaid, before a verb of a fact
+                           # (the verbs of facts that have a rule: another verb keeps its clause whole)
+                           r"|\s+and\s+(?:also\s+)?(?=(?P<same_en>work\s+(?:as|at|for|in)|live\s+in|run|own|"
+                           r"have\s+(?:a|an|one|two|three|four|five|\d+))\s)"
                            # "我不喝茶了，改喝咖啡": a clause that goes on with the same subject, unsaid
                            r"|[，,]\s*(?:现在|目前|就|也)?(?=(?P<same>改)(?:喝|吃|用|抽))", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've)\b|我", re.IGNORECASE)
@@ -228,8 +232,10 @@ def _clauses(sentence: str) -> list[str]:
             continue  # "去年夏天，我在华为实习": the time of the clause after it
         if m["same"] and not (subject or before.lstrip().startswith("我")):
             continue
+        if m["same_en"] and len(before.split()) < 3:  # "I live and work in Berlin" stays whole
+            continue
         pieces.append(subject + before)
-        start, subject = m.end(), "我" if m["same"] else ""
+        start, subject = m.end(), "我" if m["same"] else "I " if m["same_en"] else ""
     pieces.append(subject + sentence[start:])
     return [clause for p in pieces if (clause := p.strip())]
 
