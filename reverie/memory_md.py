@@ -25,7 +25,7 @@ from pydantic import Field
 from reverie.claims import stored_relation
 from reverie.context import Context
 from reverie.errors import Conflict, InvalidInput
-from reverie.facts import FactLine, clean_line, fact_line, fact_rank
+from reverie.facts import FactLine, clean_line, fact_line, fact_rank, keyed
 from reverie.inputs import check_unicode, normalize_category, shows_something
 from reverie.journal import SNAPSHOT, Journal
 from reverie.models import (
@@ -345,10 +345,30 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
                 new = fit_section(section, new, ctx.settings.max_profile_chars, report.profile_trimmed)
                 ctx.store.put_profile_section(user, section, new, now)
                 report.profile.append(section)
+                _retire_contradicted(ctx, user, _parts(new) - _parts(snapshot.profile.get(section, "")), report, now)
         note_trimmed(ctx.store, user, report.profile_trimmed, now)
         report.journal = journal.id if journal.commit(ctx.store).changes else None
     publish_memory_md(ctx, user, curated, read=text_sha(text))
     return report
+
+
+def _parts(section: str) -> set[str]:
+    """A profile section's parts ("Lives in Lisbon; Works as a nurse")."""
+    return {p.strip() for p in section.split(";") if p.strip()}
+
+
+def _retire_contradicted(ctx: Context, user: str, written: set[str], report: SyncReport, now: datetime) -> None:
+    """Archive the facts every agent sees that a person's new profile line says otherwise
+    ("Lives in Lisbon" written over "Lives in Porto": the fact "Lives in Porto" went on being
+    recalled beside it), listed as ``superseded``."""
+    for part in sorted(written):
+        for old in ctx.facts.comparable(Fact(user=user, content=part)):
+            if old.agent is not None or stored_relation(part, old.content, ctx.settings.duplicate_jaccard) != "conflict":
+                continue
+            fact = ctx.store.get_fact(old.id)
+            if fact is not None and fact.status != "archived" and not keyed(fact):
+                ctx.facts.archive_fact(fact, f"contradicted by the profile as edited in MEMORY.md: {part}", None, now)
+                report.superseded.append(fact_line(fact))
 
 
 def save_memory_md(ctx: Context, *, user: str, text: str, base: str | None = None) -> SyncReport:

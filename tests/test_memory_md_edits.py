@@ -274,3 +274,18 @@ def test_a_line_added_that_repeats_a_fact_is_said_as_a_duplicate_not_added_nor_a
     edit_text(path, "### General\n\n", "### General\n\n- likes jazz.\n")
     said = " ".join(runner_sync(home).split())
     assert f"already known, merged into {jazz.id} Likes jazz: likes jazz." in said
+
+
+def test_a_profile_line_changed_by_hand_archives_the_fact_it_contradicts_and_undo_brings_it_back(mem, home):
+    porto = mem.remember("Lives in Porto", user="ana", category="context")
+    peanuts = mem.remember("Is allergic to peanuts", user="ana", category="identity")
+    mem.set_profile("user.personalContext", "Lives in Porto; Is allergic to peanuts", user="ana")
+    path = dreamed(mem, home)
+    edit_text(path, "Lives in Porto;", "Lives in Lisbon;")
+    report = mem.sync(user="ana")
+    assert report.profile == ["user.personalContext"]
+    assert [(s.fact_id, s.content) for s in report.superseded] == [(porto.id, "Lives in Porto")]
+    assert mem.fact(porto.id).status == "archived" and mem.fact(peanuts.id).status != "archived"
+    assert "Lives in Porto" not in mem.recall("where do I live?", user="ana", track=False).context
+    mem.undo(report.journal, user="ana")
+    assert mem.fact(porto.id).status != "archived"
