@@ -134,6 +134,38 @@ _REL_ZH: dict[str, tuple[str, int]] = {
 }
 # "上周五", "下个星期三", "这周日": a day of a week said relative to this one. Not "下周一起"
 # (together next week), "这周一直" (all this week), "上周三天" (three days last week), "这周日程"
+# the same times in German, Spanish, French, Italian and Portuguese ("was habe ich gestern
+# gemacht?", "¿qué hice la semana pasada?"): read by questions and indexed as days spoken of,
+# never anchored (a learned line's dates are written in English or Chinese only)
+_REL_OTHER: dict[str, tuple[str, int]] = {
+    **{w: ("day", -2) for w in ("vorgestern", "anteayer", "avant-hier", "l'altro ieri", "anteontem")},
+    **{w: ("day", -1) for w in ("gestern", "ayer", "ieri", "ontem")},
+    **{w: ("day", 0) for w in ("heute", "hoy", "aujourd'hui", "aujourd’hui", "oggi", "hoje")},
+    **{w: ("day", 1) for w in ("morgen", "mañana", "demain", "domani", "amanhã")},
+    **{w: ("day", 2) for w in ("übermorgen", "pasado mañana", "après-demain", "dopodomani", "depois de amanhã")},
+    **{w: ("week", -1) for w in ("letzte woche", "vergangene woche", "la semana pasada", "la semaine dernière",
+                                 "la settimana scorsa", "a semana passada", "na semana passada")},
+    **{w: ("week", 0) for w in ("diese woche", "esta semana", "cette semaine", "questa settimana")},
+    **{w: ("week", 1) for w in ("nächste woche", "la próxima semana", "la semana que viene", "la semaine prochaine",
+                                "la settimana prossima", "la prossima settimana", "a próxima semana", "na próxima semana")},
+    **{w: ("weekend", -1) for w in ("letztes wochenende", "el fin de semana pasado", "le week-end dernier",
+                                    "lo scorso fine settimana", "o fim de semana passado")},
+    **{w: ("weekend", 1) for w in ("nächstes wochenende", "el próximo fin de semana", "le week-end prochain",
+                                   "il prossimo fine settimana", "o próximo fim de semana")},
+    **{w: ("month", -1) for w in ("letzten monat", "vergangenen monat", "el mes pasado", "le mois dernier",
+                                  "il mese scorso", "o mês passado", "no mês passado")},
+    **{w: ("month", 1) for w in ("nächsten monat", "el próximo mes", "el mes que viene", "le mois prochain",
+                                 "il mese prossimo", "il prossimo mese", "o próximo mês", "no próximo mês")},
+    **{w: ("year", -1) for w in ("letztes jahr", "letzten jahr", "el año pasado", "l'année dernière", "l'an dernier",
+                                 "l'anno scorso", "o ano passado", "no ano passado")},
+    **{w: ("year", 1) for w in ("nächstes jahr", "el próximo año", "el año que viene", "l'année prochaine",
+                                "l'anno prossimo", "o próximo ano", "no próximo ano")},
+}
+# "heute Morgen", "guten Morgen", "por la mañana", "esta mañana": a morning, not tomorrow
+_REL_OTHER_RE = ("(?<![\\w'’-])(?:" + "|".join(
+    ("(?<!heute )(?<!guten )(?<!am )(?<!jeden )(?<!bis )morgen" if w == "morgen" else
+     "(?<!la )(?<!esta )(?<!de )(?<!cada )(?<!pasado )mañana" if w == "mañana" else re.escape(w))
+    for w in sorted(_REL_OTHER, key=len, reverse=True)) + ")(?![\\w'’-])")
 _ZH_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 _ZH_WEEKDAY = (r"(?P<rel>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)"
                r"(?P<wd>一(?!起|直|共|定|切|样|些|般|致|同|并|块|半|边|面|旦|下子|会儿|点|天|个|次|周|遍|回|趟|整|年"
@@ -243,6 +275,10 @@ def _t_zh_rel(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _relative(today, *_REL_ZH[m.group(0)])
 
 
+def _t_other_rel(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    return _relative(today, *_REL_OTHER[normalize_space(m.group(0).lower())])
+
+
 def _t_zh_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     monday, _ = _week_range(today, _ZH_WEEK_OFFSET[m["rel"]])
     d = monday + timedelta(days="一二三四五六".find(m["wd"]) % 7)  # 日, 天: -1, Sunday
@@ -308,6 +344,7 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
         (_ZH_WEEKDAY, _t_zh_weekday),
         # a week's word that is the start of another: "这周围" (around here), "下周期" (next cycle)
         (rf"(?:{'|'.join(sorted(_REL_ZH, key=len, reverse=True))})(?!(?<=周)[围边期])", _t_zh_rel),
+        (_REL_OTHER_RE, _t_other_rel),
         (r"\b(?P<y>(?:19|20)\d\d)\b", _t_year),
     )
 )
@@ -332,6 +369,10 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
     _t_en_weekday: tuple(WEEKDAYS),
     _t_zh_weekday: ("周", "星期", "礼拜"),
     _t_zh_rel: ("年", "周", "星期", "礼拜", "月", "天", "日", "晚", "早"),
+    _t_other_rel: ("gestern", "heute", "morgen", "woche", "monat", "jahr", "ayer", "hoy", "mañana", "semana", "el mes",
+                   "próximo", "año", "aujourd", "demain", "semaine", "mois", "dernier", "année", "ieri", "oggi", "domani",
+                   "settimana", "mese", "anno", "ontem", "hoje", "amanhã", "mês", "ano passado", "avant-hier", "anteayer",
+                   "week-end"),
     _t_year: YEAR,
     _t_en_edge: ("end", "beginning", "start"),
     _t_zh_edge: ("底", "末", "初"),
@@ -383,6 +424,7 @@ def names_a_time(text: str) -> bool:
 
 # the handlers of times said relative to the moment of speaking
 RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel,
+                                         _t_other_rel,
                                          _t_zh_weekday, _t_en_edge, _t_zh_edge})
 
 
@@ -617,7 +659,7 @@ def anchored(text: str, at: datetime) -> str:
     A line without such a time is returned as it is."""
     # the times said relative to now, and a Chinese month whose year is ("去年三月")
     times = [(start, m, handler, span) for start, m, handler, span in _times(text, at.date())
-             if handler in RELATIVE or (handler is _t_zh_month and m["pre"])]
+             if (handler in RELATIVE and handler is not _t_other_rel) or (handler is _t_zh_month and m["pre"])]
     for start, m, handler, (first, last) in reversed(times):  # from the end: a replacement moves nothing before it
         said = m.group(0).strip()
         start += m.group(0).index(said)

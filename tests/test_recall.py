@@ -107,6 +107,21 @@ def test_a_question_about_a_day_finds_what_was_said_of_that_day_before_it(home, 
         assert "teeth are fine" in friday.items[0].text
 
 
+@pytest.mark.parametrize("plan, asked", [
+    ("Morgen habe ich einen Termin beim Zahnarzt", "Was habe ich heute vor?"),
+    ("Mañana tengo cita con el dentista", "¿Qué tengo hoy?"),
+    ("Demain j'ai rendez-vous chez le dentiste", "Qu'est-ce que j'ai aujourd'hui ?"),
+    ("Domani ho un appuntamento dal dentista", "Cosa ho oggi?"),
+])
+def test_a_question_about_a_day_in_another_language_finds_what_was_planned_for_it(mem, plan, asked):
+    wednesday = datetime(2026, 12, 2, 9, tzinfo=timezone.utc)
+    _say(mem, plan, at=wednesday)  # of Thursday
+    mem.flush()
+    found = mem.recall(asked, user="ana", at=wednesday + timedelta(days=1), track=False, explain=True)
+    assert found.perception.time_refs[0].start.date() == (wednesday + timedelta(days=1)).date()
+    assert plan in found.items[0].text and found.items[0].parts["spoke_of_time"] == 1.0
+
+
 @pytest.mark.parametrize("stored, asked", [
     ("我们的Kafka集群有128个分区", "Ｋａｆｋａ？"),  # full-width, as Chinese input methods type it
     ("我的航班是CA1234，明天早上八点起飞", "我的航班号是多少？"),  # a compound holding the stored word

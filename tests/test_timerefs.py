@@ -50,6 +50,8 @@ def _texts() -> list[str]:
         "LAST WEEK", "Tomorrow!", "A FEW DAYS AGO", "in 1999", "2023/7", "summary of the market", "我明天 meeting on Friday",
         "The process may be tough", "what did we decide in March?", "It was the 3rd of June, 2023", "this evening",
         "what did I do on the 8th?", "on the 2nd floor", "On the 21st, we left",
+        "Was habe ich gestern gemacht?", "¿Qué hice la semana pasada?", "Guten Morgen!", "Por la mañana corro",
+        "Mañana tengo cita", "L'année dernière, je suis allé à Rome", "o que fiz no mês passado?",
     ]
     sample = json.loads((Path(reverie.__file__).parent / "data" / "sample_conversation.json").read_text(encoding="utf-8"))
     texts += [m["content"] for c in sample["conversations"] for m in c["messages"]]
@@ -87,6 +89,8 @@ def test_what_a_pattern_needs_is_in_every_word_it_reads():
     assert all(any(need in name for need in month_needs) for name in MONTHS)
     rel_needs = NEEDS[timerefs._t_zh_rel]
     assert all(any(need in word for need in rel_needs) for word in timerefs._REL_ZH)
+    other_needs = NEEDS[timerefs._t_other_rel]
+    assert all(any(need in word for need in other_needs) for word in timerefs._REL_OTHER)
     assert set(NEEDS) == {handler for _, handler in TIME_PATTERNS}
     assert NEEDS[timerefs._t_year] is YEAR
 
