@@ -369,6 +369,8 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("My son is called Tom", "Tom is their son", "context"),
     ("My name is not Bob, it's Rob.", "Name is Rob", "identity"),
     ("I have type 2 diabetes.", "Has type 2 diabetes", "identity"),
+    ("Hi, I'm Sam, a product manager at Klarna.", "Name is Sam", "identity"),
+    ("我对青霉素过敏。", "对青霉素过敏", "identity"),
     ("I take 5 mg of Ramipril every morning.", "Takes 5 mg of Ramipril every morning", "identity"),
     ("I'm pregnant with twins.", "Is pregnant with twins", "identity"),
     ("I also have a brother named Tim.", "Has a brother named Tim", "identity"),

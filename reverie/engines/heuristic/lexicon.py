@@ -428,6 +428,10 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+not\s+[^,.;!?]+[,;]\s*(?:it's|it is|but)\s+(?P<x>[^,.;!?]+)", 0.9,
           "Name is {x}", "personalContext"),
     _rule("identity", "name", r"\bmy\s+(?P<v>name)\s+is\s+(?!not\b)(?P<x>[^,.;!?]+)", 0.9, "Name is {x}", "personalContext"),
+    # "Hi, I'm Sam, a product manager at Klarna", "I'm Sam.": a name said as an introduction
+    _rule("identity", "hi|hello|hey", r"^(?:hi|hello|hey)(?:\s+there)?[,!.]?\s+(?P<v>i'm)\s+(?P<x>" + _NAME_EN + r")(?=\s*(?:[,.!]|$))",
+          0.85, "Name is {x}", "personalContext"),
+    _rule("identity", "i'm", r"^(?P<v>i'm)\s+(?P<x>" + _NAME_EN + r")\s*[.!]?$", 0.85, "Name is {x}", "personalContext"),
     _rule("identity", "i'm|am", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>an?)\s+(?!(?:bit|little|lot|tad|mess|wreck|few|couple|fan|big|"
           r"huge|total|complete|mix|kind|sort|part|natural|real|true|good|great|quick|slow|" + _SELF_JUDGED + r")\b)(?P<x>.+)", 0.9,
           "Is {v} {x}", "workContext"),
@@ -575,6 +579,8 @@ RULES_ZH: tuple[Rule, ...] = (
     _rule("identity", "叫", r"我叫" + _NAME_ZH, 0.9, "叫{raw}", "personalContext", unless=_FORMER_ZH),
     _rule("identity", "名字", r"我的名字(?:是|叫)" + _NAME_ZH, 0.9, "名字是{raw}", "personalContext", unless=_FORMER_ZH),
     _rule("identity", "来自", r"我(?P<v>来自)(?P<x>[^，,。]+)", 0.9, "{v}{raw}", "personalContext"),
+    # "我对青霉素过敏", "我花粉过敏" (not "我对青霉素不过敏")
+    _rule("identity", "过敏", r"我(?:也|一直|从小)?(?:对)?(?P<x>[^，,。；;！？不]{1,20}?)(?P<v>过敏)", 0.9, "对{raw}过敏", "personalContext"),
     _rule("identity", "住在", r"我(?:现在|目前|如今|一直|也){0,2}(?P<v>住在)" + _STAY_ZH + r"(?P<x>[^，,。]+)", 0.9, "{v}{raw}",
           "personalContext", unless=_NOT_NOW_ZH + "|" + _BRIEF_ZH),
     # "我搬到北京了", "我上个月搬到了北京": where one lives now, however long ago the move (not "我要搬到北京了")
