@@ -22,6 +22,7 @@ from reverie.server import create_app
 from reverie.store.base import Store
 from tests.homes import new_home
 from tests.live_server import free_port
+from tests.pg import drop_schema, new_schema
 
 BASE = "http://127.0.0.1"
 
@@ -122,6 +123,21 @@ def test_a_tampered_cookie_is_no_session(setup):
     assert browser.get("/console").status_code == 303
 
 
+def test_a_cookie_with_characters_past_ascii_is_no_session_not_a_500(setup):
+    # hmac.compare_digest raised TypeError on a non-ASCII signature: a 500 for any such cookie
+    _, app, keys = setup
+    client = TestClient(app, base_url=BASE, follow_redirects=False)
+    for cookie in (b"reverie_console=abc.\xc3\xa9", b"reverie_console_flash=abc.\xe9"):
+        page = client.get("/console/facts", headers={"Cookie": cookie})
+        assert page.status_code == 303 and page.headers["location"].startswith("/console/sign-in")
+        assert client.get("/console/sign-in", headers={"Cookie": cookie}).status_code == 200
+    browser = Browser(app, keys["ana"])
+    signed = browser.client.cookies.get("reverie_console")
+    body, _ = signed.rsplit(".", 1)
+    page = browser.client.get("/console", headers={"Cookie": f"reverie_console={body}.".encode() + b"\xe9" * 64})
+    assert page.status_code == 303
+
+
 # ------------------------------------------------------------ CSRF
 def test_every_form_post_needs_the_sessions_csrf_token(setup):
     memory, app, keys = setup
@@ -143,6 +159,20 @@ def test_every_form_post_needs_the_sessions_csrf_token(setup):
     # another session's token is worth nothing here
     other = Browser(app, keys["ana"])
     assert other.client.post("/console/facts", data={**data, "csrf": token}).status_code == 403
+
+
+def test_an_origin_or_referer_that_is_no_url_is_refused_or_ignored_not_a_500(setup):
+    # urlsplit raises ValueError on "http://[x" (an unclosed IPv6 bracket): it made these 500s
+    memory, app, keys = setup
+    browser = Browser(app, keys["ana"])
+    data = {"content": "Likes green tea", "category": "preference"}
+    token = csrf_of(browser.get("/console").text)
+    foreign = browser.client.post("/console/facts", data={**data, "csrf": token}, headers={"Origin": "http://[bad"})
+    assert foreign.status_code == 403 and "another site" in foreign.text
+    assert memory.facts(user="ana") == []
+    refused = browser.client.post("/console/facts", data={"content": "", "csrf": token},
+                                  headers={"Referer": "http://[bad/console/tags"})
+    assert refused.status_code == 303 and refused.headers["location"] == "/console/facts"
 
 
 def test_the_sign_in_form_needs_its_csrf_token_too(setup):
@@ -509,6 +539,26 @@ def test_reverie_console_serves_on_localhost_and_prints_the_url(tmp_path):
     assert key not in proc.stderr.read()
 
 
+def test_reverie_console_over_postgresql_names_that_store_not_a_home_it_never_made(tmp_path):
+    # it said "reverie console for <home>", a folder a PostgreSQL store leaves uncreated
+    schema, store = new_schema()
+    home = tmp_path / "home"
+    with_password = store.replace("postgresql://postgres@", "postgresql://postgres:S3cretPw@", 1)
+    proc = subprocess.Popen([sys.executable, "-m", "reverie.cli", "console", "--home", str(home), "--port",
+                             str(free_port()), "--user", "ana", "--store", with_password],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[0].startswith("No API key yet: created admin key")
+        assert lines[2].startswith("reverie console for postgresql://postgres:")
+        assert schema in lines[2] and "S3cretPw" not in lines[2] and str(home) not in lines[2]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        drop_schema(schema)
+    assert not home.exists()
+
+
 # ------------------------------------------------------------ a refused form keeps what was typed
 def test_a_refused_fact_returns_to_its_filtered_page_with_the_text_typed(setup):
     memory, app, keys = setup
@@ -591,6 +641,26 @@ def test_a_memory_md_conflict_keeps_the_users_text_beside_the_current_version(se
     assert any("matcha" in f.content for f in memory.facts(user="ana"))
 
 
+def test_a_memory_md_save_when_there_is_none_says_so_not_that_it_changed(setup):
+    # the editor was drawn while MEMORY.md existed; the memory was deleted before the save:
+    # "changed since this edit began" offered a save that could only be refused again
+    memory, app, keys = setup
+    memory.remember("Drinks oolong tea", user="ana", category="preference")
+    memory.dream(user="ana", force=True)
+    admin = Browser(app, keys["admin"])  # (deleting ana's memory deletes her keys: an admin shows her)
+    page = admin.get("/console/memory?user=ana").text
+    base = re.search(r'name="base" value="([0-9a-f]+)"', page).group(1)
+    mine = memory.memory_md(user="ana").replace("Drinks oolong tea", "Drinks matcha every morning")
+    memory.delete_user(user="ana", confirm="ana")
+    refused = admin.post("/console/memory", {"text": mine, "base": base, "as_user": "ana"}, page="/console/memory")
+    assert refused.status_code == 409
+    html = refused.text
+    assert "there is no MEMORY.md to edit yet: the first dream writes it" in html
+    assert "changed since this edit began" not in html and "your text is kept in the editor below" in html
+    assert "Drinks matcha every morning" in re.search(r'<textarea id="md-text"[^>]*>(.*?)</textarea>', html, re.S).group(1)
+    assert memory.facts(user="ana") == []
+
+
 # ------------------------------------------------------------ messages say what happened
 def test_remember_says_whether_it_reinforced_or_replaced(setup):
     memory, app, keys = setup
@@ -664,6 +734,15 @@ def test_a_key_label_is_redacted(setup):
     assert label == "[email] [api-key]"
 
 
+def test_a_key_label_keeps_no_control_character(setup):
+    # an escape sequence in a label reached the terminal of whoever ran `reverie keys list`
+    memory, app, keys = setup
+    admin = Browser(app, keys["admin"])
+    made = admin.post("/console/keys", {"user": "dave", "name": "lap\x07top\x1b[31m red\x00"}, page="/console/keys")
+    assert made.status_code == 200
+    assert next(k.name for k in memory.store.list_api_keys() if k.user == "dave") == "laptop[31m red"
+
+
 def test_the_dream_status_answers_json_even_for_an_error(setup):
     memory, app, keys = setup
     ana = Browser(app, keys["ana"])
@@ -681,6 +760,7 @@ def test_the_dream_status_answers_json_even_for_an_error(setup):
 @pytest.mark.parametrize("path, status, said", [
     ("/console/facts?user=bob", 403, "this key reaches only ana&#39;s memory"),  # no quotes round the name
     ("/console/facts?status=gone", 400, "archived or all"),  # every choice of the filter
+    ("/console/facts?order=bogus", 400, "order must be one of uses, recent, last_used, confidence"),  # as REST
     ("/console/dreams?before=zz", 400, "before is not a cursor this list gave out"),  # the page's own name
 ])
 def test_a_refused_page_says_plainly_why(setup, path, status, said):

@@ -251,6 +251,30 @@ def test_a_tool_error_never_echoes_a_secret_sent_in_an_argument(tmp_path):
         assert refused.status_code == 400 and "Hunter2Secret" not in refused.text
 
 
+def test_a_message_the_sdk_refuses_is_one_line_that_never_echoes_what_was_sent(tmp_path):
+    """The SDK refused a batch or a malformed message with pydantic's text: many lines, and
+    the head and tail of the value sent (a card number typed in an argument came back)."""
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory)) as url:
+        headers = {"Authorization": f"Bearer {create_key(memory.store, user='ana').secret}",
+                   "Accept": "application/json, text/event-stream"}
+        secret = "card 4111 1111 1111 1111 password Hunter2Secret"
+        call_ = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "remember", "arguments": {"content": secret}}}
+        batch = httpx.post(f"{url}/mcp", json=[call_], headers=headers)
+        malformed = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "params": secret}, headers=headers)
+        for refused in (batch, malformed):
+            assert refused.status_code == 400
+            said = refused.json()["error"]["message"]
+            assert "\n" not in said and "send one request object per POST" in said
+            assert "4111" not in refused.text and "Hunter2Secret" not in refused.text
+            assert int(refused.headers["content-length"]) == len(refused.content)
+        assert "batch" in batch.json()["error"]["message"]
+        assert memory.facts(user="ana") == []
+        # what the SDK takes is answered as ever
+        ping = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "ping"}, headers=headers)
+        assert ping.status_code == 200 and ping.json() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
 # ------------------------------------------------------------ what the model reads of a refused call
 def refusals_by_http(tmp_path: Path, script: Callable[[Client], Awaitable[None]], **settings: Any) -> None:
     """``script`` against a real uvicorn serving create_app, as ana, over streamable HTTP."""

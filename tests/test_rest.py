@@ -95,6 +95,24 @@ def test_no_key_or_an_unknown_key_is_401(api):
     assert bad.status_code == 401
 
 
+def test_a_key_sent_without_the_word_bearer_is_told_how_to_write_the_header(api):
+    # it was "no API key" for a key that was sent, with a hint redaction had made "Bearer [token]..."
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for authorization in (api.keys["ana"], "Basic Zm9vOmJhcg==", "Bearer"):
+        headers = {"Authorization": authorization}
+        rest = httpx.get(f"{api.url}/api/memory/profile", headers=headers)
+        mcp = httpx.post(f"{api.url}/mcp", json=ping, headers={**headers, "Accept": "application/json"})
+        assert rest.status_code == mcp.status_code == 401
+        for said in (rest.json()["detail"], mcp.json()["error"]["message"]):
+            assert said.startswith("the Authorization header holds no Bearer key: write it as `Authorization: Bearer`")
+            assert "X-API-Key" in said and api.keys["ana"] not in said
+    # the key in X-API-Key beside such a header still works, and "bearer" in any case
+    assert httpx.get(f"{api.url}/api/memory/profile", headers={"Authorization": "Basic Zm9vOmJhcg==",
+                                                               "X-API-Key": api.keys["ana"]}).status_code == 200
+    assert httpx.get(f"{api.url}/api/memory/profile",
+                     headers={"Authorization": f"bearer {api.keys['ana']}"}).status_code == 200
+
+
 def test_a_revoked_key_is_401(api):
     new = create_key(api.memory.store, user="ana", name="to revoke")
     headers = {"Authorization": f"Bearer {new.secret}"}
@@ -537,6 +555,20 @@ def test_an_oversized_body_is_the_same_413_naming_body_and_the_limit_declared_or
         assert memory.facts(user="default") == []
 
 
+def test_an_export_too_large_to_import_over_rest_is_a_413_that_says_where_it_goes_in(tmp_path):
+    # an export streams at any size; its import is a body held to max_body_bytes like any other
+    with Memory(tmp_path / "home", background=False, max_body_bytes=64 * 1024) as memory, \
+            live_server(create_app(memory, auth=False, mcp=False)) as url:
+        memory.add([{"role": "user", "content": "a long story " * 10_000}], user="ana")
+        exported = httpx.get(f"{url}/api/memory/export", params={"user": "ana"})
+        assert exported.status_code == 200 and len(exported.content) > 64 * 1024
+        refused = httpx.post(f"{url}/api/memory/import", params={"user": "bob"}, content=exported.content,
+                             headers={"Content-Type": "application/json"})
+        assert refused.status_code == 413 and refused.json()["field"] == "body"
+        assert "`reverie import FILE --user USER`" in refused.json()["detail"]
+        assert memory.episodes(user="bob") == []
+
+
 def test_notes_and_diaries_by_date(ana):
     ana.post("/api/memory/flush")
     notes = ana.get("/api/memory/notes").json()
@@ -570,10 +602,37 @@ def test_no_auth_mode_takes_the_named_user_and_refuses_foreign_hosts(tmp_path):
         assert rebound.status_code == 400
 
 
+def test_a_foreign_host_without_keys_is_a_json_400_that_says_why(tmp_path):
+    # it was starlette's plain-text "Invalid host header", at odds with every other error
+    with Memory(tmp_path / "home", background=False) as memory, live_server(create_app(memory, auth=False)) as url:
+        for path in ("/api/memory/profile", "/console", "/healthz"):
+            refused = httpx.get(f"{url}{path}", headers={"Host": "evil.example:8765"})
+            assert refused.status_code == 400
+            assert refused.json()["field"] == "headers"
+            assert "Host 'evil.example:8765' is not 127.0.0.1 or localhost" in refused.json()["detail"]
+            assert "--no-auth" in refused.json()["detail"]
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        mcp = httpx.post(f"{url}/mcp", json=ping, headers={"Host": "evil.example", "Accept": "application/json"})
+        assert mcp.status_code == 400 and "is not 127.0.0.1 or localhost" in mcp.json()["error"]["message"]
+        for host in ("localhost", "LOCALHOST:1", "127.0.0.1"):
+            assert httpx.get(f"{url}/api/memory/profile", headers={"Host": host}).status_code == 200
+        assert memory.users() == []
+
+
 def test_serve_refuses_no_auth_off_localhost(tmp_path):
     result = CliRunner().invoke(cli, ["serve", "--no-auth", "--host", "0.0.0.0", "--home", str(tmp_path)])
     assert result.exit_code == 2
     assert "--no-auth" in result.output
+
+
+@pytest.mark.parametrize("command", ["serve", "console"])
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_serve_and_console_refuse_a_port_no_tcp_port_can_be(tmp_path, command, port):
+    # 99999 was served on 34463 (the port modulo 65536) while it said 99999; -1 failed in getaddrinfo
+    result = CliRunner().invoke(cli, [command, "--port", port, "--home", str(tmp_path / "home")])
+    assert result.exit_code == 2
+    assert "--port" in result.output
+    assert not (tmp_path / "home").exists()  # refused before anything was opened (or a key created)
 
 
 def test_keys_cli_creates_a_working_key_lists_it_and_revokes_it(api):
@@ -592,6 +651,28 @@ def test_keys_cli_creates_a_working_key_lists_it_and_revokes_it(api):
     revoked = runner.invoke(cli, ["keys", "revoke", new["id"], "--home", home, *store])
     assert revoked.exit_code == 0
     assert httpx.get(f"{api.url}/api/memory/profile", headers=headers).status_code == 401
+
+
+def test_keys_cli_keeps_no_control_character_in_a_label_it_lists(tmp_path):
+    # "lap\x07top\x1b[31mred" was stored as sent and `reverie keys list` wrote the escape to the terminal
+    home = str(tmp_path / "home")
+    runner = CliRunner()
+    made = runner.invoke(cli, ["keys", "create", "--user", "ana", "--name", "lap\x07top\x1b[31mred", "--home", home, "--json"])
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.output)["name"] == "laptop[31mred"
+    listed = runner.invoke(cli, ["keys", "list", "--home", home])
+    assert "\x1b" not in listed.output and "\x07" not in listed.output
+    too_long = runner.invoke(cli, ["keys", "create", "--user", "ana", "--name", "n" * 201, "--home", home])
+    assert too_long.exit_code != 0 and "name is 201 characters" in too_long.output
+
+
+def test_keys_list_refuses_a_user_id_no_key_can_have_instead_of_listing_none(tmp_path):
+    home = str(tmp_path / "home")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["keys", "create", "--user", "ana", "--home", home]).exit_code == 0
+    refused = runner.invoke(cli, ["keys", "list", "--user", "../x", "--home", home])
+    assert refused.exit_code == 2 and "user '../x' is not a valid user id" in refused.output
+    assert "ana" in runner.invoke(cli, ["keys", "list", "--user", "ana", "--home", home]).output
 
 
 @contextlib.contextmanager

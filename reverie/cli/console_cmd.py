@@ -11,12 +11,13 @@ from rich.markup import escape
 from reverie.cli.common import ApiKey, BaseUrl, Engine, Home, Model, app, console, open_memory
 from reverie.cli.server_cmds import serve
 from reverie.keys import create_key, list_keys
+from reverie.store import is_postgres_url, redact_url
 
 
 @app.command("console")
 def console_cmd(
     home: Home = None,
-    port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port on 127.0.0.1 (1-65535).")] = 8765,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="Open it without a key (this machine only).")] = False,
     user: Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="The user shown first (with --no-auth, or for the first key).")] = "",
     open_browser: Annotated[bool, typer.Option("--open", help="Also open the URL in a browser.")] = False,
@@ -40,8 +41,10 @@ def console_cmd(
                           "(it is not shown again):")
             console.print(new.secret, markup=False, highlight=False, soft_wrap=True)
             how = " and sign in with that key"
-        home_path = mem.home
-    console.print(f"reverie console for {escape(str(home_path))}: open [bold]{url}[/]{how}")
+        # the memory it shows: the home's store, or the PostgreSQL store named (where the home may not exist)
+        store = mem.settings.store
+        where = redact_url(store) if store is not None and is_postgres_url(store) else str(mem.home)
+    console.print(f"reverie console for {escape(where)}: open [bold]{url}[/]{how}")
     if open_browser:
         webbrowser.open(url)
     serve(home=home, host="127.0.0.1", port=port, no_auth=no_auth, user=first, engine=engine, base_url=base_url,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ from reverie.cli.common import (
     fail_cleanly,
     open_memory,
 )
+from reverie.inputs import check_user, clean_label
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.observe import configure_logging, share_metrics
 from reverie.scheduler import Scheduler
@@ -43,7 +45,7 @@ app.add_typer(keys_app, name="keys")
 def serve(
     home: Home = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port (1-65535).")] = 8765,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No API keys (only on 127.0.0.1 / localhost).")] = False,
     user: Annotated[str, typer.Option("--user", "-u", envvar="REVERIE_USER", help="With --no-auth: the user when a request names none.")] = "default",
     engine: Engine = None,
@@ -147,7 +149,9 @@ def keys_create(
     """Create an API key for a user; the key is printed once and never again."""
 
     with open_memory(home) as mem:
-        new = create_key(mem.store, user=user, name=name, admin=admin)
+        # a label is printed by `keys list` and the console: no control character (a terminal's
+        # escape sequence) is kept in it
+        new = create_key(mem.store, user=user, name=clean_label(name, "name"), admin=admin)
         if as_json:
             emit_json({**_key_row(new.key), "key": new.secret})
             return
@@ -165,7 +169,8 @@ def keys_list(
     """List keys (never the keys themselves: only their ids)."""
 
     with open_memory(home, create=False) as mem:
-        rows = [_key_row(k) for k in list_keys(mem.store, user=user)]
+        # a user id no key can have ("../x") is refused as everywhere, not listed as no keys
+        rows = [_key_row(k) for k in list_keys(mem.store, user=check_user(user) if user is not None else None)]
         if as_json:
             emit_json(rows)
             return
@@ -173,7 +178,7 @@ def keys_list(
         for col in ("id", "user", "name", "admin", "created", "revoked"):
             table.add_column(col)
         for r in rows:
-            table.add_row(r["id"], escape(r["user"]), escape(r["name"]), "yes" if r["admin"] else "", r["created_at"][:16], (r["revoked_at"] or "")[:16])
+            table.add_row(r["id"], escape(r["user"]), escape(_CONTROL.sub("", r["name"])), "yes" if r["admin"] else "", r["created_at"][:16], (r["revoked_at"] or "")[:16])
         console.print(table)
 
 
@@ -188,6 +193,10 @@ def keys_revoke(
     with open_memory(home) as mem:
         key = revoke_key(mem.store, key_id)
         emit_json(_key_row(key)) if as_json else console.print(f"revoked {key.id} ({escape(key.user)})")
+
+
+# a label stored before labels were cleaned may hold a terminal's escape sequence: never printed
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _key_row(key: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from reverie.console.web import (
 from reverie.curation import remembered
 from reverie.dream import MAX_DAYS, describe
 from reverie.errors import AccessDenied, Conflict, InvalidInput, NotFound, ReverieError
+from reverie.inputs import clean_label
 from reverie.journal import recorded
 from reverie.keys import create_key, list_keys, revoke_key
 from reverie.memory_md import text_sha
@@ -136,7 +137,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
         after: str = "",
     ) -> Response:
         user = view.user
-        order = order if order in FACT_ORDERS else "uses"
+        order = order or "uses"  # another is refused naming the orders, as REST's ?order= is
         if status not in FACT_STATUS_FILTERS:
             raise InvalidInput("status must be pending, consolidated, archived or all (or none: the live facts)",
                                field="status")
@@ -325,6 +326,12 @@ def add_routes(router: APIRouter, console: Console) -> None:
         try:
             report = memory.save_memory_md(typed, user=view.user, base=view.form.get("base") or None)
         except Conflict as exc:
+            if not memory.memory_md(user=view.user):
+                # no MEMORY.md at all (none yet, or the user's memory was deleted meanwhile): say
+                # so, not that it changed, which offered a save that could only be refused again
+                return memory_page(view, typed=typed, base="", status=status_of(exc), error=(
+                    f"{message_of(exc)} (Dreams, Dream now). Nothing was saved; your text is kept in the "
+                    "editor below."))
             # edited elsewhere meanwhile: nothing was written. The page answers at once (a text of
             # any length), the text sent kept in the editor beside what MEMORY.md holds now; a
             # save from here starts from that version (and replaces it with this text)
@@ -469,7 +476,7 @@ def add_routes(router: APIRouter, console: Console) -> None:
     def new_key(view: View = Depends(posted)) -> Response:
         admin(view)
         made = create_key(memory.store, user=view.form.get("user", "").strip() or view.user,
-                          name=view.form.get("name", ""), admin=view.form.get("admin") == "yes")
+                          name=clean_label(view.form.get("name", ""), "name"), admin=view.form.get("admin") == "yes")
         # shown once, in this answer only (never in a URL, a cookie or a log)
         return view.render("keys.html", title="API keys", keys=list_keys(memory.store)[::-1], created=made)
 

@@ -83,7 +83,7 @@ class Sessions:
         if not cookie or "." not in cookie or len(cookie) > 4096:
             return None
         body, signature = cookie.rsplit(".", 1)
-        if not hmac.compare_digest(signature, self._sign(body)):
+        if not same_token(self._sign(body), signature):
             return None
         try:
             session = Session(**json.loads(base64.urlsafe_b64decode(body)))
@@ -155,7 +155,7 @@ class Sessions:
         if not value or "." not in value:
             return None
         text, signature = value.rsplit(".", 1)
-        return text if hmac.compare_digest(signature, self._sign(text)) else None
+        return text if same_token(self._sign(text), signature) else None
 
     def _sign(self, body: str) -> str:
         return hmac.new(self._key(), body.encode(), hashlib.sha256).hexdigest()
@@ -181,4 +181,6 @@ def _ended(session: Session) -> str:
 
 
 def same_token(expected: str, given: str | None) -> bool:
-    return bool(given) and hmac.compare_digest(expected.encode(), (given or "").encode())
+    """``given`` is ``expected``, compared in constant time as bytes: a cookie or form value may
+    hold any character (hmac.compare_digest refuses non-ASCII strings with a TypeError)."""
+    return bool(given) and hmac.compare_digest(expected.encode(), (given or "").encode("utf-8", "surrogatepass"))

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 from fastapi import Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -266,11 +266,23 @@ def _unpack(raw: str) -> Any:
     return json.loads(zlib.decompress(base64.urlsafe_b64decode(raw)))
 
 
+def _split(url: str) -> SplitResult:
+    """``url``'s parts, or none at all for one that cannot be read (``http://[x``: urlsplit
+    raises ValueError): a header a client sends must not make a request a 500."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return SplitResult("", "", "", "", "")
+
+
 def local_path(value: str | None) -> str | None:
     """``value`` if it is a path inside the console (never another site)."""
     if not value or not value.startswith(PREFIX) or value.startswith("//") or "\\" in value:
         return None
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return None
     return value if not parts.scheme and not parts.netloc else None
 
 
@@ -297,7 +309,7 @@ def check_csrf(view: View, form: Mapping[str, Any]) -> None:
     the X-CSRF-Token header) and, when the browser names one, come from this origin."""
     request = view.request
     origin = request.headers.get("origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+    if origin and origin != "null" and _split(origin).netloc != request.headers.get("host"):
         raise AccessDenied("this form was sent from another site", status=403)
     if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
         raise AccessDenied("this form was sent from another site", status=403)
@@ -356,7 +368,7 @@ def refused_back(view: View) -> str:
     """Where a refused form post returns: the page the form came from, filters and all (the
     form's ``next`` field, a ``?next=``, the Referer, or the page the post's path belongs to)."""
     request = view.request
-    referer = urlsplit(request.headers.get("referer", ""))
+    referer = _split(request.headers.get("referer", ""))
     came_from = local_path(referer.path + (f"?{referer.query}" if referer.query else "") or None)
     return view.back("") or came_from or page_of(request.url.path)
 

@@ -32,7 +32,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers, QueryParams
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -96,6 +95,9 @@ _MEANING = {
     503: "The store could not be reached; with Retry-After when it was busy (nothing was written)",
 }
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+# an Authorization header that carries no Bearer key (the key alone, or another scheme)
+_NOT_BEARER = ("the Authorization header holds no Bearer key: write it as `Authorization: Bearer` followed by "
+               "the key (rv_...), or send the key alone in an X-API-Key header")
 # how long a request body may take to arrive whole, from the end of its headers (a 408 after)
 BODY_SECONDS = 30.0
 DATE = Path(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")
@@ -258,7 +260,7 @@ def _field(error: dict[str, Any]) -> str:
 async def _on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
     """Starlette's own errors keep their status; a body that cannot be parsed names the body."""
     if isinstance(exc, _TooLarge):
-        return _too_large(exc.limit)
+        return _too_large(exc.limit, request.url.path)
     if isinstance(exc, _TooSlow):
         return _too_slow(exc.seconds)
     if exc.status_code == 400 and "parsing the body" in str(exc.detail):
@@ -300,6 +302,44 @@ def for_door(scope: Scope, answer: JSONResponse) -> JSONResponse:
     return JSONResponse(body, status_code=answer.status_code, headers=headers)
 
 
+class LocalHostsOnly:
+    """ASGI middleware of a server without keys: a request whose ``Host`` is not one of
+    ``hosts`` (a page elsewhere reaching us through DNS rebinding, or this server reached by
+    another name) is a 400 that says so and why, as every error is (starlette's
+    TrustedHostMiddleware answered a bare "Invalid host header" in plain text)."""
+
+    def __init__(self, app: Any, hosts: tuple[str, ...]):
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        sent = Headers(scope=scope).get("host", "")
+        if _host_name(sent) in self.hosts:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        said = f"Host {sent[:100]!r}" if sent else "a request without a Host header"
+        answer = JSONResponse({"detail": redact(
+            f"{said} is not {' or '.join(self.hosts)}: a server without API keys (--no-auth) answers only "
+            "requests addressed to this machine by one of those names (open it as "
+            f"http://{self.hosts[0]}:PORT/, or serve with keys to be reached by another name)"),
+            "field": "headers"}, status_code=400)
+        await for_door(scope, answer)(scope, receive, send)
+
+
+def _host_name(header: str) -> str:
+    """The name of a ``Host`` header, without its port (``[::1]:8765`` is ``[::1]``), lower case."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        return name[: name.find("]") + 1] if "]" in name else name
+    return name.rsplit(":", 1)[0] if ":" in name else name
+
+
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes is a 413, whether it declares its
     length or streams it; nothing of it reaches an endpoint."""
@@ -335,7 +375,7 @@ class BodyLimit:
                 await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await for_door(scope, _too_large(self.limit))(scope, receive, send)
+        await for_door(scope, _too_large(self.limit, scope.get("path", "")))(scope, receive, send)
 
 
 class BodyDeadline:
@@ -398,10 +438,18 @@ class _TooLarge(StarletteHTTPException):
         self.limit = limit
 
 
-def _too_large(limit: int) -> JSONResponse:
-    """The one 413, whether the body declared its length or streamed past the limit."""
-    return JSONResponse({"detail": f"request body is larger than {limit} bytes (max_body_bytes)", "field": "body"},
-                        status_code=413)
+def _too_large(limit: int, path: str = "") -> JSONResponse:
+    """The one 413, whether the body declared its length or streamed past the limit. An export
+    is streamed at any size, but an import is a body like any other: its 413 says where a
+    larger one goes in."""
+    said = f"request body is larger than {limit} bytes (max_body_bytes)"
+    if path == IMPORT_PATH:
+        said += ("; import a larger export with `reverie import FILE --user USER` (read a page at a time), "
+                 "or raise max_body_bytes")
+    return JSONResponse({"detail": said, "field": "body"}, status_code=413)
+
+
+IMPORT_PATH = "/api/memory/import"
 
 
 class RedactedAccessLog(logging.Filter):
@@ -477,7 +525,7 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     )
     if not auth:
         # without keys, a page the browser loads must not reach us through DNS rebinding
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
+        app.add_middleware(LocalHostsOnly, hosts=LOCAL_HOSTS)
     app.add_middleware(BodyLimit, limit=memory.settings.max_body_bytes)
     app.add_middleware(BodyDeadline, seconds=BODY_SECONDS)
     # starlette types every handler as taking Exception, not the class it is registered for
@@ -488,20 +536,24 @@ def create_app(memory: "Memory", *, auth: bool = True, default_user: str = "defa
     app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
 
-    def who(secret: str | None, named: str | None) -> str:
+    def who(secret: str | None, named: str | None, authorization: str | None = None) -> str:
         if not auth:
             return check_user(named or default_user)
+        if not secret and authorization and not authorization.strip().lower().startswith("bearer "):
+            # a key sent without the word Bearer (or Basic credentials) is not "no API key"
+            raise AccessDenied(_NOT_BEARER)
         return authorize(memory.store, secret, user=named)
 
     bearer = HTTPBearer(auto_error=False, description="An API key from `reverie keys create`.")
     header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The same key, in a header of its own.")
 
     def caller(
+        request: Request,
         credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
         api_key: str | None = Depends(header),
         user: str | None = Query(None, description="Act for this user (admin keys only)."),
     ) -> str:
-        return who(credentials.credentials if credentials else api_key, user)
+        return who(credentials.credentials if credentials else api_key, user, request.headers.get("authorization"))
 
     _routes(app, memory, Depends(caller))
     mount_docs(app)
@@ -757,7 +809,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         first = next(chunks)  # the head: a store that fails to read fails here, with a status
         return StreamingResponse(itertools.chain([first], chunks), media_type="application/json")
 
-    @api.post("/api/memory/import", tags=["portability"], responses=_answers(415))
+    @api.post(IMPORT_PATH, tags=["portability"], responses=_answers(415))
     def import_(
         data: dict[str, Any] = Body(..., description="An export envelope or a deer-flow memory.json."),
         user: str = caller,
@@ -869,7 +921,8 @@ class _McpDoor:
     """ASGI endpoint at /mcp: authorize the key, then hand the request to the MCP SDK
     with the key's user written into the scope."""
 
-    def __init__(self, server: MCPServer, who: Callable[[str | None, str | None], str], store_path: Any = None):
+    def __init__(self, server: MCPServer, who: Callable[[str | None, str | None, str | None], str],
+                 store_path: Any = None):
         self.manager = server.session_manager
         self.who = who
         self.store_path = store_path
@@ -880,7 +933,7 @@ class _McpDoor:
         secret = authorization[7:].strip() if authorization.lower().startswith("bearer ") else headers.get("x-api-key")
         named = QueryParams(scope.get("query_string", b"")).get("user")
         try:
-            user = await anyio.to_thread.run_sync(self.who, secret, named)
+            user = await anyio.to_thread.run_sync(self.who, secret, named, authorization)
         except ReverieError as exc:
             await for_door(scope, error_response(store_failure(exc, self.store_path) or exc))(scope, receive, send)
             return
@@ -890,4 +943,54 @@ class _McpDoor:
                 raise
             await for_door(scope, error_response(failure))(scope, receive, send)
             return
-        await self.manager.handle_request({**scope, USER_SCOPE: user}, receive, send)
+        await self.manager.handle_request({**scope, USER_SCOPE: user}, receive, _SdkRefusals(send))
+
+
+# the MCP SDK's answer to a message that is no JSON-RPC message it takes: pydantic's text,
+# several lines long, with the head and tail of the value sent (a secret typed there too)
+_SDK_INVALID = "Validation error:"
+_NOT_A_MESSAGE = ("not a JSON-RPC message this server takes: send one request object per POST "
+                  "({\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ..., \"params\": {...}})")
+_A_BATCH = ("a JSON-RPC batch (a JSON array) is not taken: send one request object per POST "
+            "({\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ..., \"params\": {...}})")
+
+
+class _SdkRefusals:
+    """The ``send`` of the MCP door: the SDK's own refusals (a 4xx it writes before any tool
+    runs) pass as one line that never carries the value sent, redacted as every answer is;
+    any other answer passes as it is, streamed."""
+
+    def __init__(self, send: Send):
+        self.send = send
+        self.start: dict[str, Any] | None = None
+        self.held = b""
+
+    async def __call__(self, message: Any) -> None:
+        if message["type"] == "http.response.start" and 400 <= message["status"] < 500:
+            self.start = message  # hold the head: the body it announces may be rewritten
+            return
+        if self.start is None or message["type"] != "http.response.body":
+            await self.send(message)
+            return
+        self.held += message.get("body", b"")
+        if message.get("more_body", False):
+            return
+        body = _cleaned(self.held)
+        headers = [(k, v) for k, v in self.start.get("headers", []) if k.lower() != b"content-length"]
+        await self.send({**self.start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await self.send({"type": "http.response.body", "body": body})
+
+
+def _cleaned(body: bytes) -> bytes:
+    """A JSON-RPC error body with its message made one line that holds nothing sent."""
+    try:
+        answer = json.loads(body)
+        said = answer["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return body
+    if not isinstance(said, str):
+        return body
+    if said.startswith(_SDK_INVALID):
+        said = _A_BATCH if "input_type=list" in said else _NOT_A_MESSAGE
+    answer["error"]["message"] = redact(said)
+    return json.dumps(answer).encode()
