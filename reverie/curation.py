@@ -24,7 +24,6 @@ from reverie.inputs import (
     check_reason,
     check_tags,
     check_text,
-    check_unicode,
     clean_fact,
     clean_id,
     clean_text,
@@ -289,8 +288,9 @@ def set_profile(ctx: Context, section: str, summary: str, *, user: str) -> Profi
     check_section(section)
     if not isinstance(summary, str):
         raise InvalidInput("summary must be text", field="summary")
-    check_unicode(summary, "summary")
-    text = redact(summary.strip())  # what is stored is held to the limit (a marker may be longer)
+    # as every text: no control character, no zero-width mark, redacted (invisible marks alone are
+    # refused as showing nothing; an empty summary clears the section)
+    text = clean_text(summary, "summary") if summary.strip() else ""  # held to the limit (a marker may be longer)
     check_profile_length(text, ctx.settings.max_profile_chars, "summary",
                          ": keep it to a few sentences, and store the rest as facts")
     journal = Journal(user=user, action="edit")

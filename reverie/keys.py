@@ -80,7 +80,9 @@ def authorize(store: Store, secret: str | None, *, user: str | None = None) -> s
     key = verify_key(store, secret)
     if key is None:
         reason = "no API key" if not secret else "unknown or revoked API key"
-        raise AccessDenied(f"{reason}: send 'Authorization: Bearer rv_...' (create one with `reverie keys create`)")
+        # (the hint names no key's shape: a message is redacted, and "rv_..." read as a token)
+        raise AccessDenied(f"{reason}: send the header 'Authorization: Bearer' followed by your key (it begins with "
+                           "rv_; create one with `reverie keys create`)")
     if user is None or user == key.user:
         return key.user
     if not key.admin:

@@ -92,6 +92,14 @@ def test_another_users_fact_is_not_found(mem):
     assert mem.fact(fact.id).status == "consolidated"
 
 
+def test_a_profile_section_is_cleaned_as_every_text_and_an_invisible_one_is_refused(mem):
+    prof = mem.set_profile("user.topOfMind", "Plays\u0007 bass\u0000 trio \u200b\u2060", user="ana")
+    assert prof.user.top_of_mind.summary == "Plays bass trio"  # the same on every store
+    with pytest.raises(InvalidInput, match="shows nothing"):
+        mem.set_profile("user.personalContext", "\u200b", user="ana")
+    assert mem.set_profile("user.topOfMind", "", user="ana").user.top_of_mind.summary == ""  # cleared
+
+
 def test_secrets_are_stripped_on_remember_and_profile(mem):
     fact = mem.remember("Email me at ana@example.com, key sk-abcdefghijklmnopqrstuvwx123456", user="ana")
     assert "ana@example.com" not in fact.content and "sk-abcdef" not in fact.content

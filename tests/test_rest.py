@@ -91,6 +91,7 @@ def test_no_key_or_an_unknown_key_is_401(api):
     assert r.status_code == 401
     assert r.headers["www-authenticate"] == "Bearer"
     assert "API key" in r.json()["detail"]
+    assert "[token]" not in r.json()["detail"] and "'Authorization: Bearer' followed by your key" in r.json()["detail"]
     bad = httpx.get(f"{api.url}/api/memory", headers={"Authorization": "Bearer rv_not-a-real-key"})
     assert bad.status_code == 401
 
