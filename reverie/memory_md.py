@@ -298,6 +298,9 @@ class SyncReport(Model):
     # written is here, since MEMORY.md is written again from the store
     refused: list[RefusedLine] = Field(default_factory=list)
     journal: str | None = None
+    # of a saved edit (save_memory_md): the sha256 of MEMORY.md as this edit left it, read in the
+    # same step (the base of the next edit: read after, it could be another edit's)
+    sha: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -389,7 +392,10 @@ def save_memory_md(ctx: Context, *, user: str, text: str, base: str | None = Non
         if base is not None and base != text_sha(current):
             raise Conflict("MEMORY.md changed since this edit began (a dream or another edit); reload it and edit again")
         ctx.files.write(user, path, text.replace("\r\n", "\n"))
-        return sync(ctx, user=user)
+        report = sync(ctx, user=user)
+        left = ctx.files.read(user, path)
+        report.sha = text_sha(left) if left else None
+        return report
 
 
 class _SyncEdits:

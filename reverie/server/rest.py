@@ -895,9 +895,7 @@ def _routes(app: FastAPI, memory: "Memory", caller: Any) -> None:
         in ``duplicates`` added lines that repeat a fact, merged into it; undoable); with ``base``,
         a 409 if MEMORY.md changed since the edit began. ``sha`` is that of MEMORY.md as the edit
         left it (rewritten by the sync): the ``base`` of the next."""
-        report = memory.save_memory_md(body.text, user=user, base=body.base)
-        text = memory.memory_md(user=user)
-        return {**jsonable_encoder(report), "sha": hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None}
+        return jsonable_encoder(memory.save_memory_md(body.text, user=user, base=body.base))  # (its sha read in the same step)
 
     app.include_router(api)
 
