@@ -891,3 +891,16 @@ def test_a_dream_keeps_the_corrected_date_not_the_decision_it_corrects(mem):
     lines = [line for line in mem.memory_md(user="ana").splitlines() if line.startswith("- [")]
     assert any("December 8" in line for line in lines) and not any("December 1 " in line or line.endswith("December 1")
                                                                     or "December 1 <" in line for line in lines)
+
+
+@pytest.mark.parametrize("line, entry", [
+    ("has a cat named Pixel", "Has a cat named Pixel"),
+    ("works as a nurse at the Santo António hospital", "Works as a nurse at the Santo António hospital"),
+    ("lives in Porto", "Lives in Porto"),
+    ("no longer uses emacs", "No longer uses emacs"),
+])
+def test_a_dream_reads_a_daily_note_written_in_the_third_person(mem, line, entry):
+    # a summary line says the user's facts as "User: has ...": the rules read "has", "works", "lives"
+    mem.store.put_note(Note(user="ana", date=day(0).date().isoformat(), content=f"User: {line}"))
+    mem.dream(user="ana", days=3, now=day(1, 23), force=True)
+    assert entry in mem.memory_md(user="ana")

@@ -406,6 +406,8 @@ RULES_EN: tuple[Rule, ...] = (
           negates=True),
     _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
           negates=True),
+    _rule("correction", "longer", r"\b(?:the )?user\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w} {x}",
+          negates=True),
     _rule("context", "my", r"\b(?P<x>" + _NAME_EN + r")\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
     _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>" + _NAME_EN + r")\b",
           0.85, "{x} is their {v}"),
@@ -461,7 +463,7 @@ RULES_EN: tuple[Rule, ...] = (
           r"(?P<x>(?:single|divorced|widowed)(?![\w-]).*)", 0.9, "Is {x}", "personalContext"),
     _rule("identity", "got", r"\b(?:i|we)\s+(?:(?:just|recently|finally)\s+)?(?P<v>got)\s+(?P<x>(?:divorced|married|engaged)\b.*)",
           0.85, "Got {x}", "personalContext"),
-    _rule("identity", "work|worked", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
+    _rule("identity", "work|works|worked", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>work(?:s|ed)?\s+(?:as|at|for|in"
           # "worked in the garden" is something done, not a job
           r"(?!\s+(?:the|my|our|their|a)\s+(?:garden|yard|backyard|allotment|vegetable patch)s?\b)))\s+(?P<x>.+)", 0.9, "{V} {x}",
           "workContext"),
@@ -474,14 +476,14 @@ RULES_EN: tuple[Rule, ...] = (
           r"\b(?:i|we|(?:the )?user)\s+(?:also\s+)?(?P<v>runs?|owns?|manages?|founded|co-founded|leads?)\s+"
           r"(?P<x>(?:a|an|my|our|their)\s+.+)", 0.85, "{V} {x}", "workContext"),
     _rule("identity", "from|based", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>from|based in)\s+(?P<x>.+)", 0.9, "Is {v} {x}", "personalContext"),
-    _rule("identity", "live|grew", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>lives?|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}",
+    _rule("identity", "live|lives|grew", r"\b(?:i|(?:the )?user)\s+" + _NOW + r"(?P<v>lives?|grew up)\s+in\s+(?P<x>.+)", 0.85, "{V} in {x}",
           "personalContext"),
     # "Actually I moved to Lisbon last month": a new home, a place by its name
     _rule("identity", "moved|relocated", r"\b(?:i|we|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>moved|relocated)\s+"
           r"(?:back\s+)?to\s+(?P<x>(?:the\s+)?(?-i:[A-Z]).+)", 0.85, "{V} to {x}", "personalContext"),
     _rule("identity", "studying|majoring", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>studying|majoring in)\s+(?P<x>.+)", 0.8, "Is {v} {x}",
           "workContext"),
-    _rule("identity", "have", r"\b(?:i|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
+    _rule("identity", "have|has", r"\b(?:i|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
           r"sons?|daughters?|dogs?|cats?|pets?|brothers?|sisters?|siblings?)\b.*)", 0.8, "{V} {x}",
           "personalContext"),
     # health: a condition one lives with, a medicine one takes, a pregnancy

@@ -211,6 +211,8 @@ _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并�
                            # (the verbs of facts that have a rule: another verb keeps its clause whole)
                            r"|\s+and\s+(?:also\s+)?(?=(?P<same_en>work\s+(?:as|at|for|in)|live\s+in|run|own|"
                            r"have\s+(?:a|an|one|two|three|four|five|\d+))\s)"
+                           # a note's "The user moved to Lisbon and they work as ...": "they" is the user
+                           r"|\s+and\s+(?P<they>they)\s+(?=\w)"
                            # "我不喝茶了，改喝咖啡": a clause that goes on with the same subject, unsaid
                            r"|[，,]\s*(?:现在|目前|就|也)?(?=(?P<same>改)(?:喝|吃|用|抽))", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've)\b|我", re.IGNORECASE)
@@ -226,7 +228,7 @@ def _clauses(sentence: str) -> list[str]:
         before = sentence[start:m.start()]
         if len(before.strip()) < 4:  # "No, I meant ..." stays whole
             continue
-        if m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before):
+        if m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before) and not m["they"]:
             continue
         if lx.PAST_LEAD_ZH.match(before.strip()):
             continue  # "去年夏天，我在华为实习": the time of the clause after it
@@ -234,8 +236,10 @@ def _clauses(sentence: str) -> list[str]:
             continue
         if m["same_en"] and len(before.split()) < 3:  # "I live and work in Berlin" stays whole
             continue
+        if m["they"] and not sentence.lower().startswith("the user "):
+            continue  # (anyone else's "they" is theirs)
         pieces.append(subject + before)
-        start, subject = m.end(), "我" if m["same"] else "I " if m["same_en"] else ""
+        start, subject = m.end(), "我" if m["same"] else "I " if m["same_en"] else "The user " if m["they"] else ""
     pieces.append(subject + sentence[start:])
     return [clause for p in pieces if (clause := p.strip())]
 
