@@ -380,6 +380,9 @@ def test_a_command_that_reads_no_message_starts_without_loading_the_chinese_dict
              "from reverie.notes import is_small_talk; print(is_small_talk('哈哈 晚安'), jieba.dt.initialized)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True", "True"]
+    # a server loads it at start-up, before it freezes its heap: no request pays it, nor the collector
+    probe = "import jieba; from reverie.server.workers import settle_heap; settle_heap(); print(jieba.dt.initialized)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "True"
 
 
 def test_facts_and_tags_list_a_page_at_a_time_and_say_how_to_go_on(home):

@@ -36,7 +36,7 @@ from reverie.errors import InvalidInput
 from reverie.ingest import is_locomo, locomo_conversation, locomo_sessions
 from reverie.memory import Memory
 from reverie.store.postgres import is_postgres_url, scratch_schema
-from reverie.text import terms
+from reverie.text import load_dictionaries, terms
 
 __all__ = [
     "BUDGETS",
@@ -307,10 +307,11 @@ def _case_store(store: str | None) -> Iterator[str | None]:
 
 def ingest_case(mem: Memory, user: str, case: LocomoCase, *, group: str = "exchange") -> tuple[int, float]:
     """Add the conversation to ``user`` of ``mem`` (its own thread, named after the case) and
-    learn from it; (turns, seconds of add + learn). The engines are loaded first: their lazy
-    loading (imports, lexicons) is a one-off cost per process, not per turn."""
+    learn from it; (turns, seconds of add + learn). The engines and the text dictionaries are
+    loaded first: their lazy loading (imports, lexicons) is a one-off cost per process, not per turn."""
     for name in STEPS:
         mem.engines.for_step(name)
+    load_dictionaries()
     conversation = locomo_conversation(case.data, thread=case.name)
     start = time.perf_counter()
     mem.add(conversation.messages, user=user, thread=conversation.thread, group=group)

@@ -50,6 +50,7 @@ from reverie.errors import InvalidInput
 from reverie.memory import Memory
 from reverie.migrate import migrate_home
 from reverie.store.postgres import EXTRA, is_postgres_url, scratch_schema, split_schema, with_schema
+from reverie.text import load_dictionaries
 from reverie.version import __version__
 
 __all__ = [
@@ -817,6 +818,7 @@ def build_store(
     holds the rest; a second process builds them while this one builds USER."""
     mine = _measured(episodes, others, each)
     home.mkdir(parents=True, exist_ok=True)
+    load_dictionaries()  # once a process, as import did: not a cost of the turns timed
     helper = start_child(_OTHERS_CHILD, {"home": str(home), "others": others, "each": each, "store": store}) if others else None
     try:
         gen = ConversationGenerator(mine)
@@ -908,6 +910,7 @@ def build_others(home: str | Path, others: int, each: int = OTHER_EPISODES, stor
     """The other users of a shared store, ``other-0000`` ..., ``each`` episodes each, each
     from its own seed: {"users", "messages", "seconds"} (add + learn)."""
     messages, seconds = 0, 0.0
+    load_dictionaries()  # (as build_store)
     with Memory(Path(home), background=False, engine=ENGINE, store=store) as mem:
         for i in range(others):
             gen = ConversationGenerator(each, seed=SEED + 1000 + i, sample=0)
@@ -1034,6 +1037,8 @@ imported = time.perf_counter() - t0
 t0 = time.perf_counter()
 mem = Memory(job["home"], background=False, engine=job["engine"], store=job.get("store"))
 opened = time.perf_counter() - t0
+from reverie.text import load_dictionaries
+load_dictionaries()  # as a server loads them before it settles its heap
 import gc
 gc.collect()
 gc.freeze()  # as `reverie serve` does after start-up (reverie.server.workers.settle_heap)

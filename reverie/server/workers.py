@@ -28,6 +28,7 @@ from reverie.server.balance import CONNECTION_EXTENSION, Balance, BalanceConnect
 from reverie.server.limits import GuardedHttpProtocol
 from reverie.server.rest import create_app
 from reverie.settings import Settings
+from reverie.text import load_dictionaries
 
 CONFIG_ENV = "REVERIE_SERVE_WORKER"
 # a worker looks this often whether the `reverie serve` process that started it is still there,
@@ -87,7 +88,10 @@ def settle_heap() -> None:
     """Take what start-up built (modules, schemas, lexicons: hundreds of thousands of objects)
     out of the cyclic garbage collector's reach, as a long-running server should: a full
     collection walking them cost about one recall in 18 some 30 ms (recall p95 at 100k
-    episodes 53 -> 43 ms, p99 72-94 -> 51 ms). Reference counting still frees what they drop."""
+    episodes 53 -> 43 ms, p99 72-94 -> 51 ms). Reference counting still frees what they drop.
+    The text dictionaries are loaded first, to be among them (a first Chinese message would
+    load them, into the collector's reach, in a request)."""
+    load_dictionaries()
     gc.collect()
     gc.freeze()
 
