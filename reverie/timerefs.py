@@ -417,6 +417,14 @@ def _searched(text: str) -> list[tuple[re.Pattern[str], Handler]]:
     return found
 
 
+def times_to_come(text: str) -> list[str]:
+    """The words of each time ``text`` names relative to the moment of speaking that is still to
+    come then, in reading order: "Next Friday we decided to launch" -> ["Next Friday"]; not
+    "yesterday", nor a date (whether it is to come depends on when it was said)."""
+    day = date(2000, 1, 5)  # any day: a relative time's place against it is the same on every day
+    return [m.group(0).strip() for _, m, handler, (first, _) in _times(text, day) if handler in RELATIVE and first > day]
+
+
 def names_a_time(text: str) -> bool:
     """Whether ``text`` names a time any pattern of TIME_PATTERNS matches."""
     return any(pattern.search(text) for pattern, _ in _searched(text))

@@ -370,6 +370,8 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("My name is not Bob, it's Rob.", "Name is Rob", "identity"),
     ("I have type 2 diabetes.", "Has type 2 diabetes", "identity"),
     ("Hi, I'm Sam, a product manager at Klarna.", "Name is Sam", "identity"),
+    ("Next Friday we decided to launch v2.", "Decided to launch v2 next Friday", "decision"),
+    ("下周五我们决定上线v2", "下周五决定上线v2", "decision"),
     ("我对青霉素过敏。", "对青霉素过敏", "identity"),
     ("I take 5 mg of Ramipril every morning.", "Takes 5 mg of Ramipril every morning", "identity"),
     ("I'm pregnant with twins.", "Is pregnant with twins", "identity"),

@@ -24,6 +24,7 @@ from reverie.engines.heuristic.person import (
 )
 from reverie.engines.heuristic.words import cap, has_content, sentences
 from reverie.text import clip_line, has_cjk, words
+from reverie.timerefs import times_to_come
 
 
 @dataclass(slots=True)
@@ -195,6 +196,12 @@ def _signal(text: str) -> Signal | None:
         section = rule.section
         if section == "workContext" and any(w in lx.PERSONAL_ROLES for w in words(m["x"])):
             section = "personalContext"
+        # a decision or a goal keeps the time to come it was said for ("Next Friday we decided to
+        # launch v2", "下周五我们决定上线v2"): the time before what the rule read is part of it (a
+        # time past, "yesterday I decided", is when it was decided: the episode's own time)
+        if rule.category in ("decision", "goal") and (
+                lead := [w for w in times_to_come(s[: m.start()]) if w not in content]):
+            content = clip_line(lead[-1] + content if clause.cjk else f"{content} {lead[-1][:1].lower()}{lead[-1][1:]}")
         # ("Moved to Lisbon, not Porto" takes back what said Porto)
         negated = given_up["y"].strip() if given_up else _negated(s, rule, m, clause.cjk)
         if not negated and not clause.cjk and (said_not := lx.NEGATED_EN.search(m["x"])) and said_not.start():
