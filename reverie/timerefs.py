@@ -166,6 +166,13 @@ _REL_OTHER_RE = ("(?<![\\w'’-])(?:" + "|".join(
     ("(?<!heute )(?<!guten )(?<!am )(?<!jeden )(?<!bis )morgen" if w == "morgen" else
      "(?<!la )(?<!esta )(?<!de )(?<!cada )(?<!pasado )mañana" if w == "mañana" else re.escape(w))
     for w in sorted(_REL_OTHER, key=len, reverse=True)) + ")(?![\\w'’-])")
+# a weekday said alone ("周五有什么安排？", "星期三见"), as the English "on Friday": its week unsaid,
+# so the last such day, or the next (not "每周五", a habit, nor "周五周六" read twice: both are days)
+_ZH_BARE_WEEKDAY = (r"(?<![上下这本个每])(?<!上上)(?<!下下)(?:周|星期|礼拜)"
+                    r"(?P<wd>[一二三四五六](?![天个次周遍回趟年月位名场件本十百点起直共定切样些般致同并块半边面旦])"
+                    r"|日(?![程常期记报子历志])|(?<=[期拜])天)")
+
+
 _ZH_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 _ZH_WEEKDAY = (r"(?P<rel>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)"
                r"(?P<wd>一(?!起|直|共|定|切|样|些|般|致|同|并|块|半|边|面|旦|下子|会儿|点|天|个|次|周|遍|回|趟|整|年"
@@ -279,6 +286,11 @@ def _t_other_rel(m: re.Match[str], today: date) -> tuple[date, date] | None:
     return _relative(today, *_REL_OTHER[normalize_space(m.group(0).lower())])
 
 
+def _t_zh_bare_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
+    d = today - timedelta(days=(today.weekday() - "一二三四五六".find(m["wd"]) % 7) % 7)  # 日, 天: -1, Sunday
+    return d, d
+
+
 def _t_zh_weekday(m: re.Match[str], today: date) -> tuple[date, date] | None:
     monday, _ = _week_range(today, _ZH_WEEK_OFFSET[m["rel"]])
     d = monday + timedelta(days="一二三四五六".find(m["wd"]) % 7)  # 日, 天: -1, Sunday
@@ -342,6 +354,7 @@ TIME_PATTERNS: tuple[tuple[re.Pattern[str], Handler], ...] = tuple(
         (r"\b(?P<rel>last|this\s+past|on|this|next)\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
          r"sunday)\b", _t_en_weekday),
         (_ZH_WEEKDAY, _t_zh_weekday),
+        (_ZH_BARE_WEEKDAY, _t_zh_bare_weekday),
         # a week's word that is the start of another: "这周围" (around here), "下周期" (next cycle)
         (rf"(?:{'|'.join(sorted(_REL_ZH, key=len, reverse=True))})(?!(?<=周)[围边期])", _t_zh_rel),
         (_REL_OTHER_RE, _t_other_rel),
@@ -368,6 +381,7 @@ NEEDS: dict[Handler, tuple[str, ...]] = {
     _t_en_period: ("week", "month", "year"),
     _t_en_weekday: tuple(WEEKDAYS),
     _t_zh_weekday: ("周", "星期", "礼拜"),
+    _t_zh_bare_weekday: ("周", "星期", "礼拜"),
     _t_zh_rel: ("年", "周", "星期", "礼拜", "月", "天", "日", "晚", "早"),
     _t_other_rel: ("gestern", "heute", "morgen", "woche", "monat", "jahr", "ayer", "hoy", "mañana", "semana", "el mes",
                    "próximo", "año", "aujourd", "demain", "semaine", "mois", "dernier", "année", "ieri", "oggi", "domani",
@@ -383,7 +397,8 @@ _MONTH_WORD = re.compile(rf"\b(?:{_MONTH_ALT})\b")
 _ORDINAL = re.compile(r"\d(?:st|nd|rd|th)\b")
 
 
-CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel, _t_zh_edge})
+CHINESE: frozenset[Handler] = frozenset({_t_zh_date, _t_zh_month, _t_zh_ago, _t_zh_weekday, _t_zh_rel, _t_zh_edge,
+                                        _t_zh_bare_weekday})
 # TIME_PATTERNS with what each needs: (pattern, handler, strings, Chinese?, a year?)
 _GATED = tuple((pattern, handler, NEEDS[handler], handler in CHINESE, NEEDS[handler] is YEAR)
                for pattern, handler in TIME_PATTERNS)
@@ -432,7 +447,7 @@ def names_a_time(text: str) -> bool:
 
 # the handlers of times said relative to the moment of speaking
 RELATIVE: frozenset[Handler] = frozenset({_t_en_ago, _t_zh_ago, _t_en_rel_day, _t_en_period, _t_en_weekday, _t_zh_rel,
-                                         _t_other_rel,
+                                         _t_other_rel, _t_zh_bare_weekday,
                                          _t_zh_weekday, _t_en_edge, _t_zh_edge})
 
 
@@ -464,6 +479,8 @@ def _times(text: str, today: date) -> list[tuple[int, re.Match[str], Handler, tu
 
 
 # the past tense of a question or a message: "what did I do on Friday?", "we went out on the 8th"
+# ... and of a Chinese one: "周五做了什么？", "周五去过哪里？"
+_PAST_ZH = re.compile(r"了|过(?![来去年])|昨|上次")
 _PAST_TENSE = re.compile(r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|went|happened)\b", re.IGNORECASE)
 
 
@@ -481,9 +498,9 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
     refs = []
     for _, m, handler, span in _times(text, today):
         spans = [span]
-        either = handler is _t_en_nth or (handler is _t_en_weekday and m["rel"].lower() == "on")
+        either = handler in (_t_en_nth, _t_zh_bare_weekday) or (handler is _t_en_weekday and m["rel"].lower() == "on")
         if either and past is None:
-            past = bool(_PAST_TENSE.search(text))
+            past = bool(_PAST_TENSE.search(text) or _PAST_ZH.search(text))
         if either and not past:
             spans.append(_nth_ahead(today, span[0].day) if handler is _t_en_nth
                          else _weekday_ahead(today, span[0].weekday()))
@@ -518,6 +535,8 @@ def mentioned_days(text: str, at: datetime) -> list[tuple[date, date]]:
             days.append(_weekday_ahead(today, first.weekday()))
         elif handler is _t_en_nth:  # "on the 8th": this month's or last, or the next to come
             days.append(_nth_ahead(today, first.day))
+        elif handler is _t_zh_bare_weekday:  # "周五": the last one, or the next
+            days.append(_weekday_ahead(today, first.weekday()))
         elif last < today and _yearless(m, handler):  # "on 12 December": maybe next year's
             days.append(_day_or_month(first.year + 1, first.month, first.day if first == last else None)
                         or (date(first.year + 1, 2, 28),) * 2)  # (29 February: the 28th)
@@ -658,6 +677,11 @@ def _one_time_zh(text: str, start: int, said: str) -> bool:
     return not any(before.count(op) > before.count(cl) for op, cl in _TITLE_MARKS)
 
 
+# times said relative to now that a learned line keeps in its words: another language's (its
+# dates are written in English or Chinese only) and a weekday alone (the last one or the next)
+_NOT_ANCHORED: frozenset[Handler] = frozenset({_t_other_rel, _t_zh_bare_weekday})
+
+
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
@@ -667,7 +691,7 @@ def anchored(text: str, at: datetime) -> str:
     A line without such a time is returned as it is."""
     # the times said relative to now, and a Chinese month whose year is ("去年三月")
     times = [(start, m, handler, span) for start, m, handler, span in _times(text, at.date())
-             if (handler in RELATIVE and handler is not _t_other_rel) or (handler is _t_zh_month and m["pre"])]
+             if (handler in RELATIVE and handler not in _NOT_ANCHORED) or (handler is _t_zh_month and m["pre"])]
     for start, m, handler, (first, last) in reversed(times):  # from the end: a replacement moves nothing before it
         said = m.group(0).strip()
         start += m.group(0).index(said)

@@ -52,6 +52,7 @@ def _texts() -> list[str]:
         "what did I do on the 8th?", "on the 2nd floor", "On the 21st, we left",
         "Was habe ich gestern gemacht?", "¿Qué hice la semana pasada?", "Guten Morgen!", "Por la mañana corro",
         "Mañana tengo cita", "L'année dernière, je suis allé à Rome", "o que fiz no mês passado?",
+        "周五有什么安排？", "一周三次", "我周一到周五上班", "礼拜天去教堂了",
     ]
     sample = json.loads((Path(reverie.__file__).parent / "data" / "sample_conversation.json").read_text(encoding="utf-8"))
     texts += [m["content"] for c in sample["conversations"] for m in c["messages"]]
@@ -79,6 +80,10 @@ def test_a_text_is_searched_only_with_the_patterns_it_may_match_and_finds_what_a
     ("what happened on the 13th?", ["2026-11-13"]),
     ("We went out on Friday", ["2026-11-27"]),
     ("what do I have next Friday?", ["2026-12-04"]),  # said with its week: one time (its first day)
+    ("周五有什么安排？", ["2026-11-27", "2026-12-04"]),  # Chinese too: its week unsaid
+    ("周五做了什么？", ["2026-11-27"]),
+    ("每周五去游泳", []),  # a habit
+    ("下周五开会", ["2026-12-11"]),
 ])
 def test_a_day_said_alone_is_also_the_next_one_unless_asked_of_the_past(asked, days):
     assert [r.start.date().isoformat() for r in resolve_time_refs(asked, MONDAY)] == days
