@@ -371,6 +371,8 @@ def test_temporary_generic_and_question_lines_are_not_facts(text):
     ("I have type 2 diabetes.", "Has type 2 diabetes", "identity"),
     ("Hi, I'm Sam, a product manager at Klarna.", "Name is Sam", "identity"),
     ("Next Friday we decided to launch v2.", "Decided to launch v2 next Friday", "decision"),
+    ("I use vim for editing.", "Uses vim for editing", "preference"),
+    ("I'm learning Portuguese.", "Is learning Portuguese", "goal"),
     ("下周五我们决定上线v2", "下周五决定上线v2", "decision"),
     ("我对青霉素过敏。", "对青霉素过敏", "identity"),
     ("I take 5 mg of Ramipril every morning.", "Takes 5 mg of Ramipril every morning", "identity"),
@@ -404,6 +406,11 @@ def test_a_word_that_is_no_name_is_not_learned_as_a_relatives_name(text):
 def test_two_facts_said_in_one_breath_are_two_facts(text, contents):
     # (so that a move archives the city, not the job said with it)
     assert [f.content for f in extract(text).new_facts] == contents
+
+
+@pytest.mark.parametrize("text", ["I use it every day.", "I'm learning a lot here.", "I'm learning about myself."])
+def test_a_tool_or_a_skill_that_names_nothing_is_no_fact(text):
+    assert extract(text).new_facts == []
 
 
 def test_weak_signal_has_lower_confidence_and_no_profile_update():

@@ -504,6 +504,11 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("goal", "planning|aiming|hoping|working|saving", r"\b(?:i'm|i am|(?:the )?user is)\s+(?P<v>planning to|aiming to|hoping to|working towards?|saving (?:up )?for)"
           r"\s+(?P<x>.+)", 0.7, "{Vraw} {x}"),
     _rule("goal", "plan|plans|intend|intends", _SUBJECT + r"(?P<v>plans?|intends?)\s+to\s+(?P<x>.+)", 0.7, "{V} to {x}"),
+    # a tool one works with, a skill one is learning: "I use vim for editing", "I'm learning Portuguese"
+    _rule("preference", "use|uses", _SUBJECT + r"(?:(?:mostly|mainly|only|always)\s+)?(?P<v>uses?)\s+"
+          r"(?!(?:it|this|that|them|these|those|one|some|any|the same|a lot|too much|less|more)\b)(?P<x>.+)", 0.8, "Uses {x}"),
+    _rule("goal", "learning", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:currently|now|also|still)\s+)?(?P<v>learning)\s+"
+          r"(?!(?:to\s+(?:live|deal|cope|accept)|about|that|how|a lot|so much|more)\b)(?P<x>.+)", 0.8, "Is learning {x}", "topOfMind"),
     _rule("decision", "decided|agreed|settled", r"(?:\b(?:we|i|user|the user)(?:'ve|\s+have|\s+had)?\s+(?:finally\s+|just\s+|all\s+|also\s+)?|^)"
           r"(?P<v>decided|agreed|settled)\s+(?P<x>(?:to|on|upon|that|against)\b.+)", 0.9, "{Vraw} {x}"),
     _rule("decision", "chose|picked", r"\b(?:we|i|(?:the )?user)\s+(?:finally\s+)?(?P<v>chose|picked)\s+(?P<x>.+)", 0.85, "{Vraw} {x}"),
