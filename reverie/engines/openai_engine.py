@@ -9,8 +9,8 @@ DeepSeek, OpenAI)::
 Each step sends its instructions (``prompts/<step>.md``) and the JSON schema of
 the answer it expects, then reads the answer tolerantly: ``<think>`` blocks,
 code fences and trailing chatter are ignored. Transient failures (timeouts,
-dropped connections, HTTP 429 and 5xx, a reply that is no chat completion: an HTML
-page from a proxy, an error object) are retried with exponential backoff; an
+dropped connections, HTTP 408, 409, 429 and 5xx, a reply that is no chat completion: an
+HTML page from a proxy, an error object) are retried with exponential backoff; an
 answer that does not parse or validate is asked for again, with the problem
 named. ``timeout`` bounds a whole call, however slowly the server sends its
 reply. Whatever goes wrong surfaces as one :class:`~reverie.errors.EngineError`,
@@ -38,6 +38,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -58,6 +59,7 @@ from reverie.engines.base import (
     TagDecisions,
     TidyPlan,
 )
+from reverie.engines.heuristic.summarize import summarize as offline_summary
 from reverie.errors import EngineError, InvalidInput
 from reverie.models import AREAS, CATEGORIES, Perception
 from reverie.redact import redact
@@ -92,6 +94,14 @@ class _Transient(Exception):
         self.after = after
 
 
+class _Breaker(NamedTuple):
+    """Until when (monotonic) calls fail at once, why, and when it opened."""
+
+    open_until: float = 0.0
+    reason: str = ""
+    opened_at: datetime = datetime.min.replace(tzinfo=timezone.utc)
+
+
 class _Completion(NamedTuple):
     """The text of a chat completion's first choice, and why the server ended it."""
 
@@ -99,6 +109,9 @@ class _Completion(NamedTuple):
     finish_reason: str | None = None
 
 
+# HTTP statuses under 500 worth asking again after a pause: the server timed the request out
+# (408), a conflict such as a lock held (409), too many requests (429); the SDK retries the same
+TRANSIENT_STATUSES = (408, 409, 429)
 # a recall waits at most this long on perception from an endpoint, and asks once: past it,
 # the heuristic engine perceives (learning, in the background, waits and retries instead)
 PERCEIVE_TIMEOUT_SECONDS = 5.0
@@ -116,13 +129,21 @@ _LOOP_GRACE_SECONDS = 5.0
 
 
 def _retry_after(exc: Any) -> float | None:
-    """A Retry-After in seconds (the HTTP-date form is not read), within the cap."""
+    """A Retry-After in seconds, or as an HTTP date (``Wed, 21 Oct 2026 07:28:00 GMT``), within the cap."""
     value = getattr(getattr(exc, "response", None), "headers", {}).get("retry-after")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
+    if value is None:
         return None
-    return None if seconds is None or seconds < 0 else min(seconds, MAX_RETRY_AFTER_SECONDS)
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is in GMT
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return None if math.isnan(seconds) or seconds < 0 else min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 class _CallLoop:
@@ -200,7 +221,9 @@ class OpenAIEngine:
     ):
         """``breaker_seconds``: after a call found the endpoint unreachable or failing (every
         retry spent), calls fail at once for that long instead of waiting on it again (a
-        circuit breaker); the first call after it tries the endpoint again. ``concurrency``:
+        circuit breaker); the first call after it tries the endpoint again. A failed perception
+        (one short try, on a recall's path) holds only perception for that long: learning's calls,
+        with their longer timeout and their retries, still try the endpoint. ``concurrency``:
         calls this engine has in flight at once, whichever thread makes them (learning's,
         dreams'); a server that answers one request at a time then never holds a queue of
         them long enough to time them out. Perception, which a reply waits for, is not held
@@ -219,10 +242,10 @@ class OpenAIEngine:
         self.temperature = temperature
         self.batch_chars = batch_chars
         self.breaker_seconds = breaker_seconds
-        self._open_until = 0.0  # monotonic time until which the breaker is open
+        # the breakers: "calls" holds every step, "perceive" perception only (its one short try
+        # on a recall's path says nothing of how the endpoint serves learning's longer calls)
+        self._breakers = {"calls": _Breaker(), "perceive": _Breaker()}
         self._slots = threading.BoundedSemaphore(concurrency)
-        self._open_reason = ""
-        self._opened_at = datetime.now(timezone.utc)  # when the breaker last opened
         self._api_key = api_key or _api_key_from_environment()
         self._pid = os.getpid()
         self._client = self._new_client()
@@ -257,7 +280,16 @@ class OpenAIEngine:
         return self._grounded(extraction, set(_line_ids(request)))
 
     def summarize(self, request: SummarizeRequest) -> EpisodeSummary:
-        return self._ask("summarize", _dump(request), EpisodeSummary, language=request.language)
+        """The model's summary; one whose ``summary`` is empty is asked for again, and if it is
+        still empty at the last attempt, the offline engine writes that line (else the episode
+        would get no line in the daily notes, which the dream reads, or wait for ever)."""
+        answer = self._ask("summarize", _dump(request), EpisodeSummary, _has_summary, language=request.language)
+        if answer.summary.strip():
+            return answer
+        line = offline_summary(request).summary or _first_words(request)
+        logger.warning("summarize: model %r at %s gave an empty summary; the offline engine's line is used",
+                       self.model, self.base_url)
+        return answer.model_copy(update={"summary": redact(line)})
 
     def distill(self, request: DistillRequest) -> DreamPlan:
         # grounding (every entry citing real input ids) is checked by the dream line
@@ -296,13 +328,22 @@ class OpenAIEngine:
 
     # ------------------------------------------------------------ one call, with the failure policy
 
-    def _ask(self, step: str, data: str, answer_model: type[Answer], **values: Any) -> Answer:
-        wait = self._open_until - time.monotonic()
-        if wait > 0:
+    def _ask(
+        self, step: str, data: str, answer_model: type[Answer], check: Callable[[Answer], None] | None = None,
+        **values: Any,
+    ) -> Answer:
+        """The step's answer, read into ``answer_model``. ``check`` may raise _BadAnswer for an
+        answer that parses but says nothing usable, to ask again while attempts remain: the
+        last attempt's answer is returned whatever it says, for the caller to make good."""
+        # perception waits on either breaker; every other step only on the one of every step
+        kinds = ("calls", "perceive") if step == "perceive" else ("calls",)
+        now = time.monotonic()
+        breaker = max((self._breakers[kind] for kind in kinds), key=lambda b: b.open_until)
+        if breaker.open_until > now:
             # times of day, not "5 s ago": the message is kept, and health shows it later
-            until = datetime.now(timezone.utc) + timedelta(seconds=wait)
+            until = datetime.now(timezone.utc) + timedelta(seconds=breaker.open_until - now)
             raise EngineError(
-                f"{step}: {self.base_url} failed at {self._opened_at:%H:%M:%S} UTC ({self._open_reason}); "
+                f"{step}: {self.base_url} failed at {breaker.opened_at:%H:%M:%S} UTC ({breaker.reason}); "
                 f"not calling it again before {until:%H:%M:%S} UTC"
             )
         system = {"role": "system", "content": _system_prompt(step, answer_model, values)}
@@ -316,7 +357,10 @@ class OpenAIEngine:
             try:
                 with self._slots if step != "perceive" else nullcontext():
                     answer = self._complete(step, messages)
-                return parse_answer(answer.text, answer_model)
+                parsed = parse_answer(answer.text, answer_model)
+                if check is not None and attempt + 1 < attempts:
+                    check(parsed)
+                return parsed
             except _Transient as exc:
                 problem, failing = redact(str(exc)), True  # an endpoint's error may echo a key: logged and stored
                 if attempt + 1 < attempts:
@@ -324,7 +368,7 @@ class OpenAIEngine:
                     logger.info("%s: %s; retrying in %.2fs", step, problem, pause)
                     time.sleep(pause)
             except _BadAnswer as exc:
-                problem, failing = redact(_stopped_early(answer.finish_reason) + str(exc)), False
+                problem, failing = redact(_stopped_early(answer.finish_reason, step) + str(exc)), False
                 logger.info("%s: unusable answer (%s)", step, problem)
                 # an answer is shown back with what is wrong with it; no answer is asked for again
                 messages = [system, user, *_correction(answer.text, problem)] if answer.text else [system, user]
@@ -332,8 +376,8 @@ class OpenAIEngine:
             logger.warning("%s: last raw answer from %s: %s", step, self.model,
                            redact(_truncate(answer.text, _RAW_LOG_CHARS)))
         if failing:  # no answer at all: the endpoint is down or failing, not the model confused
-            self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, problem
-            self._opened_at = datetime.now(timezone.utc)
+            self._breakers["perceive" if step == "perceive" else "calls"] = _Breaker(
+                time.monotonic() + self.breaker_seconds, problem, datetime.now(timezone.utc))
         raise EngineError(
             f"{step}: model {self.model!r} at {self.base_url} gave no usable answer "
             f"after {attempts} attempt(s): {problem}"
@@ -352,7 +396,7 @@ class OpenAIEngine:
         except openai.APIConnectionError as exc:
             raise _Transient(f"connection failed ({exc.__cause__ or exc})") from exc
         except openai.APIStatusError as exc:
-            if exc.status_code == 429 or exc.status_code >= 500:
+            if exc.status_code in TRANSIENT_STATUSES or exc.status_code >= 500:
                 raise _Transient(f"the server is busy or failing ({exc.message})", _retry_after(exc)) from exc
             raise EngineError(  # its message may echo the key it refused: never said or stored as it is
                 f"{step}: {self.base_url} refused the request ({redact(exc.message)}); "
@@ -360,7 +404,7 @@ class OpenAIEngine:
             ) from exc
         except openai.OpenAIError as exc:
             raise EngineError(f"{step}: the OpenAI client failed: {redact(str(exc))}") from exc
-        return _read_completion(body)
+        return _read_completion(body, step)
 
     async def _post(self, messages: list[dict[str, str]], seconds: float) -> bytes:
         """The body of the endpoint's reply, as it is: :func:`_read_completion` reads it, the
@@ -377,12 +421,17 @@ class OpenAIEngine:
 # ---------------------------------------------------------------- reading replies
 
 
-def _read_completion(body: bytes) -> _Completion:
+def _read_completion(body: bytes, step: str) -> _Completion:
     """The answer in a chat-completions reply. A reply that is no chat completion (a proxy's
     HTML page, an error object, no message) is the endpoint failing, worth asking again after a
     pause; a completion with no text (empty, refused) is the model's, asked again at once."""
     try:
-        reply = json.loads(body)
+        try:
+            reply = json.loads(body)
+        except UnicodeDecodeError:
+            # bytes that are no UTF-8 (a server that cut a character between two tokens): each
+            # becomes U+FFFD, as half a surrogate pair does, and the rest is read
+            reply = json.loads(body.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError) as exc:
         raise _Transient(f"the reply was not JSON (it begins {_excerpt(body)!r})") from exc
     if not isinstance(reply, dict):
@@ -402,7 +451,7 @@ def _read_completion(body: bytes) -> _Completion:
         refusal = message.get("refusal")
         if refusal:
             raise _BadAnswer(f"the model refused: {_excerpt(str(refusal))}")
-        raise _BadAnswer(_stopped_early(finish_reason) + "the answer was empty")
+        raise _BadAnswer(_stopped_early(finish_reason, step) + "the answer was empty")
     return _Completion(text, finish_reason if isinstance(finish_reason, str) else None)
 
 
@@ -419,16 +468,32 @@ def _text_of(content: Any) -> str:
     raise _Transient(f"the reply's message content was a JSON {_json_kind(content)}, not text")
 
 
+def _has_summary(answer: EpisodeSummary) -> None:
+    """A summary that says nothing (``{}``, only an overview) is asked for again."""
+    if not answer.summary.strip():
+        raise _BadAnswer("the summary was empty: `summary` must say in one line what happened")
+
+
+def _first_words(request: SummarizeRequest) -> str:
+    """The first thing the user said (else anyone), on one line: a summary when no other is."""
+    said = [m.content for m in request.messages if m.role == "user"] or [m.content for m in request.messages]
+    return " ".join(" ".join(said).split()[:25])
+
+
 def _json_kind(value: Any) -> str:
     kinds = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "list"), (dict, "object"))
     return next((kind for typ, kind in kinds if isinstance(value, typ)), "null")
 
 
-def _stopped_early(finish_reason: Any) -> str:
-    """What a problem should say first when the server stopped the answer early ("" if not)."""
+# what else makes a step's answer shorter, when the server cut it off at its token limit
+_SHORTER = {"extract": ", or lower learn_batch_chars", "distill": ", or lower dream_max_entries"}
+
+
+def _stopped_early(finish_reason: Any, step: str) -> str:
+    """What a problem should say first when the server stopped ``step``'s answer early ("" if not)."""
     if finish_reason == "length":
         return ("the server cut the answer off at its token limit (finish_reason 'length': raise the "
-                "model's max_tokens, or lower learn_batch_chars); ")
+                f"model's max_tokens{_SHORTER.get(step, '')}); ")
     if finish_reason in (None, "stop") or not isinstance(finish_reason, str):
         return ""
     return f"the server stopped the answer (finish_reason {_excerpt(finish_reason, 40)!r}); "
