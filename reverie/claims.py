@@ -650,10 +650,11 @@ _SINGLE_VALUED = frozenset({"employer", "home", "origin", "diet", "marital"})
 # now" "Is married to João"
 STATE_GROUPS: dict[str, frozenset[str]] = {
     "diet": frozenset({"vegetarian", "vegan", "pescatarian", "omnivore", "flexitarian", "carnivore"}),
-    "marital": frozenset({"married", "single", "divorced", "widowed", "engaged", "separated"}),
+    "marital": frozenset({"married", "single", "divorced", "widowed"}),
 }
 _STATE_OF = {word: group for group, words in STATE_GROUPS.items() for word in words}
-_STATE_EN = re.compile(r"^(?:is|am|got|became)\s+(?:now\s+)?(?:an?\s+)?(?:strict\s+)?(?P<o>[a-z]+)\b", re.IGNORECASE)
+# (not "Is single-minded": the word whole)
+_STATE_EN = re.compile(r"^(?:is|am|got|became)\s+(?:now\s+)?(?:an?\s+)?(?:strict\s+)?(?P<o>[a-z]+)(?![\w-])", re.IGNORECASE)
 
 # Two values of one exclusive slot cannot both hold ("Prefers tabs" vs "Prefers spaces").
 EXCLUSIVE_GROUPS: tuple[frozenset[str], ...] = (
