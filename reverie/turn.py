@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from datetime import datetime
 from types import TracebackType
@@ -34,22 +35,31 @@ log = logging.getLogger("reverie.turn")
 # the secrets redaction took out of an open turn's message, for its reply ("Saved Geheim!42 for
 # you"), in this process's memory only, never stored: whichever object of this process completes
 # the turn (the REST and MCP doors resume it by id) takes them out of the reply too. The newest
-# HELD_TURNS turns' at most; a reply sent to another process (a replica) is redacted on its own
+# HELD_TURNS turns' at most, for HELD_SECONDS at most; a reply sent later, or to another process
+# (a replica), is redacted on its own
 HELD_TURNS = 1024
-_held: OrderedDict[str, Secrets] = OrderedDict()
+HELD_SECONDS = 3600.0
+_held: OrderedDict[str, tuple[float, Secrets]] = OrderedDict()
 _held_lock = threading.Lock()
 
 
 def _hold(turn_id: str, secrets: Secrets) -> None:
     with _held_lock:
-        _held[turn_id] = secrets
-        while len(_held) > HELD_TURNS:
-            _held.popitem(last=False)
+        _held[turn_id] = (time.monotonic(), secrets)
+        _forget_old()
 
 
 def _held_for(turn_id: str) -> Secrets:
     with _held_lock:
-        return _held.pop(turn_id, {})
+        _forget_old()
+        return _held.pop(turn_id, (0.0, {}))[1]
+
+
+def _forget_old() -> None:
+    """(under the lock) Drops what is past HELD_TURNS or HELD_SECONDS, oldest first."""
+    stale = time.monotonic() - HELD_SECONDS
+    while _held and (len(_held) > HELD_TURNS or next(iter(_held.values()))[0] < stale):
+        _held.popitem(last=False)
 
 
 def recover_turns(store: Store) -> int:

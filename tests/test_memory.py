@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from reverie import Conflict, InvalidInput, Memory, NotFound
+from reverie import turn as turn_module
 
 
 # ---------------------------------------------------------------- facts
@@ -107,7 +108,7 @@ def test_secrets_are_stripped_on_remember_and_profile(mem):
     assert "555-0132" not in prof.user.personal_context.summary
 
 
-def test_a_secret_repeated_in_another_message_of_the_same_write_is_taken_out_there_too(mem, tmp_path):
+def test_a_secret_repeated_in_another_message_of_the_same_write_is_taken_out_there_too(mem, tmp_path, monkeypatch):
     said = [{"role": "user", "content": "My wifi password is Geheim!42, mail me at ana@example.com"},
             {"role": "assistant", "content": "Got it, I saved Geheim!42 and ana@example.com for you. PIN-like 123456789?"}]
     added = mem.add(said, user="ana")
@@ -122,6 +123,11 @@ def test_a_secret_repeated_in_another_message_of_the_same_write_is_taken_out_the
     with mem.turn("The door code at home is 48151623", user="cy") as turn:
         turn.complete("Noted, I will remember 48151623.")
     assert turn.episode.reply_text == "Noted, I will remember [password]."
+    # held for a while only: a reply past HELD_SECONDS is redacted on its own (as in another process)
+    monkeypatch.setattr(turn_module, "HELD_SECONDS", 0.0)
+    with mem.turn("The door code at home is 48151623", user="eve") as late:
+        late.complete("Noted, I will remember 48151623.")
+    assert late.episode.reply_text == "Noted, I will remember 48151623."
     # a value shorter than ECHO_MIN_CHARS is left where nothing marks it: a PIN's digits are any number's
     with mem.turn("my PIN is 4521", user="dee") as turn:
         turn.complete("You walked 4521 steps today")
