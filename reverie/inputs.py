@@ -162,9 +162,16 @@ def clean_text_and_secrets(text: Any, field: str) -> tuple[str, Secrets]:
 
 def without_secrets(text: str, secrets: Secrets) -> str:
     """``text`` with each of ``secrets`` (from :func:`clean_text_and_secrets` of another
-    message) replaced by its placeholder where it stands whole (not inside a longer word)."""
+    message) replaced by its placeholder where it stands whole (not inside a longer word). A
+    number (a phone's, a card's) is known by its digits, however they are grouped: "0171
+    2345678" said, "01712345678" repeated."""
     for value, placeholder in secrets.items():
-        if value in text:
+        digits = re.sub(r"\D", "", value)
+        if len(digits) >= ECHO_MIN_CHARS and len(digits) * 2 >= len(value):
+            if digits[:3] in re.sub(r"\D", "", text):  # (the pattern is built only for a text that may hold it)
+                grouped = r"[\s./()-]?".join(re.escape(d) for d in digits)
+                text = re.sub(rf"(?<![\w+]){grouped}(?!\w)", placeholder, text)
+        elif value in text:
             text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", placeholder, text)
     return text
 

@@ -1452,7 +1452,10 @@ _SECRET_DETECTORS: tuple[_Detector, ...] = (
             r"""(?=(?i:[acpr]))(?<![A-Za-z0-9])(?i:   # the keywords' first letters: a first test
                 pasaporte|passeport|passaport[eo]|reisepass(?:nummer)?|pass(?:nummer|-nr\.?)
                 | (?:personal)?ausweis(?:nummer|-nr\.?)? | cart[ae][ ]d['’]identit[éeàa])
-            (?:(?:[ \t]+|-)(?i:n[º°o]\.?|n\.|nr\.?|nummer|num[ée]ro|número))?"""
+            (?:(?:[ \t]+|-)(?i:n[º°o]\.?|n\.|nr\.?|nummer|num[ée]ro|número)
+               # "Mein Personalausweis hat die Nummer T22000129", "mi pasaporte tiene el número ..."
+               | [ \t]+(?i:hat|mit|tiene|con|a|avec|ha|com|tem)(?:[ \t]+(?i:die|der|el|le|la|il|o|a))?[ \t]+
+                 (?i:nummer|n[úu]mero|num[ée]ro))?"""
             + _FOREIGN_KEY_SEP
             + r"(?P<bare>[A-Za-z0-9]{6,12})"
             + _ASCII_END

@@ -115,6 +115,10 @@ def test_a_secret_repeated_in_another_message_of_the_same_write_is_taken_out_the
     text = " ".join(m.content for e in added for m in e.messages)
     assert "Geheim!42" not in text and "ana@example.com" not in text
     assert "I saved [password] and [email] for you" in text and "123456789" in text  # (no secret said)
+    # a number is known by its digits however they are grouped
+    added = mem.add([{"role": "user", "content": "Meine Handynummer ist 0171 2345678."},
+                     {"role": "assistant", "content": "Alles klar, 01712345678 ist gespeichert."}], user="ana", thread="de")
+    assert added[0].messages[1].content == "Alles klar, [phone] ist gespeichert."
     # a file's conversation, and a turn's reply
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(json.dumps(m) for m in said), encoding="utf-8")

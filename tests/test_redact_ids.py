@@ -239,3 +239,12 @@ def test_long_runs_of_the_new_keywords_and_look_alikes_stay_linear():
     for text in texts:
         assert redact(text) == text
     assert time.perf_counter() - start < 10.0
+
+
+def test_an_id_given_with_the_words_has_the_number_is_redacted():
+    cases = [
+        ("Mein Personalausweis hat die Nummer T22000129.", "Mein Personalausweis hat die Nummer [id-number]."),
+        ("Mi pasaporte tiene el número PAA123456", "Mi pasaporte tiene el número [id-number]"),
+        ("Mon passeport a le numéro 12AB34567", "Mon passeport a le numéro [id-number]"),
+    ] + _kept(["Mein Personalausweis hat die Nummer vergessen"])
+    assert _mismatches(cases) == []
