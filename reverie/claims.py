@@ -733,6 +733,10 @@ class Claim:
     obj: frozenset[str] = frozenset()  # the object's terms
     negated: frozenset[str] = frozenset()  # the terms a correction takes back
     tokens: frozenset[str] = frozenset()  # the whole line's terms
+    says_not: bool = False  # the line says "not" (or "n't", 不): it may be a copy of a correction
+
+
+_SAYS_NOT = re.compile(r"\bnot\b|n['’]t\b|不", re.IGNORECASE)
 
 
 def parse_claim(content: str, negated: str = "") -> Claim:
@@ -747,9 +751,10 @@ def parse_claim(content: str, negated: str = "") -> Claim:
     taken_back = term_set(negated) if negated else frozenset()
     state = _STATE_EN.match(text) if m is None else None
     if state and state["o"].lower() in _STATE_OF:
-        return Claim(_STATE_OF[state["o"].lower()], True, term_set(state["o"]), taken_back, term_set(text))
+        return Claim(_STATE_OF[state["o"].lower()], True, term_set(state["o"]), taken_back, term_set(text),
+                     bool(_SAYS_NOT.search(text)))
     obj = term_set(clip_object(m["o"], has_cjk(text))) if m else frozenset()
-    return Claim(group, positive, obj, taken_back, term_set(text))
+    return Claim(group, positive, obj, taken_back, term_set(text), bool(_SAYS_NOT.search(text)))
 
 
 def _exclusive_clash(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -765,7 +770,9 @@ def contradicts(newer: Claim, older: Claim) -> bool:
     """True when ``newer`` takes ``older`` back: a correction, an opposite liking, a new single value."""
     if newer.negated and newer.negated <= older.tokens:
         affirmed = newer.tokens - newer.negated
-        return not affirmed or not affirmed <= older.tokens  # an older copy of the correction itself stays
+        # an older copy of the correction itself stays; a line that said both without a "not"
+        # does not ("Is allergic to cats and dogs" after "only allergic to cats, not dogs")
+        return not affirmed or not affirmed <= older.tokens or not older.says_not
     if not newer.group or newer.group != older.group or not newer.obj or not older.obj:
         return False
     same_object = jaccard(newer.obj, older.obj) >= 0.5

@@ -1097,6 +1097,7 @@ def test_a_line_that_only_carried_a_credential_is_not_kept_as_a_fact(mem):
     ("I have two kids.", "I have three kids now, our son Max was born in June.", ["Has three kids now"]),
     ("At work we decided to launch the new checkout on December 1.", "Correction: the checkout launch moved to December 8.",
      ["The checkout launch moved to December 8"]),
+    ("I'm allergic to cats and dogs.", "I'm only allergic to cats, not dogs.", ["Is allergic to cats, not dogs"]),
 ])
 def test_what_the_user_takes_back_or_changes_later_replaces_what_they_said_before(mem, before, after, live):
     first = datetime(2026, 10, 1, 9, tzinfo=timezone.utc)

@@ -439,7 +439,7 @@ RULES_EN: tuple[Rule, ...] = (
           "Is {v} {x}", "workContext"),
     _rule("identity", _DIETS, r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:strictly|fully|now|also|still|mostly|completely)\s+)?"
           r"(?P<x>(?:" + _DIETS + r")\b.*)", 0.9, "Is {x}", "personalContext"),
-    _rule("identity", "allergic", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:very|severely|deathly|highly|mildly|slightly|also|really|"
+    _rule("identity", "allergic", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:very|severely|deathly|highly|mildly|slightly|also|really|only|"
           r"super)\s+)?(?P<v>allergic)\s+to\s+(?P<x>.+)", 0.9, "Is allergic to {x}", "personalContext"),
     _rule("identity", "allergy|allergies|intolerance|intolerances|sensitivity|sensitivities|celiac|coeliac",
           r"\b(?:i|(?:the )?user)\s+(?P<v>have|has)\s+(?P<x>(?:(?:an?\s+)?(?:(?:severe|mild|bad|serious)\s+)?"
