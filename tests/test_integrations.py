@@ -6,11 +6,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    HumanMessageChunk,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
+from pydantic import ValidationError
 
-from reverie import Memory
+from reverie import AsyncMemory, Memory
 from reverie.integrations.langchain import ReverieChatMessageHistory, ReverieRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,3 +113,50 @@ def test_langchain_retriever_leaves_the_profile_out(mem):
     assert [d.metadata["kind"] for d in docs] == ["fact"] and "peanuts" in docs[0].page_content
     everything = ReverieRetriever(memory=mem, user="ana", k=10).invoke("billing team bank Lisbon")
     assert all(d.metadata["kind"] != "profile" for d in everything)
+
+
+def test_langchain_streamed_and_chat_messages_keep_the_agents_side_out_of_what_the_user_said(mem):
+    history = ReverieChatMessageHistory(mem, user="ana", thread="stream")
+    history.add_messages([
+        HumanMessageChunk(content="Where should I go in May?"),
+        AIMessageChunk(content="You told me you live in Reykjavik"),
+        ChatMessage(role="assistant", content="Chat message from the assistant"),
+        FunctionMessage(name="lookup", content="Function output about volcanoes"),
+    ])
+    (episode,) = mem.episodes(user="ana", thread="stream")
+    assert [m.role for m in episode.messages] == ["user", "assistant", "assistant", "tool"]
+    assert [m.type for m in history.messages] == ["human", "ai", "ai", "tool"]
+    mem.flush(user="ana")
+    learned = [f.content for f in mem.facts(user="ana")]
+    assert not any("Reykjavik" in line or "volcano" in line for line in learned)
+
+
+def test_langchain_history_streamed_through_runnable_with_message_history_keeps_the_answer_as_ai(mem):
+    def model(messages: list[BaseMessage]) -> Iterator[AIMessageChunk]:
+        for word in ("Noted: ", "Lisbon ", "in May."):
+            yield AIMessageChunk(content=word)
+
+    chain = RunnableWithMessageHistory(
+        RunnableLambda(model), lambda session_id: ReverieChatMessageHistory(mem, user="ana", thread=session_id))
+    list(chain.stream([HumanMessage("I go to Lisbon in May")], config={"configurable": {"session_id": "trip"}}))
+    back = ReverieChatMessageHistory(mem, user="ana", thread="trip").messages
+    assert [(m.type, m.content) for m in back] == [("human", "I go to Lisbon in May"), ("ai", "Noted: Lisbon in May.")]
+
+
+def test_langchain_adapters_take_an_async_memory_and_refuse_anything_else(mem):
+    amem = AsyncMemory(memory=mem)
+    mem.remember("Ana is allergic to peanuts", user="ana", category="constraint")
+    history = ReverieChatMessageHistory(amem, user="ana", thread="a")
+    history.add_messages([HumanMessage("Hello there"), AIMessage("Hi Ana")])
+    assert [m.content for m in history.messages] == ["Hello there", "Hi Ana"]
+    docs = ReverieRetriever(memory=amem, user="ana").invoke("what is ana allergic to?")
+    assert docs and "peanuts" in docs[0].page_content
+    with pytest.raises(TypeError, match="reverie Memory or AsyncMemory"):
+        ReverieChatMessageHistory("./mem", user="ana")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="reverie Memory or AsyncMemory"):
+        ReverieRetriever(memory="./mem", user="ana")
+
+
+def test_langchain_retriever_refuses_a_negative_k(mem):
+    with pytest.raises(ValidationError, match="k must be a whole number >= 0"):
+        ReverieRetriever(memory=mem, user="ana", k=-1)

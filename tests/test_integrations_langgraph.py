@@ -388,3 +388,35 @@ def test_a_refused_key_is_not_repeated_in_the_error(store):
     with pytest.raises(InvalidInput) as refused:
         store.put(ANA, secret, {"content": "Ana is vegan"})
     assert "holds sensitive data" in str(refused.value) and "abcdEFGH" not in str(refused.value)
+
+
+def test_a_filter_reads_nested_fields_as_langgraphs_own_store_does(store):
+    reference = InMemoryStore()
+    values = {"n1": {"content": "Likes green tea", "meta": {"kind": "pref", "level": 3}, "sizes": [1, 2]},
+              "n2": {"content": "Likes black coffee", "meta": {"kind": "habit", "level": 1}, "sizes": [3]}}
+    for key, value in values.items():
+        store.put(ANA, key, value)
+        reference.put(ANA, key, value)
+    for condition in ({"meta": {"kind": "pref"}}, {"meta": {"level": {"$gt": 2}}}, {"meta": {"level": {"$lte": 3}}},
+                      {"sizes": [3]}, {"meta": {"kind": "none"}}, {"content": "Likes black coffee"}):
+        want = sorted(i.key for i in reference.search(ANA, filter=condition))
+        assert sorted(i.key for i in store.search(ANA, filter=condition)) == want, condition
+        assert sorted(i.key for i in store.search(ANA, query="what does ana like?", filter=condition)) == want
+
+
+def test_tags_and_a_category_a_fact_cannot_take_are_refused_by_name(store, mem):
+    with pytest.raises(InvalidInput, match="tag 'the' is too generic"):
+        store.put(ANA, "k", {"content": "Likes tea", "tags": ["the"]})
+    with pytest.raises(InvalidInput, match="tags must be a list"):
+        store.put(ANA, "k", {"content": "Likes tea", "tags": "drinks"})
+    with pytest.raises(InvalidInput, match="category must be text"):
+        store.put(ANA, "k", {"content": "Likes tea", "category": 5})
+    assert mem.facts(user="ana") == []  # nothing written
+    store.put(ANA, "k", {"content": "Likes tea", "tags": ["billing"], "category": None})
+    assert [(f.content, f.tags) for f in mem.facts(user="ana")] == [("Likes tea", ["billing"])]
+
+
+def test_a_text_in_a_value_past_the_limit_is_refused_by_its_path(store, mem):
+    with pytest.raises(InvalidInput, match=r"value\.blob\.parts\[0\] is 1,000,001 characters"):
+        store.put(ANA, "k", {"content": "Likes tea", "blob": {"parts": ["y" * 1_000_001]}})
+    assert mem.facts(user="ana") == []

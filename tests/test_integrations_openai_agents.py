@@ -604,3 +604,15 @@ def test_an_exchange_closed_for_want_of_an_answer_still_takes_it(mem):
     run(main)
     assert said(mem) == [("completed", [ASKED["content"], CORRECTED["content"][0]["text"]])]
     assert mem.episodes(user="ana", thread="s")[0].meta["unanswered"] == "late"
+
+
+def test_a_text_in_an_item_past_the_limit_is_refused_by_its_path(mem):
+    session = ReverieSession(mem, user="ana", session_id="s")
+
+    async def main() -> None:
+        with pytest.raises(InvalidInput, match=r"items\[1\]\.output is 3,000,000 characters"):
+            await session.add_items([user_msg("Read this page"),
+                                     {"type": "function_call_output", "call_id": "c1", "output": "y" * 3_000_000}])
+        assert await session.get_items() == []  # nothing of a refused batch was written
+
+    run(main)

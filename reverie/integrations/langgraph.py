@@ -21,9 +21,11 @@ adapters), not to stored items.
 **Items are facts.** ``put(namespace, key, value)`` stores the value as one fact of the user
 (consolidated at once, as with :meth:`Memory.remember`, never evicted by capacity); its
 text is ``value["content"]`` (or ``"text"``, ``"memory"``, ``"data"``), else the value's
-fields written out (``food: pizza; drink: tea``); a ``category`` and ``tags`` in the value
-become the fact's. The value dict itself is kept with the fact (``Fact.meta``) and ``get``
-returns it as put, every string redacted like everything reverie stores; if the fact's text
+fields written out (``food: pizza; drink: tea``); a ``category`` and ``tags`` (a list of words)
+in the value become the fact's (one they cannot be, a tag too generic to match, is refused,
+named). A text in the value is at most 1,000,000 characters, as everywhere in reverie. The
+value dict itself is kept with the fact (``Fact.meta``) and ``get`` returns it as put, every
+string redacted like everything reverie stores; if the fact's text
 is edited elsewhere (MEMORY.md, ``update_fact``) the text field follows (a value with no text
 field gets its fields back from the edited line, or the line as ``content`` when it no longer
 reads as the fields). A put under a key
@@ -41,7 +43,8 @@ facts (episodes, notes, knowledge) as read-only items of the user's namespace, k
 reverie id and value ``{"content": line, "kind": kind}``. The profile's lines are left out:
 recall delivers them first whatever the query, and they would take the places of what it
 found (``memory_block`` has them, and ``Memory.profile``). Without a query it lists
-the namespace's facts, oldest first. ``filter`` (exact values, ``$eq $ne $gt $gte $lt $lte``),
+the namespace's facts, oldest first. ``filter`` (exact values, ``$eq $ne $gt $gte $lt $lte``,
+a nested value's fields as a dict of them, as LangGraph's own stores read it),
 ``limit`` and ``offset`` apply to the values either way; with a query, what recall found comes
 first, and a page past it (or a filter it leaves short) goes on with the namespace's other
 facts, oldest first, scored 0. Items live in their own namespace
@@ -72,12 +75,20 @@ from langgraph.store.base import (
 
 from reverie.aio import AsyncMemory
 from reverie.errors import InvalidInput
-from reverie.inputs import check_category, check_json, check_tags, check_unicode, check_user, clean_fact
+from reverie.inputs import (
+    MAX_TEXT_CHARS,
+    check_category,
+    check_json,
+    check_tags,
+    check_unicode,
+    check_user,
+    clean_fact,
+)
 from reverie.memory import Memory
 from reverie.models import Fact, Provenance, digest, utcnow
 from reverie.recall import RecallItem
 from reverie.redact import find_sensitive, redact, redact_obj
-from reverie.tags import TagWriter
+from reverie.tags import TagWriter, usable_tags
 
 # the value fields that hold a memory's text, first found wins
 TEXT_FIELDS = ("content", "text", "memory", "data")
@@ -180,9 +191,9 @@ class ReverieStore(BaseStore):
         text, field = _memory_text(value)
         ctx = self.memory.ctx
         content = clean_fact(text, f"value.{field}" if field else "value", ctx.settings.max_fact_chars)
-        raw_category = value.get("category")
-        category, original = check_category(raw_category if isinstance(raw_category, str) else None)
-        tags = check_tags(value["tags"]) if isinstance(value.get("tags"), list) else []
+        # a category or tags the fact cannot take are refused, named, not dropped without a word
+        category, original = check_category(value.get("category"))
+        tags = usable_tags(check_tags(value.get("tags")))
         store = ctx.store
         now = utcnow()
         with store.transaction():
@@ -356,8 +367,24 @@ def _check_value(value: Any, depth: int) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"value must be JSON: {exc}", field="value") from exc
     check_json(plain, depth)
+    _check_lengths(plain, "value")
     redacted: dict[str, Any] = redact_obj(plain)
     return redacted
+
+
+def _check_lengths(value: Any, field: str) -> None:
+    """Refuse a text in a JSON document longer than any text reverie takes (kept as given, it
+    would pass the limit every other door holds); ``field`` names the document."""
+    stack: list[tuple[Any, str]] = [(value, field)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and len(item) > MAX_TEXT_CHARS:
+            raise InvalidInput(f"{path} is {len(item):,} characters; at most {MAX_TEXT_CHARS:,} are taken",
+                               field=field)
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{n}]") for n, v in enumerate(item))
 
 
 def _memory_text(value: dict[str, Any]) -> tuple[str, str | None]:
@@ -398,11 +425,15 @@ def _fields_edited(text: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
-    for field, wanted in conditions.items():
-        actual = value.get(field)
-        tests = wanted.items() if isinstance(wanted, Mapping) and wanted and all(
-            isinstance(k, str) and k.startswith("$") for k in wanted) else [("$eq", wanted)]
-        for name, operand in tests:
+    """Whether ``value`` meets a filter, read as LangGraph's own stores read one: a dict of
+    fields, each an exact value, a dict of operators, or a dict of the nested value's fields
+    (``{"meta": {"kind": "pref"}}``, ``{"meta": {"level": {"$gt": 2}}}``)."""
+    return all(_compare(value.get(field), wanted) for field, wanted in conditions.items())
+
+
+def _compare(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in wanted):
+        for name, operand in wanted.items():
             compare = _COMPARE.get(name)
             if compare is None:
                 raise InvalidInput(f"unknown filter operator {name!r}: one of {', '.join(_COMPARE)}", field="filter")
@@ -411,7 +442,13 @@ def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
                     return False
             except TypeError:  # None or another type than the operand: not a match
                 return False
-    return True
+        return True
+    if isinstance(wanted, Mapping):  # the nested value's fields
+        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return isinstance(actual, list) and len(actual) == len(wanted) and all(
+            _compare(a, w) for a, w in zip(actual, wanted))
+    return bool(actual == wanted)
 
 
 def _condition(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
