@@ -192,6 +192,22 @@ def clean_fact(text: Any, field: str, limit: int) -> str:
     return content
 
 
+def check_text_lengths(value: Any, field: str) -> None:
+    """Refuse a text anywhere in a JSON document (a framework's value, a tool's output) longer
+    than any text reverie takes: kept as given, it would pass the limit every other door holds.
+    ``field`` names the document; the error names the text's path in it (``value.blob``)."""
+    stack: list[tuple[Any, str]] = [(value, field)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and len(item) > MAX_TEXT_CHARS:
+            raise InvalidInput(f"{path} is {len(item):,} characters; at most {MAX_TEXT_CHARS:,} are taken",
+                               field=field)
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{n}]") for n, v in enumerate(item))
+
+
 def check_json(value: Any, limit: int, *, setting: int | None = None) -> None:
     """Refuse a JSON document nested deeper than ``limit``, or holding text that is not valid
     Unicode; the field is named as a path (``facts[2].content``). Walked without recursion, and

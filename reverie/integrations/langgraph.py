@@ -76,10 +76,10 @@ from langgraph.store.base import (
 from reverie.aio import AsyncMemory
 from reverie.errors import InvalidInput
 from reverie.inputs import (
-    MAX_TEXT_CHARS,
     check_category,
     check_json,
     check_tags,
+    check_text_lengths,
     check_unicode,
     check_user,
     clean_fact,
@@ -367,24 +367,9 @@ def _check_value(value: Any, depth: int) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"value must be JSON: {exc}", field="value") from exc
     check_json(plain, depth)
-    _check_lengths(plain, "value")
+    check_text_lengths(plain, "value")
     redacted: dict[str, Any] = redact_obj(plain)
     return redacted
-
-
-def _check_lengths(value: Any, field: str) -> None:
-    """Refuse a text in a JSON document longer than any text reverie takes (kept as given, it
-    would pass the limit every other door holds); ``field`` names the document."""
-    stack: list[tuple[Any, str]] = [(value, field)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str) and len(item) > MAX_TEXT_CHARS:
-            raise InvalidInput(f"{path} is {len(item):,} characters; at most {MAX_TEXT_CHARS:,} are taken",
-                               field=field)
-        if isinstance(item, dict):
-            stack.extend((v, f"{path}.{k}") for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, f"{path}[{n}]") for n, v in enumerate(item))
 
 
 def _memory_text(value: dict[str, Any]) -> tuple[str, str | None]:

@@ -55,7 +55,7 @@ from agents.memory.session_settings import resolve_session_limit
 
 from reverie.aio import AsyncMemory
 from reverie.errors import InvalidInput, NotFound, ReverieError
-from reverie.inputs import MAX_TEXT_CHARS, check_json, check_user, clean_label
+from reverie.inputs import check_json, check_text_lengths, check_user, clean_label
 from reverie.memory import Memory
 from reverie.messages import parse_message
 from reverie.models import Episode, Fact, Message, utcnow
@@ -232,24 +232,9 @@ class ReverieSession:
             except (TypeError, ValueError) as exc:
                 raise InvalidInput(f"{field} is not JSON: {exc}", field=field) from exc
             check_json(plain, depth)
-            _check_lengths(plain, field)
+            check_text_lengths(plain, field)
             out.append(_redacted(plain))
         return out
-
-
-def _check_lengths(value: Any, field: str) -> None:
-    """Refuse a text in an item longer than any text reverie takes (a tool's output kept as
-    given would pass the limit every other door holds); ``field`` names the item."""
-    stack: list[tuple[Any, str]] = [(value, field)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str) and len(item) > MAX_TEXT_CHARS:
-            raise InvalidInput(f"{path} is {len(item):,} characters; at most {MAX_TEXT_CHARS:,} are taken",
-                               field=field)
-        if isinstance(item, dict):
-            stack.extend((v, f"{path}.{k}") for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, f"{path}[{n}]") for n, v in enumerate(item))
 
 
 # ---------------------------------------------------------------- items <-> episodes
