@@ -413,6 +413,14 @@ def test_a_tool_or_a_skill_that_names_nothing_is_no_fact(text):
     assert extract(text).new_facts == []
 
 
+def test_a_line_said_and_taken_back_in_one_batch_is_not_learned_beside_what_took_it_back():
+    # the demo's "I use neovim ..." then "No, actually I switched to helix last month, not neovim."
+    said = "I use neovim with the lazy.nvim plugin manager. No, actually I switched to helix last month, not neovim."
+    assert [f.content for f in extract(said).new_facts] == ["Switched to helix last month, not neovim"]
+    assert [f.content for f in extract("I like tea and coffee. I like coffee, not tea.").new_facts] == \
+        ["Likes coffee, not tea"]
+
+
 def test_weak_signal_has_lower_confidence_and_no_profile_update():
     result = extract("I plan to learn Rust")
     (fact,) = result.new_facts

@@ -176,12 +176,15 @@ def _unindex(by_term: dict[str, int], sig: Signal, at: int) -> None:
             by_term[t] &= ~bit
 
 
-def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], list[str]]:
+def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], list[str], set[int]]:
     """The signals of the user's messages, twins merged (another value of the same thing is
     no twin: both stay, in the order said); the positions of those that may change the
-    profile; and the sentences of those messages."""
+    profile; the sentences of those messages; and the positions of the signals a later one
+    took back by naming what no longer holds ("I use neovim" ... "I switched to helix, not
+    neovim"): no judge of stored lines would see that the later one archives the earlier."""
     speakers = {s.casefold() for s in request.user_speakers}
     signals: list[Signal] = []
+    dropped: set[int] = set()
     own: set[int] = set()
     by_term: dict[str, int] = {}  # term -> the signals that hold it (bits of their positions): a twin shares one
     said: list[str] = []
@@ -200,6 +203,11 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
             # "2 spaces") is no twin: both are kept in the order they were said, so that the later
             # one replaces the older as it would in a later batch (the learning line archives it)
             changed = [j for j in near if _takes_back(sig, signals[j])]
+            taken_back = term_set(sig.negated) if sig.negated else frozenset()
+            if taken_back:  # ... and a line that names what it takes back takes back any that said it
+                changed += [j for j in _positions(_union(by_term, taken_back))
+                            if j not in changed and j not in dropped and _takes_back(sig, signals[j])]
+                dropped.update(j for j in changed if taken_back <= term_set(signals[j].content))
             for j in changed:
                 _unindex(by_term, signals[j], j)
             at = next((j for j in near if j not in changed), None)
@@ -216,7 +224,7 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
                 own.add(at)
             if source and source not in target.sources:
                 target.sources.append(source)
-    return signals, own, said
+    return signals, own, said, dropped
 
 
 class _StoredFacts:
@@ -280,19 +288,19 @@ def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Ext
 
 
 def extract(request: ExtractRequest) -> Extraction:
-    signals, own, said = _collect_signals(request)
+    signals, own, said, dropped = _collect_signals(request)
     # the keyphrases of the user's messages as one text, whose sentences are theirs (none spans a line)
     result = Extraction(tags=rank([analyze(sentence) for sentence in said], 4))
     if not signals:
         return result
     stored = _StoredFacts(request.facts)
     removed: set[str] = set()
-    for sig in signals:
-        if _reconcile(sig, stored, removed, result):
+    for at, sig in enumerate(signals):
+        if at in dropped or _reconcile(sig, stored, removed, result):
             continue
         result.new_facts.append(NewFact(
             content=sig.content, category=sig.category, confidence=sig.confidence,
             area=_area(sig.content, sig.category), tags=_fact_tags(sig.content, sig.category), sources=sig.sources,
         ))
-    result.user = _section_updates(signals, own, request.profile)
+    result.user = _section_updates(signals, own - dropped, request.profile)
     return result
