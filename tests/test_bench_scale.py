@@ -313,19 +313,28 @@ def side_by_side(tmp_path_factory: pytest.TempPathFactory):
     server = server_url()
     cache = tmp_path_factory.mktemp("scale-pg")
     schemas = [pg_schema(cache / "pg-episodes-120"), pg_schema(cache / "pg-episodes-400-others-3x50")]
+    serving_before = _serve_schemas(server)  # (another run's, killed midway, may have left one)
     try:
         first = run_scale([120], cache=cache, recalls=5, postgres=server, serve_requests=8).as_dict()
         first_schema_bytes = _schema_bytes(server, schemas[0])  # as the first run left it
         shared = run_scale([120, 400], cache=cache, recalls=5, postgres=server, others=3, each=50).as_dict()
         yield {"server": server, "cache": cache, "first": first, "first_schema_bytes": first_schema_bytes,
-               "shared": shared}
+               "shared": shared, "serving_before": serving_before}
     finally:
         for schema in schemas:
             _drop_schema(server, schema)
 
 
+def _serve_schemas(server: str) -> set[str]:
+    """The scratch schemas the concurrency check's replicas serve (``reverie_serve_...``) now in the server."""
+    from reverie.bench.scale import _pg_connect
+
+    with _pg_connect(server) as conn:
+        return {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'reverie_serve%'")}
+
+
 def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(side_by_side):
-    from reverie.bench.scale import _drop_schema, _pg_connect, _schema_bytes, pg_schema
+    from reverie.bench.scale import _drop_schema, _schema_bytes, pg_schema
 
     server, cache = side_by_side["server"], side_by_side["cache"]
     schema = pg_schema(cache / "pg-episodes-120")
@@ -342,8 +351,7 @@ def test_postgresql_side_by_side_builds_a_schema_of_its_own_and_reuses_it(side_b
         assert judged["value"] == first["serve"]["replicas_ratio"] and judged["where"].startswith("reverie serve, PostgreSQL")
         # learning is judged on the SQLite build only (the PostgreSQL store's build is not issue 11's default)
         assert [t["where"] for t in first["targets"] if t["name"].startswith("learning")] == ["SQLite, the 120-episode build"]
-        with _pg_connect(server) as conn:  # they served a scratch copy, dropped after
-            assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'reverie_serve%'").fetchone()[0] == 0
+        assert _serve_schemas(server) == side_by_side["serving_before"]  # they served a scratch copy, dropped after
         assert (sqlite["store"], pg["store"]) == ("sqlite", "postgresql")
         assert pg["built"] is True and pg["messages"] == sqlite["messages"]  # the same generated store
         assert pg["recalls"] == 5 and pg["recall_ms"]["p50"] > 0 and pg["peak_rss_mb"] > 0
