@@ -82,6 +82,8 @@ def test_bad_values_and_keys_are_clear_errors_and_write_nothing(store, mem):
         store.batch([PutOp(ANA, "", {"content": "x"})])
     with pytest.raises(InvalidInput, match="sensitive data"):
         store.put(ANA, f"mail-{EMAIL}", {"content": "x"})  # keys are stored as given
+    with pytest.raises(InvalidInput, match="a key is at most 200"):
+        store.put(ANA, "k" * 10_000, {"content": "x"})  # an id, as every id
     with pytest.raises(NotImplementedError, match="ttl"):
         store.put(ANA, "k", {"content": "x"}, ttl=5)
     assert mem.facts(user="ana") == []

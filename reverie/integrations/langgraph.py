@@ -76,6 +76,7 @@ from langgraph.store.base import (
 from reverie.aio import AsyncMemory
 from reverie.errors import InvalidInput
 from reverie.inputs import (
+    LABEL_MAX,
     check_category,
     check_json,
     check_tags,
@@ -343,6 +344,8 @@ def _check_key(key: Any) -> str:
     if not isinstance(key, str) or not key.strip():
         raise InvalidInput("key must be non-empty text", field="key")
     check_unicode(key, "key")
+    if len(key) > LABEL_MAX:  # an id, held to the limit of every id (it is kept with the fact)
+        raise InvalidInput(f"key is {len(key):,} characters; a key is at most {LABEL_MAX}", field="key")
     _no_secrets(key, "key")
     return key
 
