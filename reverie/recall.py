@@ -41,7 +41,7 @@ from reverie.profiles import fit_profile
 from reverie.store.background import Background
 from reverie.store.base import ITEM_KINDS, Hit, Item, Store, fts_tokens
 from reverie.tags import expand, resolve, tag_keys
-from reverie.text import compound_parts, e_variants, fold_width, terms, token_set, without_function_words, words
+from reverie.text import compound_parts, e_variants, fold_width, function_terms, terms, token_set, words
 from reverie.timerefs import MENTION_MAX_DAYS
 from reverie.tokens import count_tokens, truncate_to_tokens
 
@@ -290,7 +290,8 @@ class Recaller:
         # "Ｋａｆｋａ" finds "Kafka", "航班号" finds "航班": other forms of the query's words
         searched += [t for t in [*terms(fold_width(content)), *compound_parts(query_terms)] if t not in searched]
         # a question in German, French, Spanish...: their "ich", "el", "je" find nothing it asks about
-        searched, query_terms = without_function_words(searched, content), without_function_words(query_terms, content)
+        if dropped := function_terms(content):
+            searched, query_terms = [t for t in searched if t not in dropped], [t for t in query_terms if t not in dropped]
         hits = self.store.search(user, searched, kinds, CANDIDATES_PER_KIND, names=asked_about)
         told_words = frozenset(terms(" ".join(told)))
         names = [p for p in perception.keyphrases if not _only_words_of(p, told_words)] + query_terms  # may name a tag

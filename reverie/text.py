@@ -176,15 +176,16 @@ _FOREIGN_TELLS = (FOREIGN_FUNCTION_WORDS | _MORE_FUNCTION_WORDS) - frozenset(
     "es en la el de le lo mi da na".split())
 
 
-def without_function_words(searched: list[str], text: str) -> list[str]:
-    """The search terms of ``text`` less the function words of German, French, Spanish, Italian
-    and Portuguese when it is in one of them (it holds two of them at least): "ich", "el", "je"
-    are their "I", "the", "I", which English drops as stopwords, and a question that shares no
-    more than one with a message found it ("Kannst du mir ein Rezept geben, das ich mag?" found
-    "Nächsten Monat fliege ich nach New York"). An English text keeps them ("a trip to LA")."""
+def function_terms(text: str) -> frozenset[str]:
+    """The search terms to leave out of a query ``text`` as stopwords: the function words of
+    German, French, Spanish, Italian and Portuguese when it is in one of them (it holds two of
+    them at least), none otherwise. "ich", "el", "je" are their "I", "the", "I", which English
+    drops as stopwords, and a question that shares no more than one with a message found it
+    ("Kannst du mir ein Rezept geben, das ich mag?" found "Nächsten Monat fliege ich nach New
+    York"). An English text keeps them ("a trip to LA")."""
     if sum(w.lower() in _FOREIGN_TELLS for w in words(text)) < 2:
-        return searched
-    return [t for t in searched if t not in _FOREIGN_FUNCTION_TERMS]
+        return frozenset()
+    return _FOREIGN_FUNCTION_TERMS
 
 
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:

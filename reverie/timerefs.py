@@ -132,8 +132,6 @@ _REL_ZH: dict[str, tuple[str, int]] = {
                                   ("今天", 0), ("今日", 0), ("今晚", 0), ("今早", 0), ("明天", 1), ("明早", 1),
                                   ("明晚", 1), ("后天", 2), ("大后天", 3))},
 }
-# "上周五", "下个星期三", "这周日": a day of a week said relative to this one. Not "下周一起"
-# (together next week), "这周一直" (all this week), "上周三天" (three days last week), "这周日程"
 # the same times in German, Spanish, French, Italian and Portuguese ("was habe ich gestern
 # gemacht?", "¿qué hice la semana pasada?"): read by questions and indexed as days spoken of,
 # never anchored (a learned line's dates are written in English or Chinese only)
@@ -173,6 +171,8 @@ _ZH_BARE_WEEKDAY = (r"(?<![上下这本个每])(?<!上上)(?<!下下)(?:周|星�
                     r"|日(?![程常期记报子历志])|(?<=[期拜])天)")
 
 
+# "上周五", "下个星期三", "这周日": a day of a week said relative to this one. Not "下周一起"
+# (together next week), "这周一直" (all this week), "上周三天" (three days last week), "这周日程"
 _ZH_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 _ZH_WEEKDAY = (r"(?P<rel>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)"
                r"(?P<wd>一(?!起|直|共|定|切|样|些|般|致|同|并|块|半|边|面|旦|下子|会儿|点|天|个|次|周|遍|回|趟|整|年"
@@ -484,6 +484,16 @@ _PAST_ZH = re.compile(r"了|过(?![来去年])|昨|上次")
 _PAST_TENSE = re.compile(r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|went|happened)\b", re.IGNORECASE)
 
 
+def _next_of(m: re.Match[str], handler: Handler, today: date, first: date) -> tuple[date, date] | None:
+    """Of a day said without its week or month, read as the last such day (``first``): the
+    next one ("on Friday", "on the 13th", "周五"). None for any other time."""
+    if handler is _t_en_nth:
+        return _nth_ahead(today, first.day)
+    if handler is _t_zh_bare_weekday or (handler is _t_en_weekday and m["rel"].lower() == "on"):
+        return _weekday_ahead(today, first.weekday())
+    return None
+
+
 def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
     """Dates the text refers to, as whole days in ``now``'s time zone, in reading order.
 
@@ -498,12 +508,11 @@ def resolve_time_refs(text: str, now: datetime) -> list[TimeRef]:
     refs = []
     for _, m, handler, span in _times(text, today):
         spans = [span]
-        either = handler in (_t_en_nth, _t_zh_bare_weekday) or (handler is _t_en_weekday and m["rel"].lower() == "on")
-        if either and past is None:
+        ahead = _next_of(m, handler, today, span[0])
+        if ahead is not None and past is None:
             past = bool(_PAST_TENSE.search(text) or _PAST_ZH.search(text))
-        if either and not past:
-            spans.append(_nth_ahead(today, span[0].day) if handler is _t_en_nth
-                         else _weekday_ahead(today, span[0].weekday()))
+        if ahead is not None and not past:
+            spans.append(ahead)
         refs += [TimeRef(text=m.group(0).strip(), start=datetime.combine(first, time.min, tzinfo=now.tzinfo),
                          end=datetime.combine(last, time.max, tzinfo=now.tzinfo), relative=handler in RELATIVE)
                  for first, last in spans]
@@ -531,12 +540,8 @@ def mentioned_days(text: str, at: datetime) -> list[tuple[date, date]]:
             days += [(first, first), (last, last)]
             continue
         days.append((first, last))
-        if handler is _t_en_weekday and m["rel"].lower() == "on":  # "on Friday": the last one, or the next
-            days.append(_weekday_ahead(today, first.weekday()))
-        elif handler is _t_en_nth:  # "on the 8th": this month's or last, or the next to come
-            days.append(_nth_ahead(today, first.day))
-        elif handler is _t_zh_bare_weekday:  # "周五": the last one, or the next
-            days.append(_weekday_ahead(today, first.weekday()))
+        if (ahead := _next_of(m, handler, today, first)) is not None:  # "on Friday": the last one, or the next
+            days.append(ahead)
         elif last < today and _yearless(m, handler):  # "on 12 December": maybe next year's
             days.append(_day_or_month(first.year + 1, first.month, first.day if first == last else None)
                         or (date(first.year + 1, 2, 28),) * 2)  # (29 February: the 28th)

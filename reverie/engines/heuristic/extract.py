@@ -269,8 +269,10 @@ def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Ext
     if not stored.facts:
         return False
     claim = parse_claim(sig.content, sig.negated)
-    # (a correction: of any fact that shares its words, for another number or date)
-    judged = stored.sharing_terms(claim.tokens) if sig.category == "correction" else stored.may_conflict(sig.content, claim)
+    judged = stored.may_conflict(sig.content, claim)
+    if sig.category == "correction":  # ... and any fact that shares its words: another number or date of it
+        judging = {fact.id for fact, _ in judged}
+        judged += [pair for pair in stored.sharing_terms(claim.tokens) if pair[0].id not in judging]
     for fact, old in judged:
         if fact.id not in removed and (
             contradicts(claim, old) or fact_relation(sig.content, fact.content, _TWIN) == "conflict"
