@@ -319,9 +319,21 @@ def dream_status(ctx: Context, user: str, run_id: str | None = None) -> DreamRun
     run = ctx.store.last_dream_run(user) if run_id is None else ctx.store.get_dream_run(run_id)
     if run is None or run.user != user:
         return None
-    if not ctx.store.shared and _left_behind(run):
-        _fail_run(ctx, run, "the process running it stopped")
-    return run
+    return _settled(ctx, run)
+
+
+def _settled(ctx: Context, run: DreamRun) -> DreamRun:
+    """``run`` as read a moment ago, failed if no process runs it any more. A run this process
+    ended between that read and the check records its end before it lets go of its place
+    (``_finish``), so the run is read again before anything is failed: a poll that raced the
+    end of a dream had recorded a finished dream as failed."""
+    if ctx.store.shared or not _left_behind(run):
+        return run
+    now = ctx.store.get_dream_run(run.id)
+    if now is None or not _left_behind(now):
+        return now or run
+    _fail_run(ctx, now, "the process running it stopped")
+    return now
 
 
 def _claim(ctx: Context, run: DreamRun) -> tuple[str, str]:

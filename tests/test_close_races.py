@@ -135,3 +135,17 @@ def test_a_usage_count_that_raced_close_is_said_lost_not_kept(home, caplog):
     assert any("lost" in r.getMessage() for r in caplog.records)
     assert memory.recaller._usage == {}  # not kept for a flush that never comes
     memory.close()
+
+
+def test_a_poll_that_read_a_dream_just_before_it_ended_does_not_fail_it(mem):
+    """A poll reads the run (still running), the dream then records its end and lets go of its
+    place, and only then does the poll ask whether anyone still runs it: nobody does, and the
+    finished dream had been recorded failed (a console test saw it on a slow machine)."""
+    mem.remember("Writes Rust at work", user="ana", category="context")
+    started = mem.dream(user="ana", background=True)
+    read_while_running = mem.store.get_dream_run(started.id)
+    assert read_while_running.status in ("queued", "running")
+    assert dream.wait(mem.ctx.files.home, timeout=30)
+    settled = dream._settled(mem.ctx, read_while_running)
+    assert settled.status in ("done", "skipped")
+    assert mem.store.get_dream_run(started.id).status == settled.status
