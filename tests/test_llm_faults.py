@@ -18,7 +18,7 @@ import pytest
 
 from reverie import Memory
 from reverie.engines.base import DistillRequest, PerceiveRequest, SummarizeRequest
-from reverie.engines.openai_engine import OpenAIEngine
+from reverie.engines.openai_engine import MAX_REPLY_BYTES, OpenAIEngine
 from reverie.errors import EngineError
 from reverie.models import Message
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai  # noqa: F401  (fixture)
@@ -150,6 +150,84 @@ def test_a_request_timeout_or_conflict_is_asked_again(fake_openai, status):
     engine = OpenAIEngine(fake_openai.base_url, "fake-model", max_retries=1, backoff=0.01)
     assert _summarize(engine) == SUMMARY["summary"]
     assert len(fake_openai.chat_requests) == 2
+
+
+def test_a_reply_declared_over_the_size_limit_is_not_read_and_asked_again(fake_openai):
+    fake_openai.push(Reply.json({"summary": "x" * (MAX_REPLY_BYTES + 10)}), Reply.json(SUMMARY))
+    engine = OpenAIEngine(fake_openai.base_url, "fake-model", max_retries=1, backoff=0.01, breaker_seconds=60)
+    assert _summarize(engine) == SUMMARY["summary"]
+    assert len(fake_openai.chat_requests) == 2
+
+
+class _EndlessServer:
+    """Answers the first POST with a completion of 64 MiB that does not end as JSON, sent
+    without a length, and every later one with a good answer; records whether the client hung
+    up before the first was sent whole."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.posts = 0
+        self.hung_up = False
+        good = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": json.dumps(SUMMARY)}}]}).encode()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # the body ends when the connection does
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.posts += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if outer.posts > 1:
+                    self.send_header("Content-Length", str(len(good)))
+                    self.end_headers()
+                    self.wfile.write(good)
+                    return
+                self.end_headers()
+                chunk = b"x" * 65536
+                try:
+                    self.wfile.write(b'{"choices": [{"message": {"content": "')
+                    while outer.sent < 16 * MAX_REPLY_BYTES:
+                        self.wfile.write(chunk)
+                        outer.sent += len(chunk)
+                except OSError:  # the client stopped reading and hung up
+                    outer.hung_up = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+        host, port = self.server.server_address[:2]
+        self.base_url = f"http://{host}:{port}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_reply_that_goes_on_past_the_size_limit_is_cut_off_and_asked_again():
+    server = _EndlessServer()
+    try:
+        engine = OpenAIEngine(server.base_url, "fake-model", max_retries=1, backoff=0.01, breaker_seconds=60)
+        assert _summarize(engine) == SUMMARY["summary"]
+        assert server.posts == 2
+        assert server.hung_up and server.sent < 16 * MAX_REPLY_BYTES  # not read to its end
+    finally:
+        server.close()
+
+
+def test_a_reply_over_the_size_limit_at_every_attempt_says_so():
+    server = _EndlessServer()
+    try:
+        engine = OpenAIEngine(server.base_url, "fake-model", max_retries=0, breaker_seconds=60)
+        with pytest.raises(EngineError, match="over the limit of 4 MiB a reply"):
+            _summarize(engine)
+    finally:
+        server.close()
 
 
 # ---------------------------------------------------------------- answers

@@ -123,6 +123,10 @@ MAX_NEW_FACTS = 40
 # why an extraction's new facts were dropped (Extraction.facts_dropped)
 UNGROUNDED = "cited no line of the conversation"
 OVER_CAP = f"over the limit of {MAX_NEW_FACTS} new facts an extraction"
+# the most of one reply that is read: an answer is a few kilobytes of JSON, and an endpoint
+# that sends on and on (a model stuck in a loop, a misrouted download) is cut off here, not
+# held in memory whole
+MAX_REPLY_BYTES = 4 * 2**20
 # how long a caller waits past a call's deadline for the event loop to say it is over, should
 # the loop itself be stuck: the call is then given up all the same
 _LOOP_GRACE_SECONDS = 5.0
@@ -409,13 +413,21 @@ class OpenAIEngine:
     async def _post(self, messages: list[dict[str, str]], seconds: float) -> bytes:
         """The body of the endpoint's reply, as it is: :func:`_read_completion` reads it, the
         SDK is not trusted to (it passes a list, a string or a page of HTML through)."""
-        reply = await self._client.chat.completions.with_raw_response.create(
+        async with self._client.chat.completions.with_streaming_response.create(
             model=self.model,
             messages=messages,  # type: ignore[arg-type]
             temperature=self.temperature,
             timeout=seconds,
-        )
-        return reply.http_response.content
+        ) as reply:
+            said = reply.http_response.headers.get("content-length", "")
+            if said.isdigit() and int(said) > MAX_REPLY_BYTES:
+                raise _BadAnswer(_too_long(f"the reply said it would be {int(said):,} bytes"))
+            body = bytearray()
+            async for chunk in reply.http_response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY_BYTES:  # read no further: the connection is closed
+                    raise _BadAnswer(_too_long("the reply went on past that"))
+        return bytes(body)
 
 
 # ---------------------------------------------------------------- reading replies
@@ -453,6 +465,10 @@ def _read_completion(body: bytes, step: str) -> _Completion:
             raise _BadAnswer(f"the model refused: {_excerpt(str(refusal))}")
         raise _BadAnswer(_stopped_early(finish_reason, step) + "the answer was empty")
     return _Completion(text, finish_reason if isinstance(finish_reason, str) else None)
+
+
+def _too_long(what: str) -> str:
+    return f"{what}, over the limit of {MAX_REPLY_BYTES // 2**20} MiB a reply; the answer was not read"
 
 
 def _text_of(content: Any) -> str:
