@@ -370,12 +370,32 @@ def _given_up(text: str) -> frozenset[str]:
     return frozenset().union(*found) - {"instead", "rather"} if found else frozenset()
 
 
+# "Joined Acme last month": a new employer by its name alone, as written (capitalised), where
+# the name is none of the networks, apps, clubs and groups one joins without working there
+JOINED_NAME = (
+    r"(?!(?i:facebook|twitter|x|instagram|tiktok|reddit|discord|slack|linkedin|mastodon|bluesky|threads|snapchat|"
+    r"pinterest|tumblr|strava|duolingo|peloton|netflix|spotify|patreon|costco|toastmasters|weight\s+watchers|aa|na|"
+    r"rotary|kiwanis|tinder|bumble|hinge|goodreads|letterboxd|github|nextdoor|whatsapp|telegram|signal|zoom|"
+    r"classpass|equinox|mensa|the|a|an|my|our|his|her|their)\b)"
+    r"(?!(?:[\w&.'-]+\s+){0,3}(?i:club|gym|team|group|league|society|choir|band|church|union|guild|association|"
+    r"community|crew|circle|chapter|army|navy|corps|academy|school|college|university|program|programme|"
+    r"challenge|server|channel|forum|class|course|fund)\b)"
+    r"(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z])[\w&.'-]*){0,3}"
+)
+# when one joined it, after its name: "last month", "in March", "two weeks ago"
+JOINED_WHEN = (
+    r"(?:last|this|earlier\s+this|in|on|back\s+in|since)\s+[\w ]{1,40}?|(?:a|an|one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|\d+|a\s+few|a\s+couple(?:\s+of)?|several)\s+(?:days?|weeks?|months?|years?)\s+ago"
+    r"|recently|yesterday"
+)
+
 # One current job and one home at a time: "Works as a staff engineer at Tidepool", "Is a
 # product manager at Globex" and "Works at Finlytics", "Moved to Lisbon last month" and "Lives
 # in Porto" fill one slot with another named value, whatever else the lines say. (The first
 # group: what it holds.)
 _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("employer", re.compile(r"\b(?:works?\s+(?:as\s+[^,;.!?]+?\s+)?(?:at|for)|joined(?=\s+[^,;.!?]+?\s+as\b))\s+"
+    ("employer", re.compile(r"\b(?:works?\s+(?:as\s+[^,;.!?]+?\s+)?(?:at|for)|joined(?=\s+[^,;.!?]+?\s+as\b)"
+                            r"|^joined(?=\s+" + JOINED_NAME + r"(?:\s+(?:" + JOINED_WHEN + r"))?\s*(?:$|[,;.!?])))\s+"
                             r"(?P<o>[^,;.!?]+)", re.IGNORECASE)),
     # (being something "at" a place says a job less surely: only at a place named right there,
     # "at Globex", not "at a clinic in Lyon")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 
-from reverie.claims import Claim, contradicts, corrects_value, fact_relation, judge_keys, parse_claim
+from reverie.claims import JOINED_NAME, JOINED_WHEN, Claim, contradicts, corrects_value, fact_relation, judge_keys, parse_claim
 from reverie.engines.base import (
     Extraction,
     ExtractRequest,
@@ -62,6 +62,8 @@ _PAST = re.compile(r"^(?:was|were|had|went|did|made|took|got|\w+ed)\b", re.IGNOR
 _ANY_DAY = datetime(2000, 1, 1, tzinfo=timezone.utc)
 # a move to a place by its name: the profile says the user lives there
 _MOVED = re.compile(r"^(?i:moved|relocated)\s+(?i:back\s+)?to\s+(?P<place>(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
+# a new employer by its name ("Joined Acme last month"): the profile says the user works there
+_JOINED = re.compile(r"^(?i:joined)\s+(?P<org>" + JOINED_NAME + r")(?:\s+(?i:" + JOINED_WHEN + r"))?\s*$")
 
 
 def _one_value_slot(line: str) -> str | None:
@@ -111,8 +113,11 @@ def _section_updates(signals: list[Signal], own: set[int], profile: Profile) -> 
         if i not in own or not sig.section or sig.confidence < 0.85:
             continue
         moved = _MOVED.match(sig.content)
+        joined = None if moved else _JOINED.match(sig.content)
         if moved:  # "Moved to Lisbon last month": where they live now, however long ago they moved
             additions.setdefault(sig.section, []).append(f"Lives in {moved['place']}")
+        elif joined:  # "Joined Acme last month": where they work now
+            additions.setdefault(sig.section, []).append(f"Works at {joined['org']}")
         elif not _not_now(sig.content):
             additions.setdefault(sig.section, []).extend(sig.canon or (sig.content,))
     updates: dict[str, SectionUpdate] = {}

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from reverie.claims import JOINED_NAME, JOINED_WHEN
+
 # the calendar's words, read by phrases and words
 from reverie.text import FOREIGN_FUNCTION_WORDS as FOREIGN_FUNCTION_WORDS
 from reverie.timerefs import MONTHS as MONTHS, NUMBER_WORDS as NUMBER_WORDS, WEEKDAYS as WEEKDAYS
@@ -70,7 +72,7 @@ PERSONAL_ROLES: frozenset[str] = frozenset(
     mom mother dad father parent parents wife husband partner sister brother son daughter grandma
     grandmother grandpa grandfather aunt uncle vegetarian vegan introvert extrovert single widow
     dog dogs cat cats pet pets house home car 妈妈 母亲 爸爸 父亲 妻子 丈夫 老婆 老公 宝妈 素食者 狗 猫 宠物
-    素食主义者 单身 内向 外向 人 独生子女
+    素食主义者 单身 内向 外向 人 独生子女 person owl bird
     """.split()
 )
 
@@ -298,6 +300,7 @@ class Rule:
     section: str | None = None  # the profile section a clear signal feeds
     negates: bool = False  # the object is no longer true (correction of old facts)
     unless: str = ""
+    value: bool = False  # the object is a value, no content word needed ("I'm 38": "Is 38 years old")
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -309,8 +312,8 @@ class Rule:
 
 
 def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
-          negates: bool = False, unless: str = "") -> Rule:
-    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless)
+          negates: bool = False, unless: str = "", value: bool = False) -> Rule:
+    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless, value)
 
 
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
@@ -337,7 +340,7 @@ _FOODS = ("gluten|wheat|dairy|lactose|milk|cheese|egg|eggs|soy|nuts|peanut|peanu
           "halal|kosher")
 # the clause opens with its subject ("Sadly I can't eat gluten"), not "the one thing I can't eat"
 _LEAD_SAID = r"(?:" + _LEAD + r"|\b(?:since|sadly|unfortunately)\s+)"
-_SUBJECT_SAID = _LEAD_SAID + r"(?:i|(?:the )?user)\s+(?:(?:also|still|really|generally|strictly|just|now|actually|" \
+_SUBJECT_SAID = _LEAD_SAID + r"(?:i|we|(?:the )?user)\s+(?:(?:also|still|really|generally|strictly|just|now|actually|" \
     r"personally|honestly|absolutely|totally|simply|definitely|literally|basically|pretty much)\s+){0,2}"
 # "I can't eat right now", "I cannot eat another bite", "I only drink on weekends", "I can't drink and
 # drive": eating at a time, a place or an amount, no thing eaten; "... for two weeks", "... until the
@@ -374,6 +377,12 @@ _NAME_EN = (
     r"Indonesian|Malaysian|Australian|Asian|African|European|Arab|Arabic|Latino|Latina|Hispanic|Catholic|"
     r"Jewish|Muslim|Buddhist|Hindu|Sikh|Mormon|Protestant|Orthodox|Atheist|Agnostic)\b)(?-i:[A-Z][a-z]+)"
 )
+
+# "I hate mornings", "I love lazy Sundays", "I'm a morning person": a time liked or disliked, a
+# preference though none of its words says anything on its own
+TIMES_LIKED = re.compile(r"(?:(?:early|late|lazy|rainy|quiet|slow|busy|long|cold|dark|sunny)\s+)?(?:mornings|afternoons|"
+                         r"evenings|nights|weekends|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)"
+                         r"|(?:morning|night|evening)\s+(?:person|people)", re.IGNORECASE)
 
 # "I live in Berlin with my partner Jonas": who the user lives or works with, a fact of its own
 # (not "broke up with my girlfriend Anna")
@@ -472,6 +481,33 @@ RULES_EN: tuple[Rule, ...] = (
     # "I just joined Tidepool as a staff engineer": a new job (a club joined is no job: "as" must follow)
     _rule("identity", "joined", r"\b(?:i|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>joined)\s+"
           r"(?P<x>(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z])[\w&.'-]*){0,3}\s+as\s+.+)", 0.9, "Joined {x}", "workContext"),
+    # "I joined Acme last month": a new employer by its name alone (a network, an app, a club or a
+    # group one joins is none: claims.JOINED_NAME)
+    _rule("identity", "joined", r"\b(?:i|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>joined)\s+"
+          r"(?P<x>" + JOINED_NAME + r"(?:\s+(?:" + JOINED_WHEN + r"))?)\s*(?:$|[,.;!])", 0.85, "Joined {x}", "workContext"),
+    # an age, one at a time: "I'm 38", "I'm 38 years old", "I just turned 39" (another number of
+    # the same line takes the old one's place); not "I'm almost 40", "I'm 38 weeks pregnant"
+    _rule("identity", "i'm|am|is|turned", r"\b(?:(?:i'm|i am|(?:the )?user is)\s+(?:now\s+)?|(?:i|(?:the )?user)\s+"
+          r"(?:just\s+|recently\s+|finally\s+)?turned\s+)(?P<x>1[01]\d|[1-9]\d|(?:twenty|thirty|forty|fifty|sixty|seventy|"
+          r"eighty|ninety)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?)(?:\s+years?\s+old|\s+y/?o)?"
+          r"(?:\s+(?:now|today|this\s+year|last\s+\w+|yesterday))?\s*(?:$|[,.;!])", 0.85, "Is {x} years old", "personalContext",
+          value=True),
+    # an allergy said in Spanish, French or German: kept in the words it was said in, as the
+    # Chinese lines are ("Alérgico a los cacahuetes", "Allergique aux arachides")
+    _rule("identity", "soy", r"(?:^|[,;]\s*|\b(?:y|pero|yo|también)\s+)(?:yo\s+)?(?:también\s+)?soy\s+"
+          r"(?:muy\s+|también\s+|un\s+poco\s+)?(?P<v>al[eé]rgic[oa]s?)\s+(?P<w>(?:al|a)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}",
+          "personalContext"),
+    _rule("identity", "alergia", r"(?:^|[,;]\s*|\b(?:y|pero|yo|también)\s+)(?:yo\s+)?(?:también\s+)?tengo\s+(?:una\s+)?"
+          r"(?P<v>alergia)\s+(?P<w>(?:al|a)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergique|allergiques", r"\bje\s+suis\s+(?:très\s+|aussi\s+|gravement\s+)?(?P<v>allergiques?)\s+"
+          r"(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergie", r"\bj'ai\s+(?:une\s+)?(?P<v>allergie)\s+(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>.+)", 0.9,
+          "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergisch", r"\bich\s+bin\s+(?:auch\s+|sehr\s+|stark\s+|leicht\s+)?(?P<v>allergisch)\s+"
+          r"(?P<w>(?:gegen|auf)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergie", r"\bich\s+habe\s+(?:auch\s+)?(?:eine\s+)?(?P<v>allergie)\s+(?P<w>(?:gegen|auf)\s+)(?P<x>.+)",
+          0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "habe", r"\bich\s+habe\s+(?:auch\s+)?(?:eine\s+)?(?P<x>\w+allergie)\b", 0.9, "{Raw}", "personalContext"),
     _rule("identity", "run|runs|own|owns|manage|manages|founded|co-founded|lead|leads",
           r"\b(?:i|we|(?:the )?user)\s+(?:also\s+)?(?P<v>runs?|owns?|manages?|founded|co-founded|leads?)\s+"
           r"(?P<x>(?:a|an|my|our|their)\s+.+)", 0.85, "{V} {x}", "workContext"),
@@ -609,6 +645,8 @@ RULES_ZH: tuple[Rule, ...] = (
 # not a passing state ("我现在在开会")
 DURABLE_NOW_ZH = re.compile(r"(?:现在|目前|如今)(?=(?:已经|也|还|都|就){0,2}(?:住在|在[^，,。；;]{1,20}?(?:工作|上班|任职|实习)"
                             r"|不再|不(?:吃|喝|抽|玩)[^，,。；;]*了|改(?:喝|吃|用|抽)|是))|刚刚(?=搬)")
+# "I turned 39 today": a birthday says what holds from now on, not a passing state
+DURABLE_NOW_EN = re.compile(r"\bturned\s+[\w-]+\s+today\b")
 # "去年夏天，我在华为实习": a time before the clause it is the time of, no clause of its own
 PAST_LEAD_ZH = re.compile(rf"^(?:{_NOT_NOW_ZH})[^了过，,。]{{0,3}}$")
 
@@ -627,7 +665,7 @@ TEMPORARY_CUES = (
 # copy-paste without insight (seed 002's "Error at /src/index.ts:42")
 NOISE = re.compile(r"\.\w{1,5}:\d+|traceback|exception:|error at")
 NOISE_CUES = (":", "traceback", "error")
-HEDGE = re.compile(r"^(?:if|whether|unless|maybe|perhaps|do you|does|did you|would you|can you|could you)\b"
+HEDGE = re.compile(r"^(?:if|whether|unless|maybe|perhaps|do you|does|did you|would you|can you|could you|si|wenn|falls)\b"
                    r"|^(?:如果|要是|假如|是否)")
 # The next three read a whole sentence whose first-person lines are not said as facts.
 # A made-up situation ("Let's say I work as a pirate ...", "Pretend I'm a pirate", "Suppose I'm a

@@ -116,7 +116,7 @@ def _cognitive(clause: Clause) -> Signal | None:
 
 def _render(rule: lx.Rule, m: re.Match[str], cjk: bool) -> str | None:
     raw = clip_object(m["x"], cjk)
-    if not raw or not has_content(raw):
+    if not raw or not (rule.value or has_content(raw) or lx.TIMES_LIKED.fullmatch(raw)):
         return None
     if not cjk and rule.category in ("preference", "behavior") and _VAGUE_OBJECT.match(raw):
         return None
@@ -145,7 +145,7 @@ def _negated(sentence: str, rule: lx.Rule, m: re.Match[str], cjk: bool) -> str:
 def is_temporary(clause: Clause) -> bool:
     if not clause.has_cue(_TEMPORARY_CUES):
         return False
-    return temporary_text(lx.DURABLE_NOW_ZH.sub(" ", clause.low) if clause.cjk else clause.low)
+    return temporary_text((lx.DURABLE_NOW_ZH if clause.cjk else lx.DURABLE_NOW_EN).sub(" ", clause.low))
 
 
 _BREAK = re.compile(r"[，,；;。！!？?]")

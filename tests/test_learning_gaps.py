@@ -1,0 +1,106 @@
+"""What the offline engine learns from everyday statements a user expects remembered, through
+the Memory API: each message said on its own day, learned, then the facts (live and archived)
+and the profile looked at as a user would."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reverie import Memory
+
+_DAY0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+
+
+def said(mem: Memory, *messages: str) -> tuple[list[str], list[str], str]:
+    """Each message said by ana on a day of its own, then learned: (live facts, archived facts,
+    the profile's user sections as one text)."""
+    for day, text in enumerate(messages):
+        mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Got it."}], user="ana",
+                at=_DAY0 + timedelta(days=day))
+        mem.flush()
+    live = [f.content for f in mem.facts(user="ana")]
+    archived = [f.content for f in mem.facts(user="ana", status="archived")]
+    profile = mem.profile(user="ana")
+    sections = " | ".join(s.summary for name, s in profile.sections().items() if name.startswith("user.") and s.summary)
+    return live, archived, sections
+
+
+# ---------------------------------------------------------------- a time liked or disliked
+
+@pytest.mark.parametrize("text, fact", [
+    ("I hate mornings", "Hates mornings"),
+    ("I love lazy Sundays", "Loves lazy Sundays"),
+    ("I'm a morning person", "Is a morning person"),
+])
+def test_a_time_of_day_or_week_liked_or_disliked_is_learned(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert live == [fact]
+
+
+# ---------------------------------------------------------------- a new employer by its name
+
+def test_joining_a_company_by_its_name_is_a_new_employer_that_supersedes_the_old(mem):
+    live, archived, profile = said(mem, "I work at Globex", "I joined Acme last month")
+    assert live == ["Joined Acme in February 2026"]
+    assert archived == ["Works at Globex"]
+    assert "Works at Acme" in profile and "Globex" not in profile
+
+
+@pytest.mark.parametrize("text", ["I joined Strava last month", "I joined the Rotary Club", "I joined Acme Book Club"])
+def test_joining_a_network_or_a_club_is_no_new_employer(mem, text):
+    live, archived, profile = said(mem, "I work at Globex", text)
+    assert live == ["Works at Globex"] and not archived
+    assert profile == "Works at Globex"
+
+
+# ---------------------------------------------------------------- an age, one at a time
+
+@pytest.mark.parametrize("first, then", [
+    ("I'm 38 years old", "I turned 39"),
+    ("I'm 38 years old", "I turned 39 today"),
+    ("I'm 38", "I'm 39 now"),
+])
+def test_an_age_is_learned_and_a_later_one_supersedes_it(mem, first, then):
+    live, archived, profile = said(mem, first, then)
+    assert live == ["Is 39 years old"]
+    assert archived == ["Is 38 years old"]
+    assert profile == "Is 39 years old"
+
+
+@pytest.mark.parametrize("text", ["I'm 38 weeks pregnant", "I'm almost 40", "I'm 40 minutes late"])
+def test_a_number_that_is_no_age_is_not_learned_as_one(mem, text):
+    live, _, _ = said(mem, text)
+    assert not any("years old" in f for f in live)
+
+
+# ---------------------------------------------------------------- a household's diet
+
+def test_what_we_avoid_eating_is_learned_as_the_users_diet(mem):
+    live, _, profile = said(mem, "We avoid red meat")
+    assert live == ["Avoids red meat"]
+    assert profile == "Avoids red meat"
+
+
+# ---------------------------------------------------------------- allergies in other languages
+
+@pytest.mark.parametrize("text, fact", [
+    ("Soy alérgico a los cacahuetes", "Alérgico a los cacahuetes"),
+    ("Tengo alergia al polen", "Alergia al polen"),
+    ("Je suis allergique aux arachides", "Allergique aux arachides"),
+    ("Ich bin allergisch gegen Erdnüsse", "Allergisch gegen Erdnüsse"),
+    ("Ich habe eine Erdnussallergie", "Erdnussallergie"),
+])
+def test_an_allergy_said_in_spanish_french_or_german_is_learned(mem, text, fact):
+    live, _, profile = said(mem, text)
+    assert live == [fact]
+    assert profile == fact
+
+
+@pytest.mark.parametrize("text", ["No soy alérgico a los cacahuetes", "Je ne suis pas allergique aux arachides",
+                                  "Ich bin nicht allergisch gegen Erdnüsse",
+                                  "Si je suis allergique aux arachides, je le saurais"])
+def test_no_allergy_or_an_if_in_those_languages_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
