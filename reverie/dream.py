@@ -83,6 +83,8 @@ GROUNDING_MIN = 0.5
 STALE_RUN = timedelta(hours=1)
 ARCHIVE_MERGED = "merged into a denser line by the dream"
 ARCHIVE_NEWER = "contradicted by a newer entry"
+# a conflict learning settled before the dream: the dream lists the newer value in its place
+TOOK_THE_PLACE = "learned since MEMORY.md was written, it took the place of the entry it contradicts"
 
 
 def _in_home(ctx: Context, path: Path) -> str:
@@ -185,6 +187,10 @@ class DreamReport(Model):
     joined: list[DreamEntry] = Field(default_factory=list)
     # entries MEMORY.md showed before with another [Nx] (reason: "3x → 14x")
     recounted: list[DreamEntry] = Field(default_factory=list)
+    # entries MEMORY.md listed before that it lists no more, not by this dream's doing: archived
+    # since it was written (a newer value learned or remembered, forgotten, evicted), or below
+    # the entries that made the list; each with why
+    left: list[DreamEntry] = Field(default_factory=list)
     conflicts: list[DreamEntry] = Field(default_factory=list)
     cleaned: list[DreamEntry] = Field(default_factory=list)
     rejected: list[DreamEntry] = Field(default_factory=list)
@@ -218,7 +224,9 @@ def describe(run: DreamRun) -> str:
     return (
         f"Dream done: {plural(len(report.merged), 'merge')}, {len(report.added) + len(report.joined)} new, "
         f"{plural(len(report.conflicts), 'conflict')}, {len(report.cleaned)} cleaned, "
-        f"{len(report.rejected)} rejected; MEMORY.md holds {plural(report.entries, 'entry', 'entries')}."
+        f"{len(report.rejected)} rejected"
+        + (f", {len(report.left)} left since MEMORY.md was last written" if report.left else "")
+        + f"; MEMORY.md holds {plural(report.entries, 'entry', 'entries')}."
     )
 
 
@@ -428,12 +436,20 @@ class _Inputs:
     pending: list[Fact]  # not shown to the engine; a note that repeats one promotes it
     notes: dict[str, Note]
     times: dict[str, datetime]
+    # pending facts that took the place of an entry MEMORY.md lists (learning archived the
+    # entry as contradicted by them): the engine reads them with the facts, and the dream
+    # consolidates them, else MEMORY.md would show neither the old value nor the new one.
+    # {successor id: the entry it replaced}
+    successors: dict[str, Fact] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def read(cls, ctx: Context, user: str, since: str, until: str) -> "_Inputs":
         store = ctx.store
         facts = {f.id: f for f in store.list_facts(user, status="consolidated")}
         pending = store.list_facts(user, status="pending")
+        successors = _successors(ctx, user, facts, pending)
+        facts |= {f.id: f for f in pending if f.id in successors}
+        pending = [f for f in pending if f.id not in successors]
         notes = {n.id: n for n in store.list_notes(user, since=since, until=until)}
         cited = store.get_notes({i for f in facts.values() for i in f.provenance.notes} - set(notes))
         episodes = store.get_episodes(
@@ -448,7 +464,7 @@ class _Inputs:
             evidence = [episodes[e].occurred_at for e in fact.provenance.episodes if e in episodes]
             evidence += [times[n] for n in fact.provenance.notes if n in times]
             times[fact.id] = max(evidence, default=as_utc(fact.created_at))
-        return cls(store.get_profile(user), facts, pending, notes, times)
+        return cls(store.get_profile(user), facts, pending, notes, times, successors)
 
     def digest(self, *, counts: bool = True) -> str:
         """Changes when what a dream would read changes, use counts included (they rank the
@@ -471,6 +487,23 @@ class _Inputs:
         notes = [NoteRef(id=n.id, date=n.date, content=n.content) for n in self.notes.values()]
         text = " ".join([*(f.content for f in facts), *(n.content for n in notes)])
         return DistillRequest(facts=facts, notes=notes, max_entries=max_entries, language=preferred_language(text))
+
+
+def _successors(ctx: Context, user: str, facts: dict[str, Fact], pending: list[Fact]) -> dict[str, Fact]:
+    """The pending facts that took the place of an entry MEMORY.md lists, each with that entry."""
+    snapshot = load_snapshot(ctx, user)
+    if snapshot is None or not pending:
+        return {}
+    waiting = {f.id: f for f in pending}
+    shown = [f for f in ctx.store.get_facts([i for i in snapshot.facts if i not in facts]).values()
+             if f.status == "archived" and f.superseded_by]
+    found: dict[str, Fact] = {}
+    for old in shown:
+        pool = {**ctx.store.get_facts([old.superseded_by or ""]), **waiting}
+        successor = follow(old, pool)
+        if successor.id in waiting:
+            found.setdefault(successor.id, old)
+    return found
 
 
 def _window(now: datetime, days: int) -> tuple[str, str]:
@@ -601,6 +634,14 @@ class _Apply:
 
     def run(self, entries: list[_Entry]) -> list[Fact]:
         self.kept_ids = {f.id for e in entries if e.action == "keep" for f in e.facts}
+        for fact_id, old in self.inputs.successors.items():
+            fact = self.pool[fact_id]
+            if fact.status == "pending":
+                fact.status = "consolidated"
+                self.ctx.facts.index_fact(fact, fact.tags)
+                self.report.conflicts.append(DreamEntry(
+                    content=fact.content, fact_id=fact.id, replaced=[old.content],
+                    reason=TOOK_THE_PLACE))
         results: list[tuple[_Entry, Fact]] = []
         for entry in entries:
             if entry.action == "keep":
@@ -777,7 +818,8 @@ class _Apply:
         entries that joined it, and the [Nx] that changed. Returns the ids that joined."""
         if self.shown is None:
             return set()  # no MEMORY.md before: the dream tells each entry as kept or added
-        written = {e.fact_id for e in [*self.report.added, *self.report.merged]}
+        written = {e.fact_id for e in [*self.report.added, *self.report.merged, *self.report.conflicts]}
+        self._left(listed)
         for fact in listed:
             was = self.shown.uses.get(fact.id)
             if fact.id not in self.shown.facts and fact.id not in written:
@@ -787,6 +829,35 @@ class _Apply:
                 self.report.recounted.append(DreamEntry(content=fact.content, fact_id=fact.id,
                                                         reason=f"{was}x → {fact.uses}x"))
         return {e.fact_id for e in self.report.joined if e.fact_id}
+
+    def _left(self, listed: list[Fact]) -> None:
+        """The entries MEMORY.md listed before and lists no more that this dream did not take out
+        itself (its merges, conflicts and cleaning tell those), each with why it is gone."""
+        assert self.shown is not None
+        now_listed = {f.id for f in listed}
+        told = {*(e.fact_id for e in [*self.report.cleaned, *self.report.rejected]),
+                *(old.id for old in self.inputs.successors.values())}
+        gone = [i for i in self.shown.facts if i not in now_listed and i not in told]
+        stored = self.ctx.store.get_facts([i for i in gone if i not in self.pool])
+        for fact_id in gone:
+            fact = self.pool.get(fact_id) or stored.get(fact_id)
+            line = self.shown.facts[fact_id].content
+            if fact is None:
+                reason = "deleted for good"
+            elif fact.id in self.inputs.facts and fact.status == "archived":
+                continue  # this dream archived it: merged or in a conflict, told there
+            elif fact.status == "archived":
+                successor = self.pool.get(fact.superseded_by or "") or (
+                    self.ctx.store.get_fact(fact.superseded_by) if fact.superseded_by else None)
+                reason = fact.archived_reason or "archived"
+                if successor is not None and successor.content not in reason:
+                    reason += f": {_quote(successor.content)}"
+            elif fact.status == "pending":
+                reason = "back among the pending facts"
+            else:
+                reason = (f"it stays in the store for recall, below the {self.ctx.settings.dream_max_entries} "
+                          "entries that made the list")
+            self.report.left.append(DreamEntry(content=line, fact_id=fact_id, reason=reason))
 
     def _archive(self, fact: Fact, reason: str, successor: Fact | None) -> None:
         self.ctx.facts.archive_fact(fact, reason, successor, self.now)
@@ -846,12 +917,23 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
             f"{plural(len(r.joined), 'entry', 'entries')} joined MEMORY.md since it was last written: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.joined)}."
         )
+    if r.left:
+        story.append(
+            f"{plural(len(r.left), 'entry', 'entries')} left MEMORY.md since it was last written: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.left)}."
+        )
     if r.recounted:
         story.append(
             f"The use count of {plural(len(r.recounted), 'entry', 'entries')} changed: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.recounted)}."
         )
     for conflict in r.conflicts:
+        if conflict.reason == TOOK_THE_PLACE:
+            story.append(
+                f"{_quote(conflict.replaced[0])} conflicted with {_quote(conflict.content)}, learned since; the older "
+                "was archived with a link to it then, and I listed the newer in its place."
+            )
+            continue
         story.append(
             f"{_quote(conflict.replaced[0])} conflicted with {_quote(conflict.content)}; I kept the newer "
             "and archived the older with a link to it."
@@ -866,7 +948,7 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
             f"I rejected {plural(len(r.rejected), 'proposal')} that did not stand on the inputs: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.rejected)}."
         )
-    if not (r.merged or r.added or r.joined or r.conflicts or r.cleaned):
+    if not (r.merged or r.added or r.joined or r.left or r.conflicts or r.cleaned):
         story.append("Nothing needed merging, adding or cleaning.")
     if r.memory_md:
         story.append(
