@@ -661,7 +661,7 @@ _CLAIM_EN = re.compile(
     r"likes?|loves?|enjoys?|adores?|dislikes?|hates?|can't stand|(?:doesn't|does not|don't|do not)\s+"
     r"(?:like|enjoy|want|use|eat|drink)|(?:can't|cannot|can not|won't|will not)\s+(?:eat|drink)|"
     r"no longer\s+(?:likes?|uses?|enjoys?|eats?|drinks?)|uses?|eats?|drinks?|avoids?|works?\s+(?:at|for)|lives?\s+in|"
-    r"is from|am from|moved to)\s+(?P<o>.+)", re.IGNORECASE)
+    r"is from|am from|moved to|switched to|left)\s+(?P<o>.+)", re.IGNORECASE)
 _CLAIM_ZH = re.compile(r"^(?:用户|我)?(?:也|很|非常|特别|最|更|比较|一直|还是)*(?P<p>不喜欢|讨厌|不再喜欢|不再用|"
                        r"不再使用|更喜欢|喜欢|偏好|偏爱|热爱|爱|习惯|使用|用|住在|来自)(?P<o>.+)")
 _CLAIM_ZH_WORK = re.compile(r"^(?:用户|我)?(?:现在)?在(?P<o>.+?)(?:工作|上班|任职)")
@@ -733,7 +733,9 @@ def _predicate(p: str) -> tuple[str, bool]:
     negative = any(n in p for n in ("dislike", "hate", "can't", "n't", "not", "no longer", "不", "讨厌"))
     if "eat" in p or "drink" in p or "avoid" in p:  # "Doesn't eat pork" / "Eats pork", "Avoids caffeine"
         return "consume", not (negative or "avoid" in p)
-    if "use" in p or "用" in p:
+    if p == "left":  # "Left Globex": works there no more
+        return "employer", False
+    if "use" in p or "用" in p or "switch" in p:  # "Switched to emacs" / "Uses vim"
         return "use", not negative
     if "work" in p:
         return "employer", True

@@ -104,3 +104,45 @@ def test_an_allergy_said_in_spanish_french_or_german_is_learned(mem, text, fact)
 def test_no_allergy_or_an_if_in_those_languages_is_not_learned(mem, text):
     live, _, _ = said(mem, text)
     assert live == []
+
+
+# ---------------------------------------------------------------- a later statement wins
+
+def test_a_preference_said_with_these_days_is_learned_and_supersedes_the_old(mem):
+    live, archived, _ = said(mem, "I prefer tea", "These days I prefer coffee")
+    assert live == ["Prefers coffee"] and archived == ["Prefers tea"]
+
+
+@pytest.mark.parametrize("then, fact", [
+    ("I switched to emacs", "Switched to emacs"),
+    ("I switched from vim to helix", "Switched to helix"),
+])
+def test_a_tool_switched_to_is_learned_and_archives_the_old_one(mem, then, fact):
+    live, archived, _ = said(mem, "I use vim", then)
+    assert live == [fact] and archived == ["Uses vim"]
+
+
+@pytest.mark.parametrize("then", ["I quit my job at Google", "I quit Google last month"])
+def test_quitting_an_employer_archives_working_there(mem, then):
+    live, archived, profile = said(mem, "I work at Google", then)
+    assert live == ["Left Google"] and archived == ["Works at Google"]
+    assert "Works at Google" not in profile
+
+
+def test_leaving_a_city_on_a_trip_takes_no_home_back(mem):
+    live, archived, _ = said(mem, "I live in Paris", "I left Paris yesterday")
+    assert live == ["Lives in Paris"] and not archived
+
+
+# ---------------------------------------------------------------- nothing learned wrongly
+
+def test_a_quoted_line_is_not_learned_as_the_users_statement(mem):
+    live, _, profile = said(mem, '"I live in Paris" is a line from the movie')
+    assert live == [] and profile == ""
+
+
+def test_a_clause_about_another_thing_after_and_my_stays_out_of_the_fact(mem):
+    live, _, profile = said(mem, "I live in Berlin and my email is ana@example.com")
+    assert live == ["Lives in Berlin"] and profile == "Lives in Berlin"
+    live, _, _ = said(mem, "I live in Berlin and my wife is called Laura")
+    assert "Laura is their wife" in live

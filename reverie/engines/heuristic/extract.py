@@ -88,9 +88,10 @@ def _merge_summary(existing: str, additions: list[str]) -> str:
     parts = [p.strip() for p in PROFILE_PARTS.split(existing) if p.strip()]
     changed = False
     for line in additions:
-        slot = _one_value_slot(line)
+        slot, claim = _one_value_slot(line), parse_claim(line)
         kept = [p for p in parts if fact_relation(line, p, 0.7) != "conflict" and (slot is None or _one_value_slot(p) != slot
-                                                                                 or _same_line(line, p))]
+                                                                                 or _same_line(line, p))
+                and not (claim.group and contradicts(claim, parse_claim(p)))]  # "Left Globex" / "Works at Globex"
         if len(kept) == len(parts) and any(_same_line(line, p) for p in parts):
             continue
         parts, changed = kept + [line], True

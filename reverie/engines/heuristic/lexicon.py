@@ -319,7 +319,8 @@ def _rule(category: str, cues: str, pattern: str, confidence: float, template: s
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
     r"just|personally|genuinely|truly)\s+){0,2}"
 # the subject opens a clause: "Everyone we love was there" says nothing about liking
-_LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still|actually)\s+)"
+_LEAD = r"(?:^|(?<=[,;:(])\s*|\b(?:and|but|so|because|though|although|honestly|personally|also|plus|now|still|actually|these\s+days|nowadays|" \
+    r"lately)\s+)"
 _SUBJECT = _LEAD + r"(?:(?:i|we|the user|user)\s+)" + _ADVERBS
 # "I now work at ...", "I just moved to ...": an adverb between the subject and the verb
 _NOW = r"(?:(?:now|currently|still|also|actually|just|recently|finally|officially)\s+)?"
@@ -485,6 +486,10 @@ RULES_EN: tuple[Rule, ...] = (
     # group one joins is none: claims.JOINED_NAME)
     _rule("identity", "joined", r"\b(?:i|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?P<v>joined)\s+"
           r"(?P<x>" + JOINED_NAME + r"(?:\s+(?:" + JOINED_WHEN + r"))?)\s*(?:$|[,.;!])", 0.85, "Joined {x}", "workContext"),
+    # "I quit my job at Globex", "I quit Globex": works there no more (claims: "Left" an employer)
+    _rule("identity", "quit|left", r"\b(?:i|(?:the )?user)(?:\s+have|'ve|\s+has)?\s+" + _NOW + r"(?:(?:quit|left)\s+my\s+"
+          r"(?:job|position|role)\s+(?:at|with)|quit)\s+(?P<x>" + JOINED_NAME + r")(?:\s+(?:" + JOINED_WHEN + r"))?\s*(?:$|[,.;!])",
+          0.85, "Left {x}", "workContext"),
     # an age, one at a time: "I'm 38", "I'm 38 years old", "I just turned 39" (another number of
     # the same line takes the old one's place); not "I'm almost 40", "I'm 38 weeks pregnant"
     _rule("identity", "i'm|am|is|turned", r"\b(?:(?:i'm|i am|(?:the )?user is)\s+(?:now\s+)?|(?:i|(?:the )?user)\s+"
@@ -543,6 +548,10 @@ RULES_EN: tuple[Rule, ...] = (
     # a tool one works with, a skill one is learning: "I use vim for editing", "I'm learning Portuguese"
     _rule("preference", "use|uses", _SUBJECT + r"(?:(?:mostly|mainly|only|always)\s+)?(?P<v>uses?)\s+"
           r"(?!(?:it|this|that|them|these|those|one|some|any|the same|a lot|too much|less|more)\b)(?P<x>.+)", 0.8, "Uses {x}"),
+    # "I switched to emacs", "I switched from vim to emacs": what is used now (what it was switched
+    # from, given up, archives what said it)
+    _rule("preference", "switched", _SUBJECT + r"(?P<v>switched)\s+(?:over\s+)?(?:from\s+(?P<g>[^,.;!?]+?)\s+)?to\s+(?P<x>.+)",
+          0.8, "Switched to {x}"),
     _rule("goal", "learning", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:currently|now|also|still)\s+)?(?P<v>learning)\s+"
           r"(?!(?:to\s+(?:live|deal|cope|accept)|about|that|how|a lot|so much|more)\b)(?P<x>.+)", 0.8, "Is learning {x}", "topOfMind"),
     _rule("decision", "decided|agreed|settled", r"(?:\b(?:we|i|user|the user)(?:'ve|\s+have|\s+had)?\s+(?:finally\s+|just\s+|all\s+|also\s+)?|^)"
@@ -692,6 +701,9 @@ REPORTED = re.compile(
     r"(?:\s+(?i:that))?\s*[:,]?\s*[\"“']?\s*(?=(?i:i|i'm|i've|i'd|i'll|my|we|we're)\b)"
     r"|^(?i:according to)\b"
 )
+# A sentence that opens with a quote of first-person words and goes on about it ('"I live in Paris"
+# is a line from the movie'): a quote, not the user's statement
+QUOTED = re.compile(r"^\s*[\"“][^\"“”]{3,}[\"”]\s*[,:;-]?\s*\w")
 # Taken back as said: "I'm a doctor, just kidding", "I work at Google lol jk"; lower-cased.
 JOKE = re.compile(
     r"\b(?:just|only|i'm|i am|am)\s+(?:kidding|joking)\b|\bj/?k\b|\bnot really\W*$|\b(?:kidding|joking)\W*$"

@@ -203,7 +203,8 @@ def _signal(text: str) -> Signal | None:
                 lead := [w for w in times_to_come(s[: m.start()]) if w not in content]):
             content = clip_line(lead[-1] + content if clause.cjk else f"{content} {lead[-1][:1].lower()}{lead[-1][1:]}")
         # ("Moved to Lisbon, not Porto" takes back what said Porto)
-        negated = given_up["y"].strip() if given_up else _negated(s, rule, m, clause.cjk)
+        negated = given_up["y"].strip() if given_up else (m.groupdict().get("g") or "").strip() or _negated(
+            s, rule, m, clause.cjk)
         if not negated and not clause.cjk and (said_not := lx.NEGATED_EN.search(m["x"])) and said_not.start():
             negated = said_not["y"].strip()  # "I like coffee, not tea", "Moved to Lisbon, not Porto"
         return Signal(content, rule.category, rule.confidence, section, negated)
@@ -214,6 +215,8 @@ _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并�
                            # "I live in Porto and I work as ...": "and I" / "but I" without a comma, when
                            # the clause before has a first-person subject of its own ("My wife and I" has none)
                            r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)"
+                           # "I live in Berlin and my email is ...": a clause of its own about another thing
+                           r"|\s+(?:and|but)\s+(?=my\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are)\b)"
                            # "I live in Porto and work as a nurse": the same subject, unsaid, before a verb of a fact
                            # (the verbs of facts that have a rule: another verb keeps its clause whole)
                            r"|\s+and\s+(?:also\s+)?(?=(?P<same_en>work\s+(?:as|at|for|in)|live\s+in|run|own|"
@@ -270,7 +273,7 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
         found += tuple(also for m in lx.WITH_MY_EN.finditer(clause) if (also := _signal(f"My {m['v']} is {m['x']}")))
     if found:  # the sentence's gates only when it says something (most sentences say nothing)
         low = sentence.lower()
-        if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low):
+        if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low) or lx.QUOTED.match(sentence):
             return ()
     return found
 
