@@ -672,6 +672,11 @@ class _Apply:
         key = exact_key(entry.content)
         survivor = next((f for f in sources if exact_key(f.content) == key), None)
         if survivor is None:
+            # a line an input fact says word for word, cited or not: that fact, said again (a copy
+            # written and folded back into it would be a merge each night, and a fact archived)
+            survivor = next((f for f in self.inputs.facts.values()
+                             if f.status == "consolidated" and exact_key(f.content) == key), None)
+        if survivor is None:
             probe = Fact(user=self.journal.user, content=entry.content, category=entry.category)
             dup = self.ctx.settings.duplicate_jaccard
             survivor = next((f for f in self.inputs.pending if f.status == "pending"

@@ -4,6 +4,7 @@ sees in MEMORY.md, the dream's report or its diary."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -33,6 +34,10 @@ def entries(mem: Memory, user: str = "ana") -> list[str]:
     """The entry lines of MEMORY.md, markers and [Nx] left out."""
     return [re.sub(r"^- \[\d+x\] | <!-- fact_\w+ -->$", "", line)
             for line in mem.memory_md(user=user).splitlines() if line.endswith("-->")]
+
+
+def every_fact(mem: Memory, user: str) -> list:
+    return [f for status in ("pending", "consolidated", "archived") for f in mem.facts(user=user, status=status)]
 
 
 def diary(mem: Memory, user: str = "ana") -> str:
@@ -78,3 +83,48 @@ def test_a_newer_value_learned_between_dreams_is_told_once_as_the_conflict(mem):
     assert [(c["content"], c["replaced"]) for c in run.report["conflicts"]] == [
         ("Doesn't have a dog anymore", ["Has a dog named Rex"])]
     assert run.report["joined"] == [] and run.report["left"] == []
+
+
+def test_a_chinese_note_becomes_its_fact_not_the_note_line_with_its_speaker(mem):
+    say(mem, "我搬到上海了，不住在北京了。", day(0), user="li", reply="好的。")
+    run = night(mem, 0, user="li")
+    assert entries(mem, "li") == ["住在上海"]
+    assert [e["content"] for e in run.report["added"]] == ["住在上海"]
+
+
+def test_a_dream_run_again_the_same_night_changes_nothing(mem):
+    say(mem, "我搬到上海了，不住在北京了。", day(0), user="li", reply="好的。")
+    say(mem, "I prefer aisle seats on flights.", day(0, 10), user="li")
+    night(mem, 0, user="li")
+    before = mem.memory_md(user="li")
+    facts = {f.id for f in every_fact(mem, "li")}
+    again = night(mem, 0, user="li", minute=58)
+    assert mem.memory_md(user="li") == before
+    assert {f.id for f in every_fact(mem, "li")} == facts
+    assert all(again.report[k] == [] for k in ("added", "merged", "conflicts", "cleaned", "left", "joined"))
+
+
+def test_a_line_the_engine_adds_that_a_fact_already_says_is_that_fact_not_a_copy(home, fake_openai):
+    # an engine adds, from a note alone, a line that an input fact says word for word: the
+    # fact is confirmed; no copy is written and folded back each night
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+
+    def answer(body: dict) -> dict:
+        data = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+        kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+                for f in data["facts"]]
+        return {"entries": kept + [{"action": "add", "content": "Prefers tea over coffee", "category": "preference",
+                                    "sources": [n["id"]]} for n in data["notes"]]}
+
+    fake_openai.respond_by_step({"distill": answer})
+    try:
+        tea = mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        mem.trim([{"role": "user", "content": "I prefer tea over coffee, always"}], user="ana", at=day(0))
+        for minute in (50, 55):
+            run = night(mem, 0, minute=minute)
+            assert run.report["added"] == [] and run.report["merged"] == []
+        assert [f.id for f in every_fact(mem, "ana")] == [tea.id]
+        assert entries(mem) == ["Prefers tea over coffee"]
+    finally:
+        mem.close()

@@ -177,12 +177,27 @@ def _supersede(clusters: list[_Cluster]) -> tuple[list[_Cluster], list[PlanEntry
 
 
 def _grounded(content: str, items: list[_Item]) -> str:
-    """The content if every content word of it is in its sources, else the head's own words."""
+    """The content if every content word of it is in its sources, else the head's own words.
+    A Chinese word is in a source that holds it anywhere: words run together there
+    ("住在上海" from "我搬到上海了，不住在北京了", whose words are cut as "不住")."""
     allowed = frozenset().union(*(term_set(i.source_text) for i in items))
-    if term_set(content) <= allowed:
+    strays = [t for t in term_set(content) - allowed
+              if not (has_cjk(t) and any(t in i.source_text for i in items))]
+    if not strays:
         return content
     log.debug("dream line %r strays from its sources; keeping their own words", content)
-    return clip_line(items[0].source_text)
+    return clip_line(_own_words(items[0]))
+
+
+def _own_words(item: _Item) -> str:
+    """An item's source as a line: a note's without its speaker ("User: lives in Porto" is
+    "Lives in Porto", "用户：我住在上海" is "我住在上海")."""
+    if item.is_fact:
+        return item.source_text
+    text = item.source_text.strip()
+    label = _SPEAKER_PREFIX.match(text)
+    rest = text[label.end():].strip() if label else text
+    return (rest[:1].upper() + rest[1:]) or text
 
 
 def _plan_entry(cluster: _Cluster) -> PlanEntry:
