@@ -146,3 +146,42 @@ def test_a_clause_about_another_thing_after_and_my_stays_out_of_the_fact(mem):
     assert live == ["Lives in Berlin"] and profile == "Lives in Berlin"
     live, _, _ = said(mem, "I live in Berlin and my wife is called Laura")
     assert "Laura is their wife" in live
+
+
+# ---------------------------------------------------------------- Chinese
+
+def test_an_age_said_in_chinese_is_learned_and_a_later_one_supersedes_it(mem):
+    live, archived, profile = said(mem, "我今年38岁", "我39岁了")
+    assert live == ["39岁"] and archived == ["38岁"] and profile == "39岁"
+
+
+@pytest.mark.parametrize("text", ["我儿子今年5岁", "去年我38岁"])
+def test_a_childs_age_or_a_past_age_in_chinese_is_not_the_users_age(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+def test_a_new_employer_in_chinese_supersedes_the_old(mem):
+    live, archived, profile = said(mem, "我在腾讯工作", "我上个月跳槽到了阿里巴巴")
+    assert live == ["在阿里巴巴工作"] and archived == ["在腾讯工作"] and profile == "在阿里巴巴工作"
+
+
+def test_a_job_change_only_wished_for_in_chinese_changes_nothing(mem):
+    live, archived, _ = said(mem, "我在腾讯工作", "我想跳槽到阿里巴巴")
+    assert live == ["在腾讯工作"] and not archived
+
+
+def test_quitting_an_employer_in_chinese_archives_working_there(mem):
+    live, archived, profile = said(mem, "我在腾讯工作", "我从腾讯辞职了")
+    assert archived == ["在腾讯工作"] and "在腾讯工作" not in profile
+
+
+@pytest.mark.parametrize("text", ["我朋友说我是个工作狂", "我妈总觉得我是个急性子"])
+def test_someone_elses_words_about_the_user_in_chinese_are_not_learned(mem, text):
+    live, _, profile = said(mem, text)
+    assert live == [] and profile == ""
+
+
+def test_the_users_own_words_told_to_someone_in_chinese_are_learned(mem):
+    live, _, _ = said(mem, "我跟他说我是程序员")
+    assert live == ["是程序员"]

@@ -639,6 +639,16 @@ RULES_ZH: tuple[Rule, ...] = (
     _rule("identity", "搬", r"我们?(?=[^，,。；;]*(?:了|啦|已经|刚))(?:已经|刚|最近|终于|也|去年|前年|今年|上个?月|上周|年初|年底|前几天"
           r"|前段时间|不久前){0,2}搬家?(?:到|去|回)了?(?P<x>(?!这|那|新家|新房)[^，,。了啦]+?)(?:了|啦)?(?=$|[，,。！!；;])", 0.85,
           "住在{raw}", "personalContext", unless=_FORMER_ZH),
+    # "我上个月跳槽到了阿里巴巴": a new employer (not "我想跳槽到阿里巴巴")
+    _rule("identity", "跳槽", r"我(?=[^，,。；;]*(?:了|啦|已经|刚))(?:已经|刚|最近|终于|也|去年|前年|今年|上个?月|上周|年初|年底"
+          r"|前几天|前段时间|不久前){0,2}跳槽(?:到|去)了?(?P<x>(?!这|那)[^，,。了啦]+?)(?:了|啦)?(?=$|[，,。！!；;])", 0.85,
+          "在{raw}工作", "workContext", unless=_FORMER_ZH),
+    # "我从腾讯辞职了", "我已经从腾讯离职了": works there no more
+    _rule("correction", "辞职|离职", r"我(?:已经|刚|最近|终于|上个?月|上周|去年)?从(?P<x>[^，,。]{1,20}?)(?P<v>辞职|离职)了", 0.85,
+          "从{raw}{v}了", negates=True),
+    # "我今年38岁", "我38岁了", "我今年三十八岁": an age, one at a time (not "我儿子5岁")
+    _rule("identity", "岁", r"我(?:今年|现在|已经){0,2}(?P<x>\d{1,3}|[一二三四五六七八九]?十[一二三四五六七八九]?)(?:周)?岁", 0.85,
+          "{raw}岁", "personalContext", unless=_NOT_NOW_ZH, value=True),
     _rule("identity", "我是|现在是|目前是", r"我(?:现在|目前)?是" + _BEING_ZH, 0.85, "是{raw}", "workContext", unless=_NOT_NOW_ZH),
     _rule("goal", "目标|梦想|理想", r"我的(?:长期|主要|最终)?(?P<v>目标|梦想|理想)是(?P<x>.+)", 0.9, "{v}是{raw}", "topOfMind",
           unless=_FORMER_ZH),
@@ -704,6 +714,11 @@ REPORTED = re.compile(
 # A sentence that opens with a quote of first-person words and goes on about it ('"I live in Paris"
 # is a line from the movie'): a quote, not the user's statement
 QUOTED = re.compile(r"^\s*[\"“][^\"“”]{3,}[\"”]\s*[,:;-]?\s*\w")
+# Someone else's words about the user in Chinese ("我朋友说我是个工作狂", "我妈总觉得我太瘦"), not
+# the user's own ("我跟他说我是程序员")
+REPORTED_ZH = re.compile(r"^(?:(?:我的?)?(?:朋友|妈妈|妈|爸爸|爸|老婆|老公|妻子|丈夫|同事|老板|领导|经理|姐姐|妹妹|哥哥|弟弟|家人"
+                         r"|室友|同学|老师|女朋友|男朋友|儿子|女儿|父母)|他|她|他们|她们|大家|别人|有人|人家)(?:总是|总|老是|老|常常?"
+                         r"|经常|一直|都)?(?:说|觉得|认为|以为|开玩笑说|笑)(?:过)?[，,:：]?\s*[“\"]?我")
 # Taken back as said: "I'm a doctor, just kidding", "I work at Google lol jk"; lower-cased.
 JOKE = re.compile(
     r"\b(?:just|only|i'm|i am|am)\s+(?:kidding|joking)\b|\bj/?k\b|\bnot really\W*$|\b(?:kidding|joking)\W*$"

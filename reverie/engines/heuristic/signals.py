@@ -273,7 +273,8 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
         found += tuple(also for m in lx.WITH_MY_EN.finditer(clause) if (also := _signal(f"My {m['v']} is {m['x']}")))
     if found:  # the sentence's gates only when it says something (most sentences say nothing)
         low = sentence.lower()
-        if lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low) or lx.QUOTED.match(sentence):
+        if (lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low) or lx.QUOTED.match(sentence)
+                or lx.REPORTED_ZH.match(sentence)):
             return ()
     return found
 
