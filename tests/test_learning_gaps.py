@@ -185,3 +185,8 @@ def test_someone_elses_words_about_the_user_in_chinese_are_not_learned(mem, text
 def test_the_users_own_words_told_to_someone_in_chinese_are_learned(mem):
     live, _, _ = said(mem, "我跟他说我是程序员")
     assert live == ["是程序员"]
+
+
+def test_an_allergy_in_another_language_stops_at_its_clause(mem):
+    live, _, profile = said(mem, "Soy alérgico a los cacahuetes, mi correo es ana@example.com")
+    assert live == ["Alérgico a los cacahuetes"] and profile == "Alérgico a los cacahuetes"

@@ -498,19 +498,19 @@ RULES_EN: tuple[Rule, ...] = (
           r"(?:\s+(?:now|today|this\s+year|last\s+\w+|yesterday))?\s*(?:$|[,.;!])", 0.85, "Is {x} years old", "personalContext",
           value=True),
     # an allergy said in Spanish, French or German: kept in the words it was said in, as the
-    # Chinese lines are ("Alérgico a los cacahuetes", "Allergique aux arachides")
+    # Chinese lines are ("Alérgico a los cacahuetes", "Allergique aux arachides"), up to the first break
     _rule("identity", "soy", r"(?:^|[,;]\s*|\b(?:y|pero|yo|también)\s+)(?:yo\s+)?(?:también\s+)?soy\s+"
-          r"(?:muy\s+|también\s+|un\s+poco\s+)?(?P<v>al[eé]rgic[oa]s?)\s+(?P<w>(?:al|a)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}",
+          r"(?:muy\s+|también\s+|un\s+poco\s+)?(?P<v>al[eé]rgic[oa]s?)\s+(?P<w>(?:al|a)\s+)(?P<x>[^,.;!?]+)", 0.9, "{Vraw} {w}{raw}",
           "personalContext"),
     _rule("identity", "alergia", r"(?:^|[,;]\s*|\b(?:y|pero|yo|también)\s+)(?:yo\s+)?(?:también\s+)?tengo\s+(?:una\s+)?"
-          r"(?P<v>alergia)\s+(?P<w>(?:al|a)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+          r"(?P<v>alergia)\s+(?P<w>(?:al|a)\s+)(?P<x>[^,.;!?]+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
     _rule("identity", "allergique|allergiques", r"\bje\s+suis\s+(?:très\s+|aussi\s+|gravement\s+)?(?P<v>allergiques?)\s+"
-          r"(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
-    _rule("identity", "allergie", r"\bj'ai\s+(?:une\s+)?(?P<v>allergie)\s+(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>.+)", 0.9,
+          r"(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>[^,.;!?]+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergie", r"\bj'ai\s+(?:une\s+)?(?P<v>allergie)\s+(?P<w>(?:aux|au|à\s+la|à)\s+|à\s+l')(?P<x>[^,.;!?]+)", 0.9,
           "{Vraw} {w}{raw}", "personalContext"),
     _rule("identity", "allergisch", r"\bich\s+bin\s+(?:auch\s+|sehr\s+|stark\s+|leicht\s+)?(?P<v>allergisch)\s+"
-          r"(?P<w>(?:gegen|auf)\s+)(?P<x>.+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
-    _rule("identity", "allergie", r"\bich\s+habe\s+(?:auch\s+)?(?:eine\s+)?(?P<v>allergie)\s+(?P<w>(?:gegen|auf)\s+)(?P<x>.+)",
+          r"(?P<w>(?:gegen|auf)\s+)(?P<x>[^,.;!?]+)", 0.9, "{Vraw} {w}{raw}", "personalContext"),
+    _rule("identity", "allergie", r"\bich\s+habe\s+(?:auch\s+)?(?:eine\s+)?(?P<v>allergie)\s+(?P<w>(?:gegen|auf)\s+)(?P<x>[^,.;!?]+)",
           0.9, "{Vraw} {w}{raw}", "personalContext"),
     _rule("identity", "habe", r"\bich\s+habe\s+(?:auch\s+)?(?:eine\s+)?(?P<x>\w+allergie)\b", 0.9, "{Raw}", "personalContext"),
     _rule("identity", "run|runs|own|owns|manage|manages|founded|co-founded|lead|leads",
