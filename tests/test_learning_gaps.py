@@ -190,3 +190,21 @@ def test_the_users_own_words_told_to_someone_in_chinese_are_learned(mem):
 def test_an_allergy_in_another_language_stops_at_its_clause(mem):
     live, _, profile = said(mem, "Soy alérgico a los cacahuetes, mi correo es ana@example.com")
     assert live == ["Alérgico a los cacahuetes"] and profile == "Alérgico a los cacahuetes"
+
+
+# ---------------------------------------------------------------- pets by name
+
+@pytest.mark.parametrize("text, fact", [
+    ("I have a golden retriever named Biscuit", "Has a golden retriever named Biscuit"),
+    ("We have a cat called Miso and I love her", "Has a cat called Miso"),
+])
+def test_a_pet_of_any_kind_said_by_name_is_learned(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert fact in live
+
+
+@pytest.mark.parametrize("text", ["My neighbor has a parrot named Kiwi", "If I ever get a dog I'll call it Rex",
+                                  "Do I have a cat named Miso?"])
+def test_someone_elses_pet_a_hypothetical_or_a_question_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []

@@ -527,6 +527,10 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("identity", "have|has", r"\b(?:i|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>have|has)\s+(?P<x>(?:a|an|one|two|three|four|five|\d+)\s+(?:kids?|children|"
           r"sons?|daughters?|dogs?|cats?|pets?|brothers?|sisters?|siblings?)\b.*)", 0.8, "{V} {x}",
           "personalContext"),
+    # "I have a golden retriever named Biscuit": a pet or a person of theirs by name, whatever its kind
+    _rule("identity", "named|called", r"\b(?:i|we|(?:the )?user)\s+(?:(?:also|still|now)\s+)?(?P<v>have|has)\s+(?P<x>(?:a|an|one)\s+"
+          r"(?:[\w-]+\s+){0,2}?[\w-]+\s+(?:named|called)\s+" + _NAME_EN + r")(?=\s*(?:$|[,.;!]|\s+(?:and|who|which|that)\b))",
+          0.85, "{V} {x}", "personalContext"),
     # health: a condition one lives with, a medicine one takes, a pregnancy
     _rule("identity", _CONDITIONS, r"\b(?:i|(?:the )?user)\s+(?:(?:also|still)\s+)?(?P<v>have|has|suffer from|suffers from|"
           r"live with|lives with)\s+(?P<x>(?:(?:mild|severe|chronic|type\s+[12])\s+)*(?:" + _CONDITIONS + r")\b.*)", 0.9,
