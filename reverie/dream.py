@@ -42,6 +42,7 @@ from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import (
     Snapshot,
+    SyncReport,
     follow,
     load_snapshot,
     publish_memory_md,
@@ -54,6 +55,7 @@ from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
     Model,
+    PROFILE_LABELS,
     Note,
     Profile,
     Provenance,
@@ -202,6 +204,11 @@ class DreamReport(Model):
     journal: str | None = None
     # the change id of the hand edits of MEMORY.md the dream took in first (a sync of its own)
     synced: str | None = None
+    # those edits, each line with what was done ("changed", "added", "deleted", ...), and the
+    # lines written by hand that were not taken in, with why: MEMORY.md is written again from
+    # the store, so this report and the diary are where such a line is still said
+    hand_edits: list[DreamEntry] = Field(default_factory=list)
+    refused: list[DreamEntry] = Field(default_factory=list)
     output_hash: str = ""
     # what the dream left, use counts left out: a later dream that finds only the counts
     # changed refreshes MEMORY.md's [Nx] without asking the engine
@@ -495,7 +502,7 @@ def _successors(ctx: Context, user: str, facts: dict[str, Fact], pending: list[F
     if snapshot is None or not pending:
         return {}
     waiting = {f.id: f for f in pending}
-    shown = [f for f in ctx.store.get_facts([i for i in snapshot.facts if i not in facts]).values()
+    shown = [f for f in ctx.store.get_facts([i for i in snapshot.listed_since_dream() if i not in facts]).values()
              if f.status == "archived" and f.superseded_by]
     found: dict[str, Fact] = {}
     for old in shown:
@@ -506,6 +513,19 @@ def _successors(ctx: Context, user: str, facts: dict[str, Fact], pending: list[F
     return found
 
 
+def _took_in(report: DreamReport, synced: SyncReport) -> None:
+    """What a sync the dream ran did with the hand edits of MEMORY.md, told in its report."""
+    for what, lines in (("changed", synced.edited), ("added", synced.added), ("deleted", synced.deleted),
+                        ("archived: a line added by hand took its place", synced.superseded)):
+        report.hand_edits += [DreamEntry(content=line.content, fact_id=line.fact_id, reason=what) for line in lines]
+    report.hand_edits += [DreamEntry(content=d.content, fact_id=d.fact.fact_id, replaced=[d.fact.content],
+                                     reason="already an entry: merged into it") for d in synced.duplicates]
+    report.hand_edits += [DreamEntry(content=PROFILE_LABELS.get(section, section), reason="profile line changed")
+                          for section in synced.profile]
+    # a refused line is kept as written nowhere else: held to a fact's length, and redacted
+    report.refused += [DreamEntry(content=clip_learned(redact(r.content)), reason=r.reason) for r in synced.refused]
+
+
 def _window(now: datetime, days: int) -> tuple[str, str]:
     until = now.date()
     return (until - timedelta(days=days - 1)).isoformat(), until.isoformat()
@@ -513,11 +533,12 @@ def _window(now: datetime, days: int) -> tuple[str, str]:
 
 def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamReport:
     user = run.user
-    synced = sync(ctx, user=user).journal
+    first = sync(ctx, user=user)
     since, until = _window(now, run.days)
     inputs = _Inputs.read(ctx, user, since, until)
     report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes),
-                         synced=synced)
+                         synced=first.journal)
+    _took_in(report, first)
     if not inputs.facts and not inputs.notes:
         return report.skip(f"there are no facts and no daily notes from {since} to {until}")
     run.input_hash = inputs.digest()
@@ -534,6 +555,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     # overwrites the edit nor reads against an older file
     late = sync(ctx, user=user)
     report.synced = report.synced or late.journal
+    _took_in(report, late)
     journal = Journal(id=run.id, user=user, action="dream")
     with ctx.store.transaction():
         # read again under the lock: the learning line may have written while the engine thought
@@ -553,7 +575,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     report.entries = len(curated)
     report.categories = len({f.category for f in curated})
     if curated:  # never an empty overwrite
-        report.memory_md = _in_home(ctx, publish_memory_md(ctx, user, curated, dreamed_at=until))
+        report.memory_md = _in_home(ctx, publish_memory_md(ctx, user, curated, dreamed_at=until, dream=True))
     left = _Inputs.read(ctx, user, since, until)
     report.output_hash, report.output_content_hash = left.digest(), left.digest(counts=False)
     report.diary = _in_home(ctx, write_diary(ctx, run, report, now))
@@ -840,16 +862,17 @@ class _Apply:
         itself (its merges, conflicts and cleaning tell those), each with why it is gone."""
         assert self.shown is not None
         now_listed = {f.id for f in listed}
-        told = {*(e.fact_id for e in [*self.report.cleaned, *self.report.rejected]),
+        told = {*(e.fact_id for e in [*self.report.cleaned, *self.report.rejected, *self.report.hand_edits]),
                 *(old.id for old in self.inputs.successors.values())}
-        gone = [i for i in self.shown.facts if i not in now_listed and i not in told]
+        shown = self.shown.listed_since_dream()
+        gone = [i for i in shown if i not in now_listed and i not in told]
         stored = self.ctx.store.get_facts([i for i in gone if i not in self.pool])
         for fact_id in gone:
             fact = self.pool.get(fact_id) or stored.get(fact_id)
-            line = self.shown.facts[fact_id].content
+            line = shown[fact_id].content
             if fact is None:
-                reason = "deleted for good"
-            elif fact.id in self.inputs.facts and fact.status == "archived":
+                continue  # deleted for good: its words are told nowhere any more
+            if fact.id in self.inputs.facts and fact.status == "archived":
                 continue  # this dream archived it: merged or in a conflict, told there
             elif fact.status == "archived":
                 successor = self.pool.get(fact.superseded_by or "") or (
@@ -897,8 +920,15 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         f"from the last {span} ({r.since} to {r.until})."
     ]
     if r.synced:
-        story.append(f"First I took in the edits made to MEMORY.md by hand (to take them back: "
+        edits = f": {_list(f'{e.reason} {_quote(e.content)}' for e in r.hand_edits)}" if r.hand_edits else ""
+        story.append(f"First I took in the edits made to MEMORY.md by hand{edits} (to take them back: "
                      f"`reverie undo {r.synced}`).")
+    if r.refused:
+        story.append(
+            f"I could not take in {plural(len(r.refused), 'line')} written in MEMORY.md by hand, so "
+            f"{'it is' if len(r.refused) == 1 else 'they are'} no longer there: "
+            f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.refused)}."
+        )
     kept = r.kept + r.confirmed
     if kept == 1:
         story.append("I kept 1 entry as it was" + (", and the notes said it again." if r.confirmed else "."))

@@ -108,6 +108,14 @@ class Snapshot(Model):
     profile: dict[str, str] = Field(default_factory=dict)
     # the [Nx] each entry showed (none in a snapshot written before they were kept)
     uses: dict[str, int] = Field(default_factory=dict)
+    # the entries the last dream listed (or a write after it) that a later write (a sync, an
+    # undo, a refresh after maintenance) no longer lists: the next dream tells each with why
+    # it left ("forgotten", "contradicted by ...") and starts this again
+    dropped: dict[str, MemoryLine] = Field(default_factory=dict)
+
+    def listed_since_dream(self) -> dict[str, MemoryLine]:
+        """Every entry MEMORY.md listed since the last dream wrote it, listed still or not."""
+        return {**self.dropped, **self.facts}
 
 
 def load_snapshot(ctx: Context, user: str) -> Snapshot | None:
@@ -119,11 +127,18 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# entries a snapshot keeps of those dropped since the last dream (a few dreams' worth)
+DROPPED_KEPT = 200
+
+
 def publish_memory_md(
     ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None, read: str | None = None,
+    dream: bool = False,
 ) -> Path:
     """Write MEMORY.md atomically and remember what was written (for sync); ``dreamed_at``
-    None keeps the date of the last dream, "" says there was none. ``read``: the
+    None keeps the date of the last dream, "" says there was none. ``dream``: a dream writes
+    it (it told what left the list; else the entries this write drops are kept for the next
+    dream to tell: :attr:`Snapshot.dropped`). ``read``: the
     :func:`text_sha` of the file the caller took in (a sync), else what reverie last wrote.
     A file that holds neither was edited meanwhile: it is not overwritten (Conflict), so the
     next sync takes the edit in."""
@@ -141,12 +156,18 @@ def publish_memory_md(
             "`reverie sync` (or the next dream) takes the edit in"
         )
     ctx.files.write(user, path, text)
+    listed = {f.id: _line(f) for f in facts}
+    dropped = {} if dream or previous is None else {
+        i: line for i, line in previous.listed_since_dream().items() if i not in listed}
+    if dropped:  # a fact deleted for good leaves no line behind it
+        dropped = {i: line for i, line in dropped.items() if i in ctx.store.get_facts(dropped)}
     snapshot = Snapshot(
         sha=text_sha(text),
         dreamed_at=dreamed_at,
-        facts={f.id: _line(f) for f in facts},
+        facts=listed,
         uses={f.id: f.uses for f in facts},
         profile={k: s.summary for k, s in profile.sections().items() if s.summary},
+        dropped=dict(list(dropped.items())[-DROPPED_KEPT:]),
     )
     ctx.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
     return path

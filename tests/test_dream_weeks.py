@@ -8,8 +8,14 @@ import json
 import re
 from datetime import datetime, timedelta, timezone
 
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
 from reverie import Memory
+from reverie.cli import app
 from reverie.dream import describe
+from reverie.keys import create_key
+from reverie.server import create_app
 from tests.edits import edit_text
 
 DAY0 = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
@@ -128,3 +134,70 @@ def test_a_line_the_engine_adds_that_a_fact_already_says_is_that_fact_not_a_copy
         assert entries(mem) == ["Prefers tea over coffee"]
     finally:
         mem.close()
+
+
+def test_a_dream_tells_the_hand_edits_it_took_in_and_each_line_it_could_not(mem, home):
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    mem.remember("Is allergic to peanuts", user="ana", category="identity")
+    night(mem, 0)
+    path = home / "users" / "ana" / "MEMORY.md"
+    edit_text(path, "Prefers tea over coffee", "Prefers coffee over tea")
+    loose = "Swims on Sundays at the pool, my key is sk-proj-abcdefghijklmnopqrstuvwx1234567890"
+    edit_text(path, "## Identity\n", f"## Identity\n\n{loose}\n- {'Long line. ' * 120}\n- Swims on Sundays\n")
+    run = night(mem, 1)
+    assert [(e["reason"], e["content"]) for e in run.report["hand_edits"]] == [
+        ("changed", "Prefers coffee over tea"), ("added", "Swims on Sundays")]
+    refused = run.report["refused"]
+    assert [r["reason"].split(":")[0].split(";")[0] for r in refused] == ["not a list item", "1,319 characters"]
+    assert refused[0]["content"] == "Swims on Sundays at the pool, my key is [api-key]"  # redacted, as stored
+    told = diary(mem)
+    assert "First I took in the edits made to MEMORY.md by hand: changed “Prefers coffee over tea” and added " \
+           "“Swims on Sundays”" in told
+    assert "I could not take in 2 lines written in MEMORY.md by hand, so they are no longer there: " \
+           "“Swims on Sundays at the pool, my key is [api-key]” (not a list item" in told
+    assert "sk-proj" not in told and "sk-proj" not in json.dumps(run.report)
+    assert "Swims on Sundays at the pool" not in mem.memory_md(user="ana")
+
+
+def test_the_dream_command_prints_the_lines_of_memory_md_it_could_not_take_in(home):
+    with Memory(home, background=False) as mem:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        assert mem.dream(user="ana").status == "done"
+    edit_text(home / "users" / "ana" / "MEMORY.md", "## Preferences\n", "## Preferences\n\nLikes jazz a lot\n")
+    result = CliRunner().invoke(app, ["dream", "--user", "ana", "--home", str(home), "--force"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "not taken in (not a list item: an entry is a line that starts with '- '): Likes jazz a lot" \
+        in " ".join(result.output.split())
+
+
+def test_the_console_shows_what_left_memory_md_and_the_lines_not_taken_in(mem, home):
+    mem.remember("Lives in Porto", user="ana", category="identity")
+    night(mem, 0)
+    mem.remember("Lives in Lisbon", user="ana", category="identity")
+    edit_text(home / "users" / "ana" / "MEMORY.md", "## Identity\n", "## Identity\n\nLikes jazz a lot\n- Likes jazz\n")
+    night(mem, 1)
+    key = create_key(mem.store, user="ana").secret
+    client = TestClient(create_app(mem, mcp=False), base_url="http://127.0.0.1", follow_redirects=False)
+    page = client.get("/console/sign-in").text
+    token = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert token is not None
+    client.post("/console/sign-in", data={"key": key, "csrf": token.group(1), "next": ""})
+    shown = client.get("/console/memory").text
+    assert 'aria-label="left">−</span> Lives in Porto <span class="muted small">(contradicted by a newer fact' in shown
+    assert "Likes jazz a lot <span class=\"muted small\">(written by hand, not taken in: not a list item" in shown
+
+
+def test_an_entry_that_left_in_a_sync_before_the_dream_is_told_and_one_deleted_for_good_is_not(mem, home):
+    mem.remember("Lives in Porto", user="ana", category="identity")
+    secret = mem.remember("Sees doctor Ferreira on Mondays", user="ana", category="context")
+    night(mem, 0)
+    mem.remember("Lives in Lisbon", user="ana", category="identity")
+    # a hand edit taken in before the dream writes MEMORY.md again without the archived line
+    edit_text(home / "users" / "ana" / "MEMORY.md", "## Identity\n", "## Identity\n\n- Likes jazz\n")
+    assert mem.sync(user="ana").added
+    mem.forget(secret.id, user="ana", hard=True)
+    run = night(mem, 1)
+    assert [(e["content"], e["reason"]) for e in run.report["left"]] == [
+        ("Lives in Porto", "contradicted by a newer fact: “Lives in Lisbon”")]
+    assert "Ferreira" not in json.dumps(run.report) and "Ferreira" not in diary(mem)

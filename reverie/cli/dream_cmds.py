@@ -59,6 +59,10 @@ def dream(
             report = DreamReport.model_validate(run.report or {})
             if report.synced:
                 console.print("took in your edits of MEMORY.md first" + _undo_hint(report.synced, user))
+                for line in report.hand_edits:
+                    console.print(f"  {escape(line.reason)}: {escape(line.content)}")
+            for line in report.refused:
+                console.print(f"[red]not taken in[/] ({escape(line.reason)}): {escape(line.content)}")
             if report.journal:
                 console.print(f"to take this dream back: {_undo_command(report.journal, user)}")
             files = mem.files  # with a shared store, the documents are rows, and files only in a mirror
