@@ -57,6 +57,9 @@ class Journal(Model):
     changes: list[Change] = Field(default_factory=list)
     # the facts MEMORY.md listed before the operation (None: there was no MEMORY.md)
     memory_md_before: list[str] | None = None
+    # the day of the last dream MEMORY.md said before the operation (None: not recorded, an
+    # older journal): an undo of a dream says the dream before it again
+    memory_md_dreamed_at: str | None = None
     undone_at: datetime | None = None
     _before: dict[tuple[ChangeKind, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
     _created: list[str] = PrivateAttr(default_factory=list)
@@ -105,6 +108,7 @@ class Journal(Model):
         self.changes += self._merges
         snapshot = store.get_meta(SNAPSHOT.format(user=self.user))
         self.memory_md_before = list(json.loads(snapshot)["facts"]) if snapshot else None
+        self.memory_md_dreamed_at = str(json.loads(snapshot).get("dreamed_at", "")) if snapshot else None
         if self.changes:
             store.set_meta(journal_key(self.id), self.model_dump_json())
         _RECORDED.set(self.id if self.changes else None)

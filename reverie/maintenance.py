@@ -570,7 +570,8 @@ def _republish(ctx: Context, user: str, journal: Journal) -> None:
         return
     if journal.memory_md_before is not None:
         listed = ctx.store.get_facts(journal.memory_md_before).values()
-        publish_memory_md(ctx, user, [f for f in listed if f.status != "archived"])
+        publish_memory_md(ctx, user, [f for f in listed if f.status != "archived"],
+                          dreamed_at=journal.memory_md_dreamed_at)
     elif journal.action == "dream":  # this dream wrote the first MEMORY.md
         publish_memory_md(ctx, user, ctx.store.list_facts(user, status="consolidated"), dreamed_at="")
     else:  # a later dream wrote the first MEMORY.md: keep its entries

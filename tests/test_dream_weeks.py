@@ -201,3 +201,22 @@ def test_an_entry_that_left_in_a_sync_before_the_dream_is_told_and_one_deleted_f
     assert [(e["content"], e["reason"]) for e in run.report["left"]] == [
         ("Lives in Porto", "contradicted by a newer fact: “Lives in Lisbon”")]
     assert "Ferreira" not in json.dumps(run.report) and "Ferreira" not in diary(mem)
+
+
+def test_undoing_a_dream_and_the_hand_edits_it_took_in_brings_back_memory_md_exactly(mem, home):
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    mem.remember("Is allergic to peanuts", user="ana", category="identity")
+    night(mem, 0)
+    path = home / "users" / "ana" / "MEMORY.md"
+    before = path.read_text(encoding="utf-8")
+    assert "last distilled on 2026-11-16" in before
+    edit_text(path, "Prefers tea over coffee", "Prefers coffee over tea")
+    edit_text(path, "## Identity\n", "## Identity\n\n- Swims on Sundays\n")
+    say(mem, "I like jazz.", day(3))
+    run = night(mem, 3)
+    assert "last distilled on 2026-11-19" in path.read_text(encoding="utf-8")
+    assert run.report["journal"] and run.report["synced"]
+    mem.undo(run.report["journal"], user="ana")
+    assert "last distilled on 2026-11-16" in path.read_text(encoding="utf-8")  # the dream before it
+    mem.undo(run.report["synced"], user="ana")
+    assert path.read_text(encoding="utf-8") == before
