@@ -834,7 +834,8 @@ class _Apply:
                 curated.setdefault(current.id, current)
         ranked = sorted(curated.values(), key=lambda f: (f.category != "correction", -fact_rank(f, self.now)))
         kept = ranked[: self.ctx.settings.dream_max_entries]
-        joined = self._compare(kept)
+        # (a newer value that took an entry's place is told as the conflict, not as kept)
+        joined = self._compare(kept) | set(self.inputs.successors)
         self.report.kept = sum(1 for i in self.kept_ids if i in curated and i not in joined)
         self.report.confirmed = len(self.confirmed - joined)
         self.report.overflow = len(live) - len(kept)

@@ -62,6 +62,7 @@ def test_a_job_changed_days_later_shows_the_new_job_in_memory_md_not_neither(mem
         ("Works as a data engineer at Acme now", ["Works as a nurse at Lisbon General Hospital"])]
     assert "“Works as a nurse at Lisbon General Hospital” conflicted with “Works as a data engineer at Acme now”" \
         in diary(mem)
+    assert run.report["kept"] == 0 and run.report["confirmed"] == 0  # the new job is no entry kept as it was
 
 
 def test_an_entry_that_left_memory_md_between_dreams_is_told_with_why(mem):
