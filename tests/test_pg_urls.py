@@ -60,7 +60,9 @@ def test_split_schema_keeps_the_rest_of_the_url_as_written():
     assert split_schema("postgresql://u:pw@h1:1,h2:2/db?options=-c%20jit%3Doff&schema=s&sslmode=prefer") == (
         "postgresql://u:pw@h1:1,h2:2/db?options=-c%20jit%3Doff&sslmode=prefer", "s")
     assert split_schema("postgresql://u:a?b@h/db") == ("postgresql://u:a?b@h/db", None)
-    assert split_schema("postgresql://h/db?schema=") == ("postgresql://h/db", None)
+    with pytest.raises(StoreError, match="names no schema"):  # `?schema=$UNSET`: not the default schema
+        split_schema("postgresql://h/db?schema=")
+    assert with_schema("postgresql://h/db?schema=", "s") == "postgresql://h/db?schema=s"
     assert with_schema("postgresql:///test?host=127.0.0.1", "s") == "postgresql:///test?host=127.0.0.1&schema=s"
     assert with_schema("postgresql://h/db?schema=old", "new") == "postgresql://h/db?schema=new"
 

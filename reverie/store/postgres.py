@@ -201,6 +201,17 @@ def split_schema(url: str) -> tuple[str, str | None]:
     parameter (libpq has none) for keeping reverie's tables in a schema of their own. The
     rest of the URL stays exactly as written (``postgresql:///db?host=...`` keeps its
     empty host, every other parameter its own encoding)."""
+    base, schema = _without_schema(url)
+    if schema == "":
+        # `?schema=$TENANT` with the variable unset: the default schema (public) would be
+        # opened, and migrated, in its place, mixing this memory into whatever lives there
+        raise StoreError("?schema= names no schema: give it a name (letters, digits and '_'), or leave "
+                         "?schema= out for the database's default schema")
+    return base, schema
+
+
+def _without_schema(url: str) -> tuple[str, str | None]:
+    """:func:`split_schema`, an empty ``?schema=`` given back as it is ("")."""
     mark = _query_mark(url)
     if mark < 0:
         return url, None
@@ -215,7 +226,7 @@ def split_schema(url: str) -> tuple[str, str | None]:
         elif param:
             rest.append(param)
     base = url[:mark]
-    return (base + "?" + "&".join(rest) if rest else base), schema or None
+    return (base + "?" + "&".join(rest) if rest else base), schema
 
 
 def _userinfo_end(url: str) -> int:
@@ -236,8 +247,8 @@ def _query_mark(url: str) -> int:
 
 
 def with_schema(url: str, schema: str) -> str:
-    """``url`` naming ``schema`` (see :func:`split_schema`)."""
-    base, _ = split_schema(url)
+    """``url`` naming ``schema`` (see :func:`split_schema`) in place of any it named."""
+    base, _ = _without_schema(url)
     return base + ("&" if "?" in base else "?") + "schema=" + quote(schema, safe="")
 
 

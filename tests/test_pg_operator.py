@@ -1,0 +1,55 @@
+"""What an operator of several ``reverie serve`` replicas over one PostgreSQL database meets
+when following docs/postgres.md: the store URL as an environment variable fills it in, the
+home moved with ``reverie migrate``, a newer reverie upgrading the schema under replicas still
+running the older one. Every test works in schemas of its own on the test server and drops
+them, whatever happens."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import quote
+
+import pytest
+from typer.testing import CliRunner
+
+from reverie import StoreError
+from reverie.cli import app
+from reverie.store import PostgresStore
+from reverie.store.postgres import migration_target_problem, split_schema
+from tests.pg import _connect, drop_schema, new_schema, server_url
+
+runner = CliRunner()
+
+
+@contextmanager
+def scratch() -> Iterator[tuple[str, str]]:
+    name, url = new_schema("reverie_operator")
+    try:
+        yield name, url
+    finally:
+        drop_schema(name)
+
+
+def tables_in(schema: str) -> list[str]:
+    with _connect(server_url()) as conn:
+        return [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
+
+
+def test_an_empty_schema_name_is_refused_and_no_other_schema_is_opened_in_its_place():
+    # `REVERIE_STORE=postgresql://...?schema=$TENANT` with TENANT unset: the store must not open
+    # (and migrate, and write to) the connection's default schema instead. The connection's own
+    # search path here is a scratch schema, so that a store opened without the name lands there,
+    # not in the shared database's public schema.
+    with scratch() as (name, _):
+        base = split_schema(server_url())[0]
+        url = base + ("&" if "?" in base else "?") + "options=" + quote(f"-c search_path={name}") + "&schema="
+        with pytest.raises(StoreError, match=r"\?schema= names no schema"):
+            PostgresStore(url).close()
+        assert tables_in(name) == []
+        # the dry run of a migration into it says so too, instead of counting a copy into public
+        assert "?schema= names no schema" in migration_target_problem(url)
+        result = runner.invoke(app, ["stats", "--store", url])
+        assert result.exit_code == 2 and "?schema= names no schema" in result.output
+        assert tables_in(name) == []
