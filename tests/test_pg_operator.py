@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from typer.testing import CliRunner
 
-from reverie import StoreError
+from reverie import Memory, StoreError
 from reverie.cli import app
 from reverie.store import PostgresStore
 from reverie.store.postgres import migration_target_problem, split_schema
@@ -53,3 +53,27 @@ def test_an_empty_schema_name_is_refused_and_no_other_schema_is_opened_in_its_pl
         result = runner.invoke(app, ["stats", "--store", url])
         assert result.exit_code == 2 and "?schema= names no schema" in result.output
         assert tables_in(name) == []
+
+
+def test_migrate_copies_the_home_when_its_config_already_names_the_target(tmp_path: Path):
+    # docs/postgres.md first names the database in <home>/config.toml, then moves the home
+    # with `reverie migrate --home ~/.reverie --to <that URL>`: the copy reads the home's
+    # SQLite store (it said "this memory is already in PostgreSQL" and copied nothing)
+    home = tmp_path / "home"
+    with Memory(home=home) as mem:
+        fact = mem.remember("Keeps the release notes in the wiki", user="ana", category="preference")
+    with scratch() as (name, url):
+        (home / "config.toml").write_text(f'store = "{url}"\n', encoding="utf-8")
+        dry = runner.invoke(app, ["migrate", "--home", str(home), "--to", url, "--dry-run", "--json"])
+        assert dry.exit_code == 0, dry.output
+        assert tables_in(name) == []  # a dry run writes nothing
+        done = runner.invoke(app, ["migrate", "--home", str(home), "--to", url, "--json"])
+        assert done.exit_code == 0, done.output
+        # the configured store is the migrated one now: the home's commands read it there
+        listed = runner.invoke(app, ["facts", "--home", str(home), "--user", "ana", "--json"])
+        assert listed.exit_code == 0 and fact.id in listed.output
+        store = PostgresStore(url)
+        try:
+            assert store.get_fact(fact.id) is not None
+        finally:
+            store.close()

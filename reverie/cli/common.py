@@ -181,9 +181,11 @@ def open_memory(
     create: bool = True,
     learn: str = "here",
     server: bool = False,
+    home_store: bool = False,
 ) -> Iterator[Memory]:
     """A Memory for one command; errors become a clear message and exit code 2.
     ``server``: the settings of a server process (:meth:`Settings.for_server`).
+    ``home_store``: the home's own SQLite store, whatever store the configuration names.
 
     ``create=False`` (commands that only read): a home without a store is an error, and
     nothing is created there; a typo in ``--home`` must not leave an empty store behind."""
@@ -195,6 +197,8 @@ def open_memory(
         overrides["llm"] = llm
     if chosen_store():
         overrides["store"] = chosen_store()
+    if home_store:
+        overrides["store"] = ""  # an empty store setting is SQLite in the home
     with fail_cleanly():
         settings = Settings.load(home, **overrides)
         if server:

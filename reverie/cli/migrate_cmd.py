@@ -52,6 +52,10 @@ def migrate(
             if not is_postgres_url(to):  # said before the home is read or opened
                 raise InvalidInput("--to must be a postgresql:// URL", field="to")
             settings = Settings.load(home, **({"store": chosen_store()} if chosen_store() else {}))
+            if is_postgres_url(settings.store) and settings.store == to.strip() and not chosen_store():
+                # the home's config.toml already names the target (the first step docs/postgres.md
+                # gives): what is copied is still the home's own SQLite store
+                settings = Settings.load(home, store="")
             if is_postgres_url(settings.store):
                 raise InvalidInput("migrate copies a SQLite home; this memory is already in PostgreSQL", field="store")
             if dry_run:  # the home is read as it is, not opened: nothing of it changes
@@ -63,7 +67,7 @@ def migrate(
                 if problem:
                     raise StoreError(f"nothing was copied: {problem}")
         if not dry_run:
-            with fail_cleanly(), open_memory(home, create=False) as mem, \
+            with fail_cleanly(), open_memory(home, create=False, home_store=True) as mem, \
                     Progress(console=err_console, transient=True, disable=as_json) as progress:
                 task = progress.add_task("reading the home", total=None)
                 report = mem.migrate_to(to, on_progress=lambda step: progress.update(task, description=step))
