@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from reverie import Memory, StoreError
 from reverie.cli import app
+from reverie.server import create_app
 from reverie.store import PostgresStore
 from reverie.store.postgres import migration_target_problem, split_schema
+from tests.live_server import live_server
 from tests.pg import _connect, drop_schema, new_schema, server_url
 
 runner = CliRunner()
@@ -77,3 +80,45 @@ def test_migrate_copies_the_home_when_its_config_already_names_the_target(tmp_pa
             assert store.get_fact(fact.id) is not None
         finally:
             store.close()
+
+
+def _set_version(schema: str, change: int) -> None:
+    with _connect(server_url()) as conn:
+        conn.execute(f'UPDATE "{schema}".schema_version SET version = version + %s', (change,))
+
+
+def test_a_replica_whose_schema_a_newer_reverie_upgraded_goes_unready_and_learns_nothing(tmp_path: Path):
+    # docs/postgres.md's upgrade with no downtime: a newer reverie migrates the schema while
+    # replicas of this one still run. They answered /readyz 200 and went on learning with the
+    # older code, writing rows without what the newer schema derives from them (schema 13's
+    # day index was missing for every episode an older replica learned); now the balancer is
+    # told to route around them, and their learning loop stops until they are upgraded.
+    with scratch() as (name, url):
+        other = PostgresStore(url)  # a second replica's store, opened before the upgrade
+        try:
+            with Memory(tmp_path / "home", background=False, store=url) as memory, \
+                    live_server(create_app(memory, auth=False, mcp=False)) as served:
+                with httpx.Client(base_url=served, timeout=30) as http:
+                    assert http.get("/readyz").status_code == 200
+                    turn = http.post("/api/turns", params={"user": "ana"},
+                                     json={"message": "On Friday I see the dentist at 3pm"}).json()["turn_id"]
+                    http.post(f"/api/turns/{turn}/complete", params={"user": "ana"}, json={"reply": "Noted."})
+                    _set_version(name, +1)  # what a newer reverie's start does
+                    down = http.get("/readyz")
+                    assert down.status_code == 503 and "newer than this reverie" in down.json()["detail"], down.text
+                    assert http.get("/healthz").status_code == 200
+                    # the learning loop's poll claims nothing (each replica reads the version
+                    # itself: this one was never asked for /readyz), a flush says why
+                    assert other.claim_learning("other", lease_seconds=30, debounce_seconds=0.01, limit=10) == []
+                    with pytest.raises(StoreError, match="newer than this reverie"):
+                        other.claim_learning("other", lease_seconds=30, debounce_seconds=0.0, limit=10)
+                    flushed = http.post("/api/memory/flush", params={"user": "ana"})
+                    assert flushed.status_code == 503 and "newer than this reverie" in flushed.json()["detail"], \
+                        flushed.text
+                    assert memory.store.get_episode(turn).learned is False  # type: ignore[union-attr]
+                    # the schema restored from the backup taken before the upgrade: it serves again
+                    _set_version(name, -1)
+                    assert http.get("/readyz").status_code == 200
+                    assert http.post("/api/memory/flush", params={"user": "ana"}).json()["learned"] == 1
+        finally:
+            other.close()

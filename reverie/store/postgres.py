@@ -35,8 +35,10 @@ imported when a store is opened, so ``import reverie`` works without them.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
+import time
 import uuid
 from collections import Counter
 from contextlib import contextmanager, nullcontext
@@ -325,6 +327,12 @@ def migration_target_problem(url: str) -> str:
 # how long a statement waits on a connection whose server stopped answering (libpq's
 # tcp_user_timeout): then it fails, and the request with it (a 503)
 TCP_USER_TIMEOUT_MS = 30_000
+
+# how often a replica's learning loop reads the schema version, to notice a newer reverie
+# that upgraded the schema while this one runs
+SCHEMA_CHECK_SECONDS = 5.0
+
+log = logging.getLogger("reverie.store")
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -965,6 +973,10 @@ class PostgresStore(Store):
         self.waits = 0
         self._held: set["Connection[Any]"] = set()  # connections holding a named lock
         self._held_lock = threading.Lock()
+        # what a newer reverie's upgrade of the schema under this running process left it
+        # ("": nothing), and when the version was last read for it (newer_schema)
+        self._outdated = ""
+        self._schema_read_at = 0.0
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
@@ -1165,7 +1177,7 @@ class PostgresStore(Store):
         def ask() -> None:
             try:
                 with self._pool.connection(timeout=timeout) as conn:
-                    conn.execute("SELECT 1")
+                    self._read_schema_version(conn)
             except Exception as exc:  # the pool's timeout, or the server's error
                 failed.append(exc)
             finally:
@@ -1176,6 +1188,24 @@ class PostgresStore(Store):
             raise StoreError(f"PostgreSQL at {self.where} does not answer: no answer within {timeout:g} s")
         if failed:
             raise StoreError(f"PostgreSQL at {self.where} does not answer: {self._reason(failed[0])}") from failed[0]
+        if self._outdated:  # it answers, but a newer reverie changed the schema under this one
+            raise StoreError(self._outdated)
+
+    def _read_schema_version(self, conn: "Connection[Any]") -> None:
+        """Read the schema version on ``conn``: one newer than this reverie's (a newer reverie
+        upgraded the store while this process runs) is kept in ``_outdated`` and logged once."""
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        self._schema_read_at = time.monotonic()
+        version = int(row[0]) if row else 0
+        if version <= len(MIGRATIONS):
+            self._outdated = ""  # (a schema restored from before the upgrade serves again)
+        elif not self._outdated:
+            self._outdated = (
+                f"the store at {self.where} has schema version {version}, newer than this reverie understands "
+                f"({len(MIGRATIONS)}): a newer reverie upgraded it while this process ran; upgrade this one "
+                "(it answers 503 at /readyz and learns nothing meanwhile, so as not to write what the newer "
+                "schema would miss)")
+            log.warning("%s", self._outdated)
 
     def lock_user(self, user: str) -> None:
         self._lock([user])
@@ -1567,6 +1597,15 @@ class PostgresStore(Store):
         rows: list[tuple[Any, ...]] = []
         with self.transaction():
             conn = self._local.conn
+            if time.monotonic() - self._schema_read_at >= SCHEMA_CHECK_SECONDS:
+                self._read_schema_version(conn)
+            if self._outdated:
+                # a newer reverie's schema: learning with this one's code would write rows
+                # without what the newer schema derives from them. A poll finds nothing (said
+                # once in the log); a flush, which was asked for, says why
+                if debounce_seconds <= 0:
+                    raise StoreError(self._outdated)
+                return []
             for _ in range(8):  # another replica may take a group between the two reads: try the next
                 # the oldest episode of a due thread that no other claim is taking right now
                 pick = conn.execute(
