@@ -122,3 +122,29 @@ def test_a_replica_whose_schema_a_newer_reverie_upgraded_goes_unready_and_learns
                     assert http.post("/api/memory/flush", params={"user": "ana"}).json()["learned"] == 1
         finally:
             other.close()
+
+
+def test_replicas_reaching_one_store_by_different_urls_share_its_locks():
+    # one replica names the schema with ?schema=S, another reaches the same tables through
+    # the connection's search path (options=-c search_path=S): they are one store, so one
+    # dream per user at a time, one nightly run and one migration between them (their lock
+    # names differed, "reverie:S:..." and "reverie::...", and both dreamed at once)
+    with scratch() as (name, url):
+        base = split_schema(server_url())[0]
+        by_path = base + ("&" if "?" in base else "?") + "options=" + quote(f"-c search_path={name}")
+        first = PostgresStore(url)
+        second = PostgresStore(by_path)
+        try:
+            assert second.schema is None and second.schema_version() == first.schema_version()
+            held = first.try_lock("dream:ana")
+            assert held is not None
+            try:
+                assert second.try_lock("dream:ana") is None  # taken: by the same store's other replica
+            finally:
+                held()
+            again = second.try_lock("dream:ana")
+            assert again is not None
+            again()
+        finally:
+            first.close()
+            second.close()

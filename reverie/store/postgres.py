@@ -337,6 +337,15 @@ log = logging.getLogger("reverie.store")
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
+def _lock_schema(schema: str) -> str:
+    """The schema's part of the store's advisory lock names: the same for every URL that
+    reaches the same tables (``?schema=public`` and a URL without ?schema= whose default is
+    public; ``?schema=X`` and a URL whose ``options`` set the search path to X), so that
+    replicas configured either way still exclude each other. public is "" (as a URL without
+    ?schema= has always named it)."""
+    return "" if schema == "public" else schema
+
+
 def _ident(name: str) -> str:
     if not _SCHEMA_NAME.fullmatch(name):
         raise StoreError(f"schema {name!r} is not a plain name (letters, digits and '_', at most 63)")
@@ -977,6 +986,9 @@ class PostgresStore(Store):
         # ("": nothing), and when the version was last read for it (newer_schema)
         self._outdated = ""
         self._schema_read_at = 0.0
+        # the schema in the advisory locks' names (dreams, the nightly run, users' writers,
+        # migrations): the one the tables live in, however the URL reached it
+        self._lock_schema = _lock_schema(self.schema or "")
         schema = self.schema
 
         def configure(conn: "Connection[Any]") -> None:
@@ -1211,7 +1223,7 @@ class PostgresStore(Store):
         self._lock([user])
 
     def _lock_key(self, name: str) -> str:
-        return f"reverie:{self.schema or ''}:{name}"
+        return f"reverie:{self._lock_schema}:{name}"
 
     def _lock(self, names: Iterable[str]) -> None:
         """Inside a transaction: wait for the transaction-scoped lock of each name (a user
@@ -1246,6 +1258,9 @@ class PostgresStore(Store):
         try:
             with self.transaction():
                 conn = self._local.conn
+                if not self.schema:  # the schema the tables live in, whichever way the URL named it
+                    row = conn.execute("SELECT current_schema()").fetchone()
+                    self._lock_schema = _lock_schema(str(row[0]) if row and row[0] else "")
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key("migrate"),))
                 if self.schema:
                     conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.schema)}")
