@@ -407,7 +407,11 @@ def _finish(
     try:
         run.status = "running"
         ctx.store.put_dream_run(run)
-        report = _dream(ctx, run, force, as_utc(now) if now else utcnow())
+        when = as_utc(now) if now else utcnow()
+        report = _dream(ctx, run, force, when)
+        if report.skipped and (report.synced or report.refused):
+            # it took hand edits in (or could not): the diary tells them, as a dream's does
+            report.diary = _in_home(ctx, write_diary(ctx, run, report, when))
         run.status = "skipped" if report.skipped else "done"
         run.report = report.model_dump(mode="json")
     except Exception as exc:  # a background run has nobody to raise to: the run records it
@@ -920,6 +924,8 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         f"I read {plural(r.facts_read, 'fact')} and {plural(r.notes_read, 'note line')} "
         f"from the last {span} ({r.since} to {r.until})."
     ]
+    if r.skipped:
+        story = []
     if r.synced:
         edits = f": {_list(f'{e.reason} {_quote(e.content)}' for e in r.hand_edits)}" if r.hand_edits else ""
         story.append(f"First I took in the edits made to MEMORY.md by hand{edits} (to take them back: "
@@ -930,6 +936,9 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
             f"{'it is' if len(r.refused) == 1 else 'they are'} no longer there: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.refused)}."
         )
+    if r.skipped:
+        return (f"## {now.strftime('%H:%M')} UTC, run {run.id}\n\n" + "\n".join(story)
+                + f"\nThen I did not dream: {r.skipped}.\n")
     kept = r.kept + r.confirmed
     if kept == 1:
         story.append("I kept 1 entry as it was" + (", and the notes said it again." if r.confirmed else "."))

@@ -61,6 +61,10 @@ class Journal(Model):
     # older journal): an undo of a dream says the dream before it again
     memory_md_dreamed_at: str | None = None
     undone_at: datetime | None = None
+    # the lines this operation put on the record of lines a person deleted (memory_md's
+    # "withdrawn:"), each {"fact": the fact whose line it was, "key", "at": as written, "before":
+    # the record's entry for that key before, or None}: undo puts the record back as it was
+    withdrawn: list[dict[str, Any]] = Field(default_factory=list)
     _before: dict[tuple[ChangeKind, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
     _created: list[str] = PrivateAttr(default_factory=list)
     _merges: list[Change] = PrivateAttr(default_factory=list)
@@ -145,6 +149,10 @@ class Journal(Model):
         """Take a fact deleted for good out of this record: its earlier state (its text) and the
         postings a merge moved; True if anything was taken out. Undo then finds it gone and skips it."""
         changed = False
+        for entry in self.withdrawn:
+            earlier = entry.get("before")
+            if entry.get("fact") == fact_id and earlier and earlier.get("content"):
+                earlier["content"], changed = "", True
         for change in self.changes:
             if change.kind == "fact" and change.id == fact_id and change.before is not None:
                 change.before, changed = None, True

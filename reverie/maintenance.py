@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import time
 from datetime import datetime, timedelta
 from typing import Literal
@@ -40,14 +41,21 @@ from reverie.facts import (
 )
 from reverie.inputs import normalize_category
 from reverie.journal import Change, Journal, journal_key
-from reverie.memory_md import load_snapshot, publish_memory_md, refresh_memory_md, sync
+from reverie.memory_md import (
+    RefusedLine,
+    load_snapshot,
+    publish_memory_md,
+    refresh_memory_md,
+    restore_withdrawn,
+    sync,
+)
 from reverie.models import DECAY, Episode, Fact, Model, Provenance, Tag, as_utc, utcnow
 from reverie.notes import unwritten_notes
 from reverie.profiles import trimmed_record
-from reverie.store.base import Page
+from reverie.store.base import DreamRun, Page
 from reverie.store.failures import recovery
 from reverie.tags import TagWriter
-from reverie.text import clip_line, exact_key, terms, token_set, words
+from reverie.text import clip_line, exact_key, plural, terms, token_set, words
 from reverie.unanswered import unanswered_record
 
 CONFIRMED_WEIGHT = 2.0
@@ -488,6 +496,7 @@ def undo(ctx: Context, journal_id: str, *, user: str) -> UndoReport:
         # read again under the lock: the sync just now, or another client, may have journaled since
         journal = _undoable(ctx, journal_id, user)
         report = _put_back(ctx, journal, now)
+        restore_withdrawn(ctx.store, user, journal.withdrawn)  # the lines it took out are no longer "deleted"
         journal.undone_at = now
         ctx.store.set_meta(journal_key(journal.id), journal.model_dump_json())
     _republish(ctx, user, journal)
@@ -599,6 +608,17 @@ class HealthReport(Model):
     tags: dict[str, int] = Field(default_factory=dict)
     learning_error: str = ""  # the newest error of the learning line while episodes wait
     dream_error: str = ""  # the last dream's run id, start and error, when that dream failed
+    # the last dream that ran (status done): its id and the day of its diary, where each line
+    # below is told with why; what it rejected (proposals that did not stand on their inputs)
+    # and the entries that left MEMORY.md since it was written before
+    last_dream: str = ""
+    dream_diaries: list[str] = Field(default_factory=list)  # the days of the diaries that tell them
+    dream_rejected: int = 0
+    dream_left: int = 0
+    # the lines written in MEMORY.md by hand that the last dream (or a later run skipped as having
+    # nothing new, which takes hand edits in first) could not take in: gone from MEMORY.md,
+    # said here and in that run's report (redacted, held to a fact's length)
+    dream_refused: list[RefusedLine] = Field(default_factory=list)
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
     evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
@@ -675,6 +695,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
     if last_dream is not None and last_dream.status == "failed":
         report.dream_error = (f"{last_dream.id}, started {last_dream.started_at.isoformat(timespec='seconds')}: "
                               f"{clip_line(last_dream.error, 200)}")
+    _last_dream_lines(ctx, user, report, last_dream)
     for tag in ctx.store.list_tags(user):
         report.tags[tag.status] = report.tags.get(tag.status, 0) + 1
     report.capacity = ctx.settings.fact_capacity
@@ -704,6 +725,7 @@ def health(ctx: Context, *, user: str) -> HealthReport:
             + f"; fact_confidence_threshold is {ctx.settings.fact_confidence_threshold}; the last on "
             f"{str(skipped.get('last_at', ''))[:10]}): the episodes they came from stay in memory"
         )
+    report.advice += _dream_advice(report, user)
     if report.unanswered_turns:
         report.advice.append(
             f"{report.unanswered_turns} turn(s) got no reply within reply_timeout_seconds "
@@ -735,6 +757,48 @@ def health(ctx: Context, *, user: str) -> HealthReport:
         report.advice.append(f"only {report.high_priority_share:.0%} of the entries are [3x]+ (battle-tested) yet; "
                              "entries earn it by being used")
     return report
+
+
+def _last_dream_lines(ctx: Context, user: str, report: HealthReport, latest: DreamRun | None) -> None:
+    """What the last dream that ran rejected, could not take in and told as gone from MEMORY.md
+    (from its report), and the lines a later run, skipped as having nothing new, could not take in."""
+    done = latest if latest is None or latest.status == "done" else ctx.store.last_dream_run(user, status="done")
+    runs = [r for r in (done, latest) if r is not None and (r is done or r.status == "skipped")]
+    if done is not None:
+        told = done.report or {}
+        report.last_dream = done.id
+        report.dream_rejected = len(told.get("rejected") or [])
+        report.dream_left = len(told.get("left") or [])
+    for run in {r.id: r for r in runs}.values():
+        told = run.report or {}
+        refused = [RefusedLine(content=str(x.get("content", "")), reason=str(x.get("reason", "")))
+                   for x in told.get("refused") or []]
+        report.dream_refused += refused
+        diary = str(told.get("diary") or "")
+        if diary and (run is done or refused):
+            report.dream_diaries.append(diary.rsplit("/", 1)[-1].removesuffix(".md"))
+    report.dream_diaries = sorted(set(report.dream_diaries))
+
+
+def _dream_advice(r: HealthReport, user: str) -> list[str]:
+    """The last dream's lines that did not make MEMORY.md, counted, with where each is told."""
+    said = []
+    if r.dream_rejected:
+        said.append(f"rejected {plural(r.dream_rejected, 'line')} its engine proposed that did not stand on the "
+                    "facts and notes it cited")
+    if r.dream_left:
+        said.append(f"told {plural(r.dream_left, 'entry', 'entries')} that left MEMORY.md since it was last "
+                    "written (forgotten, replaced by a newer fact, below the list)")
+    if r.dream_refused:
+        lines = "; ".join(f"“{clip_line(x.content, 80)}” ({x.reason.split(':')[0]})" for x in r.dream_refused[:3])
+        more = f"; and {len(r.dream_refused) - 3} more" if len(r.dream_refused) > 3 else ""
+        said.append(f"could not take in {plural(len(r.dream_refused), 'line')} written in MEMORY.md by hand, so "
+                    f"{'it is' if len(r.dream_refused) == 1 else 'they are'} no longer there: {lines}{more}")
+    if not said:
+        return []
+    where = " and ".join(f"`reverie diary --user {shlex.quote(user)} --date {d}`" for d in r.dream_diaries)
+    return [(f"the last dream ({r.last_dream}) " if r.last_dream else "a dream run ") + ", ".join(said)
+            + (f": {where} tells each with why" if where else "")]
 
 
 def _verdict(r: HealthReport) -> list[str]:

@@ -19,6 +19,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -453,8 +454,20 @@ class _SyncEdits:
             if fid not in seen and fact.status != "archived":
                 self.ctx.facts.archive_fact(fact, "deleted from MEMORY.md by hand", None, self.now)
                 self.report.deleted.append(fact_line(fact))
-        note_withdrawn(self.ctx.store, self.user, [f.content for f in self.report.deleted], self.now)
+        self._withdraw()
         return [f for f in seen.values() if f.status != "archived"]
+
+    def _withdraw(self) -> None:
+        """Put the deleted lines on the record of lines a person deleted, and journal what the
+        record said of each before (undo puts it back)."""
+        if not self.report.deleted:
+            return
+        record = {e["key"]: e for e in withdrawn_record(self.ctx.store, self.user)}
+        for line in self.report.deleted:
+            key = _key_digest(line.content)
+            self.journal.withdrawn.append({"fact": line.fact_id, "key": key, "at": self.now.isoformat(),
+                                           "before": record.get(key)})
+        note_withdrawn(self.ctx.store, self.user, [f.content for f in self.report.deleted], self.now)
 
     def _too_long(self, content: str) -> bool:
         limit = self.ctx.settings.max_fact_chars
@@ -560,6 +573,26 @@ def merge_withdrawn(store: Store, user: str, entries: list[dict[str, str]]) -> N
             merged[entry["key"]] = {**entry, "content": "" if forgotten else entry.get("content", "")}
     kept = sorted(merged.values(), key=_at)
     store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
+
+
+def restore_withdrawn(store: Store, user: str, undone: list[dict[str, Any]]) -> None:
+    """Take back what an operation put on the record of deleted lines (``undone``: its
+    :attr:`Journal.withdrawn`, inside the caller's transaction): each entry it wrote goes back to
+    the one before it, or off the record. An entry deleted again since, or for good, stays."""
+    if not undone:
+        return
+    record = {e["key"]: e for e in withdrawn_record(store, user)}
+    for entry in undone:
+        now = record.get(entry["key"])
+        if now is None or not now.get("content") or _at(now) != _at(entry):
+            continue
+        earlier = entry.get("before")
+        if earlier:
+            record[entry["key"]] = earlier
+        else:
+            del record[entry["key"]]
+    kept = sorted(record.values(), key=_at)
+    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept, ensure_ascii=False))
 
 
 def _at(entry: dict[str, str]) -> datetime:

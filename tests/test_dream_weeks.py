@@ -221,3 +221,52 @@ def test_undoing_a_dream_and_the_hand_edits_it_took_in_brings_back_memory_md_exa
     assert "last distilled on 2026-11-16" in path.read_text(encoding="utf-8")  # the dream before it
     mem.undo(run.report["synced"], user="ana")
     assert path.read_text(encoding="utf-8") == before
+
+
+def test_health_tells_what_the_last_dream_rejected_could_not_take_in_and_saw_leave(home, fake_openai):
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+
+    def answer(body: dict) -> dict:
+        data = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+        kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+                for f in data["facts"]]
+        return {"entries": kept + [{"action": "add", "content": "Owns a yacht in Monaco", "category": "identity",
+                                    "sources": [data["facts"][0]["id"]]}]}
+
+    try:
+        mem.remember("Lives in Porto", user="ana", category="identity")
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": lambda body: {"entries": answer(body)["entries"][:-1]}})
+        night(mem, 0)
+        assert mem.health(user="ana").advice == []
+        fake_openai.respond_by_step({"distill": answer})
+        mem.remember("Lives in Lisbon", user="ana", category="identity")
+        edit_text(home / "users" / "ana" / "MEMORY.md", "## Identity\n", "## Identity\n\nLikes jazz a lot\n")
+        run = night(mem, 1)
+        assert len(run.report["rejected"]) == 1 and len(run.report["refused"]) == 1 and len(run.report["left"]) == 1
+        report = mem.health(user="ana")
+        assert (report.last_dream, report.dream_rejected, report.dream_left) == (run.id, 1, 1)
+        assert [r.content for r in report.dream_refused] == ["Likes jazz a lot"]
+        told = next(a for a in report.advice if a.startswith("the last dream"))
+        assert "rejected 1 line its engine proposed" in told and "told 1 entry that left MEMORY.md" in told
+        assert "could not take in 1 line written in MEMORY.md by hand, so it is no longer there: “Likes jazz a lot” " \
+               "(not a list item)" in told
+        assert told.endswith("`reverie diary --user ana --date 2026-11-17` tells each with why")
+        assert report.healthy  # worth knowing, not a sign of ill health
+        shown = " ".join(CliRunner().invoke(app, ["health", "--user", "ana", "--home", str(home)]).output.split())
+        assert "last dream: not in MEMORY.md 1 rejected, 1 written by hand, not taken in, 1 left since it was " \
+               "last written" in shown
+        # a later run skipped as having nothing new still takes hand edits in first: what it could
+        # not take in is told in health and in a diary of its own
+        edit_text(home / "users" / "ana" / "MEMORY.md", "## Identity\n", "## Identity\n\nLikes blues too\n")
+        skipped = mem.dream(user="ana", days=3, now=day(2, 23))
+        assert skipped.status == "skipped" and skipped.report["refused"]
+        report = mem.health(user="ana")
+        assert [r.content for r in report.dream_refused] == ["Likes jazz a lot", "Likes blues too"]
+        assert "`reverie diary --user ana --date 2026-11-17` and `reverie diary --user ana --date 2026-11-18`" \
+            in report.advice[0]
+        assert "“Likes blues too” (not a list item" in mem.diaries(user="ana")["2026-11-18"]
+        assert "Then I did not dream: nothing changed since the last dream" in mem.diaries(user="ana")["2026-11-18"]
+    finally:
+        mem.close()

@@ -289,3 +289,38 @@ def test_a_profile_line_changed_by_hand_archives_the_fact_it_contradicts_and_und
     assert "Lives in Porto" not in mem.recall("where do I live?", user="ana", track=False).context
     mem.undo(report.journal, user="ana")
     assert mem.fact(porto.id).status != "archived"
+
+
+def test_undoing_a_sync_that_deleted_a_line_takes_it_off_the_deleted_lines_an_export_carries(mem, home):
+    jazz = mem.remember("Likes jazz", user="ana", category="preference")
+    mem.remember("Lives in Porto", user="ana", category="identity")
+    path = dreamed(mem, home)
+    deleted = [(w["content"]) for w in mem.export(user="ana")["withdrawn"]]
+    assert deleted == []
+    edit_text(path, next(line for line in path.read_text(encoding="utf-8").splitlines() if "Likes jazz" in line)
+              + "\n", "")
+    synced = mem.sync(user="ana")
+    assert [f.content for f in synced.deleted] == ["Likes jazz"]
+    assert [w["content"] for w in mem.export(user="ana")["withdrawn"]] == ["Likes jazz"]
+    mem.undo(synced.journal, user="ana")
+    assert mem.export(user="ana")["withdrawn"] == []  # as it was before the sync
+    assert "Likes jazz" in path.read_text(encoding="utf-8")
+    # a line forgotten before, brought back, then deleted in MEMORY.md: undo leaves the earlier deletion
+    mem.forget(jazz.id, user="ana")
+    earlier = mem.export(user="ana")["withdrawn"]
+    mem.restore_fact(jazz.id, user="ana")
+    mem.dream(user="ana", force=True)
+    edit_text(path, next(line for line in path.read_text(encoding="utf-8").splitlines() if "Likes jazz" in line)
+              + "\n", "")
+    synced = mem.sync(user="ana")
+    assert mem.export(user="ana")["withdrawn"] != earlier
+    mem.undo(synced.journal, user="ana")
+    assert mem.export(user="ana")["withdrawn"] == earlier
+    # deleted for good since a sync: undoing that sync keeps no text of it on the record, nor in its journal
+    edit_text(path, next(line for line in path.read_text(encoding="utf-8").splitlines() if "Likes jazz" in line)
+              + "\n", "")
+    synced = mem.sync(user="ana")
+    mem.forget(jazz.id, user="ana", hard=True)
+    assert "Likes jazz" not in (mem.store.get_meta(f"journal:{synced.journal}") or "")
+    mem.undo(synced.journal, user="ana")
+    assert [w["content"] for w in mem.export(user="ana")["withdrawn"]] == [""]

@@ -208,6 +208,9 @@ def _print_health(report: Any) -> None:
         ("tags", ", ".join(f"{k} {v}" for k, v in sorted(report.tags.items())) or "-"),
         ("profile parts given way", ", ".join(f"{k} {v}" for k, v in sorted(report.profile_trimmed.items())) or "-"),
         ("engine changes to facts not made", ", ".join(f"{v} {k}" for k, v in sorted(report.facts_skipped.items())) or "-"),
+        ("last dream: not in MEMORY.md", ", ".join(f"{n} {what}" for n, what in (
+            (report.dream_rejected, "rejected"), (len(report.dream_refused), "written by hand, not taken in"),
+            (report.dream_left, "left since it was last written")) if n) or "-"),
     )
     for name, value in rows:
         table.add_row(name, escape(value))
