@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import threading
 import weakref
 from datetime import datetime
 from pathlib import Path
@@ -61,6 +62,9 @@ from reverie.store.base import DreamRun, Page
 from reverie.turn import Turn, recover_turns
 
 log = logging.getLogger("reverie")
+
+# the longest a close waits for learning what waits (then it waits in the store for the next start)
+CLOSE_LEARN_SECONDS = 60.0
 
 
 class Memory:
@@ -135,17 +139,41 @@ class Memory:
             if waiting := self.recaller.close():
                 log.error("usage counts of %d delivered items could not be written at close and are lost "
                           "(see the warning before this)", waiting)
-            try:
-                self.learner.stop(drain=True)
-            except StoreError as exc:  # the store out of reach (a server down): nothing is lost,
-                # what was not learned waits in the store, learned at the next start
-                log.warning("learning what waited could not finish at close: %s (it waits in the store for the "
-                            "next start)", exc)
+            self._stop_learning()
             if not dream.wait(self.ctx.files.home, timeout=dream.CLOSE_WAIT):
                 left = dream.abandon(self.ctx)
                 log.warning("%d background dream(s) still running at close were recorded as failed", left)
         finally:
             self.store.close()
+
+    def _stop_learning(self) -> None:
+        """Learn what waits, for at most CLOSE_LEARN_SECONDS: a close that waited on a store or
+        an endpoint that accepts and never answers (a frozen database proxy, a statement stuck
+        behind a lock, an LLM that hangs) never ended, and a server's SIGTERM with it. Past the
+        limit the learning is left running in the background and the store is closed under it:
+        its transaction rolls back, and what it had not learned waits in the store for the
+        next start (a replica's claims for another replica, once their lease runs out)."""
+        failed: list[BaseException] = []
+
+        def stop() -> None:
+            try:
+                self.learner.stop(drain=True)
+            except BaseException as exc:  # said below, in the closing thread
+                failed.append(exc)
+
+        worker = threading.Thread(target=stop, name="reverie-close-learning", daemon=True)
+        worker.start()
+        worker.join(CLOSE_LEARN_SECONDS)
+        if worker.is_alive():
+            log.warning("learning what waited did not finish within %g s of closing (the store or an engine does "
+                        "not answer); what it has not learned waits in the store for the next start",
+                        CLOSE_LEARN_SECONDS)
+        elif failed and isinstance(failed[0], StoreError):  # the store out of reach: nothing is lost,
+            # what was not learned waits in the store, learned at the next start
+            log.warning("learning what waited could not finish at close: %s (it waits in the store for the "
+                        "next start)", failed[0])
+        elif failed:
+            raise failed[0]
 
     def __enter__(self) -> "Memory":
         return self

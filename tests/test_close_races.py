@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 from reverie import AsyncMemory, Memory, dream
 from reverie.models import utcnow
@@ -149,3 +150,24 @@ def test_a_poll_that_read_a_dream_just_before_it_ended_does_not_fail_it(mem):
     settled = dream._settled(mem.ctx, read_while_running)
     assert settled.status in ("done", "skipped")
     assert mem.store.get_dream_run(started.id).status == settled.status
+
+
+def test_a_close_waits_for_learning_no_longer_than_its_limit_and_loses_nothing(home, fake_openai, monkeypatch):
+    """An endpoint (or a store) that accepts and never answers held close for ever, and a
+    server's SIGTERM with it: past the limit close returns, and what was not learned is learned
+    at the next start."""
+    from reverie import memory as memory_module
+
+    monkeypatch.setattr(memory_module, "CLOSE_LEARN_SECONDS", 0.5)
+    fake_openai.respond_by_step({"summarize": Reply.delayed(15.0, {"summary": "late"}),
+                                 "extract": Reply.delayed(15.0, {"newFacts": []})})
+    memory = Memory(home, background=False, engines={"summarize": "openai", "extract": "openai"},
+                    llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0, "timeout": 60})
+    episode = memory.add([{"role": "user", "content": "I prefer green tea in the morning"}], user="ana")[0]
+    started = time.monotonic()
+    memory.close()
+    assert time.monotonic() - started < 10  # not the 15 s the endpoint takes to answer
+    with Memory(home, background=False) as again:
+        assert not again.episode(episode.id).learned
+        assert again.flush() == 1
+        assert again.episode(episode.id).learned
