@@ -41,6 +41,7 @@ from reverie.facts import absorb, clip_learned, fact_rank, keyed, numbers, prote
 from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import (
+    MovedLine,
     Snapshot,
     SyncReport,
     follow,
@@ -55,7 +56,6 @@ from reverie.messages import is_trivial
 from reverie.models import (
     Fact,
     Model,
-    PROFILE_LABELS,
     Note,
     Profile,
     Provenance,
@@ -519,15 +519,27 @@ def _successors(ctx: Context, user: str, facts: dict[str, Fact], pending: list[F
 
 def _took_in(report: DreamReport, synced: SyncReport) -> None:
     """What a sync the dream ran did with the hand edits of MEMORY.md, told in its report."""
+    moved = {m.fact_id: m for m in synced.moved}
     for what, lines in (("changed", synced.edited), ("added", synced.added), ("deleted", synced.deleted),
                         ("archived: a line added by hand took its place", synced.superseded)):
-        report.hand_edits += [DreamEntry(content=line.content, fact_id=line.fact_id, reason=what) for line in lines]
+        report.hand_edits += [DreamEntry(content=line.content, fact_id=line.fact_id, reason=_moved(what, moved.get(
+            line.fact_id or ""))) for line in lines]
     report.hand_edits += [DreamEntry(content=d.content, fact_id=d.fact.fact_id, replaced=[d.fact.content],
                                      reason="already an entry: merged into it") for d in synced.duplicates]
-    report.hand_edits += [DreamEntry(content=PROFILE_LABELS.get(section, section), reason="profile line changed")
-                          for section in synced.profile]
+    report.hand_edits += [DreamEntry(content=p.label, reason=f"profile line {p.change}", replaced=[p.before] if
+                                     p.before else []) for p in synced.profile_lines]
     # a refused line is kept as written nowhere else: held to a fact's length, and redacted
     report.refused += [DreamEntry(content=clip_learned(redact(r.content)), reason=r.reason) for r in synced.refused]
+
+
+def _moved(what: str, moved: MovedLine | None) -> str:
+    """What a sync did to a line, with where it went when it changed heading."""
+    if moved is None:
+        return what
+    why = f" ({moved.why})" if moved.why else ""
+    if what == "added":
+        return f"added under {moved.to}{why}"
+    return f"{'changed and moved' if moved.reworded else 'moved'} to {moved.to}{why}"
 
 
 def _window(now: datetime, days: int) -> tuple[str, str]:

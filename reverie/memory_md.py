@@ -19,7 +19,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -83,6 +83,8 @@ LEGACY_LABELS: dict[str, str] = {
 _TITLE_CATEGORY = {t.casefold(): c for c, t in CATEGORY_TITLES.items()}
 _LABEL_SECTION = {label.casefold(): s for s, label in [*LEGACY_LABELS.items(), *PROFILE_LABELS.items()]}
 _H1, _H2, _H3 = (re.compile(rf"^{'#' * n}\s+(.+?)\s*#*$") for n in (1, 2, 3))
+# "##Habits": a heading without its space (no heading to markdown), read as the heading meant
+_TIGHT = re.compile(r"^(?P<marks>#{2,3})(?P<title>[^#\s].*?)\s*#*$")
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(?:\[(?P<uses>\d+)x\]\s*)?(?P<body>.*?)\s*(?:<!--\s*(?P<id>fact_\w+)\s*-->)?\s*$")
 _PROFILE_LINE = re.compile(r"^\*\*(?P<label>[^*]+?):?\*\*:?\s*(?P<text>.*)$")
 
@@ -98,6 +100,9 @@ class MemoryLine(Model):
     content: str
     category: str
     area: str | None = None
+    # why the line is not under the heading it was written under (a heading MEMORY.md does not
+    # know: its lines go under Other), "" when it is; said by sync, never stored
+    placed: str = Field(default="", exclude=True)
 
 
 class Snapshot(Model):
@@ -198,6 +203,12 @@ def _line(fact: Fact) -> MemoryLine:
     return MemoryLine(fact_id=fact.id, content=fact.content, category=fact.category, area=_area(fact))
 
 
+def heading_title(fact: Fact) -> str:
+    """The heading MEMORY.md lists ``fact`` under: "Identity", "Preferences / Tools"."""
+    title = CATEGORY_TITLES.get(fact.category, "Other")
+    return f"{title} / {_area(fact)}" if fact.category == "preference" else title
+
+
 def _area(fact: Fact) -> str | None:
     return (fact.area or "General") if fact.category == "preference" else None
 
@@ -243,40 +254,82 @@ def _entry(fact: Fact) -> str:
 def parse_memory_md(text: str) -> tuple[list[MemoryLine], dict[str, str], list[str]]:
     """The entry lines (with the category of their heading), the profile lines of MEMORY.md,
     and the lines of text under a heading that are no list item (not taken in: said)."""
-    lines: list[MemoryLine] = []
-    profile: dict[str, str] = {}
-    loose: list[str] = []
-    category: str | None = None
-    area: str | None = None
+    parsed = read_memory_md(text)
+    return parsed.lines, parsed.profile, parsed.loose
+
+
+def read_memory_md(text: str) -> "ParsedMemoryMd":
+    """MEMORY.md as :func:`parse_memory_md` reads it, with what it says of each heading not
+    read as written (``notes``)."""
+    parsed = ParsedMemoryMd()
     for raw in text.splitlines():
-        line = raw.strip()
+        parsed.read(raw.strip())
+    return parsed
+
+
+_KNOWN = ", ".join(["Profile", *CATEGORY_TITLES.values()])
+
+
+class ParsedMemoryMd:
+    """MEMORY.md read a line at a time: its entries under their headings, its profile lines, the
+    text that is no list item, and what was said of a heading not read as written."""
+
+    def __init__(self) -> None:
+        self.lines: list[MemoryLine] = []
+        self.profile: dict[str, str] = {}
+        self.loose: list[str] = []
+        self.notes: list[str] = []
+        self.category: str | None = None
+        self.area: str | None = None
+        self.placed = ""  # why the lines under the current heading go elsewhere
+
+    def read(self, line: str) -> None:
         if _H1.match(line):
-            category = None
-            continue
+            self.category = None
+            return
+        tight = _TIGHT.match(line)
+        if tight:  # "##Habits": read as "## Habits", and said
+            written = line
+            line = f"{tight['marks']} {tight['title']}"
+            self.notes.append(f"read “{written}” as the heading “{line}” (a heading needs a space after its #s)")
         if heading := _H2.match(line):
-            category, area = _category_of(heading.group(1)), None
-            continue
+            title = heading.group(1)
+            self.category, self.area, self.placed = _category_of(title), None, ""
+            if self.category == "other" and title.strip().casefold() != "other":
+                self.placed = f"written under “## {title}”, no heading of MEMORY.md"
+                self.notes.append(f"“## {title}” is no heading of MEMORY.md, so its lines went under Other; to file "
+                                  f"them elsewhere, put them under one of its headings: {_KNOWN}")
+            return
         if heading := _H3.match(line):
-            area = next((a for a in AREAS if a.casefold() == heading.group(1).casefold()), None)
-            continue
+            title = heading.group(1)
+            self.area = next((a for a in AREAS if a.casefold() == title.casefold()), None)
+            if self.area is None and self.category == "preference":
+                self.notes.append(f"“### {title}” is no area of Preferences, so its lines went under General; its "
+                                  f"areas: {', '.join(AREAS)}")
+                self.placed = f"written under “### {title}”, no area of Preferences"
+            elif self.category == "preference":
+                self.placed = ""
+            return
         bullet = _BULLET.match(line)
-        if bullet is None or category is None:
-            if bullet is None and category is not None and line and not line.startswith("<!--"):
-                loose.append(line)
-            continue
+        if bullet is None or self.category is None:
+            if bullet is None and self.category is not None and line and not line.startswith("<!--"):
+                self.loose.append(line)
+            return
         body = normalize_space(bullet["body"])
-        if category == "profile":
+        if self.category == "profile":
             found = _PROFILE_LINE.match(body)
             section = _LABEL_SECTION.get(found["label"].strip().casefold()) if found else None
             if found and section:
-                profile[section] = found["text"].strip()
+                self.profile[section] = found["text"].strip()
             elif body:  # a line a person added that is no section ("- I am vegetarian"): a fact
                 plain = f"{found['label'].strip()}: {found['text'].strip()}" if found else body
-                lines.append(MemoryLine(fact_id=bullet["id"], content=plain, category="other"))
+                self.lines.append(MemoryLine(
+                    fact_id=bullet["id"], content=plain, category="other",
+                    placed="written under Profile, naming no profile section"))
         elif body:
-            lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=category,
-                                    area=(area or "General") if category == "preference" else None))
-    return lines, profile, loose
+            self.lines.append(MemoryLine(fact_id=bullet["id"], content=body, category=self.category,
+                                         area=(self.area or "General") if self.category == "preference" else None,
+                                         placed=self.placed))
 
 
 def _category_of(title: str) -> str:
@@ -304,6 +357,26 @@ class DuplicateLine(Model):
     fact: FactLine  # the fact it repeats, the one line MEMORY.md now shows for both
 
 
+class ProfileLine(Model):
+    """A profile line of MEMORY.md a person added, changed or deleted (which empties its section)."""
+
+    section: str  # user.personalContext
+    label: str  # Personal Context, as MEMORY.md shows it
+    change: Literal["added", "changed", "deleted"]
+    before: str = ""
+    after: str = ""
+
+
+class MovedLine(Model):
+    """An entry under another heading than before (or than the one it was written under)."""
+
+    fact_id: str
+    content: str
+    to: str  # the heading it is under now: "Other", "Preferences / Tools"
+    why: str = ""  # why it is not under the heading it was written under ("" when it is)
+    reworded: bool = False  # its words were edited too
+
+
 class SyncReport(Model):
     edited: list[FactLine] = Field(default_factory=list)
     added: list[FactLine] = Field(default_factory=list)
@@ -314,6 +387,14 @@ class SyncReport(Model):
     # lines added that repeat a fact (a line copied, a known fact written again): merged into it, not added
     duplicates: list[DuplicateLine] = Field(default_factory=list)
     profile: list[str] = Field(default_factory=list)
+    # the same profile lines, each with what was done to it (a line deleted empties its section)
+    profile_lines: list[ProfileLine] = Field(default_factory=list)
+    # entries now under another heading: an edited line moved by hand, or a line (edited or
+    # added) written under a heading MEMORY.md does not know, with why it went elsewhere
+    moved: list[MovedLine] = Field(default_factory=list)
+    # the headings not read as written ("## My goals": its lines go under Other; "##Habits": read
+    # as "## Habits"), each said with why
+    headings: list[str] = Field(default_factory=list)
     # sections longer than max_profile_chars: their newest parts were kept, this many gave way
     profile_trimmed: dict[str, int] = Field(default_factory=dict)
     # lines not taken in, each with why (a line longer than max_fact_chars): the line as
@@ -356,7 +437,9 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
         kept = [f for f in ctx.store.get_facts(snapshot.facts).values() if f.status != "archived"]
         publish_memory_md(ctx, user, kept, read=text_sha(text))
         return report
-    lines, profile, loose = parse_memory_md(text)
+    parsed = read_memory_md(text)
+    lines, profile, loose = parsed.lines, parsed.profile, parsed.loose
+    report.headings = parsed.notes
     report.refused += [RefusedLine(content=line, reason="not a list item: an entry is a line that starts with '- '")
                        for line in loose]
     journal = Journal(user=user, action="sync")
@@ -370,6 +453,10 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
                 new = fit_section(section, new, ctx.settings.max_profile_chars, report.profile_trimmed)
                 ctx.store.put_profile_section(user, section, new, now)
                 report.profile.append(section)
+                old = snapshot.profile.get(section, "")
+                report.profile_lines.append(ProfileLine(
+                    section=section, label=PROFILE_LABELS.get(section, section), before=old, after=new,
+                    change="deleted" if not new else "added" if not old else "changed"))
                 _retire_contradicted(ctx, user, _parts(new) - _parts(snapshot.profile.get(section, "")), report, now)
         note_trimmed(ctx.store, user, report.profile_trimmed, now)
         report.journal = journal.id if journal.commit(ctx.store).changes else None
@@ -490,6 +577,9 @@ class _SyncEdits:
         if line.category != before.category:
             fact.category, fact.original_category = normalize_category(line.category)
         fact.area = line.area if fact.category == "preference" else None
+        if (fact.category, _area(fact)) != (before.category, before.area):
+            self.report.moved.append(MovedLine(fact_id=fact.id, content=content, to=heading_title(fact),
+                                               why=line.placed, reworded=not unchanged))
         fact.status = "consolidated"  # a person's edit is the newest word on it
         fact.updated_at = self.now
         self.ctx.facts.index_fact(fact, fact.tags)
@@ -513,6 +603,9 @@ class _SyncEdits:
             self.report.duplicates.append(DuplicateLine(content=content, fact=fact_line(stored)))
             return stored
         self.journal.created(fact)
+        if line.placed:
+            self.report.moved.append(MovedLine(fact_id=fact.id, content=content, to=heading_title(fact),
+                                               why=line.placed))
         self.report.superseded += [fact_line(old) for old in self.ctx.store.get_facts(near).values()
                                    if old.status == "archived" and old.superseded_by == fact.id]
         self.report.added.append(fact_line(fact))

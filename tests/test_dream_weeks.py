@@ -270,3 +270,18 @@ def test_health_tells_what_the_last_dream_rejected_could_not_take_in_and_saw_lea
         assert "Then I did not dream: nothing changed since the last dream" in mem.diaries(user="ana")["2026-11-18"]
     finally:
         mem.close()
+
+
+def test_a_dream_tells_a_line_moved_under_a_heading_it_does_not_know_and_a_profile_line_deleted(mem, home):
+    mem.remember("Lives in Porto", user="ana", category="identity")
+    mem.set_profile("user.personalContext", "Has a cat named Miso", user="ana")
+    night(mem, 0)
+    path = home / "users" / "ana" / "MEMORY.md"
+    edit_text(path, "## Identity\n", "## My goals\n")
+    edit_text(path, "- **Personal Context:** Has a cat named Miso\n", "")
+    run = night(mem, 1)
+    assert [(e["content"], e["reason"]) for e in run.report["hand_edits"]] == [
+        ("Lives in Porto", "moved to Other (written under “## My goals”, no heading of MEMORY.md)"),
+        ("Personal Context", "profile line deleted")]
+    assert "moved to Other (written under “## My goals”, no heading of MEMORY.md) “Lives in Porto” and profile line " \
+           "deleted “Personal Context”" in diary(mem)

@@ -7,8 +7,10 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from typer.testing import CliRunner
 
 from reverie import InvalidInput, Memory
+from reverie.cli import app
 from reverie.errors import Conflict
 from reverie.memory_md import publish_memory_md
 from tests.edits import dreamed, edit_text
@@ -324,3 +326,30 @@ def test_undoing_a_sync_that_deleted_a_line_takes_it_off_the_deleted_lines_an_ex
     assert "Likes jazz" not in (mem.store.get_meta(f"journal:{synced.journal}") or "")
     mem.undo(synced.journal, user="ana")
     assert [w["content"] for w in mem.export(user="ana")["withdrawn"]] == [""]
+
+
+def test_sync_says_a_profile_line_deleted_and_lines_moved_under_a_heading_it_does_not_know(home):
+    with Memory(home, background=False) as mem:
+        porto = mem.remember("Lives in Porto", user="ana", category="identity")
+        mem.remember("Swims on Sundays", user="ana", category="behavior")
+        mem.set_profile("user.personalContext", "Has a cat named Miso", user="ana")
+        path = dreamed(mem, home)
+    edit_text(path, "- **Personal Context:** Has a cat named Miso\n", "")
+    edit_text(path, "## Identity\n", "## My goals\n")
+    edit_text(path, "## Habits\n", "##Habits\n\n- Runs on Tuesdays\n")
+    path.write_text(path.read_text(encoding="utf-8") + "\n## Hobbies\n\n- Plays chess\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["sync", "--user", "ana", "--home", str(home)], catch_exceptions=False)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "profile line “Personal Context” deleted: the profile no longer says “Has a cat named Miso”" in said
+    assert "updated" not in said
+    assert f"moved to Other (written under “## My goals”, no heading of MEMORY.md) {porto.id} Lives in Porto" in said
+    assert "added under Other (written under “## Hobbies”, no heading of MEMORY.md)" in said
+    assert "“## My goals” is no heading of MEMORY.md, so its lines went under Other; to file them elsewhere, put " \
+           "them under one of its headings: Profile, Corrections, Rules, Preferences, Identity, Goals" in said
+    # a heading without its space is read as the heading meant, and said
+    assert "read “##Habits” as the heading “## Habits” (a heading needs a space after its #s)" in said
+    with Memory(home, background=False) as mem:
+        habits = {f.content: f.category for f in mem.facts(user="ana")}
+        assert habits["Runs on Tuesdays"] == "behavior" and habits["Plays chess"] == "other"
+        assert mem.profile(user="ana").user.personal_context.summary == ""

@@ -230,15 +230,17 @@ def sync(user: User, home: Home = None, as_json: Json = False) -> None:
     """Take your hand edits of MEMORY.md (edited, added, deleted lines) into the store."""
     with open_memory(home) as mem:
         report = mem.sync(user=user)
-        lines = [f"{label} [dim]{line.fact_id}[/] {escape(line.content)}"
+        moved = {m.fact_id: m for m in report.moved}
+        lines = [f"{_sync_label(label, moved.get(line.fact_id or ''))} [dim]{line.fact_id}[/] {escape(line.content)}"
                  for label, found in (("edited", report.edited), ("added", report.added), ("archived", report.deleted),
                                       ("archived, a new line took its place:", report.superseded))
                  for line in found]
         lines += [f"already known, merged into [dim]{d.fact.fact_id}[/] {escape(d.fact.content)}: {escape(d.content)}"
                   for d in report.duplicates]
-        lines += [f"profile {section} updated" for section in report.profile]
+        lines += [_profile_said(p) for p in report.profile_lines]
         lines += [f"profile {section}: longer than max_profile_chars, {n} older part(s) gave way to the newest"
                   for section, n in report.profile_trimmed.items()]
+        lines += [f"[yellow]heading:[/] {escape(note)}" for note in report.headings]
         lines += [f"[red]not taken in[/] ({escape(r.reason)}): {escape(r.content)}" for r in report.refused]
         lines.append("synced" + _undo_hint(report.journal, user) if report.changed else "MEMORY.md has no edits to take in")
         say(report, as_json, lines)
@@ -312,6 +314,26 @@ def diary(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
             raise typer.Exit(1)
         else:
             console.print(escape(found[day]), highlight=False)
+
+
+def _sync_label(label: str, moved: Any) -> str:
+    """What sync did to a line: "edited", or where it went ("moved to Other") and why."""
+    if moved is None:
+        return label
+    why = f" ({escape(moved.why)})" if moved.why else ""
+    if label == "added":
+        return f"added under {escape(moved.to)}{why}"
+    return f"{'edited and moved' if moved.reworded else 'moved'} to {escape(moved.to)}{why}"
+
+
+def _profile_said(line: Any) -> str:
+    """A profile line of MEMORY.md as sync took it in, in words."""
+    if line.change == "deleted":
+        return (f"profile line “{escape(line.label)}” deleted: the profile no longer says "
+                f"“{escape(line.before)}”")
+    if line.change == "added":
+        return f"profile line “{escape(line.label)}” added: {escape(line.after)}"
+    return f"profile line “{escape(line.label)}” changed: {escape(line.before)} → {escape(line.after)}"
 
 
 def _undo_hint(journal: str | None, user: str) -> str:

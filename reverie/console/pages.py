@@ -347,9 +347,13 @@ def add_routes(router: APIRouter, console: Console) -> None:
                    + " / ".join(clip_line(f.content, 80) for f in report.superseded) if report.superseded else "")
                 + (f", {len(report.duplicates)} already known, merged into the entry they repeat: "
                    + " / ".join(clip_line(d.content, 80) for d in report.duplicates) if report.duplicates else "")
-                + (f", {len(report.profile)} profile section(s)" if report.profile else "")
-                + (f"; {len(report.refused)} line(s) not taken in, longer than max_fact_chars: "
-                   + " / ".join(clip_line(r.content, 80) for r in report.refused) if report.refused else ""))
+                + (f", {len(report.moved)} under another heading: "
+                   + " / ".join(f"{clip_line(m.content, 80)} (to {m.to}{': ' + m.why if m.why else ''})"
+                                for m in report.moved) if report.moved else "")
+                + ("".join(f", profile line {p.label} {p.change}" for p in report.profile_lines))
+                + (f"; {len(report.refused)} line(s) not taken in: "
+                   + " / ".join(f"{clip_line(r.content, 80)} ({r.reason.split(':')[0]})" for r in report.refused)
+                   if report.refused else ""))
         return view.redirect(f"{PREFIX}/memory", flash=f"Saved and synced: {said}." if report.changed
                              else "Saved; nothing changed.", undo=report.journal)
 
