@@ -68,6 +68,7 @@ from reverie.owners import owner_alive, process_owner
 from reverie.redact import redact
 from reverie.store.base import DreamRun, Page, decode_cursor, page_of
 from reverie.text import (
+    clip_line,
     exact_key,
     normalize_space,
     plural,
@@ -420,6 +421,7 @@ def _finish(
         else:
             log.exception("dream %s for %s failed", run.id, run.user)
         run.status, run.error = "failed", str(exc) or type(exc).__name__
+        _tell_failed(ctx, run, as_utc(now) if now else utcnow())
     finally:
         run.finished_at = utcnow()
         try:
@@ -436,6 +438,19 @@ def _finish(
     with _GUARD:
         _WORKERS.pop(run.id, None)
     return run
+
+
+def _tell_failed(ctx: Context, run: DreamRun, now: datetime) -> None:
+    """A failed run that took hand edits of MEMORY.md in first (or could not take a line in)
+    tells them in the diary: MEMORY.md was written again without a line it could not take in."""
+    partial = DreamReport.model_validate(run.report or {})
+    if not (partial.synced or partial.refused):
+        return
+    try:
+        partial.diary = _in_home(ctx, write_diary(ctx, run, partial, now))
+        run.report = partial.model_dump(mode="json")
+    except Exception:  # the store or the folder out of reach: the run's report still holds them
+        log.warning("dream %s for %s: the diary of its hand edits could not be written", run.id, run.user)
 
 
 @dataclass
@@ -555,6 +570,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     report = DreamReport(since=since, until=until, facts_read=len(inputs.facts), notes_read=len(inputs.notes),
                          synced=first.journal)
     _took_in(report, first)
+    run.report = report.model_dump(mode="json")  # what a run that fails from here on still tells
     if not inputs.facts and not inputs.notes:
         return report.skip(f"there are no facts and no daily notes from {since} to {until}")
     run.input_hash = inputs.digest()
@@ -572,6 +588,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     late = sync(ctx, user=user)
     report.synced = report.synced or late.journal
     _took_in(report, late)
+    run.report = report.model_dump(mode="json")
     journal = Journal(id=run.id, user=user, action="dream")
     with ctx.store.transaction():
         # read again under the lock: the learning line may have written while the engine thought
@@ -936,21 +953,22 @@ def diary_section(run: DreamRun, report: DreamReport, now: datetime) -> str:
         f"I read {plural(r.facts_read, 'fact')} and {plural(r.notes_read, 'note line')} "
         f"from the last {span} ({r.since} to {r.until})."
     ]
-    if r.skipped:
+    if r.skipped or run.status == "failed":
         story = []
     if r.synced:
         edits = f": {_list(f'{e.reason} {_quote(e.content)}' for e in r.hand_edits)}" if r.hand_edits else ""
         story.append(f"First I took in the edits made to MEMORY.md by hand{edits} (to take them back: "
-                     f"`reverie undo {r.synced}`).")
+                     f"`reverie undo {r.synced} --user {shlex.quote(run.user)}`).")
     if r.refused:
         story.append(
             f"I could not take in {plural(len(r.refused), 'line')} written in MEMORY.md by hand, so "
             f"{'it is' if len(r.refused) == 1 else 'they are'} no longer there: "
             f"{_list(f'{_quote(e.content)} ({e.reason})' for e in r.refused)}."
         )
-    if r.skipped:
-        return (f"## {now.strftime('%H:%M')} UTC, run {run.id}\n\n" + "\n".join(story)
-                + f"\nThen I did not dream: {r.skipped}.\n")
+    if r.skipped or run.status == "failed":
+        end = (f"Then I did not dream: {r.skipped}." if r.skipped else
+               f"Then the dream failed, and changed nothing more: {clip_line(run.error, 200)}")
+        return f"## {now.strftime('%H:%M')} UTC, run {run.id}\n\n" + "\n".join([*story, end]) + "\n"
     kept = r.kept + r.confirmed
     if kept == 1:
         story.append("I kept 1 entry as it was" + (", and the notes said it again." if r.confirmed else "."))

@@ -616,7 +616,7 @@ class HealthReport(Model):
     dream_rejected: int = 0
     dream_left: int = 0
     # the lines written in MEMORY.md by hand that the last dream (or a later run skipped as having
-    # nothing new, which takes hand edits in first) could not take in: gone from MEMORY.md,
+    # nothing new, or failed, which take hand edits in first) could not take in: gone from MEMORY.md,
     # said here and in that run's report (redacted, held to a fact's length)
     dream_refused: list[RefusedLine] = Field(default_factory=list)
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
@@ -763,7 +763,8 @@ def _last_dream_lines(ctx: Context, user: str, report: HealthReport, latest: Dre
     """What the last dream that ran rejected, could not take in and told as gone from MEMORY.md
     (from its report), and the lines a later run, skipped as having nothing new, could not take in."""
     done = latest if latest is None or latest.status == "done" else ctx.store.last_dream_run(user, status="done")
-    runs = [r for r in (done, latest) if r is not None and (r is done or r.status == "skipped")]
+    # a run after it that did not dream (skipped, or failed) took hand edits in first all the same
+    runs = [r for r in (done, latest) if r is not None and (r is done or r.status in ("skipped", "failed"))]
     if done is not None:
         told = done.report or {}
         report.last_dream = done.id

@@ -684,7 +684,7 @@ def test_a_dream_reports_the_hand_edits_it_took_in_and_they_can_be_undone(mem, h
     synced = run.report["synced"]
     assert run.status == "done" and synced.startswith("chg_") and synced != run.report["journal"]
     assert [c.action for c in mem.changes(user="ana") if c.id == synced] == ["sync"]
-    assert f"`reverie undo {synced}`" in "".join(mem.diaries(user="ana").values())
+    assert f"`reverie undo {synced} --user ana`" in "".join(mem.diaries(user="ana").values())
     if run.report["journal"]:  # the dream came after the edits: it is taken back first
         mem.undo(run.id, user="ana")
     mem.undo(synced, user="ana")

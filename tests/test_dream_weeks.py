@@ -17,6 +17,7 @@ from reverie.dream import describe
 from reverie.keys import create_key
 from reverie.server import create_app
 from tests.edits import edit_text
+from tests.fake_openai import Reply
 
 DAY0 = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
 
@@ -156,6 +157,7 @@ def test_a_dream_tells_the_hand_edits_it_took_in_and_each_line_it_could_not(mem,
            "“Swims on Sundays”" in told
     assert "I could not take in 2 lines written in MEMORY.md by hand, so they are no longer there: " \
            "“Swims on Sundays at the pool, my key is [api-key]” (not a list item" in told
+    assert f"(to take them back: `reverie undo {run.report['synced']} --user ana`)" in told  # a command that runs
     assert "sk-proj" not in told and "sk-proj" not in json.dumps(run.report)
     assert "Swims on Sundays at the pool" not in mem.memory_md(user="ana")
 
@@ -285,3 +287,27 @@ def test_a_dream_tells_a_line_moved_under_a_heading_it_does_not_know_and_a_profi
         ("Personal Context", "profile line deleted")]
     assert "moved to Other (written under “## My goals”, no heading of MEMORY.md) “Lives in Porto” and profile line " \
            "deleted “Personal Context”" in diary(mem)
+
+
+def test_a_dream_that_fails_still_tells_the_hand_written_line_it_could_not_take_in(home, fake_openai):
+    mem = Memory(home, background=False, engines={"distill": "openai"},
+                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    try:
+        mem.remember("Prefers tea over coffee", user="ana", category="preference")
+        fake_openai.respond_by_step({"distill": lambda body: {"entries": [
+            {"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+            for f in json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))["facts"]]}})
+        night(mem, 0)
+        edit_text(home / "users" / "ana" / "MEMORY.md", "## Preferences\n", "## Preferences\n\nLikes jazz a lot\n")
+        fake_openai.respond_by_step({"distill": Reply.error(400, "model not found")})
+        run = mem.dream(user="ana", days=3, force=True, now=day(1, 23))
+        assert run.status == "failed"
+        assert "Likes jazz a lot" not in mem.memory_md(user="ana")  # the sync before the engine wrote it again
+        assert [r["content"] for r in run.report["refused"]] == ["Likes jazz a lot"]
+        told = mem.diaries(user="ana")["2026-11-17"]
+        assert "I could not take in 1 line written in MEMORY.md by hand, so it is no longer there: “Likes jazz a lot”" \
+            in told and "Then the dream failed, and changed nothing more: " in told
+        report = mem.health(user="ana")
+        assert [r.content for r in report.dream_refused] == ["Likes jazz a lot"] and report.dream_error
+    finally:
+        mem.close()
