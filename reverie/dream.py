@@ -564,6 +564,10 @@ def _window(now: datetime, days: int) -> tuple[str, str]:
 
 def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamReport:
     user = run.user
+    before = load_snapshot(ctx, user)
+    # lines syncs since the last dream could not take in: this dream tells them, then forgets them
+    earlier = [DreamEntry(content=r.content, reason=f"{r.reason} (refused by a sync before this dream)")
+               for r in (before.refused if before else [])]
     first = sync(ctx, user=user)
     since, until = _window(now, run.days)
     inputs = _Inputs.read(ctx, user, since, until)
@@ -609,6 +613,7 @@ def _dream(ctx: Context, run: DreamRun, force: bool, now: datetime) -> DreamRepo
     report.categories = len({f.category for f in curated})
     if curated:  # never an empty overwrite
         report.memory_md = _in_home(ctx, publish_memory_md(ctx, user, curated, dreamed_at=until, dream=True))
+        report.refused = earlier + report.refused
     left = _Inputs.read(ctx, user, since, until)
     report.output_hash, report.output_content_hash = left.digest(), left.digest(counts=False)
     report.diary = _in_home(ctx, write_diary(ctx, run, report, now))

@@ -619,6 +619,9 @@ class HealthReport(Model):
     # nothing new, or failed, which take hand edits in first) could not take in: gone from MEMORY.md,
     # said here and in that run's report (redacted, held to a fact's length)
     dream_refused: list[RefusedLine] = Field(default_factory=list)
+    # the lines written in MEMORY.md by hand that `sync` (the command, REST, the console) could
+    # not take in since the last dream: gone from MEMORY.md, said here until a dream tells them
+    sync_refused: list[RefusedLine] = Field(default_factory=list)
     capacity: int = 0  # fact_capacity: consolidated facts past it evict the lowest-ranked learned ones
     evicted_over_capacity: int = 0  # learned facts archived by capacity so far (each journaled)
     last_eviction: str | None = None  # the journal id of the last eviction: `reverie undo ID`
@@ -779,6 +782,9 @@ def _last_dream_lines(ctx: Context, user: str, report: HealthReport, latest: Dre
         if diary and (run is done or refused):
             report.dream_diaries.append(diary.rsplit("/", 1)[-1].removesuffix(".md"))
     report.dream_diaries = sorted(set(report.dream_diaries))
+    snapshot = load_snapshot(ctx, user)
+    by_runs = {(x.content, x.reason) for x in report.dream_refused}
+    report.sync_refused = [x for x in (snapshot.refused if snapshot else []) if (x.content, x.reason) not in by_runs]
 
 
 def _dream_advice(r: HealthReport, user: str) -> list[str]:
@@ -795,11 +801,18 @@ def _dream_advice(r: HealthReport, user: str) -> list[str]:
         more = f"; and {len(r.dream_refused) - 3} more" if len(r.dream_refused) > 3 else ""
         said.append(f"could not take in {plural(len(r.dream_refused), 'line')} written in MEMORY.md by hand, so "
                     f"{'it is' if len(r.dream_refused) == 1 else 'they are'} no longer there: {lines}{more}")
-    if not said:
-        return []
-    where = " and ".join(f"`reverie diary --user {shlex.quote(user)} --date {d}`" for d in r.dream_diaries)
-    return [(f"the last dream ({r.last_dream}) " if r.last_dream else "a dream run ") + ", ".join(said)
-            + (f": {where} tells each with why" if where else "")]
+    advice = []
+    if said:
+        where = " and ".join(f"`reverie diary --user {shlex.quote(user)} --date {d}`" for d in r.dream_diaries)
+        advice.append((f"the last dream ({r.last_dream}) " if r.last_dream else "a dream run ") + ", ".join(said)
+                      + (f": {where} tells each with why" if where else ""))
+    if r.sync_refused:
+        lines = "; ".join(f"“{clip_line(x.content, 80)}” ({x.reason.split(':')[0]})" for x in r.sync_refused[:3])
+        more = f"; and {len(r.sync_refused) - 3} more" if len(r.sync_refused) > 3 else ""
+        advice.append(f"since the last dream, sync could not take in {plural(len(r.sync_refused), 'line')} written "
+                      f"in MEMORY.md by hand, so {'it is' if len(r.sync_refused) == 1 else 'they are'} no longer "
+                      f"there: {lines}{more} (the next dream's diary tells them too)")
+    return advice
 
 
 def _verdict(r: HealthReport) -> list[str]:

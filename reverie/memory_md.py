@@ -26,7 +26,7 @@ from pydantic import Field
 from reverie.claims import stored_relation
 from reverie.context import Context
 from reverie.errors import Conflict, InvalidInput
-from reverie.facts import FactLine, clean_line, fact_line, fact_rank, keyed
+from reverie.facts import FactLine, clean_line, clip_learned, fact_line, fact_rank, keyed
 from reverie.inputs import check_unicode, normalize_category, shows_something
 from reverie.journal import SNAPSHOT, Journal
 from reverie.models import (
@@ -105,6 +105,11 @@ class MemoryLine(Model):
     placed: str = Field(default="", exclude=True)
 
 
+class RefusedLine(Model):
+    content: str
+    reason: str
+
+
 class Snapshot(Model):
     """What reverie last wrote to MEMORY.md: the base that a person's edits are read against."""
 
@@ -118,6 +123,10 @@ class Snapshot(Model):
     # undo, a refresh after maintenance) no longer lists: the next dream tells each with why
     # it left ("forgotten", "contradicted by ...") and starts this again
     dropped: dict[str, MemoryLine] = Field(default_factory=dict)
+    # the lines written by hand that a sync since the last dream could not take in (gone from
+    # MEMORY.md, which is written again from the store): health says them, and the next dream
+    # tells them in its report and diary and starts this again (redacted, held to a fact's length)
+    refused: list[RefusedLine] = Field(default_factory=list)
 
     def listed_since_dream(self) -> dict[str, MemoryLine]:
         """Every entry MEMORY.md listed since the last dream wrote it, listed still or not."""
@@ -135,17 +144,20 @@ def text_sha(text: str) -> str:
 
 # entries a snapshot keeps of those dropped since the last dream (a few dreams' worth)
 DROPPED_KEPT = 200
+# lines written by hand a snapshot keeps of those syncs refused since the last dream (the newest)
+REFUSED_KEPT = 50
 
 
 def publish_memory_md(
     ctx: Context, user: str, facts: list[Fact], *, dreamed_at: str | None = None, read: str | None = None,
-    dream: bool = False,
+    dream: bool = False, refused: list[RefusedLine] | None = None,
 ) -> Path:
     """Write MEMORY.md atomically and remember what was written (for sync); ``dreamed_at``
     None keeps the date of the last dream, "" says there was none. ``dream``: a dream writes
     it (it told what left the list; else the entries this write drops are kept for the next
     dream to tell: :attr:`Snapshot.dropped`). ``read``: the
-    :func:`text_sha` of the file the caller took in (a sync), else what reverie last wrote.
+    :func:`text_sha` of the file the caller took in (a sync), else what reverie last wrote;
+    ``refused``: the lines of that file it could not take in (:attr:`Snapshot.refused`).
     A file that holds neither was edited meanwhile: it is not overwritten (Conflict), so the
     next sync takes the edit in."""
     path = memory_md_path(ctx, user)
@@ -174,6 +186,9 @@ def publish_memory_md(
         uses={f.id: f.uses for f in facts},
         profile={k: s.summary for k, s in profile.sections().items() if s.summary},
         dropped=dict(list(dropped.items())[-DROPPED_KEPT:]),
+        refused=[*([] if dream or previous is None else previous.refused), *(
+            RefusedLine(content=clip_learned(redact(r.content)), reason=r.reason) for r in refused or []
+            if r.content)][-REFUSED_KEPT:],
     )
     ctx.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
     return path
@@ -344,11 +359,6 @@ def _category_of(title: str) -> str:
 
 # ---------------------------------------------------------------- sync: a person's edits of MEMORY.md
 
-class RefusedLine(Model):
-    content: str
-    reason: str
-
-
 class DuplicateLine(Model):
     """A line added to MEMORY.md that says what a fact already says: no new fact, but merged into
     that one, which keeps its [Nx] (an edit is no use of it)."""
@@ -460,7 +470,7 @@ def sync(ctx: Context, *, user: str) -> SyncReport:
                 _retire_contradicted(ctx, user, _parts(new) - _parts(snapshot.profile.get(section, "")), report, now)
         note_trimmed(ctx.store, user, report.profile_trimmed, now)
         report.journal = journal.id if journal.commit(ctx.store).changes else None
-    publish_memory_md(ctx, user, curated, read=text_sha(text))
+    publish_memory_md(ctx, user, curated, read=text_sha(text), refused=report.refused)
     return report
 
 

@@ -353,3 +353,29 @@ def test_sync_says_a_profile_line_deleted_and_lines_moved_under_a_heading_it_doe
         habits = {f.content: f.category for f in mem.facts(user="ana")}
         assert habits["Runs on Tuesdays"] == "behavior" and habits["Plays chess"] == "other"
         assert mem.profile(user="ana").user.personal_context.summary == ""
+
+
+def test_lines_a_sync_could_not_take_in_are_said_by_health_until_the_next_dream_tells_them(mem, home):
+    """A plain sync told its caller what it refused, then wrote MEMORY.md again without those
+    lines: nothing said them afterwards, in health or in a diary."""
+    mem.remember("Prefers tea over coffee", user="ana", category="preference")
+    path = dreamed(mem, home)
+    secret = "my key sk-abcdefghijklmnopqrstuvwxyz012345"
+    edit_text(path, "## Preferences", f"## Preferences\n\nCall me before noon ({secret})\n")
+    report = mem.sync(user="ana")
+    assert [r.content for r in report.refused] == [f"Call me before noon ({secret})"]
+    assert "Call me before noon" not in path.read_text(encoding="utf-8")
+    health = mem.health(user="ana")
+    assert [r.reason.split(":")[0] for r in health.sync_refused] == ["not a list item"]
+    said = health.sync_refused[0].content
+    assert "Call me before noon" in said and "sk-abcdef" not in said  # kept redacted
+    assert any("sync could not take in 1 line" in a for a in health.advice)
+    mem.remember("Likes jazz", user="ana", category="preference")
+    run = mem.dream(user="ana", force=True)
+    assert run.status == "done"
+    told = [r["content"] for r in run.report["refused"]]
+    assert told == [said]
+    diary = (home / run.report["diary"]).read_text(encoding="utf-8")
+    assert "Call me before noon" in diary
+    after = mem.health(user="ana")
+    assert after.sync_refused == [] and [r.content for r in after.dream_refused] == [said]

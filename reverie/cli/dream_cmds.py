@@ -211,6 +211,8 @@ def _print_health(report: Any) -> None:
         ("last dream: not in MEMORY.md", ", ".join(f"{n} {what}" for n, what in (
             (report.dream_rejected, "rejected"), (len(report.dream_refused), "written by hand, not taken in"),
             (report.dream_left, "left since it was last written")) if n) or "-"),
+        ("since then: sync did not take in", f"{len(report.sync_refused)} written by hand" if report.sync_refused
+         else "-"),
     )
     for name, value in rows:
         table.add_row(name, escape(value))
