@@ -549,12 +549,7 @@ def _took_in(report: DreamReport, synced: SyncReport) -> None:
 
 def _moved(what: str, moved: MovedLine | None) -> str:
     """What a sync did to a line, with where it went when it changed heading."""
-    if moved is None:
-        return what
-    why = f" ({moved.why})" if moved.why else ""
-    if what == "added":
-        return f"added under {moved.to}{why}"
-    return f"{'changed and moved' if moved.reworded else 'moved'} to {moved.to}{why}"
+    return what if moved is None else moved.told(what)
 
 
 def _window(now: datetime, days: int) -> tuple[str, str]:

@@ -386,6 +386,14 @@ class MovedLine(Model):
     why: str = ""  # why it is not under the heading it was written under ("" when it is)
     reworded: bool = False  # its words were edited too
 
+    def told(self, what: str) -> str:
+        """What a sync did to the line (``what``: "added", "changed", "edited"), with where it
+        went and why: "added under Other (...)", "changed and moved to Habits"."""
+        why = f" ({self.why})" if self.why else ""
+        if what == "added":
+            return f"added under {self.to}{why}"
+        return f"{f'{what} and moved' if self.reworded else 'moved'} to {self.to}{why}"
+
 
 class SyncReport(Model):
     edited: list[FactLine] = Field(default_factory=list)

@@ -18,6 +18,7 @@ from reverie.keys import create_key
 from reverie.server import create_app
 from tests.edits import edit_text
 from tests.fake_openai import Reply
+from tests.test_dream import distill_input, llm_memory
 
 DAY0 = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
 
@@ -115,11 +116,10 @@ def test_a_dream_run_again_the_same_night_changes_nothing(mem):
 def test_a_line_the_engine_adds_that_a_fact_already_says_is_that_fact_not_a_copy(home, fake_openai):
     # an engine adds, from a note alone, a line that an input fact says word for word: the
     # fact is confirmed; no copy is written and folded back each night
-    mem = Memory(home, background=False, engines={"distill": "openai"},
-                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    mem = llm_memory(home, fake_openai)
 
     def answer(body: dict) -> dict:
-        data = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+        data = distill_input(body)
         kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
                 for f in data["facts"]]
         return {"entries": kept + [{"action": "add", "content": "Prefers tea over coffee", "category": "preference",
@@ -226,11 +226,10 @@ def test_undoing_a_dream_and_the_hand_edits_it_took_in_brings_back_memory_md_exa
 
 
 def test_health_tells_what_the_last_dream_rejected_could_not_take_in_and_saw_leave(home, fake_openai):
-    mem = Memory(home, background=False, engines={"distill": "openai"},
-                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    mem = llm_memory(home, fake_openai)
 
     def answer(body: dict) -> dict:
-        data = json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+        data = distill_input(body)
         kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
                 for f in data["facts"]]
         return {"entries": kept + [{"action": "add", "content": "Owns a yacht in Monaco", "category": "identity",
@@ -290,13 +289,12 @@ def test_a_dream_tells_a_line_moved_under_a_heading_it_does_not_know_and_a_profi
 
 
 def test_a_dream_that_fails_still_tells_the_hand_written_line_it_could_not_take_in(home, fake_openai):
-    mem = Memory(home, background=False, engines={"distill": "openai"},
-                 llm={"base_url": fake_openai.base_url, "model": "fake-model", "max_retries": 0})
+    mem = llm_memory(home, fake_openai)
     try:
         mem.remember("Prefers tea over coffee", user="ana", category="preference")
         fake_openai.respond_by_step({"distill": lambda body: {"entries": [
             {"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
-            for f in json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))["facts"]]}})
+            for f in distill_input(body)["facts"]]}})
         night(mem, 0)
         edit_text(home / "users" / "ana" / "MEMORY.md", "## Preferences\n", "## Preferences\n\nLikes jazz a lot\n")
         fake_openai.respond_by_step({"distill": Reply.error(400, "model not found")})

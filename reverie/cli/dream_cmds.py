@@ -320,12 +320,7 @@ def diary(user: User, home: Home = None, date: Date = None, as_json: Json = Fals
 
 def _sync_label(label: str, moved: Any) -> str:
     """What sync did to a line: "edited", or where it went ("moved to Other") and why."""
-    if moved is None:
-        return label
-    why = f" ({escape(moved.why)})" if moved.why else ""
-    if label == "added":
-        return f"added under {escape(moved.to)}{why}"
-    return f"{'edited and moved' if moved.reworded else 'moved'} to {escape(moved.to)}{why}"
+    return label if moved is None else escape(moved.told(label))
 
 
 def _profile_said(line: Any) -> str:
