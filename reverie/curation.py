@@ -29,7 +29,7 @@ from reverie.inputs import (
     clean_text,
 )
 from reverie.journal import Journal
-from reverie.memory_md import note_withdrawn, refresh_memory_md, sync
+from reverie.memory_md import note_withdrawn, refresh_memory_md, sync, unwithdraw
 from reverie.models import (
     AREAS,
     CATEGORIES,
@@ -229,6 +229,7 @@ def _bring_back(ctx: Context, fact: Fact, journal: Journal, now: datetime, statu
         journal.watch([newer])
     fact.status = status
     fact.archived_from, fact.archived_reason, fact.superseded_by, fact.updated_at = None, "", None, now
+    unwithdraw(ctx.store, fact.user, fact, journal)  # no longer a line the person deleted
     if newer is not None:
         ctx.facts.archive_fact(newer, "a person restored the value it had taken the place of", fact, now)
         drop_outdated_parts(ctx.store, fact.user, gone=[newer.content], newer=[],

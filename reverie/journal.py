@@ -63,7 +63,8 @@ class Journal(Model):
     undone_at: datetime | None = None
     # the lines this operation put on the record of lines a person deleted (memory_md's
     # "withdrawn:"), each {"fact": the fact whose line it was, "key", "at": as written, "before":
-    # the record's entry for that key before, or None}: undo puts the record back as it was
+    # the record's entry for that key before, or None}, or took off it (a restore: "removed":
+    # True, "before" the entry taken off): undo puts the record back as it was
     withdrawn: list[dict[str, Any]] = Field(default_factory=list)
     _before: dict[tuple[ChangeKind, str], dict[str, Any]] = PrivateAttr(default_factory=dict)
     _created: list[str] = PrivateAttr(default_factory=list)

@@ -686,14 +686,33 @@ def merge_withdrawn(store: Store, user: str, entries: list[dict[str, str]]) -> N
     store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
 
 
+def unwithdraw(store: Store, user: str, fact: Fact, journal: Journal) -> None:
+    """Take ``fact``'s line off the record of lines a person deleted, as a person restoring it
+    says the line holds again (inside the caller's transaction; journaled: undo puts the
+    entry back). A line deleted for good stays on it."""
+    record = {e["key"]: e for e in withdrawn_record(store, user)}
+    key = _key_digest(fact.content)
+    entry = record.get(key)
+    if entry is None or not entry.get("content"):
+        return
+    journal.withdrawn.append({"fact": fact.id, "key": key, "at": entry["at"], "before": entry, "removed": True})
+    del record[key]
+    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(sorted(record.values(), key=_at), ensure_ascii=False))
+
+
 def restore_withdrawn(store: Store, user: str, undone: list[dict[str, Any]]) -> None:
     """Take back what an operation put on the record of deleted lines (``undone``: its
     :attr:`Journal.withdrawn`, inside the caller's transaction): each entry it wrote goes back to
-    the one before it, or off the record. An entry deleted again since, or for good, stays."""
+    the one before it, or off the record, and each it took off (a restore) goes back on. An entry
+    deleted again since, or for good, stays."""
     if not undone:
         return
     record = {e["key"]: e for e in withdrawn_record(store, user)}
     for entry in undone:
+        if entry.get("removed"):  # taken off by a restore: back on, unless deleted again since
+            if entry["key"] not in record and entry.get("before"):
+                record[entry["key"]] = entry["before"]
+            continue
         now = record.get(entry["key"])
         if now is None or not now.get("content") or _at(now) != _at(entry):
             continue

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from reverie import InvalidInput, Memory
 from reverie.cli import app
 from reverie.errors import Conflict
-from reverie.memory_md import publish_memory_md
+from reverie.memory_md import publish_memory_md, withdrawn_record
 from tests.edits import dreamed, edit_text
 from tests.fake_openai import Reply
 
@@ -307,10 +307,13 @@ def test_undoing_a_sync_that_deleted_a_line_takes_it_off_the_deleted_lines_an_ex
     mem.undo(synced.journal, user="ana")
     assert mem.export(user="ana")["withdrawn"] == []  # as it was before the sync
     assert "Likes jazz" in path.read_text(encoding="utf-8")
-    # a line forgotten before, brought back, then deleted in MEMORY.md: undo leaves the earlier deletion
+    # a line forgotten before, brought back (which takes it off the record), then deleted in
+    # MEMORY.md: undo puts the record back as it was before that sync
     mem.forget(jazz.id, user="ana")
-    earlier = mem.export(user="ana")["withdrawn"]
+    assert [w["content"] for w in mem.export(user="ana")["withdrawn"]] == ["Likes jazz"]
     mem.restore_fact(jazz.id, user="ana")
+    earlier = mem.export(user="ana")["withdrawn"]
+    assert earlier == []
     mem.dream(user="ana", force=True)
     edit_text(path, next(line for line in path.read_text(encoding="utf-8").splitlines() if "Likes jazz" in line)
               + "\n", "")
@@ -379,3 +382,16 @@ def test_lines_a_sync_could_not_take_in_are_said_by_health_until_the_next_dream_
     assert "Call me before noon" in diary
     after = mem.health(user="ana")
     assert after.sync_refused == [] and [r.content for r in after.dream_refused] == [said]
+
+
+def test_a_restored_fact_leaves_the_record_of_deleted_lines_and_its_undo_puts_it_back(mem):
+    """A forgotten fact restored stayed on the record of lines a person deleted (which an
+    export carries, and which keeps a dream from writing the line back from older notes)."""
+    fact = mem.remember("Prefers aisle seats", user="ana", category="preference")
+    mem.forget(fact.id, user="ana")
+    assert [e["content"] for e in withdrawn_record(mem.store, "ana")] == ["Prefers aisle seats"]
+    mem.restore_fact(fact.id, user="ana")
+    assert withdrawn_record(mem.store, "ana") == []
+    mem.undo(mem.changes(user="ana")[0].id, user="ana")
+    assert mem.fact(fact.id, user="ana").status == "archived"
+    assert [e["content"] for e in withdrawn_record(mem.store, "ana")] == ["Prefers aisle seats"]
