@@ -420,7 +420,12 @@ _JOBS = frozenset("""engineer developer programmer manager pm designer analyst s
     reporter producer marketer recruiter salesperson cook chef baker waiter waitress barista cashier clerk
     secretary assistant coordinator supervisor foreman mechanic electrician plumber carpenter pilot driver
     paramedic firefighter agent broker banker trader economist statistician librarian curator
-    principal counselor psychologist veterinarian vet sre devops""".split())
+    principal counselor psychologist veterinarian vet sre devops midwife receptionist bartender hairdresser
+    barber photographer translator interpreter farmer soldier dietitian nutritionist optometrist radiologist
+    physiotherapist""".split())
+
+
+JOBS = _JOBS  # the jobs a line may name ("My sister is a doctor")
 
 
 def _not_a_job(m: re.Match[str]) -> bool:
@@ -711,7 +716,8 @@ def _one_kind(a: frozenset[str], b: frozenset[str]) -> bool:
 
 # where the object of a statement ends: a full stop, "but ...", "because ...", a dash,
 # or a comma before a clause of its own ("three kids now, our son Max was born in June")
-_CUT_EN = re.compile(r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while|our|my|his|her|"
+_CUT_EN = re.compile(r"(?<!\bMrs)(?<!\bMr)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bProf)(?<!\bMt)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)"
+                     r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while|our|my|his|her|"
                      r"their|we|i|he|she|they|it's|it\s+(?:is|was))\b"
                      r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+",
                      re.IGNORECASE)
@@ -750,20 +756,58 @@ def _predicate(p: str) -> tuple[str, bool]:
 class Claim:
     """A line read as a claim: "Doesn't like coffee" -> group "like", not positive, object {coffee}."""
 
-    group: str = ""  # like, use, consume, employer, home, origin; "" when the line states no such claim
+    group: str = ""  # like, use, consume, employer, home, origin, job, name of <role>; "" when no such claim
     positive: bool = True
     obj: frozenset[str] = frozenset()  # the object's terms
     negated: frozenset[str] = frozenset()  # the terms a correction takes back
     tokens: frozenset[str] = frozenset()  # the whole line's terms
     says_not: bool = False  # the line says "not" (or "n't", 不): it may be a copy of a correction
+    replaces: bool = False  # said as a correction or a new one ("Actually I'm a nurse", "my new boss"): see REPLACEABLE
+
+
+# a job ("Is a nurse", "Works as a senior engineer at Globex") and the name of a relative or a
+# colleague ("Mila is their sister"): one may hold two of these at once, so a second one takes
+# the first back only when it is said as a correction or as a new one (Claim.replaces)
+_JOB_CLAIM = re.compile(r"^(?:is|works\s+as)\s+an?\s+(?P<o>[\w -]+?)(?:\s+(?:at|for|in|with|on)\b.*)?$", re.IGNORECASE)
+_NAME_CLAIM = re.compile(r"^(?P<o>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\s+is\s+their\s+(?P<r>[a-z]+(?:\s+[a-z]+)?)$")
+_SAME_ROLE = {"mom": "mother", "mum": "mother", "dad": "father", "manager": "boss"}
+REPLACEABLE_PREFIX = ("job", "name of ")
+# eating meat takes back a diet without it: "Eats meat again" / "Is vegetarian"
+_DIET_EXCLUDES: dict[str, frozenset[str]] = {
+    "vegetarian": frozenset(stem(w) for w in "meat beef pork chicken steak bacon ham lamb turkey sausage sausages burgers "
+                                             "fish seafood shellfish salmon tuna".split()),
+    "pescatarian": frozenset(stem(w) for w in "meat beef pork chicken steak bacon ham lamb turkey sausage sausages "
+                                              "burgers".split()),
+}
+_DIET_EXCLUDES["vegan"] = _DIET_EXCLUDES["vegetarian"] | frozenset(stem(w) for w in "dairy cheese milk eggs egg butter "
+                                                                                      "honey yogurt".split())
+_DIET_EXCLUDES["pescetarian"] = _DIET_EXCLUDES["pescatarian"]
+_DIET_EXCLUDES = {stem(diet): foods for diet, foods in _DIET_EXCLUDES.items()}  # as the terms of a claim
+
+
+def _kind_claim(text: str) -> tuple[str, frozenset[str]] | None:
+    """The job or the relative's name ``text`` states: ("job", {nurs}), ("name of sister", {mila})."""
+    m = _JOB_CLAIM.match(text)
+    if m and m["o"].split()[-1].lower() in _JOBS:
+        return "job", term_set(m["o"])
+    m = _NAME_CLAIM.match(text)
+    if m:
+        role = _SAME_ROLE.get(m["r"], m["r"])
+        return f"name of {role}", term_set(m["o"])
+    return None
 
 
 _SAYS_NOT = re.compile(r"\bnot\b|n['’]t\b|不", re.IGNORECASE)
 
 
-def parse_claim(content: str, negated: str = "") -> Claim:
-    """The claim of ``content``; ``negated`` is what the line takes back when it is a correction."""
+def parse_claim(content: str, negated: str = "", replaces: bool = False) -> Claim:
+    """The claim of ``content``; ``negated`` is what the line takes back when it is a correction;
+    ``replaces`` when it is said as a correction or a new one ("Actually I'm a nurse")."""
     text = content.strip()
+    kind = None if has_cjk(text) else _kind_claim(text)
+    if kind:
+        return Claim(kind[0], True, kind[1], term_set(negated) if negated else frozenset(), term_set(text),
+                     bool(_SAYS_NOT.search(text)), replaces)
     m = _CLAIM_ZH_WORK.match(text) if has_cjk(text) else None
     if m:
         group, positive = "employer", True
@@ -777,6 +821,13 @@ def parse_claim(content: str, negated: str = "") -> Claim:
                      bool(_SAYS_NOT.search(text)))
     obj = term_set(clip_object(m["o"], has_cjk(text))) if m else frozenset()
     return Claim(group, positive, obj, taken_back, term_set(text), bool(_SAYS_NOT.search(text)))
+
+
+def _diet_clash(eats: Claim, diet: Claim) -> bool:
+    """``eats`` says the user eats what the diet ``diet`` leaves out."""
+    if eats.group != "consume" or not eats.positive or diet.group != "diet":
+        return False
+    return any(eats.obj & _DIET_EXCLUDES.get(word, frozenset()) for word in diet.obj)
 
 
 def _exclusive_clash(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -795,9 +846,13 @@ def contradicts(newer: Claim, older: Claim) -> bool:
         # an older copy of the correction itself stays; a line that said both without a "not"
         # does not ("Is allergic to cats and dogs" after "only allergic to cats, not dogs")
         return not affirmed or not affirmed <= older.tokens or not older.says_not
+    if _diet_clash(newer, older) or _diet_clash(older, newer):
+        return True  # "Eats meat again" / "Is vegetarian"
     if not newer.group or newer.group != older.group or not newer.obj or not older.obj:
         return False
     same_object = jaccard(newer.obj, older.obj) >= 0.5
+    if newer.group.startswith(REPLACEABLE_PREFIX):  # a job, a relative's name: another only as a correction
+        return newer.replaces and not same_object
     if newer.positive != older.positive:
         return same_object
     if newer.group in _SINGLE_VALUED:

@@ -208,3 +208,211 @@ def test_a_pet_of_any_kind_said_by_name_is_learned(mem, text, fact):
 def test_someone_elses_pet_a_hypothetical_or_a_question_is_not_learned(mem, text):
     live, _, _ = said(mem, text)
     assert live == []
+
+
+# ---------------------------------------------------------------- corrections without a "not X"
+
+@pytest.mark.parametrize("then", ["Actually I'm a nurse", "Sorry, I'm a nurse", "No, actually I'm a nurse"])
+def test_a_job_said_as_a_correction_takes_the_old_jobs_place(mem, then):
+    live, archived, profile = said(mem, "I'm a teacher", then)
+    assert live == ["Is a nurse"] and archived == ["Is a teacher"]
+    assert profile == "Is a nurse"
+
+
+def test_a_job_corrected_in_the_same_message_leaves_only_the_new_one(mem):
+    live, archived, _ = said(mem, "I'm a teacher. Sorry, I'm a nurse.")
+    assert live == ["Is a nurse"] and not archived
+
+
+def test_a_second_job_said_plainly_is_one_more_job(mem):
+    live, archived, profile = said(mem, "I'm a teacher", "I'm a nurse")
+    assert sorted(live) == ["Is a nurse", "Is a teacher"] and not archived
+    assert profile == "Is a teacher; Is a nurse"
+
+
+@pytest.mark.parametrize("then", ["Actually I love sushi", "Actually, my sister is a nurse", "Actually I'm a mother",
+                                  "Sorry to hear that, I'm a nurse too"])
+def test_actually_alone_takes_back_no_fact_of_another_kind(mem, then):
+    _, archived, _ = said(mem, "I'm a teacher", then)
+    assert archived == []
+
+
+def test_a_relatives_name_said_as_a_correction_takes_the_old_names_place(mem):
+    live, archived, _ = said(mem, "My sister is called Mia", "Sorry, my sister is called Mila")
+    assert live == ["Mila is their sister"] and archived == ["Mia is their sister"]
+
+
+@pytest.mark.parametrize("first, then", [("My sister is called Mia", "My sister is called Mila"),
+                                         ("My sister is called Mia", "Actually my brother is called Tom"),
+                                         ("My friend is Tom", "My new friend is Sam")])
+def test_another_relative_or_a_second_sister_takes_no_name_back(mem, first, then):
+    _, archived, _ = said(mem, first, then)
+    assert archived == []
+
+
+def test_a_new_boss_takes_the_old_bosss_place(mem):
+    live, archived, _ = said(mem, "My boss is Emma", "My new boss is Olivia")
+    assert live == ["Olivia is their boss"] and archived == ["Emma is their boss"]
+
+
+@pytest.mark.parametrize("first, then, fact", [
+    ("I'm vegetarian", "Not anymore, I eat meat again", "Eats meat"),
+    ("I'm vegan", "I eat cheese", "Eats cheese"),
+])
+def test_eating_what_a_diet_leaves_out_takes_the_diet_back(mem, first, then, fact):
+    live, archived, profile = said(mem, first, then)
+    assert live == [fact] and archived == [first.replace("I'm", "Is")]
+    assert profile == fact
+
+
+@pytest.mark.parametrize("then", ["My son eats meat", "I used to eat meat"])
+def test_someone_elses_meal_or_a_past_one_leaves_the_diet(mem, then):
+    live, archived, _ = said(mem, "I'm vegetarian", then)
+    assert "Is vegetarian" in live and not archived
+
+
+@pytest.mark.parametrize("first, then, fact", [
+    ("I drink coffee", "I stopped drinking coffee", "Stopped drinking coffee"),
+    ("I smoke", "I quit smoking", "Quit smoking"),
+    ("I smoke", "I no longer smoke", "No longer smokes"),
+])
+def test_a_habit_given_up_is_learned_and_takes_the_habit_back(mem, first, then, fact):
+    live, archived, profile = said(mem, first, then)
+    assert live == [fact] and archived == [first.replace("I drink", "Drinks").replace("I smoke", "Smokes")]
+    assert profile == ""
+
+
+@pytest.mark.parametrize("then", ["My sister stopped drinking coffee", "If I stopped drinking coffee I'd die",
+                                  "I want to stop drinking coffee", "I stopped drinking coffee for a week"])
+def test_a_habit_given_up_by_someone_else_only_wished_or_for_a_while_takes_nothing_back(mem, then):
+    live, archived, _ = said(mem, "I drink coffee", then)
+    assert live == ["Drinks coffee"] and not archived
+
+
+def test_a_tool_used_now_takes_the_old_ones_place(mem):
+    live, archived, _ = said(mem, "I use vim", "I now use emacs")
+    assert live == ["Uses emacs"] and archived == ["Uses vim"]
+
+
+# ---------------------------------------------------------------- the user's people
+
+@pytest.mark.parametrize("text, fact", [
+    ("My mom lives in Chicago", "Their mom lives in Chicago"),
+    ("My sister is a doctor", "Their sister is a doctor"),
+    ("My brother works at Microsoft", "Their brother works at Microsoft"),
+    ("My brother works at Microsoft and my email is ana@example.com", "Their brother works at Microsoft"),
+])
+def test_what_a_relative_does_or_where_they_live_is_a_fact_about_them(mem, text, fact):
+    live, _, profile = said(mem, text)
+    assert live == [fact] and profile == ""
+
+
+def test_where_a_relative_lives_takes_no_home_of_the_users_back(mem):
+    live, archived, profile = said(mem, "I live in Paris", "My mom lives in Chicago")
+    assert sorted(live) == ["Lives in Paris", "Their mom lives in Chicago"] and not archived
+    assert profile == "Lives in Paris"
+
+
+@pytest.mark.parametrize("text", ["My friend's mom lives in Chicago", "I asked my mom if she lives in Chicago",
+                                  "Does my mom live in Chicago?", "If my sister is a doctor, she can help",
+                                  "My mom used to live in Chicago", "My sister wants to be a doctor",
+                                  "My sister is not a doctor", "My boss is a jerk"])
+def test_a_question_a_wish_a_past_or_no_job_of_a_relative_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+# ---------------------------------------------------------------- habits and abilities
+
+@pytest.mark.parametrize("text, fact", [
+    ("I go running every morning", "Goes running every morning"),
+    ("I play guitar", "Plays guitar"),
+    ("I drink coffee every morning", "Drinks coffee every morning"),
+    ("I speak French and German", "Speaks French and German"),
+    ("I'm afraid of heights", "Is afraid of heights"),
+    ("I'm left-handed", "Is left-handed"),
+    ("I smoke", "Smokes"),
+])
+def test_a_habit_or_an_ability_is_learned(mem, text, fact):
+    live, _, profile = said(mem, text)
+    assert live == [fact] and profile == fact
+
+
+@pytest.mark.parametrize("text", ["If I ever play guitar I'll tell you", "Do I play guitar?", "I want to play guitar",
+                                  "I don't play guitar", "My brother plays guitar", '"I play guitar" is a song title',
+                                  "My sister said I speak French", "I'd like to speak French", "I'm not afraid of heights",
+                                  "I wish I could play guitar", "I used to play guitar", "Imagine I speak French",
+                                  "My mom says I'm afraid of heights", "I'm not left-handed", "I drink a lot",
+                                  "I drink when I'm stressed"])
+def test_a_habit_not_said_as_the_users_own_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+@pytest.mark.parametrize("text", ["My password is hunter2 and I go running every morning",
+                                  "I play guitar and my phone is 555-123-4567"])
+def test_a_secret_beside_a_habit_stays_out_of_its_fact(mem, text):
+    live, _, profile = said(mem, text)
+    assert len(live) == 1 and not any(s in live[0] + profile for s in ("hunter2", "555", "password", "phone"))
+
+
+# ---------------------------------------------------------------- dates and plans
+
+@pytest.mark.parametrize("text, fact", [
+    ("My birthday is June 12", "Birthday is June 12"),
+    ("I'm getting married in June", "Is getting married in June"),
+    ("I'm flying to Tokyo next Friday", "Is flying to Tokyo on 6 March 2026"),
+    ("I have a dentist appointment on May 3", "Has a dentist appointment on May 3"),
+])
+def test_a_birthday_or_a_plan_is_learned_with_its_time(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert live == [fact]
+
+
+@pytest.mark.parametrize("text", ["I'm flying to Tokyo", "I have a meeting", "I had a dentist appointment on May 3",
+                                  "I'm starting to feel better tomorrow", "I'm going to be late tomorrow"])
+def test_a_plan_without_its_time_or_a_past_one_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+# ---------------------------------------------------------------- the sentence goes on after an abbreviation
+
+def test_a_job_at_a_place_named_with_an_abbreviation_is_learned_whole(mem):
+    live, _, profile = said(mem, "I work as a nurse at St. Mary's hospital. I love it!")
+    assert live == ["Works as a nurse at St. Mary's hospital"]
+    assert profile == "Works as a nurse at St. Mary's hospital"
+
+
+def test_an_abbreviation_does_not_join_two_facts_or_lose_one(mem):
+    live, _, _ = said(mem, "Hi, I'm Sam. I met Dr. Lee today. I live in Boston.")
+    assert sorted(live) == ["Lives in Boston", "Name is Sam"]
+
+
+@pytest.mark.parametrize("text", ["As my dad always says, I'm a night owl", "Like my dad says, I'm a night owl",
+                                  "Honestly, as my boss says, I'm a workaholic"])
+def test_someone_elses_saying_about_the_user_is_not_learned(mem, text):
+    live, _, profile = said(mem, text)
+    assert live == [] and profile == ""
+
+
+# ---------------------------------------------------------------- Chinese: people, pets, diet, birthday
+
+@pytest.mark.parametrize("text, fact", [
+    ("我有一只狗叫旺财", "有一只狗叫旺财"),
+    ("我有两个孩子", "有两个孩子"),
+    ("我老婆叫李娜", "老婆叫李娜"),
+    ("我不吃辣", "不吃辣"),
+    ("我生日是6月12号", "生日是6月12号"),
+])
+def test_family_pets_diet_and_a_birthday_said_in_chinese_are_learned(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert live == [fact]
+
+
+@pytest.mark.parametrize("text", ["我朋友有两个孩子", "我想有两个孩子", "我没有孩子", "我有一个问题", "以前我有一只狗",
+                                  "我老婆叫我回家", "我妈叫我起床", "他生日是6月12号", "我不吃你做的饭", "我不吃了",
+                                  "我今天不吃晚饭"])
+def test_someone_elses_a_wish_a_past_or_a_request_in_chinese_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []

@@ -170,7 +170,7 @@ _TWIN = 0.6  # a line this close says the same: a twin (of a stored fact: reinfo
 def _takes_back(new: Signal, old: Signal) -> bool:
     """Whether ``new``, said after ``old``, holds another value of what ``old`` says."""
     return (fact_relation(new.content, old.content, _TWIN) == "conflict"
-            or contradicts(parse_claim(new.content, new.negated), parse_claim(old.content, old.negated))
+            or contradicts(parse_claim(new.content, new.negated, new.replaces), parse_claim(old.content, old.negated))
             or (new.category == "correction" and corrects_value(new.content, old.content)))
 
 
@@ -209,6 +209,10 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
             # "2 spaces") is no twin: both are kept in the order they were said, so that the later
             # one replaces the older as it would in a later batch (the learning line archives it)
             changed = [j for j in near if _takes_back(sig, signals[j])]
+            if sig.replaces:  # "I'm a teacher. Sorry, I'm a nurse": the job said before is no longer
+                earlier = [j for j in range(len(signals)) if j not in changed and j not in dropped and _takes_back(sig, signals[j])]
+                changed += earlier
+                dropped.update(earlier)
             taken_back = term_set(sig.negated) if sig.negated else frozenset()
             if taken_back:  # ... and a line that names what it takes back takes back any that said it
                 changed += [j for j in _positions(_union(by_term, taken_back))
@@ -231,6 +235,10 @@ def _collect_signals(request: ExtractRequest) -> tuple[list[Signal], set[int], l
             if source and source not in target.sources:
                 target.sources.append(source)
     return signals, own, said, dropped
+
+
+# what one eats and the diet one keeps: claims of two groups that may take each other back
+_EATING = {"consume": "diet", "diet": "consume"}
 
 
 class _StoredFacts:
@@ -267,6 +275,8 @@ class _StoredFacts:
         mask = _union(self._by_key, judge_keys(content)) | _union(self._by_term, claim.negated)
         if claim.group and claim.obj:
             mask |= self._by_group.get(claim.group, 0)
+            if claim.group in _EATING:  # "Eats meat again" / "Is vegetarian"
+                mask |= self._by_group.get(_EATING[claim.group], 0)
         return self._at(mask)
 
 
@@ -274,7 +284,7 @@ def _reconcile(sig: Signal, stored: _StoredFacts, removed: set[str], result: Ext
     """Marks the stored facts ``sig`` takes back; True when a stored fact already says it (reinforce it)."""
     if not stored.facts:
         return False
-    claim = parse_claim(sig.content, sig.negated)
+    claim = parse_claim(sig.content, sig.negated, sig.replaces)
     judged = stored.may_conflict(sig.content, claim)
     if sig.category == "correction":  # ... and any fact that shares its words: another number or date of it
         judging = {fact.id for fact, _ in judged}

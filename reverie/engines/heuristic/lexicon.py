@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from reverie.claims import JOINED_NAME, JOINED_WHEN
+from reverie.claims import JOBS, JOINED_NAME, JOINED_WHEN
 
 # the calendar's words, read by phrases and words
 from reverie.text import FOREIGN_FUNCTION_WORDS as FOREIGN_FUNCTION_WORDS
@@ -301,6 +301,7 @@ class Rule:
     negates: bool = False  # the object is no longer true (correction of old facts)
     unless: str = ""
     value: bool = False  # the object is a value, no content word needed ("I'm 38": "Is 38 years old")
+    timed: bool = False  # a plan: only with the time it is for ("I'm flying to Tokyo next Friday")
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -312,8 +313,8 @@ class Rule:
 
 
 def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
-          negates: bool = False, unless: str = "", value: bool = False) -> Rule:
-    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless, value)
+          negates: bool = False, unless: str = "", value: bool = False, timed: bool = False) -> Rule:
+    return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless, value, timed)
 
 
 _ADVERBS = r"(?:(?:really|much|generally|also|do|definitely|strongly|still|totally|absolutely|kind of|kinda|" \
@@ -364,6 +365,18 @@ _FOOD = (r"(?:(?:all|any|most|anything with|foods? with|foods? containing)\s+)?(
          r"though|although|lately)\b)")
 _ROLES_EN = r"(?:manager|boss|wife|husband|partner|sister|brother|mom|mother|dad|father|son|daughter|" \
     r"best friend|friend|colleague|teammate|mentor|roommate|girlfriend|boyfriend|tech lead|lead)"
+# the roles one has one of at a time: "my new boss" is another boss than the one before
+_ONE_AT_A_TIME_EN = r"(?:manager|boss|wife|husband|partner|mentor|roommate|girlfriend|boyfriend|tech lead|lead|therapist)"
+# a relative or someone close, of whom a line says where they live or what they do ("My mom lives in Chicago")
+_PEOPLE_EN = (r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|step|best)\s+)?(?:mom|mum|mother|dad|father|"
+              r"parents|wife|husband|partner|sister|brother|son|daughter|grandma|grandmother|grandpa|grandfather|aunt|"
+              r"uncle|cousin|friend|girlfriend|boyfriend|fianc[eé]e?|roommate|boss|manager|sibling)")
+_PEOPLE_CUES = ("mom|mum|mother|dad|father|parents|wife|husband|partner|sister|brother|son|daughter|grandma|grandmother|"
+                "grandpa|grandfather|aunt|uncle|cousin|friend|girlfriend|boyfriend|fianc|fiance|fiancee|roommate|"
+                "boss|manager|sibling")
+_JOB_WORDS = "|".join(sorted(JOBS, key=len, reverse=True))
+# how often or since when: "I usually play tennis", "I now use emacs"
+_HABIT_ADV = r"(?:(?:usually|often|regularly|sometimes|occasionally|still|also|now|mostly|normally|typically|nowadays)\s+)?"
 
 # a person's name where a rule reads one: capitalised as written (the rules' regexes ignore case:
 # "my husband is allergic to shellfish" names nobody), and not a pronoun, a nationality, a
@@ -378,6 +391,13 @@ _NAME_EN = (
     r"Indonesian|Malaysian|Australian|Asian|African|European|Arab|Arabic|Latino|Latina|Hispanic|Catholic|"
     r"Jewish|Muslim|Buddhist|Hindu|Sikh|Mormon|Protestant|Orthodox|Atheist|Agnostic)\b)(?-i:[A-Z][a-z]+)"
 )
+
+# the languages one speaks, as written ("French and German", "fluent Spanish")
+_LANGUAGE_LEVEL = r"(?:(?:fluent|a little|a bit of|some|basic|conversational|native|decent|good|broken)\s+)?"
+_LANGUAGES_EN = (_LANGUAGE_LEVEL + r"(?-i:[A-Z])[a-z]+(?:(?:,\s*(?:and\s+)?|\s+and\s+|\s+or\s+)" + _LANGUAGE_LEVEL
+                 + r"(?-i:[A-Z])[a-z]+)*")
+_MONTH_NAMES = (r"(?-i:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|"
+                r"Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)")
 
 # "I hate mornings", "I love lazy Sundays", "I'm a morning person": a time liked or disliked, a
 # preference though none of its words says anything on its own
@@ -416,11 +436,15 @@ RULES_EN: tuple[Rule, ...] = (
           negates=True),
     _rule("correction", "longer", r"\b(?:i|we)\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w3} {x}",
           negates=True),
+    # "I no longer smoke", "I don't drink anymore": a habit given up, said without its object
+    _rule("correction", "longer|anymore|more", r"\b(?:i|we)\s+(?:no longer|don't|do not)\s+(?P<x>smoke|vape|drink)"
+          r"(?:\s+any\s*more)?\s*(?:$|[,.;!?])", 0.85, "No longer {xv}", negates=True),
     _rule("correction", "longer", r"\b(?:the )?user\s+(?P<v>no longer)\s+(?P<w>\w+)\s+(?P<x>.+)", 0.85, "No longer {w} {x}",
           negates=True),
     _rule("context", "my", r"\b(?P<x>" + _NAME_EN + r")\s+is\s+my\s+(?P<v>" + _ROLES_EN + r")\b", 0.85, "{x} is their {v}"),
-    _rule("context", "my", r"\bmy\s+(?P<v>" + _ROLES_EN + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>" + _NAME_EN + r")\b",
-          0.85, "{x} is their {v}"),
+    # ("My new boss is Olivia": the boss before is no longer; a new friend or sister is one more)
+    _rule("context", "my", r"\bmy\s+(?:(?P<new>new)\s+(?=" + _ONE_AT_A_TIME_EN + r"\b))?(?P<v>" + _ROLES_EN
+          + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>" + _NAME_EN + r")\b", 0.85, "{x} is their {v}"),
     _rule("preference", "favorite|favourite", r"\bmy\s+favou?rite\s+(?P<v>[\w\s-]{1,30}?)\s+(?:is|are)\s+(?P<x>.+)", 0.9,
           "Favorite {v}: {x}"),
     _rule("preference", "prefer|prefers", _SUBJECT + r"(?P<v>(?:would\s+)?prefers?)\s+(?P<x>.+)", 0.9, "{V} {x}"),
@@ -542,6 +566,57 @@ RULES_EN: tuple[Rule, ...] = (
     # a relative's allergy or diet: "My daughter Mia is allergic to shellfish" (the user cooks for them)
     _rule("context", "allergic", r"\bmy\s+(?P<w>" + _ROLES_EN + r")(?:\s+(?P<n>" + _NAME_EN + r"))?\s+is\s+(?:(?:very|severely|"
           r"also)\s+)?(?P<v>allergic)\s+to\s+(?P<x>.+)", 0.85, "Their {w} is allergic to {x}", "personalContext"),
+    # what a relative or someone close does or where they live, a fact about them ("Their mom lives in
+    # Chicago"), never the user's own
+    _rule("context", _PEOPLE_CUES, r"\bmy\s+(?P<w>" + _PEOPLE_EN + r"(?:\s+" + _NAME_EN + r")?)\s+(?:(?:now|also|still|currently)\s+)?"
+          r"(?P<v>lives?\s+in|works?\s+(?:at|for|as)|is\s+an?(?=\s+(?:[\w-]+\s+){0,2}?(?:" + _JOB_WORDS + r")\b))\s+"
+          r"(?P<x>.+?)(?=\s+(?:and|but)\s+(?:my|i|i'm)\b|$)", 0.85, "Their {w} {v} {x}"),
+    # what the user gives up: "I stopped drinking coffee", "I quit smoking" (takes back what said they do)
+    _rule("correction", "stopped|quit|gave", _SUBJECT + r"(?:(?:finally|recently|officially|completely)\s+)?(?P<v>stopped|quit|gave up)\s+"
+          r"(?P<x>[a-z]+ing\b(?!\s+(?:when|because|after|before|since|so|and|but|for|until|till|at|in|by|while|as)\b)"
+          r"(?![^,.;!?]*\b(?:for\s+(?:a|an|one|two|three|a\s+few|several|\d+)\s+(?:days?|weeks?|months?)|until|till)\b)[^,.;!?]*)",
+          0.85, "{Vraw} {x}", negates=True),
+    # habits and abilities: "I go running every morning", "I play guitar", "I drink coffee every
+    # morning", "I smoke", "I speak French and German", "I'm afraid of heights", "I'm left-handed"
+    _rule("behavior", "go|goes", _SUBJECT + _HABIT_ADV + r"(?P<v>go|goes)\s+(?P<x>(?:running|jogging|swimming|hiking|"
+          r"climbing|bouldering|cycling|biking|skiing|surfing|dancing|bowling|fishing|camping|skating|rowing|walking|"
+          r"kayaking|sailing|snowboarding|diving|horseback riding)\b.*|to\s+(?:the\s+)?(?:gym|yoga|pilates|church|mass|"
+          r"therapy|choir|the\s+pool)\b.*)", 0.85, "{V} {x}", "personalContext"),
+    _rule("behavior", "play|plays", _SUBJECT + _HABIT_ADV + r"(?P<v>plays?)\s+(?!(?:it|this|that|them|with|in|at|around|"
+          r"along|for|a|an|some|any|my|your|his|her|our|their|safe|dumb|nice|fair|by|on|against|down|up|out|back|to|"
+          r"together|hard|rough|well|badly|more|less|too|so|all|games?\s+with|the\s+(?:role|part|game|victim|card))\b)"
+          r"(?P<x>.+)", 0.85, "{V} {x}", "personalContext"),
+    _rule("identity", "eat|eats|drink|drinks", _SUBJECT_SAID + _HABIT_ADV + r"(?P<v>eats?|drinks?)\s+" + _NOT_EATEN
+          + r"(?P<x>[^,.;!?]+?)(?:\s+again)?\s*(?=$|[,.;!?]|\s+(?:and|but|because|since|when)\b)", 0.85, "{V} {x}",
+          "personalContext"),
+    _rule("behavior", "smoke|smokes|vape|vapes", _SUBJECT_SAID + _HABIT_ADV + r"(?P<x>(?:smoke|vape)s?(?:\s+(?:cigarettes|"
+          r"cigars|weed|a\s+pipe|socially|occasionally|sometimes|every\s+day|daily|a\s+pack\s+a\s+day))*)\s*"
+          r"(?=$|[,.;!?]|\s+(?:and|but|because|since|when)\b)", 0.85, "{Xv}", "personalContext", value=True),
+    _rule("identity", "speak|speaks", _SUBJECT + _HABIT_ADV + r"(?P<v>speaks?)\s+(?P<x>" + _LANGUAGES_EN + r")(?![\w'])", 0.85,
+          "{V} {x}", "personalContext"),
+    _rule("identity", "fluent", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:also|quite|pretty|fully)\s+)?(?P<x>fluent\s+in\s+"
+          + _LANGUAGES_EN + r")(?![\w'])", 0.85, "Is {x}", "personalContext"),
+    _rule("behavior", "afraid|scared|terrified|frightened", r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:really|very|so|also|deathly|"
+          r"terribly|a bit|a little|kind of|kinda|super|quite|always\s+been)\s+)?(?P<v>afraid|scared|terrified|frightened)\s+of\s+"
+          r"(?!(?:it|that|this|them|him|her|you|what|how|losing|being|getting|doing|making|messing|failing|screwing)\b)"
+          r"(?![^,.;!?]*\b(?:tomorrow|tonight|today|next|this|now)\b)(?P<x>[^,.;!?]+)", 0.85, "Is {v} of {x}", "personalContext"),
+    _rule("identity", "handed|ambidextrous|colorblind|colourblind|blind|nearsighted|farsighted|shortsighted|sighted",
+          r"\b(?:i'm|i am|(?:the )?user is)\s+(?:(?:also|actually)\s+)?(?P<x>(?:left|right)[- ]handed|ambidextrous|"
+          r"colou?r[- ]?blind|(?:near|far|short|long)[- ]?sighted)\b", 0.85, "Is {x}", "personalContext", value=True),
+    # a birthday, a plan with its time: "My birthday is June 12", "I'm getting married in June", "I'm
+    # flying to Tokyo next Friday", "I have a dentist appointment on May 3"
+    _rule("identity", "birthday", r"\bmy\s+(?P<v>birthday)\s+is\s+(?:on\s+)?(?P<x>(?:" + _MONTH_NAMES + r")\s+\d{1,2}(?:st|nd|rd|th)?"
+          r"|(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTH_NAMES + r"))\b", 0.9, "Birthday is {x}", "personalContext",
+          value=True),
+    _rule("goal", "getting|flying|moving|traveling|travelling|going|leaving|starting|visiting|heading|having",
+          r"\b(?:i'm|i am|we're|we are|(?:the )?user is)\s+(?:(?:finally|also|actually|officially)\s+)?(?P<v>getting\s+(?:married|"
+          r"divorced)|flying|moving|traveling|travelling|going(?=\s+(?:to\s+(?-i:[A-Z])|on\s+(?:a\s+)?(?:trip|vacation|holiday|"
+          r"honeymoon|cruise)|abroad|back\s+to))|leaving|starting(?!\s+to\b)|visiting|heading|having\s+(?:a|an|my|our)\s+"
+          r"(?:baby|surgery|operation|wedding|party))\s+(?P<x>.+)", 0.85, "Is {v} {x}", "topOfMind", timed=True),
+    _rule("goal", "appointment|interview|exam|surgery|flight|wedding|operation|checkup|check|recital|concert|conference|deadline|trip",
+          r"\b(?:i|we)(?:\s+(?:also\s+|still\s+)?have|'ve\s+got|\s+have\s+got)\s+(?P<x>(?:an?|my|our)\s+(?:[\w'-]+\s+){0,3}?"
+          r"(?:appointment|interview|exam|surgery|flight|wedding|operation|check-?up|recital|concert|conference|deadline|"
+          r"trip)\b.*)", 0.85, "Has {x}", "topOfMind", timed=True),
     _rule("goal", "goal|dream|aim|ambition", r"\b(?:my|their|the user's)\s+(?:main\s+|long[- ]term\s+|ultimate\s+|big\s+)?(?P<v>goal|dream|aim|ambition)\s+is\s+"
           r"(?:to\s+)?(?P<x>.+)", 0.9, "{Vraw}: {x}", "topOfMind"),
     _rule("goal", "become", _SUBJECT + r"(?P<v>wants?|hopes?|aims?|plans?|would like)\s+to\s+become\s+(?P<x>.+)", 0.9,
@@ -550,7 +625,7 @@ RULES_EN: tuple[Rule, ...] = (
           r"\s+(?P<x>.+)", 0.7, "{Vraw} {x}"),
     _rule("goal", "plan|plans|intend|intends", _SUBJECT + r"(?P<v>plans?|intends?)\s+to\s+(?P<x>.+)", 0.7, "{V} to {x}"),
     # a tool one works with, a skill one is learning: "I use vim for editing", "I'm learning Portuguese"
-    _rule("preference", "use|uses", _SUBJECT + r"(?:(?:mostly|mainly|only|always)\s+)?(?P<v>uses?)\s+"
+    _rule("preference", "use|uses", _SUBJECT + r"(?:(?:mostly|mainly|only|always|now|currently|nowadays)\s+)?(?P<v>uses?)\s+"
           r"(?!(?:it|this|that|them|these|those|one|some|any|the same|a lot|too much|less|more)\b)(?P<x>.+)", 0.8, "Uses {x}"),
     # "I switched to emacs", "I switched from vim to emacs": what is used now (what it was switched
     # from, given up, archives what said it)
@@ -650,6 +725,21 @@ RULES_ZH: tuple[Rule, ...] = (
     # "我从腾讯辞职了", "我已经从腾讯离职了": works there no more
     _rule("correction", "辞职|离职", r"我(?:已经|刚|最近|终于|上个?月|上周|去年)?从(?P<x>[^，,。]{1,20}?)(?P<v>辞职|离职)了", 0.85,
           "从{raw}{v}了", negates=True),
+    # "我有两个孩子", "我有一只狗叫旺财": who and what the user has, with a name said
+    _rule("identity", "我有|我家有|我也有|我还有", r"我家?(?:也|还)?有(?P<x>[一两二三四五六七八九十\d]+(?:个|只|条|位|名)[^，,。；;]{0,4}?"
+          r"(?:孩子|儿子|女儿|小孩|宝宝|狗狗?|猫咪?|宠物|兔子|鹦鹉|仓鼠|兄弟姐妹|兄弟|姐妹|哥哥|姐姐|弟弟|妹妹)"
+          r"(?:[，,]?(?:叫|名叫|名字叫)(?:[\u4e00-\u9fff]{1,4}|[A-Z][A-Za-z'-]*))?)(?=$|[，,。.!！;；])", 0.85, "有{raw}",
+          "personalContext", unless=_NOT_NOW_ZH),
+    # "我老婆叫李娜": the name of someone close (a fact about them)
+    _rule("context", "叫", r"我的?(?P<v>老婆|老公|妻子|丈夫|太太|先生|女朋友|男朋友|妈妈|爸爸|母亲|父亲|儿子|女儿|姐姐|妹妹|哥哥|弟弟"
+          r"|老板|室友|狗|猫)(?:的名字)?(?:叫|名叫)" + _NAME_ZH, 0.85, "{v}叫{raw}", unless=_FORMER_ZH),
+    # "我不吃辣", "我不能喝酒": what the user does not eat or drink
+    _rule("identity", "不吃|不喝|不能吃|不能喝", r"我(?:从来|从不|一直|也|都|基本|平时)?(?P<v>不能?(?:吃|喝))(?P<x>(?![^，,。；;]*[你您他她])"
+          r"[^，,。；;了吧啊呀呢吗]{1,8})(?=$|[，,。.!！;；])", 0.85, "{v}{raw}", "personalContext", unless=_NOT_NOW_ZH,
+          value=True),
+    # "我生日是6月12号"
+    _rule("identity", "生日", r"我的?(?P<v>生日)(?:是|在)?(?P<x>(?:\d{1,2}|[一二三四五六七八九十]{1,3})月(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
+          r"(?:号|日))", 0.9, "生日是{raw}", "personalContext", value=True),
     # "我今年38岁", "我38岁了", "我今年三十八岁": an age, one at a time (not "我儿子5岁")
     _rule("identity", "岁", r"我(?:今年|现在|已经){0,2}(?P<x>\d{1,3}|[一二三四五六七八九]?十[一二三四五六七八九]?)(?:周)?岁", 0.85,
           "{raw}岁", "personalContext", unless=_NOT_NOW_ZH, value=True),
@@ -672,6 +762,17 @@ DURABLE_NOW_ZH = re.compile(r"(?:现在|目前|如今)(?=(?:已经|也|还|都|�
 DURABLE_NOW_EN = re.compile(r"\bturned\s+[\w-]+\s+today\b")
 # "去年夏天，我在华为实习": a time before the clause it is the time of, no clause of its own
 PAST_LEAD_ZH = re.compile(rf"^(?:{_NOT_NOW_ZH})[^了过，,。]{{0,3}}$")
+
+# "Actually I'm a nurse", "Sorry, my sister is called Mila", "Oops, my bad, I work at Globex": a
+# sentence said as a correction of the user's own words, before what it says anew
+CORRECTING_LEAD_OPENS = frozenset("ac so oo oh my no wa we wr hm co ra ah sc in".split())  # its first two letters
+CORRECTING_LEAD_EN = re.compile(r"^(?:(?:no|nope|oh|oops|wait|ah|well|hmm+|my bad|not quite|wrong|sorry)\b[,.!]*\s*)*"
+                                r"(?:actually|in fact|rather|correction|sorry|oops|my bad|scratch that)\b[,.:!]*\s*"
+                                r"(?=(?:i|i'm|i've|my|we|we're|our)\b)", re.IGNORECASE)
+
+# ... of which these say a correction outright (RULES_EN's first two): its line is a correction
+CORRECTION_RULE_LEAD_EN = re.compile(r"^(?:no|nope|not quite|wrong)\b[,.!]*\s*(?:actually|in fact|rather)\b|^correction[:,]",
+                                     re.IGNORECASE)
 
 # "X, not Y" / "instead of Y" / "不是Y": the part a correction takes back
 NEGATED_EN = re.compile(r"(?:^|,\s*|\s+)(?:not|rather than|instead of)\s+(?P<y>[^,.;!?]+)", re.IGNORECASE)
@@ -706,6 +807,7 @@ HYPOTHETICAL = re.compile(
 # word) nor a phrase ("That said, I ..."); as written, for a name is capitalised.
 REPORTED = re.compile(
     r"^(?:[A-Za-z]+,\s*)?"  # "Honestly, ..."
+    r"(?:(?i:as|like)\s+)?"  # "As my dad always says, I'm ..."
     r"(?:(?i:my|his|her|their|our|your|the|a|an)\s+[\w' -]{1,40}?"
     r"|(?i:everyone|everybody|people|someone|somebody|he|she|they|you)"
     r"|(?!(?:That|This|Having|With|Needless|As|All|So|It|What|Who|Which|Enough)\b)[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"

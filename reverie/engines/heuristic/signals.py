@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from reverie.claims import clip_object
+from reverie.claims import REPLACEABLE_PREFIX, clip_object, parse_claim
 from reverie.claims import is_temporary as temporary_text
 from reverie.engines.heuristic import lexicon as lx
 from reverie.engines.heuristic.person import (
@@ -24,7 +24,7 @@ from reverie.engines.heuristic.person import (
 )
 from reverie.engines.heuristic.words import cap, has_content, sentences
 from reverie.text import clip_line, has_cjk, words
-from reverie.timerefs import times_to_come
+from reverie.timerefs import names_a_time, times_to_come
 
 
 @dataclass(slots=True)
@@ -36,6 +36,7 @@ class Signal:
     negated: str = ""  # what a correction takes back
     canon: tuple[str, ...] = ()  # cognitive habits in the summary's wording
     sources: list[str] = field(default_factory=list)
+    replaces: bool = False  # said as a correction or a new one: takes back the same kind of fact (claims.Claim)
 
 
 _COGNITIVE_EN = [(re.compile(p, re.IGNORECASE), c) for p, c in lx.COGNITIVE_EN]
@@ -116,7 +117,7 @@ def _cognitive(clause: Clause) -> Signal | None:
 
 def _render(rule: lx.Rule, m: re.Match[str], cjk: bool) -> str | None:
     raw = clip_object(m["x"], cjk)
-    if not raw or not (rule.value or has_content(raw) or lx.TIMES_LIKED.fullmatch(raw)):
+    if not raw or not (rule.value or rule.timed or has_content(raw) or lx.TIMES_LIKED.fullmatch(raw)):
         return None
     if not cjk and rule.category in ("preference", "behavior") and _VAGUE_OBJECT.match(raw):
         return None
@@ -128,7 +129,7 @@ def _render(rule: lx.Rule, m: re.Match[str], cjk: bool) -> str | None:
     if not cjk:
         x = swap_pronouns(raw)
         w = groups.get("w") or ""
-        values.update(V=cap(third_verb(verb.lower())) if verb else "", x=x, xv=conjugate_first(x),
+        values.update(V=cap(third_verb(verb.lower())) if verb else "", x=x, xv=conjugate_first(x), Xv=cap(conjugate_first(x)),
                       X=third_clause(raw), w=w, w3=third_verb(w) if w else "")
     return clip_line(rule.template.format(**values))
 
@@ -163,6 +164,14 @@ def _voided(rule: lx.Rule, text: str, m: re.Match[str]) -> bool:
     return bool(rule.void.search(statement))
 
 
+_PAST_TIME = re.compile(r"\b(?:ago|yesterday|last|earlier)\b", re.IGNORECASE)
+
+
+def _timed(text: str) -> bool:
+    """A plan's clause names the time it is for, none past ("I'm flying to Tokyo next Friday")."""
+    return names_a_time(text) and not _PAST_TIME.search(text)
+
+
 def is_noise(clause: Clause) -> bool:
     return any(c in clause.low for c in lx.NOISE_CUES) and bool(lx.NOISE.search(clause.low))
 
@@ -183,7 +192,7 @@ def _signal(text: str) -> Signal | None:
         return cognitive
     for rule in rules:
         m = rule.pattern.search(s)
-        if not m or _voided(rule, s, m):
+        if not m or _voided(rule, s, m) or (rule.timed and not _timed(s)):
             continue
         content = _render(rule, m, clause.cjk)
         if content is None:
@@ -207,7 +216,8 @@ def _signal(text: str) -> Signal | None:
             s, rule, m, clause.cjk)
         if not negated and not clause.cjk and (said_not := lx.NEGATED_EN.search(m["x"])) and said_not.start():
             negated = said_not["y"].strip()  # "I like coffee, not tea", "Moved to Lisbon, not Porto"
-        return Signal(content, rule.category, rule.confidence, section, negated)
+        # "My new boss is Olivia": the boss before is no longer
+        return Signal(content, rule.category, rule.confidence, section, negated, replaces=bool(m.groupdict().get("new")))
     return None
 
 
@@ -254,14 +264,12 @@ def _clauses(sentence: str) -> list[str]:
     return [clause for p in pieces if (clause := p.strip())]
 
 
-@lru_cache(maxsize=8192)
-def _signals_in(sentence: str) -> tuple[Signal, ...]:
-    """The signals of one sentence (cached: talk repeats its short sentences). Never handed
-    out as they are: a caller may change a signal's confidence and sources.
+def _of_a_kind(sig: Signal) -> bool:
+    """A job or the name of someone close: one such fact takes another's place (claims.REPLACEABLE_PREFIX)."""
+    return parse_claim(sig.content).group.startswith(REPLACEABLE_PREFIX)
 
-    None from a sentence that does not say its first-person lines as facts: a made-up
-    situation ("Suppose I'm a lawyer"), someone else's words ("My sister said I'm ...")
-    or a joke ("I work at Google lol jk")."""
+
+def _read_clauses(sentence: str) -> tuple[Signal, ...]:
     found: tuple[Signal, ...] = ()
     for clause in _clauses(sentence):
         sig = _signal(clause)
@@ -271,6 +279,30 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
         # "I live in Berlin with my partner Jonas": the partner is a fact of its own, which stays
         # when the city changes (read as "My partner is Jonas" would be)
         found += tuple(also for m in lx.WITH_MY_EN.finditer(clause) if (also := _signal(f"My {m['v']} is {m['x']}")))
+    return found
+
+
+@lru_cache(maxsize=8192)
+def _signals_in(sentence: str) -> tuple[Signal, ...]:
+    """The signals of one sentence (cached: talk repeats its short sentences). Never handed
+    out as they are: a caller may change a signal's confidence and sources.
+
+    None from a sentence that does not say its first-person lines as facts: a made-up
+    situation ("Suppose I'm a lawyer"), someone else's words ("My sister said I'm ...")
+    or a joke ("I work at Google lol jk")."""
+    # "Actually I'm a nurse", "Sorry, my sister is called Mila": what follows the correction says
+    # the same kind of fact anew (a job for a job, the name of the same relative); a sentence the
+    # lead leaves nothing to read is read whole ("No, actually, the launch is on Friday")
+    lead = lx.CORRECTING_LEAD_EN.match(sentence) if sentence[:2].lower() in lx.CORRECTING_LEAD_OPENS else None
+    corrected = _read_clauses(sentence[lead.end():]) if lead else ()
+    if corrected:
+        # ("No, actually I use vim" is a correction, kept as one, as before; a job or a relative's name
+        # keeps its kind, whose fact it takes the place of)
+        said_as = "correction" if lx.CORRECTION_RULE_LEAD_EN.match(sentence) else ""
+        found = tuple(replace(sig, replaces=True, category=said_as if said_as and not _of_a_kind(sig) else sig.category)
+                      for sig in corrected)
+    else:
+        found = _read_clauses(sentence)
     if found:  # the sentence's gates only when it says something (most sentences say nothing)
         low = sentence.lower()
         if (lx.HYPOTHETICAL.search(low) or lx.REPORTED.search(sentence) or lx.JOKE.search(low) or lx.QUOTED.match(sentence)

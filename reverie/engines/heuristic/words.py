@@ -11,8 +11,14 @@ import re
 from reverie.engines.heuristic import lexicon as lx
 from reverie.text import STOPWORDS, jaccard, stem, words
 
-# a sentence ends at . ! ? ; before a space or the end ("3.12" stays whole) and after 。！？；
+# a sentence ends at . ! ? ; before a space or the end ("3.12" stays whole) and after 。！？；, not at
+# the full stop of a title or an abbreviation that a sentence goes on after ("St. Mary's", "Dr. Lee", "e.g. tea")
+# (read with the slower pattern only when the text holds one)
+_ABBREVIATION = r"\b(?:Mrs|Mr|Ms|Dr|St|Prof|Mt|vs|e\.g|i\.e)\.\s*(?=\S)"
+_ABBREVIATION_END = re.compile(r"\b(?:Mrs|Mr|Ms|Dr|St|Prof|Mt|vs|e\.g|i\.e)$")
 _SENTENCE = re.compile(r"[^.!?;。！？；\n]+(?:[.!?;]+(?=[^\s.!?;])[^.!?;。！？；\n]*)*[.!?;。！？；]*")
+_SENTENCE_ABBREVIATED = re.compile(rf"(?:{_ABBREVIATION}|[^.!?;。！？；\n])+(?:[.!?;]+(?=[^\s.!?;])(?:{_ABBREVIATION}"
+                                   r"|[^.!?;。！？；\n])*)*[.!?;。！？；]*")
 YEAR = re.compile(r"(?:19|20)\d\d")
 _WEAK_STEMS = frozenset(stem(w) for w in lx.WEAK_WORDS)
 _ZH_NUMERAL = re.compile(r"[零一二两三四五六七八九十百千万几个]+")
@@ -20,7 +26,19 @@ _ZH_PRONOUN_LED = re.compile(r"[我你他她它][\u4e00-\u9fff]$")  # jieba's "�
 
 
 def sentences(text: str) -> list[str]:
-    return [s for raw in _SENTENCE.findall(text.replace("’", "'")) if (s := raw.strip())]
+    text = text.replace("’", "'")
+    pattern = _SENTENCE_ABBREVIATED if _abbreviated(text) else _SENTENCE
+    return [s for raw in pattern.findall(text) if (s := raw.strip())]
+
+
+def _abbreviated(text: str) -> bool:
+    """Whether a full stop and a space in ``text`` follow an abbreviation ("St. Mary's")."""
+    at = text.find(". ")
+    while at > 0:
+        if _ABBREVIATION_END.search(text, max(0, at - 4), at):
+            return True
+        at = text.find(". ", at + 2)
+    return False
 
 
 def cap(text: str) -> str:
