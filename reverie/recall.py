@@ -51,6 +51,8 @@ log = logging.getLogger("reverie.recall")
 _ItemT = TypeVar("_ItemT", bound=Item, covariant=True)
 
 CONFIRMED_BOOST = 1.15
+# an episode that said what the user has since taken back keeps this share of its score
+SUPERSEDED_SHARE = 0.3
 # a tag's newest postings read per recall: a tag thousands of items carry (a speaker's name,
 # a common word) says little about each, and must not cost a read of all of them
 POSTINGS_PER_TAG = 400
@@ -72,7 +74,11 @@ DEEP_FULL_TEXT = 3
 BACKGROUND_FACT_SHARE = 0.1
 # the categories of fact recall delivers whatever the query, and how many more than the
 # budget could hold it reads of them
-BACKGROUND_CATEGORIES = ("preference", "cognitive", "constraint", "correction")
+BACKGROUND_CATEGORIES = ("correction", "constraint", "preference", "cognitive")
+# ... of these statuses: what was learned from the user's own words (pending) as well as what a
+# person stated or a use confirmed, so that "I'm vegetarian, never suggest meat" said in a talk
+# is honoured by "what should I cook tonight?" before any dream or use promoted it
+BACKGROUND_STATUSES = ("consolidated", "pending")
 BACKGROUND_SLACK = 16
 # a kind's best full-text match scores against at least this share of the best match of any
 # kind, so that a weak best fact (one that only shares a name with the query) is not a 1.0
@@ -309,6 +315,7 @@ class Recaller:
         assert profile is not None  # asked for above
         corrections = [s for s in scored if _is_fact(s) and s.category == "correction"]
         background = self._background_facts(user, scored, agent, budget)
+        scored, background = self._superseded(user, scored, background, searched)
         perception.tags = matched
         items, context, used, voiced = self._deliver(
             profile, corrections, scored, background, perception, budget, frozenset(query_terms)
@@ -478,9 +485,58 @@ class Recaller:
         seen = {s.item.id for s in scored if s.kind == "fact"}
         shares = BACKGROUND_FACT_SHARE + self.ctx.settings.correction_budget_share
         room = 2 * (int(budget * shares) // _min_line_tokens() + 1) + BACKGROUND_SLACK
-        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room)
+        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room, BACKGROUND_STATUSES)
+        # a rule the user set ("never suggest meat") before a liking, each kind strongest first:
+        # a small budget's share holds one or two lines
+        facts.sort(key=lambda f: BACKGROUND_CATEGORIES.index(f.category))
         return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, [])
-                for f in facts if f.id not in seen]
+                for f in facts if f.id not in seen and (f.status != "pending" or not _SOMEONE_SAID.match(f.content))]
+
+    def _superseded(
+        self, user: str, scored: list[_Scored[Item]], background: list[_Scored[Fact]], searched: list[str],
+    ) -> tuple[list[_Scored[Item]], list[_Scored[Fact]]]:
+        """Episodes that said what the user has since taken back give way to the newer word.
+
+        A live fact among the matches or the standing facts that superseded another ("Prefers
+        aisle seats now" after "Prefers window seats on flights") names the archived fact;
+        an episode it was learned from, when that fact holds a word of the query, keeps
+        SUPERSEDED_SHARE of its score (part "superseded"), and the newer fact takes at least
+        the episode's former score (part "supersedes_match"), so that "book me a flight" is
+        not answered with the window seat first. Bounded by the candidates: one keyed read of
+        the facts they name."""
+        newer: dict[str, _Scored[Fact]] = {}
+        for s in [*scored, *background]:
+            if _is_fact(s) and s.item.supersedes:
+                newer.setdefault(s.item.supersedes, s)
+        episodes = {s.item.id: s for s in scored if isinstance(s.item, Episode)}
+        if not newer or not episodes:
+            return scored, background
+        asked = frozenset(searched)
+        stale: dict[str, _Scored[Fact]] = {}
+        for fact_id, old in self.store.get_facts(list(newer)).items():
+            if old.user != user or old.status != "archived" or not asked & token_set(old.content):
+                continue
+            for episode_id in old.provenance.episodes:
+                if episode_id in episodes:
+                    stale.setdefault(episode_id, newer[fact_id])
+        if not stale:
+            return scored, background
+        lifted: set[int] = set()
+        for episode_id, replacement in stale.items():
+            s = episodes[episode_id]
+            if replacement.score < s.score:
+                replacement.score = s.score
+                replacement.parts["supersedes_match"] = s.score
+            lifted.add(id(replacement))
+            s.score *= SUPERSEDED_SHARE
+            s.parts["superseded"] = SUPERSEDED_SHARE
+        moved = [b for b in background if id(b) in lifted]
+        background = [b for b in background if id(b) not in lifted]
+        for b in moved:  # a standing fact that now answers the query is ranked as a match
+            b.parts.pop("background", None)
+        scored = [*scored, *moved]
+        scored.sort(key=lambda s: (s.score, _when(s.item)), reverse=True)
+        return scored, background
 
     def _track(self, items: list[RecallItem], now: datetime, voiced: Sequence[_Scored[Fact]] = ()) -> None:
         """Seed 002: delivered with score >= 0.5 -> uses + 1; a pending fact is promoted.
@@ -648,6 +704,11 @@ class _Scored(Generic[_ItemT]):
     @property
     def category(self) -> str:
         return self.item.category if isinstance(self.item, Fact) else ""
+
+
+# a fact learned from a talk among several named people names whose it is ("Melanie: loves
+# camping", reverie.learn): someone else's liking, no standing wish of the user's
+_SOMEONE_SAID = re.compile(r"[^\s:]+(?: [^\s:]+)?: ")
 
 
 def _is_fact(s: _Scored[Item]) -> TypeGuard[_Scored[Fact]]:

@@ -764,12 +764,16 @@ class Store(ABC):
     ) -> list[Fact]:
         """Facts of a user; ``status=None`` means pending and consolidated (not archived)."""
 
-    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
-        """The user's ``limit`` strongest consolidated facts of these categories (of ``agent``
-        or of every agent), strongest first: by confidence + 0.1 ln(1 + uses), ties in the
-        order written. What recall always delivers beside its matches. A store overrides this
-        to rank without reading every fact's record."""
-        facts = [f for f in self.list_facts(user, status="consolidated", agent=agent) if f.category in categories]
+    def strongest_facts(
+        self, user: str, categories: Sequence[str], agent: str | None, limit: int,
+        statuses: Sequence[str] = ("consolidated",),
+    ) -> list[Fact]:
+        """The user's ``limit`` strongest facts of these categories and ``statuses``
+        (consolidated by default; of ``agent`` or of every agent), strongest first: by
+        confidence + 0.1 ln(1 + uses), ties in the order written. What recall always delivers
+        beside its matches. A store overrides this to rank without reading every fact's record."""
+        facts = [f for status in dict.fromkeys(statuses) for f in self.list_facts(user, status=status, agent=agent)
+                 if f.category in categories]
         return strongest(((f, f.confidence, f.uses) for f in facts), limit)
 
     @abstractmethod

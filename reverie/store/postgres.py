@@ -1787,18 +1787,21 @@ class PostgresStore(Store):
         where, params = _facts_where(user, statuses, None if category is None else [category], agent)
         return [self._fact(r) for r in self._q(f"SELECT {self._FACT_COLS} FROM facts WHERE {where} ORDER BY pk", params)]
 
-    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
+    def strongest_facts(
+        self, user: str, categories: Sequence[str], agent: str | None, limit: int,
+        statuses: Sequence[str] = ("consolidated",),
+    ) -> list[Fact]:
         # each category's strongest first from the facts_strength index (a bounded read, however
         # many facts the user has), merged, and only the strongest read whole: one statement
         self._lock([user])
         mine, params = ("", []) if agent is None else (" AND (agent = %s OR agent IS NULL)", [agent])
         rows = self._q(
             f"SELECT {', '.join('f.' + c for c in self._FACT_COLS.split(', '))} FROM (SELECT t.strength, t.pk "
-            "FROM unnest(%s::text[]) AS k(category) CROSS JOIN LATERAL (SELECT strength, pk FROM facts "
-            f"WHERE user_id = %s AND status = 'consolidated' AND category = k.category{mine} "
+            "FROM unnest(%s::text[]) AS s(status) CROSS JOIN unnest(%s::text[]) AS k(category) CROSS JOIN LATERAL "
+            f"(SELECT strength, pk FROM facts WHERE user_id = %s AND status = s.status AND category = k.category{mine} "
             "ORDER BY strength DESC, pk LIMIT %s) AS t ORDER BY t.strength DESC, t.pk LIMIT %s) AS top "
             "JOIN facts f ON f.user_id = %s AND f.pk = top.pk ORDER BY top.strength DESC, top.pk",
-            [list(dict.fromkeys(categories)), user, *params, limit, limit, user],
+            [list(dict.fromkeys(statuses)), list(dict.fromkeys(categories)), user, *params, limit, limit, user],
         )
         return [self._fact(r) for r in rows]
 

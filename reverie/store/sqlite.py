@@ -1225,12 +1225,15 @@ class SQLiteStore(Store):
         where, params = self._facts_where(user, statuses, None if category is None else [category], agent)
         return [self._fact(r) for r in self._x(f"SELECT * FROM facts WHERE {where} ORDER BY pk", params)]
 
-    def strongest_facts(self, user: str, categories: Sequence[str], agent: str | None, limit: int) -> list[Fact]:
-        # each category's strongest first from the facts_strength index (a bounded read, however
-        # many facts the user has), merged; only the strongest read whole
+    def strongest_facts(
+        self, user: str, categories: Sequence[str], agent: str | None, limit: int,
+        statuses: Sequence[str] = ("consolidated",),
+    ) -> list[Fact]:
+        # each status's and category's strongest first from the facts_strength index (a bounded
+        # read, however many facts the user has), merged; only the strongest read whole
         heads: list[tuple[Any, ...]] = []
-        for category in dict.fromkeys(categories):
-            where, params = self._facts_where(user, ["consolidated"], [category], agent)
+        for status, category in ((s, c) for s in dict.fromkeys(statuses) for c in dict.fromkeys(categories)):
+            where, params = self._facts_where(user, [status], [category], agent)
             heads += self._tuples(f"SELECT strength, pk FROM facts WHERE {where} ORDER BY strength DESC, pk LIMIT ?",
                                   [*params, limit])
         pks: list[int] = [pk for _, pk in sorted(heads, key=lambda r: (-r[0], r[1]))[:limit]]
