@@ -343,7 +343,8 @@ def test_a_habit_or_an_ability_is_learned(mem, text, fact):
                                   "My sister said I speak French", "I'd like to speak French", "I'm not afraid of heights",
                                   "I wish I could play guitar", "I used to play guitar", "Imagine I speak French",
                                   "My mom says I'm afraid of heights", "I'm not left-handed", "I drink a lot",
-                                  "I drink when I'm stressed"])
+                                  "I drink when I'm stressed", "I go swimming tomorrow", "I play tennis tonight",
+                                  "I play the long game with investments"])
 def test_a_habit_not_said_as_the_users_own_is_not_learned(mem, text):
     live, _, _ = said(mem, text)
     assert live == []

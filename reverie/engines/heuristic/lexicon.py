@@ -375,6 +375,8 @@ _PEOPLE_CUES = ("mom|mum|mother|dad|father|parents|wife|husband|partner|sister|b
                 "grandpa|grandfather|aunt|uncle|cousin|friend|girlfriend|boyfriend|fianc|fiance|fiancee|roommate|"
                 "boss|manager|sibling")
 _JOB_WORDS = "|".join(sorted(JOBS, key=len, reverse=True))
+# a time of one day only: "I go swimming tomorrow" is no habit
+_ONCE = r"(?![^,.;!?]*\b(?:tomorrow|tonight|today|next|this|later|right now)\b)"
 # how often or since when: "I usually play tennis", "I now use emacs"
 _HABIT_ADV = r"(?:(?:usually|often|regularly|sometimes|occasionally|still|also|now|mostly|normally|typically|nowadays)\s+)?"
 
@@ -578,14 +580,14 @@ RULES_EN: tuple[Rule, ...] = (
           0.85, "{Vraw} {x}", negates=True),
     # habits and abilities: "I go running every morning", "I play guitar", "I drink coffee every
     # morning", "I smoke", "I speak French and German", "I'm afraid of heights", "I'm left-handed"
-    _rule("behavior", "go|goes", _SUBJECT + _HABIT_ADV + r"(?P<v>go|goes)\s+(?P<x>(?:running|jogging|swimming|hiking|"
+    _rule("behavior", "go|goes", _SUBJECT + _HABIT_ADV + r"(?P<v>go|goes)\s+" + _ONCE + r"(?P<x>(?:running|jogging|swimming|hiking|"
           r"climbing|bouldering|cycling|biking|skiing|surfing|dancing|bowling|fishing|camping|skating|rowing|walking|"
           r"kayaking|sailing|snowboarding|diving|horseback riding)\b.*|to\s+(?:the\s+)?(?:gym|yoga|pilates|church|mass|"
           r"therapy|choir|the\s+pool)\b.*)", 0.85, "{V} {x}", "personalContext"),
     _rule("behavior", "play|plays", _SUBJECT + _HABIT_ADV + r"(?P<v>plays?)\s+(?!(?:it|this|that|them|with|in|at|around|"
           r"along|for|a|an|some|any|my|your|his|her|our|their|safe|dumb|nice|fair|by|on|against|down|up|out|back|to|"
-          r"together|hard|rough|well|badly|more|less|too|so|all|games?\s+with|the\s+(?:role|part|game|victim|card))\b)"
-          r"(?P<x>.+)", 0.85, "{V} {x}", "personalContext"),
+          r"together|hard|rough|well|badly|more|less|too|so|all|games?\s+with|the\s+(?:role|part|(?:long\s+)?game|victim|card|"
+          r"field|odds|market))\b)" + _ONCE + r"(?P<x>.+)", 0.85, "{V} {x}", "personalContext"),
     _rule("identity", "eat|eats|drink|drinks", _SUBJECT_SAID + _HABIT_ADV + r"(?P<v>eats?|drinks?)\s+" + _NOT_EATEN
           + r"(?P<x>[^,.;!?]+?)(?:\s+again)?\s*(?=$|[,.;!?]|\s+(?:and|but|because|since|when)\b)", 0.85, "{V} {x}",
           "personalContext"),
