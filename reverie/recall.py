@@ -41,7 +41,9 @@ from reverie.profiles import fit_profile
 from reverie.store.background import Background
 from reverie.store.base import ITEM_KINDS, Hit, Item, Store, fts_tokens
 from reverie.tags import expand, resolve, tag_keys
-from reverie.text import compound_parts, e_variants, fold_width, function_terms, terms, token_set, words
+from reverie.text import (
+    compound_parts, e_variants, fold_width, function_terms, request_lead, terms, token_set, words,
+)
 from reverie.timerefs import MENTION_MAX_DAYS
 from reverie.tokens import count_tokens, truncate_to_tokens
 
@@ -284,10 +286,13 @@ class Recaller:
         # "what did I do last weekend?": the time is matched by the items' times; its words
         # would find an older message that said "last weekend" of another weekend
         told = _told_times(perception, now, in_times, spoken)
-        content = _without(query, told) if told else query
+        # "Remind me ...", "帮我...": words to the assistant, not about the memory
+        lead = request_lead(query)
+        wanted = query[len(lead):] if lead else query
+        content = _without(wanted, told) if told else wanted
         query_terms = terms(content)
         if told and set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time too:
-            told, content, query_terms = [], query, terms(query)  # its words are evidence as well
+            told, content, query_terms = [], wanted, terms(wanted)  # its words are evidence as well
         asked_about = names_in(content)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
@@ -299,7 +304,7 @@ class Recaller:
         if dropped := function_terms(content):
             searched, query_terms = [t for t in searched if t not in dropped], [t for t in query_terms if t not in dropped]
         hits = self.store.search(user, searched, kinds, CANDIDATES_PER_KIND, names=asked_about)
-        told_words = frozenset(terms(" ".join(told)))
+        told_words = frozenset(terms(" ".join([*told, lead])))
         names = [p for p in perception.keyphrases if not _only_words_of(p, told_words)] + query_terms  # may name a tag
         names += [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:])]
         # the best text matches (their tags lead further), the tags the query names and the

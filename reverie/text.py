@@ -188,6 +188,27 @@ def function_terms(text: str) -> frozenset[str]:
     return _FOREIGN_FUNCTION_TERMS
 
 
+# the words with which a message asks the assistant to recall or do something, at its start
+# ("remind me what my daughter is allergic to", "can you please tell me", "帮我订周五的机票",
+# "你还记得..."): they address the assistant and name nothing the memory holds, yet "remind"
+# found "I'll remind you" and 帮 found "帮我写一个Go的例子"
+_REQUEST_LEAD = re.compile(
+    r"^\s*(?:(?:hey|hi|ok|okay|so|and),?\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
+    r"(?:remind me(?:\s+(?:of|about))?|(?:do you\s+|can you\s+)?(?:still\s+)?(?:remember|recall)|"
+    r"help me(?:\s+to)?)\b[\s,:]*"
+    r"|^\s*(?:请你?|麻烦你?)?(?:帮我|帮忙|提醒我|告诉我|你还记得|你记得|还记得|记得)(?:一下)?",
+    re.IGNORECASE,
+)
+
+
+def request_lead(text: str) -> str:
+    """The words at the start of ``text`` that ask the assistant to recall or help ("Remind
+    me", "Can you remember", "帮我"), "" when it starts otherwise: a query's search leaves them
+    out, its other words name what it asks about."""
+    found = _REQUEST_LEAD.match(text)
+    return found.group(0) if found and found.group(0).strip() and found.end() < len(text.rstrip()) else ""
+
+
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Search terms: stemmed words, stopwords dropped (unless asked to keep them)."""
     return list(_terms(text, keep_stopwords))

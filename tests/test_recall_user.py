@@ -60,3 +60,19 @@ def test_a_seat_taken_back_gives_way_to_the_one_preferred_now(mem):
             assert item.parts.get("superseded"), item.parts
     now = next(i for i in result.items if "aisle" in i.text)
     assert now.parts.get("supersedes_match"), now.parts
+
+
+def test_asking_to_be_reminded_or_helped_does_not_find_what_else_asked_for_help(mem):
+    # "remind me", "帮我" (help me) speak to the assistant: they found "I'll remind you" and
+    # "帮我写一个Go的例子" (help me write a Go example), ranked above the answer
+    _say(mem, "Reminder to self: my manager wants the roadmap by Friday.", 17, reply="I'll remind you.")
+    _say(mem, "My daughter is allergic to shellfish.", 4)
+    _say(mem, "帮我写一个Go的HTTP服务器的例子。", 16, reply="好的，package main ...")
+    mem.flush()
+    block = mem.recall("remind me what my daughter is allergic to", user="maya", budget=500, at=ASK,
+                       track=False).context
+    assert "shellfish" in block and "remind you" not in block and "roadmap" not in block, block
+    block = mem.recall("帮我订周五的机票", user="maya", budget=500, at=ASK, track=False).context
+    assert "HTTP" not in block, block
+    # a message that is nothing but the request keeps its words
+    assert "remind" in mem.recall("remind me", user="maya", budget=500, at=ASK, track=False).context
