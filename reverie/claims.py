@@ -699,6 +699,8 @@ _EXCLUSIVE_STEMS = tuple(frozenset(stem(w) for w in g) for g in EXCLUSIVE_GROUPS
 ONE_KIND_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"tea", "coffee", "decaf", "espresso", "latte", "cappuccino", "matcha", "chai", "cocoa", "juice",
                "water", "milk", "soda", "beer", "wine", "kombucha", "smoothie", "smoothies"}),
+    # the Chinese drinks, said with their verb or without ("喝茶" / "喝咖啡": one word each)
+    frozenset(d for drink in "茶 咖啡 奶茶 绿茶 红茶 果汁 牛奶 可乐 啤酒 红酒 白酒 酸奶 豆浆".split() for d in (drink, "喝" + drink)),
 )
 _ONE_KIND_STEMS = tuple(frozenset(stem(w) for w in g) for g in ONE_KIND_GROUPS)
 
@@ -763,6 +765,7 @@ class Claim:
     tokens: frozenset[str] = frozenset()  # the whole line's terms
     says_not: bool = False  # the line says "not" (or "n't", 不): it may be a copy of a correction
     replaces: bool = False  # said as a correction or a new one ("Actually I'm a nurse", "my new boss"): see REPLACEABLE
+    prefers: bool = False  # a liking said over another ("更喜欢喝咖啡"): takes back the liking of another of its kind
 
 
 # a job ("Is a nurse", "Works as a senior engineer at Globex") and the name of a relative or a
@@ -785,8 +788,20 @@ _DIET_EXCLUDES["pescetarian"] = _DIET_EXCLUDES["pescatarian"]
 _DIET_EXCLUDES = {stem(diet): foods for diet, foods in _DIET_EXCLUDES.items()}  # as the terms of a claim
 
 
+# "是护士", "是一名软件工程师": a job said in Chinese (the heuristic engine's line for "我是护士")
+_JOB_CLAIM_ZH = re.compile(r"^(?:用户)?是(?:一[名个位])?(?P<o>[\u4e00-\u9fff]{0,6}(?:" + "|".join(
+    sorted("""老师 教师 护士 医生 大夫 程序员 工程师 律师 会计 会计师 设计师 厨师 司机 警察 记者 编辑 作家 演员 歌手 画家 摄影师
+    销售 经理 产品经理 建筑师 药剂师 牙医 兽医 飞行员 空姐 军人 农民 公务员 教授 研究员 科学家 翻译 秘书 店员 服务员 理发师
+    快递员 外卖员 电工 木匠 保安 律师助理 咨询师 分析师 运营 产品 前端 后端 测试 架构师""".split(), key=len, reverse=True))
+    + r"))$")
+
+
 def _kind_claim(text: str) -> tuple[str, frozenset[str]] | None:
-    """The job or the relative's name ``text`` states: ("job", {nurs}), ("name of sister", {mila})."""
+    """The job or the relative's name ``text`` states: ("job", {nurs}), ("name of sister", {mila}),
+    ("job", {护士}) of "是护士"."""
+    if has_cjk(text):
+        m = _JOB_CLAIM_ZH.match(text)
+        return ("job", term_set(m["o"]) or frozenset({m["o"]})) if m else None
     m = _JOB_CLAIM.match(text)
     if m and m["o"].split()[-1].lower() in _JOBS:
         return "job", term_set(m["o"])
@@ -798,13 +813,16 @@ def _kind_claim(text: str) -> tuple[str, frozenset[str]] | None:
 
 
 _SAYS_NOT = re.compile(r"\bnot\b|n['’]t\b|不", re.IGNORECASE)
+# "更喜欢喝咖啡", "现在偏好喝咖啡": one liked over another (in English, "Prefers coffee" and "Likes tea"
+# stay two facts, as they were)
+_PREFERS_ZH = re.compile(r"^(?:用户|我)?(?:现在|目前|如今)?(?:还是)?(?:更喜欢|更爱|偏好|偏爱)")
 
 
 def parse_claim(content: str, negated: str = "", replaces: bool = False) -> Claim:
     """The claim of ``content``; ``negated`` is what the line takes back when it is a correction;
     ``replaces`` when it is said as a correction or a new one ("Actually I'm a nurse")."""
     text = content.strip()
-    kind = None if has_cjk(text) else _kind_claim(text)
+    kind = _kind_claim(text)
     if kind:
         return Claim(kind[0], True, kind[1], term_set(negated) if negated else frozenset(), term_set(text),
                      bool(_SAYS_NOT.search(text)), replaces)
@@ -820,7 +838,8 @@ def parse_claim(content: str, negated: str = "", replaces: bool = False) -> Clai
         return Claim(_STATE_OF[state["o"].lower()], True, term_set(state["o"]), taken_back, term_set(text),
                      bool(_SAYS_NOT.search(text)))
     obj = term_set(clip_object(m["o"], has_cjk(text))) if m else frozenset()
-    return Claim(group, positive, obj, taken_back, term_set(text), bool(_SAYS_NOT.search(text)))
+    return Claim(group, positive, obj, taken_back, term_set(text), bool(_SAYS_NOT.search(text)),
+                 prefers=group == "like" and positive and _PREFERS_ZH.match(text) is not None)
 
 
 def _diet_clash(eats: Claim, diet: Claim) -> bool:
@@ -855,6 +874,8 @@ def contradicts(newer: Claim, older: Claim) -> bool:
         return newer.replaces and not same_object
     if newer.positive != older.positive:
         return same_object
+    if newer.prefers and _one_kind(newer.obj, older.obj):  # "更喜欢喝咖啡" / "喜欢喝茶"
+        return True
     if newer.group in _SINGLE_VALUED:
         return not same_object
     return _exclusive_clash(newer.obj, older.obj)

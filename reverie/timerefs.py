@@ -687,6 +687,33 @@ def _one_time_zh(text: str, start: int, said: str) -> bool:
 _NOT_ANCHORED: frozenset[Handler] = frozenset({_t_other_rel, _t_zh_bare_weekday})
 
 
+# a learned line about a time to come ("Is getting married in June", "Has a dentist appointment on May
+# 3", "Is planning a trip to Kyoto in April") and one about a time past ("Got married in June", "Moved to
+# Lisbon in May"): a month or a day said without its year is the coming one, or the one past
+_PLAN_LINE = re.compile(r"^(?:is|are|am)\s+(?:(?:also|finally|actually|officially|still)\s+)?\w+ing\b"
+                        r"|^has\s+(?:an?|my|their|our)\s+(?:[\w'-]+\s+){0,3}?(?:appointment|interview|exam|surgery|flight|"
+                        r"wedding|operation|check-?up|recital|concert|conference|deadline|trip)\b|^will\b", re.IGNORECASE)
+_PAST_LINE = re.compile(r"^(?:went|moved|relocated|got|visited|met|started|finished|graduated|joined|left|quit|travell?ed|"
+                        r"flew|won|bought|sold|adopted|returned|came|was|were|had|took)\b", re.IGNORECASE)
+
+
+def _yearless_words(m: re.Match[str], today: date, ahead: bool) -> tuple[int, str] | None:
+    """Where in ``m`` (an English month's time said without its year) the date starts, and the
+    date with its year: the coming one when ``ahead``, else the latest begun ("May 3" said on
+    1 May 2026: "3 May 2026" ahead, "3 May 2025" past)."""
+    if m["y"] or (m["pre"] or "").lower() in ("last", "this", "since", "until", "by"):
+        return None
+    month, day = MONTHS[m["mon"].lower()], m["d1"] or m["d2"]
+    for year in ((today.year, today.year + 1) if ahead else (today.year, today.year - 1)):
+        span = _day_or_month(year, month, int(day) if day else None)
+        if span is None:
+            return None
+        if (span[1] >= today) if ahead else (span[0] <= today):
+            first = span[0]
+            return m.start("d1") if m["d1"] else m.start("mon"), (_day(first) if day else f"{first:%B} {first.year}")
+    return None
+
+
 def anchored(text: str, at: datetime) -> str:
     """``text`` (a line about the user, said at ``at``) with each time said relative to the
     moment of speaking given as the dates it meant: "Moved to Hamburg last weekend", said on
@@ -695,9 +722,20 @@ def anchored(text: str, at: datetime) -> str:
     it stood: "我明天去上海出差", said on 5 December 2026, reads "我2026年12月6日去上海出差".
     A line without such a time is returned as it is."""
     # the times said relative to now, and a Chinese month whose year is ("去年三月")
-    times = [(start, m, handler, span) for start, m, handler, span in _times(text, at.date())
-             if (handler in RELATIVE and handler not in _NOT_ANCHORED) or (handler is _t_zh_month and m["pre"])]
+    today = at.date()
+    # ... and a month or a day without its year, in a line about a time to come or one past
+    plan = _PLAN_LINE.match(text) is not None
+    dated = plan or _PAST_LINE.match(text) is not None
+    times = [(start, m, handler, span) for start, m, handler, span in _times(text, today)
+             if (handler in RELATIVE and handler not in _NOT_ANCHORED) or (handler is _t_zh_month and m["pre"])
+             or (dated and handler is _t_en_month)]
     for start, m, handler, (first, last) in reversed(times):  # from the end: a replacement moves nothing before it
+        if handler is _t_en_month:
+            yearless = _yearless_words(m, today, plan)
+            if yearless is not None:
+                at_date, words = yearless
+                text = text[:start + at_date - m.start()] + words + text[start + len(m.group(0).rstrip()):]
+            continue
         said = m.group(0).strip()
         start += m.group(0).index(said)
         if has_cjk(said):  # (Chinese has no preposition to give: the dates stand for the words)

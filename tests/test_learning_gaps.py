@@ -361,13 +361,33 @@ def test_a_secret_beside_a_habit_stays_out_of_its_fact(mem, text):
 
 @pytest.mark.parametrize("text, fact", [
     ("My birthday is June 12", "Birthday is June 12"),
-    ("I'm getting married in June", "Is getting married in June"),
+    ("I'm getting married in June", "Is getting married in June 2026"),
     ("I'm flying to Tokyo next Friday", "Is flying to Tokyo on 6 March 2026"),
-    ("I have a dentist appointment on May 3", "Has a dentist appointment on May 3"),
+    ("I have a dentist appointment on May 3", "Has a dentist appointment on 3 May 2026"),
 ])
 def test_a_birthday_or_a_plan_is_learned_with_its_time(mem, text, fact):
     live, _, _ = said(mem, text)
     assert live == [fact]
+
+
+# said on 1 March 2026: a month or a day without its year is the coming one in a plan, the one
+# past in a statement of the past; a birthday keeps its day of every year
+@pytest.mark.parametrize("text, fact", [
+    ("I'm getting married in June", "Is getting married in June 2026"),
+    ("I'm flying to Rome in February", "Is flying to Rome in February 2027"),
+    ("I have a dentist appointment on March 1", "Has a dentist appointment on 1 March 2026"),
+    ("I got married in June", "Got married in June 2025"),
+    ("I moved to Lisbon in May", "Moved to Lisbon in May 2025"),
+    ("My birthday is June 12", "Birthday is June 12"),
+])
+def test_a_month_or_day_said_without_its_year_is_anchored_to_the_time_it_was_said(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert live == [fact]
+
+
+def test_a_plans_time_is_anchored_in_the_profile_too(mem):
+    _, _, profile = said(mem, "I'm getting married in June")
+    assert profile == "Is getting married in June 2026"
 
 
 @pytest.mark.parametrize("text", ["I'm flying to Tokyo", "I have a meeting", "I had a dentist appointment on May 3",
@@ -417,3 +437,103 @@ def test_family_pets_diet_and_a_birthday_said_in_chinese_are_learned(mem, text, 
 def test_someone_elses_a_wish_a_past_or_a_request_in_chinese_is_not_learned(mem, text):
     live, _, _ = said(mem, text)
     assert live == []
+
+
+# ---------------------------------------------------------------- a pet's name, a trip planned, a Chinese habit
+
+@pytest.mark.parametrize("text, fact", [("My cat is called Miso", "Miso is their cat"),
+                                        ("My dog's name is Rex", "Rex is their dog")])
+def test_a_pet_said_by_its_name_is_learned(mem, text, fact):
+    live, _, _ = said(mem, text)
+    assert live == [fact]
+
+
+def test_a_pets_name_said_as_a_correction_takes_the_old_names_place(mem):
+    live, archived, _ = said(mem, "My cat is called Miso", "Sorry, my cat is called Mochi")
+    assert live == ["Mochi is their cat"] and archived == ["Miso is their cat"]
+
+
+@pytest.mark.parametrize("text", ["My dog is Happy", "My neighbor's cat is called Miso", "Is my cat called Miso?"])
+def test_no_pets_name_is_learned_from_a_quality_someone_elses_pet_or_a_question(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+def test_a_trip_planned_for_a_time_is_learned(mem):
+    live, _, profile = said(mem, "I'm planning a trip to Kyoto in April")
+    assert live == ["Is planning a trip to Kyoto in April 2026"] and profile == live[0]
+
+
+@pytest.mark.parametrize("text", ["I'm planning a trip to Kyoto", "I was planning a trip to Kyoto in April",
+                                  "My sister is planning a trip to Kyoto in April",
+                                  "If I'm planning a trip to Kyoto in April I'll tell you"])
+def test_a_trip_without_its_time_in_the_past_someone_elses_or_an_if_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+def test_a_habit_said_with_how_often_in_chinese_is_learned(mem):
+    live, _, profile = said(mem, "我每天早上六点跑步")
+    assert live == ["每天早上六点跑步"] and profile == "每天早上六点跑步"
+
+
+@pytest.mark.parametrize("text", ["我明天早上六点跑步", "我想每天跑步", "以前我每天跑步", "我女儿每天跑步"])
+def test_a_run_for_one_day_a_wish_a_past_habit_or_someone_elses_in_chinese_is_no_habit(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+def test_a_liking_said_over_another_now_in_chinese_takes_the_old_liking_back(mem):
+    live, archived, _ = said(mem, "我喜欢喝茶", "我现在更喜欢喝咖啡")
+    assert live == ["更喜欢喝咖啡"] and archived == ["喜欢喝茶"]
+
+
+def test_a_liking_of_another_kind_in_chinese_takes_nothing_back(mem):
+    live, archived, _ = said(mem, "我喜欢看书", "我现在更喜欢喝咖啡")
+    assert sorted(live) == sorted(["喜欢看书", "更喜欢喝咖啡"]) and not archived
+
+
+@pytest.mark.parametrize("then", ["其实我是护士", "不对，我是护士", "抱歉，我是护士"])
+def test_a_job_said_as_a_correction_in_chinese_takes_the_old_jobs_place(mem, then):
+    live, archived, profile = said(mem, "我是老师", then)
+    assert live == ["是护士"] and archived == ["是老师"] and profile == "是护士"
+
+
+def test_a_second_job_said_plainly_in_chinese_is_one_more_job(mem):
+    live, archived, _ = said(mem, "我是老师", "我是护士")
+    assert sorted(live) == sorted(["是老师", "是护士"]) and not archived
+
+
+# ---------------------------------------------------------------- the user's people, updated, two in one breath
+
+def test_a_relative_who_moved_no_longer_lives_where_they_did(mem):
+    live, archived, profile = said(mem, "I live in Paris", "My mom lives in Chicago", "My mom moved to Boston")
+    assert sorted(live) == ["Lives in Paris", "Their mom moved to Boston"]
+    assert archived == ["Their mom lives in Chicago"] and profile == "Lives in Paris"
+
+
+def test_another_relatives_move_takes_no_home_back(mem):
+    live, archived, _ = said(mem, "My mom lives in Chicago", "My dad moved to Boston")
+    assert sorted(live) == ["Their dad moved to Boston", "Their mom lives in Chicago"] and not archived
+
+
+@pytest.mark.parametrize("text", ["My friend's mom moved to Boston", "Did my mom move to Boston?"])
+def test_someone_elses_move_or_a_question_is_not_learned(mem, text):
+    live, _, _ = said(mem, text)
+    assert live == []
+
+
+@pytest.mark.parametrize("text, facts, profile", [
+    ("My wife works as a teacher and I work at Google", ["Their wife works as a teacher", "Works at Google"],
+     "Works at Google"),
+    ("My mom lives in Chicago and my dad lives in Boston", ["Their dad lives in Boston", "Their mom lives in Chicago"], ""),
+    ("My sister is a doctor and I'm a nurse", ["Is a nurse", "Their sister is a doctor"], "Is a nurse"),
+])
+def test_two_people_in_one_breath_are_both_learned_each_as_theirs(mem, text, facts, profile):
+    live, _, sections = said(mem, text)
+    assert sorted(live) == sorted(facts) and sections == profile
+
+
+def test_the_user_and_someone_as_one_subject_is_the_users_fact(mem):
+    live, _, _ = said(mem, "My wife and I live in Berlin")
+    assert live == ["Lives in Berlin"]

@@ -375,6 +375,8 @@ _PEOPLE_CUES = ("mom|mum|mother|dad|father|parents|wife|husband|partner|sister|b
                 "grandpa|grandfather|aunt|uncle|cousin|friend|girlfriend|boyfriend|fianc|fiance|fiancee|roommate|"
                 "boss|manager|sibling")
 _JOB_WORDS = "|".join(sorted(JOBS, key=len, reverse=True))
+_PETS_EN = (r"(?:cat|dog|puppy|kitten|parrot|rabbit|bunny|hamster|guinea\s+pig|horse|pony|tortoise|turtle|snake|lizard|"
+            r"gecko|ferret|goldfish|fish|bird|budgie|canary|chicken|goat|pig)")
 # a time of one day only: "I go swimming tomorrow" is no habit
 _ONCE = r"(?![^,.;!?]*\b(?:tomorrow|tonight|today|next|this|later|right now)\b)"
 # how often or since when: "I usually play tennis", "I now use emacs"
@@ -447,6 +449,9 @@ RULES_EN: tuple[Rule, ...] = (
     # ("My new boss is Olivia": the boss before is no longer; a new friend or sister is one more)
     _rule("context", "my", r"\bmy\s+(?:(?P<new>new)\s+(?=" + _ONE_AT_A_TIME_EN + r"\b))?(?P<v>" + _ROLES_EN
           + r")(?:'s name)?\s+is\s+(?:(?:named|called)\s+)?(?P<x>" + _NAME_EN + r")\b", 0.85, "{x} is their {v}"),
+    # "My cat is called Miso", "My dog's name is Rex": a pet by its name (said so: "my dog is Happy" is no name)
+    _rule("context", "named|called|name", r"\bmy\s+(?P<v>" + _PETS_EN + r")(?:'s\s+name\s+is|\s+is\s+(?:named|called))\s+"
+          r"(?P<x>" + _NAME_EN + r")\b", 0.85, "{x} is their {v}"),
     _rule("preference", "favorite|favourite", r"\bmy\s+favou?rite\s+(?P<v>[\w\s-]{1,30}?)\s+(?:is|are)\s+(?P<x>.+)", 0.9,
           "Favorite {v}: {x}"),
     _rule("preference", "prefer|prefers", _SUBJECT + r"(?P<v>(?:would\s+)?prefers?)\s+(?P<x>.+)", 0.9, "{V} {x}"),
@@ -571,7 +576,9 @@ RULES_EN: tuple[Rule, ...] = (
     # what a relative or someone close does or where they live, a fact about them ("Their mom lives in
     # Chicago"), never the user's own
     _rule("context", _PEOPLE_CUES, r"\bmy\s+(?P<w>" + _PEOPLE_EN + r"(?:\s+" + _NAME_EN + r")?)\s+(?:(?:now|also|still|currently)\s+)?"
-          r"(?P<v>lives?\s+in|works?\s+(?:at|for|as)|is\s+an?(?=\s+(?:[\w-]+\s+){0,2}?(?:" + _JOB_WORDS + r")\b))\s+"
+          r"(?P<v>lives?\s+in|works?\s+(?:at|for|as)|is\s+an?(?=\s+(?:[\w-]+\s+){0,2}?(?:" + _JOB_WORDS + r")\b)"
+          # "My mom moved to Boston": where they live now (takes back where they lived), a place by its name
+          r"|(?:just\s+|recently\s+|finally\s+)?moved\s+(?:back\s+)?to(?=\s+(?-i:[A-Z])))\s+"
           r"(?P<x>.+?)(?=\s+(?:and|but)\s+(?:my|i|i'm)\b|$)", 0.85, "Their {w} {v} {x}"),
     # what the user gives up: "I stopped drinking coffee", "I quit smoking" (takes back what said they do)
     _rule("correction", "stopped|quit|gave", _SUBJECT + r"(?:(?:finally|recently|officially|completely)\s+)?(?P<v>stopped|quit|gave up)\s+"
@@ -610,10 +617,11 @@ RULES_EN: tuple[Rule, ...] = (
     _rule("identity", "birthday", r"\bmy\s+(?P<v>birthday)\s+is\s+(?:on\s+)?(?P<x>(?:" + _MONTH_NAMES + r")\s+\d{1,2}(?:st|nd|rd|th)?"
           r"|(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTH_NAMES + r"))\b", 0.9, "Birthday is {x}", "personalContext",
           value=True),
-    _rule("goal", "getting|flying|moving|traveling|travelling|going|leaving|starting|visiting|heading|having",
+    _rule("goal", "getting|flying|moving|traveling|travelling|going|leaving|starting|visiting|heading|having|planning",
           r"\b(?:i'm|i am|we're|we are|(?:the )?user is)\s+(?:(?:finally|also|actually|officially)\s+)?(?P<v>getting\s+(?:married|"
           r"divorced)|flying|moving|traveling|travelling|going(?=\s+(?:to\s+(?-i:[A-Z])|on\s+(?:a\s+)?(?:trip|vacation|holiday|"
-          r"honeymoon|cruise)|abroad|back\s+to))|leaving|starting(?!\s+to\b)|visiting|heading|having\s+(?:a|an|my|our)\s+"
+          r"honeymoon|cruise)|abroad|back\s+to))|leaving|starting(?!\s+to\b)|visiting|heading|planning(?=\s+(?:a|an|my|our)\s+"
+          r"(?:[\w-]+\s+)?(?:trip|vacation|holiday|visit|honeymoon|move|wedding|party|getaway)\b)|having\s+(?:a|an|my|our)\s+"
           r"(?:baby|surgery|operation|wedding|party))\s+(?P<x>.+)", 0.85, "Is {v} {x}", "topOfMind", timed=True),
     _rule("goal", "appointment|interview|exam|surgery|flight|wedding|operation|checkup|check|recital|concert|conference|deadline|trip",
           r"\b(?:i|we)(?:\s+(?:also\s+|still\s+)?have|'ve\s+got|\s+have\s+got)\s+(?P<x>(?:an?|my|our)\s+(?:[\w'-]+\s+){0,3}?"
@@ -693,7 +701,7 @@ RULES_ZH: tuple[Rule, ...] = (
     _rule("preference", "最喜欢的", r"我最喜欢的(?P<v>[^，,。是]{1,10})是(?P<x>.+)", 0.9, "最喜欢的{v}是{raw}", unless=_NOT_NOW_ZH),
     _rule("preference", "不喜欢|讨厌|不爱|受不了|反感", r"我(?:也|真的|很|非常|特别|最|一直|向来){0,3}(?P<v>不喜欢|讨厌|不爱|受不了|反感)(?P<x>.+)",
           0.85, "{v}{raw}", unless=_NOT_NOW_ZH),
-    _rule("preference", "喜欢|偏好|偏爱|热爱|习惯|倾向|爱", r"我(?:也|真的|很|非常|特别|最|更|比较|一直|向来|还是){0,3}(?P<v>更喜欢|喜欢|偏好|偏爱|热爱|"
+    _rule("preference", "喜欢|偏好|偏爱|热爱|习惯|倾向|爱", r"我(?:现在|目前|如今)?(?:也|真的|很|非常|特别|最|更(?!喜欢)|比较|一直|向来|还是){0,3}(?P<v>更喜欢|喜欢|偏好|偏爱|热爱|"
           r"习惯|倾向于|爱)(?P<x>.+)", 0.85, "{v}{raw}", unless=_NOT_NOW_ZH),
     # "我现在不喝茶了": no longer (what it takes back: "喜欢喝茶")
     # ("不用" is as often "need not": "我不用担心了")
@@ -739,6 +747,13 @@ RULES_ZH: tuple[Rule, ...] = (
     _rule("identity", "不吃|不喝|不能吃|不能喝", r"我(?:从来|从不|一直|也|都|基本|平时)?(?P<v>不能?(?:吃|喝))(?P<x>(?![^，,。；;]*[你您他她])"
           r"[^，,。；;了吧啊呀呢吗]{1,8})(?=$|[，,。.!！;；])", 0.85, "{v}{raw}", "personalContext", unless=_NOT_NOW_ZH,
           value=True),
+    # "我每天早上六点跑步", "我每周去两次健身房", "我平时周末去游泳": a habit, how often said with it
+    # (not "我明天早上跑步", "我想每天跑步", "以前我每天跑步")
+    _rule("behavior", "每天|每周|每个|每晚|每早|每年|每月|每逢|平时|经常|通常|一般|常常",
+          r"(?:^|[，,]\s*)我(?:也|还|都|一直)?(?P<x>(?:每(?:天|周|个?星期|个?礼拜|晚|个?周末|个?月|年|逢)|平时|经常|通常|一般|常常)"
+          r"[^，,。；;！!？?吗呢吧]{0,12}?(?:跑步|慢跑|游泳|健身|锻炼|练瑜伽|做瑜伽|瑜伽|打篮球|打羽毛球|打网球|打乒乓球|踢足球|骑车"
+          r"|骑自行车|散步|爬山|徒步|遛狗|冥想|读书|看书|练琴|弹琴|弹吉他|写日记|去健身房|喝咖啡|喝茶))(?=$|[，,。.!！;；])", 0.85,
+          "{raw}", "personalContext", unless=_NOT_NOW_ZH + "|" + _PLAN_ZH),
     # "我生日是6月12号"
     _rule("identity", "生日", r"我的?(?P<v>生日)(?:是|在)?(?P<x>(?:\d{1,2}|[一二三四五六七八九十]{1,3})月(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
           r"(?:号|日))", 0.9, "生日是{raw}", "personalContext", value=True),
@@ -759,7 +774,7 @@ RULES_ZH: tuple[Rule, ...] = (
 # "我现在住在北京", "我目前在腾讯工作", "我现在不喝茶了": a "now" that says what holds from now on,
 # not a passing state ("我现在在开会")
 DURABLE_NOW_ZH = re.compile(r"(?:现在|目前|如今)(?=(?:已经|也|还|都|就){0,2}(?:住在|在[^，,。；;]{1,20}?(?:工作|上班|任职|实习)"
-                            r"|不再|不(?:吃|喝|抽|玩)[^，,。；;]*了|改(?:喝|吃|用|抽)|是))|刚刚(?=搬)")
+                            r"|不再|不(?:吃|喝|抽|玩)[^，,。；;]*了|改(?:喝|吃|用|抽)|是|更(?:喜欢|爱)|偏好|偏爱))|刚刚(?=搬)")
 # "I turned 39 today": a birthday says what holds from now on, not a passing state
 DURABLE_NOW_EN = re.compile(r"\bturned\s+[\w-]+\s+today\b")
 # "去年夏天，我在华为实习": a time before the clause it is the time of, no clause of its own
@@ -771,6 +786,12 @@ CORRECTING_LEAD_OPENS = frozenset("ac so oo oh my no wa we wr hm co ra ah sc in"
 CORRECTING_LEAD_EN = re.compile(r"^(?:(?:no|nope|oh|oops|wait|ah|well|hmm+|my bad|not quite|wrong|sorry)\b[,.!]*\s*)*"
                                 r"(?:actually|in fact|rather|correction|sorry|oops|my bad|scratch that)\b[,.:!]*\s*"
                                 r"(?=(?:i|i'm|i've|my|we|we're|our)\b)", re.IGNORECASE)
+
+# ... and in Chinese: "其实我是护士", "不对，我是护士", "抱歉，我妹妹叫米拉"
+CORRECTING_LEAD_ZH_OPENS = frozenset("其实不错抱对说更纠哦噢")  # its first character
+CORRECTING_LEAD_ZH = re.compile(r"^(?:(?:哦|噢|啊|嗯|对不起|抱歉|不好意思)[，,。!！\s]*)*(?:其实|实际上|不对|不是的|错了|我说错了|说错了"
+                                r"|更正一下|更正|纠正一下|抱歉|不好意思|对不起)[，,。!！:：\s]*(?=我)")
+CORRECTION_RULE_LEAD_ZH = re.compile(r"^(?:不对|不是的|错了|更正|纠正)")
 
 # ... of which these say a correction outright (RULES_EN's first two): its line is a correction
 CORRECTION_RULE_LEAD_EN = re.compile(r"^(?:no|nope|not quite|wrong)\b[,.!]*\s*(?:actually|in fact|rather)\b|^correction[:,]",

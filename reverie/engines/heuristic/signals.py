@@ -226,7 +226,7 @@ _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并�
                            # the clause before has a first-person subject of its own ("My wife and I" has none)
                            r"|\s+(?:and|but)\s+(?=(?:i|i'm|i've|i'd|i'll)\b)"
                            # "I live in Berlin and my email is ...": a clause of its own about another thing
-                           r"|\s+(?:and|but)\s+(?=my\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are)\b)"
+                           r"|\s+(?:and|but)\s+(?=my\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are|lives?|works?|moved)\b)"
                            # "I live in Porto and work as a nurse": the same subject, unsaid, before a verb of a fact
                            # (the verbs of facts that have a rule: another verb keeps its clause whole)
                            r"|\s+and\s+(?:also\s+)?(?=(?P<same_en>work\s+(?:as|at|for|in)|live\s+in|run|own|"
@@ -236,6 +236,9 @@ _CLAUSE_START = re.compile(r"[,，;；]\s*(?:(?:and|but|also|so)\s+|而且|并�
                            # "我不喝茶了，改喝咖啡": a clause that goes on with the same subject, unsaid
                            r"|[，,]\s*(?:现在|目前|就|也)?(?=(?P<same>改)(?:喝|吃|用|抽))", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've)\b|我", re.IGNORECASE)
+# "My wife works as a teacher and I work at Google": the clause before has a subject of its own,
+# someone of the user's ("My wife and I live in Berlin" has none: one subject, both of them)
+_THEIR_OWN_SUBJECT = re.compile(r"^\s*my\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|lives?|works?|moved|has)\b", re.IGNORECASE)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -248,7 +251,8 @@ def _clauses(sentence: str) -> list[str]:
         before = sentence[start:m.start()]
         if len(before.strip()) < 4:  # "No, I meant ..." stays whole
             continue
-        if m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before) and not m["they"]:
+        if (m.group(0)[:1] not in ",，;；" and not _FIRST_PERSON.search(before) and not m["they"]
+                and not _THEIR_OWN_SUBJECT.match(before)):
             continue
         if lx.PAST_LEAD_ZH.match(before.strip()):
             continue  # "去年夏天，我在华为实习": the time of the clause after it
@@ -293,12 +297,14 @@ def _signals_in(sentence: str) -> tuple[Signal, ...]:
     # "Actually I'm a nurse", "Sorry, my sister is called Mila": what follows the correction says
     # the same kind of fact anew (a job for a job, the name of the same relative); a sentence the
     # lead leaves nothing to read is read whole ("No, actually, the launch is on Friday")
-    lead = lx.CORRECTING_LEAD_EN.match(sentence) if sentence[:2].lower() in lx.CORRECTING_LEAD_OPENS else None
+    lead = (lx.CORRECTING_LEAD_EN.match(sentence) if sentence[:2].lower() in lx.CORRECTING_LEAD_OPENS
+            else lx.CORRECTING_LEAD_ZH.match(sentence) if sentence[:1] in lx.CORRECTING_LEAD_ZH_OPENS else None)
     corrected = _read_clauses(sentence[lead.end():]) if lead else ()
     if corrected:
         # ("No, actually I use vim" is a correction, kept as one, as before; a job or a relative's name
         # keeps its kind, whose fact it takes the place of)
-        said_as = "correction" if lx.CORRECTION_RULE_LEAD_EN.match(sentence) else ""
+        said_as = "correction" if (lx.CORRECTION_RULE_LEAD_EN.match(sentence)
+                                   or lx.CORRECTION_RULE_LEAD_ZH.match(sentence)) else ""
         found = tuple(replace(sig, replaces=True, category=said_as if said_as and not _of_a_kind(sig) else sig.category)
                       for sig in corrected)
     else:
