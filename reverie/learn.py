@@ -688,8 +688,14 @@ def _talked_about(fact: Fact, said: frozenset[str]) -> bool:
 
 
 def _successor(removed: Fact, added: list[Fact]) -> Fact | None:
-    """The new fact that takes a removed one's place: of its category and sharing the most
-    words with it, else the one sharing the most words; none when no new fact relates to it."""
+    """The new fact that takes a removed one's place: the one that says it supersedes it (a
+    take-back, a correction), else of its category and sharing the most words with it, else
+    the one sharing the most words; none when no new fact relates to it. ("Is allergic to
+    peanuts" had been linked to "Is pescatarian now", of its category, learned in the same
+    batch as "Is not allergic to peanuts", which names it.)"""
+    named = next((f for f in added if f.supersedes == removed.id), None)
+    if named is not None:
+        return named
     words = token_set(removed.content)
     best = max(added, key=lambda f: (f.category == removed.category, len(words & token_set(f.content))), default=None)
     if best is None or (best.category != removed.category and not words & token_set(best.content)):

@@ -1107,3 +1107,19 @@ def test_what_the_user_takes_back_or_changes_later_replaces_what_they_said_befor
     assert [f.content for f in mem.facts(user="ana") if f.status != "archived"] == live
     archived = [f for f in mem.facts(user="ana", status="archived")]
     assert archived and all(f.archived_reason for f in archived)  # the older line is kept, archived, with why
+
+
+def test_a_fact_taken_back_is_linked_to_what_took_it_back_not_to_another_new_fact_of_its_kind(tmp_path):
+    """Learned in one batch with "I'm pescatarian now", "I'm not allergic to peanuts after all"
+    archived "Is allergic to peanuts" with a link to "Is pescatarian now" (of its category)."""
+    with Memory(tmp_path / "home", background=False) as mem:
+        for text, day in (("I'm allergic to peanuts.", 2), ("I'm vegetarian.", 3)):
+            mem.add([{"role": "user", "content": text}], user="sam", at=f"2026-11-0{day}T10:00:00Z")
+        mem.flush()
+        for text, day in (("I'm not allergic to peanuts after all, the test was wrong.", 20),
+                          ("I'm pescatarian now.", 21)):
+            mem.add([{"role": "user", "content": text}], user="sam", at=f"2026-11-{day}T10:00:00Z")
+        mem.flush()
+        every = {f.content: f for f in [*mem.facts(user="sam"), *mem.facts(user="sam", status="archived")]}
+        assert every["Is allergic to peanuts"].superseded_by == every["Is not allergic to peanuts"].id
+        assert every["Is vegetarian"].superseded_by == every["Is pescatarian now"].id
