@@ -292,7 +292,12 @@ class Recaller:
         content = _without(wanted, told) if told else wanted
         query_terms = terms(content)
         if told and set(query_terms) - _ABOUT_A_TIME:  # it asks about something within the time too:
-            told, content, query_terms = [], wanted, terms(wanted)  # its words are evidence as well
+            # its words are evidence as well, of a time past ("what did John volunteer at last
+            # weekend?" quotes what was said); of a time not over, another message's "tonight"
+            # was another night ("what should I cook tonight?" found "I watched The Bear tonight")
+            told = [r.text for r in perception.time_refs if r.text in told and as_utc(r.end) >= now]
+            content = _without(wanted, told) if told else wanted
+            query_terms = terms(content)
         asked_about = names_in(content)
         # a shallow answer delivers no daily note: their search is skipped
         kinds = ITEM_KINDS if perception.route != "shallow" else _SHALLOW_KINDS
@@ -840,14 +845,15 @@ def _told_times(
 ) -> list[str]:
     """The words of the query's times that are said relative to the moment of speaking and
     whose episodes are matched by time: those said then (``in_times``, of a time begun by
-    ``now``) or said of it (``spoken``, a time past or to come). "last weekend",
-    "yesterday", "tomorrow" each name another time in a message of another day. A time the
-    memory holds nothing of keeps its words, and so does a time to come that no episode
-    spoke of (a plan may name it in words the patterns do not read). The
-    caller keeps them too when the query asks about something within the time: a question
-    may quote what was said ("what did John volunteer at last weekend?")."""
+    ``now``) or said of it (``spoken``, a time past or to come), and a time not over yet
+    ("tonight", "tomorrow": what was said of it is matched by the days spoken of, and the
+    word in an older message is another day's). "last weekend", "yesterday", "tomorrow" each
+    name another time in a message of another day. A time past the memory holds nothing of
+    keeps its words. The caller keeps the words of a time past too when the query asks about
+    something within the time: a question may quote what was said ("what did John volunteer
+    at last weekend?")."""
     return [r.text for r, said_then, said_of in zip(perception.time_refs, in_times, spoken, strict=True)
-            if r.relative and (said_of or (said_then and as_utc(r.start) <= as_utc(now)))]
+            if r.relative and (said_of or as_utc(r.end) >= as_utc(now) or (said_then and as_utc(r.start) <= as_utc(now)))]
 
 
 def _without(query: str, spans: list[str]) -> str:

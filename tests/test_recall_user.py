@@ -76,3 +76,24 @@ def test_asking_to_be_reminded_or_helped_does_not_find_what_else_asked_for_help(
     assert "HTTP" not in block, block
     # a message that is nothing but the request keeps its words
     assert "remind" in mem.recall("remind me", user="maya", budget=500, at=ASK, track=False).context
+
+
+def test_another_days_tonight_is_no_match_for_tonight(bmem):
+    """"What should I cook tonight?" put "I watched The Bear tonight" (said weeks ago) above the
+    plan to cook: the question asks about something within the time, so its time words were
+    searched as words, and an older message's "tonight" was another night."""
+    mem = bmem
+    _say(mem, "I watched The Bear tonight, what a great show", 10)
+    _say(mem, "Let's cook risotto on Sunday", 14)
+    mem.flush()
+    at = datetime(2026, 11, 30, 17, 0, tzinfo=timezone.utc)
+    items = mem.recall("what should I cook tonight?", user="maya", budget=500, at=at, explain=True, track=False).items
+    said = [i for i in items if i.kind == "episode"]
+    assert said and "risotto" in said[0].text
+    # what it shares with the question is at most a tag, never the words of the time
+    assert all(i.parts.get("text", 0.0) == 0.0 for i in said if "The Bear" in i.text)
+    # of a time past, the question's time words still find what was said ("what did I watch
+    # last night?" asked the next day)
+    next_day = datetime(2026, 11, 11, 9, 0, tzinfo=timezone.utc)
+    items = mem.recall("what did I watch last night?", user="maya", budget=500, at=next_day, track=False).items
+    assert any("The Bear" in i.text for i in items if i.kind == "episode")
