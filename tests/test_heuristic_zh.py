@@ -194,3 +194,15 @@ def test_a_wrong_name_said_is_no_name_and_where_one_is_from_is_personal(mem):
     profile = mem.profile(user="li").user
     assert profile.work_context.summary == "是程序员"
     assert profile.personal_context.summary == "叫李明；是北京人；是素食主义者"
+
+
+def test_a_relatives_allergy_is_theirs_and_never_the_users(mem):
+    """"我女儿小雨对花生过敏" was learned as the user's own allergy, "对女儿小雨对花生过敏", and
+    written into the profile; "我对猫毛过敏" learned nothing ("猫毛" is no content word)."""
+    say(mem, ["我女儿小雨对花生过敏", "我老公也对海鲜过敏", "我对猫毛过敏"], user="lei")
+    contents = {f.content: f for f in mem.facts(user="lei")}
+    assert {"女儿小雨对花生过敏", "老公对海鲜过敏", "对猫毛过敏"} <= set(contents)
+    assert contents["女儿小雨对花生过敏"].category == "context"
+    assert not any(c.startswith("对女儿") or c.startswith("对老公") for c in contents)
+    personal = mem.profile(user="lei").user.personal_context.summary
+    assert "对猫毛过敏" in personal and "花生" not in personal and "海鲜" not in personal

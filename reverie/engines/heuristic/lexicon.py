@@ -312,6 +312,13 @@ class Rule:
         return re.compile(self.unless) if self.unless else None
 
 
+# the people close to the user, as Chinese names them ("我女儿", "我老公")
+_KIN_ZH = (r"老婆|老公|妻子|丈夫|太太|先生|女朋友|男朋友|妈妈|爸爸|母亲|父亲|儿子|女儿|孩子|宝宝|姐姐|妹妹|哥哥|弟弟"
+           r"|爷爷|奶奶|外公|外婆|家人|室友")
+# what one is allergic to ("青霉素", "猫毛"; not "这个", "什么")
+_ALLERGEN_ZH = r"(?!这|那|它|什么|啥)[^，,。；;！？不对]{1,20}?"
+
+
 def _rule(category: str, cues: str, pattern: str, confidence: float, template: str, section: str | None = None,
           negates: bool = False, unless: str = "", value: bool = False, timed: bool = False) -> Rule:
     return Rule(category, tuple(cues.split("|")), pattern, confidence, template, section, negates, unless, value, timed)
@@ -720,8 +727,14 @@ RULES_ZH: tuple[Rule, ...] = (
     _rule("identity", "叫", r"我叫" + _NAME_ZH, 0.9, "叫{raw}", "personalContext", unless=_FORMER_ZH),
     _rule("identity", "名字", r"我的名字(?:是|叫)" + _NAME_ZH, 0.9, "名字是{raw}", "personalContext", unless=_FORMER_ZH),
     _rule("identity", "来自", r"我(?P<v>来自)(?P<x>[^，,。]+)", 0.9, "{v}{raw}", "personalContext"),
-    # "我对青霉素过敏", "我花粉过敏" (not "我对青霉素不过敏")
-    _rule("identity", "过敏", r"我(?:也|一直|从小)?(?:对)?(?P<x>[^，,。；;！？不]{1,20}?)(?P<v>过敏)", 0.9, "对{raw}过敏", "personalContext"),
+    # "我对青霉素过敏", "我花粉过敏" (not "我对青霉素不过敏", nor "我女儿对花生过敏": hers, below)
+    # (what one is allergic to is a value: "猫毛" is no content word, yet "对猫毛过敏" says much)
+    _rule("identity", "过敏", r"我(?!的?(?:" + _KIN_ZH + r"))(?:也|一直|从小)?(?:对)?(?P<x>" + _ALLERGEN_ZH + r")(?P<v>过敏)", 0.9,
+          "对{raw}过敏", "personalContext", value=True),
+    # "我女儿小雨对花生过敏", "我儿子对猫毛过敏": a relative's allergy, a fact about them (it had
+    # been learned as the user's own, "对女儿小雨对花生过敏", and written into the profile)
+    _rule("context", "过敏", r"我的?(?P<v>(?:" + _KIN_ZH + r")(?:(?!也|一直|从小)[\u4e00-\u9fff]{1,3}?(?=(?:也|一直|从小)?对))?)(?:也|一直|从小)?对?"
+          r"(?P<x>" + _ALLERGEN_ZH + r")过敏", 0.85, "{v}对{raw}过敏", value=True),
     _rule("identity", "住在", r"我(?:现在|目前|如今|一直|也){0,2}(?P<v>住在)" + _STAY_ZH + r"(?P<x>[^，,。]+)", 0.9, "{v}{raw}",
           "personalContext", unless=_NOT_NOW_ZH + "|" + _BRIEF_ZH),
     # "我搬到北京了", "我上个月搬到了北京": where one lives now, however long ago the move (not "我要搬到北京了")
