@@ -495,7 +495,7 @@ class Recaller:
         seen = {s.item.id for s in scored if s.kind == "fact"}
         shares = BACKGROUND_FACT_SHARE + self.ctx.settings.correction_budget_share
         room = 2 * (int(budget * shares) // _min_line_tokens() + 1) + BACKGROUND_SLACK
-        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, len(seen) + room, BACKGROUND_STATUSES)
+        facts = self.store.strongest_facts(user, BACKGROUND_CATEGORIES, agent, room, BACKGROUND_STATUSES, exclude=seen)
         # a rule the user set ("never suggest meat") before a liking, each kind strongest first:
         # a small budget's share holds one or two lines
         facts.sort(key=lambda f: BACKGROUND_CATEGORIES.index(f.category))

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import AbstractSet, Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
+from typing import AbstractSet, Any, Callable, Collection, Generic, Hashable, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 from reverie.errors import InvalidInput, StoreError
 from reverie.models import (
@@ -766,14 +766,15 @@ class Store(ABC):
 
     def strongest_facts(
         self, user: str, categories: Sequence[str], agent: str | None, limit: int,
-        statuses: Sequence[str] = ("consolidated",),
+        statuses: Sequence[str] = ("consolidated",), exclude: Collection[str] = (),
     ) -> list[Fact]:
         """The user's ``limit`` strongest facts of these categories and ``statuses``
-        (consolidated by default; of ``agent`` or of every agent), strongest first: by
-        confidence + 0.1 ln(1 + uses), ties in the order written. What recall always delivers
-        beside its matches. A store overrides this to rank without reading every fact's record."""
+        (consolidated by default; of ``agent`` or of every agent), but those of ``exclude``
+        (ids), strongest first: by confidence + 0.1 ln(1 + uses), ties in the order written.
+        What recall always delivers beside its matches. A store overrides this to rank without
+        reading every fact's record (and reads whole none it excludes)."""
         facts = [f for status in dict.fromkeys(statuses) for f in self.list_facts(user, status=status, agent=agent)
-                 if f.category in categories]
+                 if f.category in categories and f.id not in exclude]
         return strongest(((f, f.confidence, f.uses) for f in facts), limit)
 
     @abstractmethod

@@ -43,7 +43,7 @@ import uuid
 from collections import Counter
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 from reverie.errors import StoreBusy, StoreError
@@ -1789,10 +1789,12 @@ class PostgresStore(Store):
 
     def strongest_facts(
         self, user: str, categories: Sequence[str], agent: str | None, limit: int,
-        statuses: Sequence[str] = ("consolidated",),
+        statuses: Sequence[str] = ("consolidated",), exclude: Collection[str] = (),
     ) -> list[Fact]:
         # each category's strongest first from the facts_strength index (a bounded read, however
         # many facts the user has), merged, and only the strongest read whole: one statement
+        # (an excluded one costs its row, not the parse of its record)
+        most = limit + len(exclude)
         self._lock([user])
         mine, params = ("", []) if agent is None else (" AND (agent = %s OR agent IS NULL)", [agent])
         rows = self._q(
@@ -1801,9 +1803,9 @@ class PostgresStore(Store):
             f"(SELECT strength, pk FROM facts WHERE user_id = %s AND status = s.status AND category = k.category{mine} "
             "ORDER BY strength DESC, pk LIMIT %s) AS t ORDER BY t.strength DESC, t.pk LIMIT %s) AS top "
             "JOIN facts f ON f.user_id = %s AND f.pk = top.pk ORDER BY top.strength DESC, top.pk",
-            [list(dict.fromkeys(statuses)), list(dict.fromkeys(categories)), user, *params, limit, limit, user],
+            [list(dict.fromkeys(statuses)), list(dict.fromkeys(categories)), user, *params, most, most, user],
         )
-        return [self._fact(r) for r in rows]
+        return [self._fact(r) for r in [r for r in rows if r[1] not in exclude][:limit]]
 
     def delete_fact(self, fact_id: str) -> None:
         self._delete("fact", fact_id)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from reverie.errors import StoreBusy, StoreError
 from reverie.models import (
@@ -1227,20 +1227,23 @@ class SQLiteStore(Store):
 
     def strongest_facts(
         self, user: str, categories: Sequence[str], agent: str | None, limit: int,
-        statuses: Sequence[str] = ("consolidated",),
+        statuses: Sequence[str] = ("consolidated",), exclude: Collection[str] = (),
     ) -> list[Fact]:
         # each status's and category's strongest first from the facts_strength index (a bounded
-        # read, however many facts the user has), merged; only the strongest read whole
+        # read, however many facts the user has), merged; only the strongest not excluded read
+        # whole (an excluded one costs its row, not the parse of its record)
         heads: list[tuple[Any, ...]] = []
+        most = limit + len(exclude)
         for status, category in ((s, c) for s in dict.fromkeys(statuses) for c in dict.fromkeys(categories)):
             where, params = self._facts_where(user, [status], [category], agent)
             heads += self._tuples(f"SELECT strength, pk FROM facts WHERE {where} ORDER BY strength DESC, pk LIMIT ?",
-                                  [*params, limit])
-        pks: list[int] = [pk for _, pk in sorted(heads, key=lambda r: (-r[0], r[1]))[:limit]]
+                                  [*params, most])
+        pks: list[int] = [pk for _, pk in sorted(heads, key=lambda r: (-r[0], r[1]))[:most]]
         if not pks:
             return []
         rows = {r["pk"]: r for r in self._x(f"SELECT * FROM facts WHERE pk IN ({_in(pks)})", pks)}
-        return [self._fact(rows[pk]) for pk in pks if pk in rows]
+        kept = [rows[pk] for pk in pks if pk in rows and rows[pk]["id"] not in exclude]
+        return [self._fact(row) for row in kept[:limit]]
 
     @staticmethod
     def _facts_where(
