@@ -484,6 +484,13 @@ def test_the_strongest_facts_rank_confidence_and_uses_without_reading_every_fact
     assert [f.id for f in Store.strongest_facts(store, "ana", wanted, "coder", 7)] == [f.id for f in mine[:7]]
     got = store.strongest_facts("ana", wanted, None, 3)
     assert got[0].uses == expect[0].uses and got[0].content == expect[0].content
+    # of pending facts too, and without those excluded (recall's matches): still ``limit`` of them
+    both = sorted([f for f in facts if f.category in wanted], key=lambda f: strength(f.confidence, f.uses), reverse=True)
+    skipped = {f.id for f in both[:4]} | {both[6].id}
+    left = [f.id for f in both if f.id not in skipped]
+    statuses = ("consolidated", "pending")
+    assert [f.id for f in store.strongest_facts("ana", wanted, None, 5, statuses, exclude=skipped)] == left[:5]
+    assert [f.id for f in Store.strongest_facts(store, "ana", wanted, None, 5, statuses, exclude=skipped)] == left[:5]
     assert store.strongest_facts("ana", ["identity"], None, 5) == [] and store.strongest_facts("cy", wanted, None, 5) == []
     # a use moves a fact's strength where the index keeps it: the weakest, used often, leads
     weakest = expect[-1]

@@ -773,7 +773,7 @@ class Store(ABC):
         (ids), strongest first: by confidence + 0.1 ln(1 + uses), ties in the order written.
         What recall always delivers beside its matches. A store overrides this to rank without
         reading every fact's record (and reads whole none it excludes)."""
-        facts = [f for status in dict.fromkeys(statuses) for f in self.list_facts(user, status=status, agent=agent)
+        facts = [f for f in self.list_facts(user, status=list(dict.fromkeys(statuses)), agent=agent)  # in the order written
                  if f.category in categories and f.id not in exclude]
         return strongest(((f, f.confidence, f.uses) for f in facts), limit)
 
