@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -52,6 +53,17 @@ def new_schema(prefix: str = "reverie_test") -> tuple[str, str]:
 def drop_schema(name: str) -> None:
     with _connect(server_url()) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@contextmanager
+def scratch_schema(prefix: str = "reverie_test") -> Iterator[tuple[str, str]]:
+    """A fresh schema for one test, (its name, its store URL), dropped when the test ends,
+    whether it passed or not."""
+    name, url = new_schema(prefix)
+    try:
+        yield name, url
+    finally:
+        drop_schema(name)
 
 
 def empty(url: str) -> None:

@@ -49,14 +49,19 @@ def distill_input(body: dict) -> dict:
     return json.loads(next(m["content"] for m in body["messages"] if m["role"] == "user"))
 
 
+def kept(data: dict) -> list[dict]:
+    """A distill answer's entries that keep every fact of its input as it is."""
+    return [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
+            for f in data["facts"]]
+
+
 def keep_all_and_add(additions: dict[str, str]):
     """A scripted distill step: keep every fact; add the given line for a note whose text
     contains the key."""
 
     def answer(body: dict) -> dict:
         data = distill_input(body)
-        entries = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
-                   for f in data["facts"]]
+        entries = kept(data)
         for note in data["notes"]:
             for key, line in additions.items():
                 if key in note["content"]:

@@ -18,7 +18,7 @@ from reverie.keys import create_key
 from reverie.server import create_app
 from tests.edits import edit_text
 from tests.fake_openai import Reply
-from tests.test_dream import distill_input, llm_memory
+from tests.test_dream import distill_input, kept, llm_memory
 
 DAY0 = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
 
@@ -120,9 +120,7 @@ def test_a_line_the_engine_adds_that_a_fact_already_says_is_that_fact_not_a_copy
 
     def answer(body: dict) -> dict:
         data = distill_input(body)
-        kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
-                for f in data["facts"]]
-        return {"entries": kept + [{"action": "add", "content": "Prefers tea over coffee", "category": "preference",
+        return {"entries": kept(data) + [{"action": "add", "content": "Prefers tea over coffee", "category": "preference",
                                     "sources": [n["id"]]} for n in data["notes"]]}
 
     fake_openai.respond_by_step({"distill": answer})
@@ -230,9 +228,7 @@ def test_health_tells_what_the_last_dream_rejected_could_not_take_in_and_saw_lea
 
     def answer(body: dict) -> dict:
         data = distill_input(body)
-        kept = [{"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
-                for f in data["facts"]]
-        return {"entries": kept + [{"action": "add", "content": "Owns a yacht in Monaco", "category": "identity",
+        return {"entries": kept(data) + [{"action": "add", "content": "Owns a yacht in Monaco", "category": "identity",
                                     "sources": [data["facts"][0]["id"]]}]}
 
     try:
@@ -292,9 +288,7 @@ def test_a_dream_that_fails_still_tells_the_hand_written_line_it_could_not_take_
     mem = llm_memory(home, fake_openai)
     try:
         mem.remember("Prefers tea over coffee", user="ana", category="preference")
-        fake_openai.respond_by_step({"distill": lambda body: {"entries": [
-            {"action": "keep", "content": f["content"], "category": f["category"], "sources": [f["id"]]}
-            for f in distill_input(body)["facts"]]}})
+        fake_openai.respond_by_step({"distill": lambda body: {"entries": kept(distill_input(body))}})
         night(mem, 0)
         edit_text(home / "users" / "ana" / "MEMORY.md", "## Preferences\n", "## Preferences\n\nLikes jazz a lot\n")
         fake_openai.respond_by_step({"distill": Reply.error(400, "model not found")})

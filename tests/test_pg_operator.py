@@ -6,9 +6,7 @@ them, whatever happens."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 import httpx
@@ -21,18 +19,9 @@ from reverie.server import create_app
 from reverie.store import PostgresStore
 from reverie.store.postgres import migration_target_problem, split_schema
 from tests.live_server import live_server
-from tests.pg import _connect, drop_schema, new_schema, server_url
+from tests.pg import _connect, scratch_schema, server_url
 
 runner = CliRunner()
-
-
-@contextmanager
-def scratch() -> Iterator[tuple[str, str]]:
-    name, url = new_schema("reverie_operator")
-    try:
-        yield name, url
-    finally:
-        drop_schema(name)
 
 
 def tables_in(schema: str) -> list[str]:
@@ -45,7 +34,7 @@ def test_an_empty_schema_name_is_refused_and_no_other_schema_is_opened_in_its_pl
     # (and migrate, and write to) the connection's default schema instead. The connection's own
     # search path here is a scratch schema, so that a store opened without the name lands there,
     # not in the shared database's public schema.
-    with scratch() as (name, _):
+    with scratch_schema("reverie_operator") as (name, _):
         base = split_schema(server_url())[0]
         url = base + ("&" if "?" in base else "?") + "options=" + quote(f"-c search_path={name}") + "&schema="
         with pytest.raises(StoreError, match=r"\?schema= names no schema"):
@@ -65,7 +54,7 @@ def test_migrate_copies_the_home_when_its_config_already_names_the_target(tmp_pa
     home = tmp_path / "home"
     with Memory(home=home) as mem:
         fact = mem.remember("Keeps the release notes in the wiki", user="ana", category="preference")
-    with scratch() as (name, url):
+    with scratch_schema("reverie_operator") as (name, url):
         (home / "config.toml").write_text(f'store = "{url}"\n', encoding="utf-8")
         dry = runner.invoke(app, ["migrate", "--home", str(home), "--to", url, "--dry-run", "--json"])
         assert dry.exit_code == 0, dry.output
@@ -93,7 +82,7 @@ def test_a_replica_whose_schema_a_newer_reverie_upgraded_goes_unready_and_learns
     # older code, writing rows without what the newer schema derives from them (schema 13's
     # day index was missing for every episode an older replica learned); now the balancer is
     # told to route around them, and their learning loop stops until they are upgraded.
-    with scratch() as (name, url):
+    with scratch_schema("reverie_operator") as (name, url):
         other = PostgresStore(url)  # a second replica's store, opened before the upgrade
         try:
             with Memory(tmp_path / "home", background=False, store=url) as memory, \
@@ -129,7 +118,7 @@ def test_replicas_reaching_one_store_by_different_urls_share_its_locks():
     # the connection's search path (options=-c search_path=S): they are one store, so one
     # dream per user at a time, one nightly run and one migration between them (their lock
     # names differed, "reverie:S:..." and "reverie::...", and both dreamed at once)
-    with scratch() as (name, url):
+    with scratch_schema("reverie_operator") as (name, url):
         base = split_schema(server_url())[0]
         by_path = base + ("&" if "?" in base else "?") + "options=" + quote(f"-c search_path={name}")
         first = PostgresStore(url)

@@ -15,10 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import psycopg
@@ -26,20 +24,11 @@ import psycopg
 from tests.fake_openai import Reply
 from tests.live_server import free_port, wait_for, wait_until
 from tests.live_server import stop_process as stop
-from tests.pg import drop_schema, new_schema, server_url
+from tests.pg import scratch_schema, server_url
 from tests.test_learning import _extraction
 
 ROOT = Path(__file__).resolve().parents[1]
 LEASE = 3.0
-
-
-@contextmanager
-def schema() -> Iterator[tuple[str, str]]:
-    name, url = new_schema("reverie_replicas")
-    try:
-        yield name, url
-    finally:
-        drop_schema(name)
 
 
 def launch(home: Path, store: str, **env: str) -> tuple[subprocess.Popen[str], str]:
@@ -113,7 +102,7 @@ def test_a_killed_replica_loses_no_acknowledged_write_and_its_jobs_are_learned_o
     fake_openai.respond_by_step({"extract": lambda body: Reply.delayed(60, _extraction())})
     slow = {"REVERIE_ENGINE_EXTRACT": "openai", "REVERIE_LLM_BASE_URL": fake_openai.base_url,
             "REVERIE_LLM_MODEL": "fake-model", "REVERIE_LLM_MAX_RETRIES": "0"}
-    with schema() as (name, store):
+    with scratch_schema("reverie_replicas") as (name, store):
         a, url_a = start(tmp_path / "a", store, **slow)
         b = None
         try:
@@ -173,7 +162,7 @@ def _replicas_due_together(home: Path, store: str, lead: float) -> tuple[list[tu
 
 
 def test_both_schedulers_firing_in_the_same_second_dream_once_per_user(tmp_path):
-    with schema() as (name, store):
+    with scratch_schema("reverie_replicas") as (name, store):
         # started together, ready before the time they will both fire at: a short lead first, and
         # on a machine too busy to start them within it, the replicas again with a long one
         replicas, ready = _replicas_due_together(tmp_path / "first", store, 12)
