@@ -721,9 +721,16 @@ def _one_kind(a: frozenset[str], b: frozenset[str]) -> bool:
 _CUT_EN = re.compile(r"(?<!\bMrs)(?<!\bMr)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bProf)(?<!\bMt)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)"
                      r"[.;!?](?=\s|$)|,\s*(?:but|because|so|although|though|which|since|and then|while|our|my|his|her|"
                      r"their|we|i|he|she|they|it's|it\s+(?:is|was))\b"
-                     r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+",
+                     r"|\s+(?:but|because|although|though|so that)\s+|\s+[-–—]+\s+|(?<=\w)[-–—]\s+"
+                     # a clause of another time: "hiking on weekends, last week I went to Yosemite"
+                     r"|,\s*(?:yesterday|today|tonight|earlier|recently|lately|last\s+(?:night|week|weekend|month|year|time)"
+                     r"|this\s+(?:morning|afternoon|evening|week|weekend|month|year)|next\s+(?:week|weekend|month|year|time)"
+                     r"|(?:a|one|two|three|four|five|a\s+few|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago)\b",
                      re.IGNORECASE)
-_CUT_ZH = re.compile(r"[。；！？;!?]|[，,](?:但|但是|因为|所以|不过|可是)")
+# ... and in Chinese ("周末去爬山，上周去了黄山": the liking is the first clause, the trip another)
+_CUT_ZH = re.compile(r"[。；！？;!?]|[，,](?:但|但是|因为|所以|不过|可是)"
+                     r"|[，,](?=上周|上个?星期|上个?礼拜|上个?月|上次|昨天|昨晚|前天|去年|前年|今天|刚才|那天|前几天|前段时间"
+                     r"|明天|后天|下周|下个?月|明年)")
 
 
 def clip_object(text: str, cjk: bool) -> str:

@@ -537,3 +537,18 @@ def test_two_people_in_one_breath_are_both_learned_each_as_theirs(mem, text, fac
 def test_the_user_and_someone_as_one_subject_is_the_users_fact(mem):
     live, _, _ = said(mem, "My wife and I live in Berlin")
     assert live == ["Lives in Berlin"]
+
+
+def test_a_liking_ends_where_a_clause_of_another_time_begins(tmp_path):
+    """"I like hiking on weekends, last week I went to Yosemite" learned "Likes hiking on
+    weekends, last week they went to Yosemite" (and 我喜欢周末去爬山，上周去了黄山 the same: the
+    README demo showed it); a list stays whole."""
+    with Memory(tmp_path / "home", background=False) as mem:
+        for i, text in enumerate(["I like hiking on weekends, last week I went to Yosemite.",
+                                  "I love sushi, yesterday we had some at Nobu.",
+                                  "我喜欢周末去爬山，上周去了黄山，风景很好。", "我喜欢吃苹果，香蕉和橙子"]):
+            mem.add([{"role": "user", "content": text}], user="ana", thread=f"t{i}", at="2026-11-20T10:00:00Z")
+        mem.flush()
+        learned = {f.content for f in mem.facts(user="ana")}
+    assert {"Likes hiking on weekends", "Loves sushi", "喜欢周末去爬山", "喜欢吃苹果，香蕉和橙子"} <= learned
+    assert not any("Yosemite" in c or "Nobu" in c or "黄山" in c for c in learned)
