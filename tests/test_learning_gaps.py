@@ -552,3 +552,17 @@ def test_a_liking_ends_where_a_clause_of_another_time_begins(tmp_path):
         learned = {f.content for f in mem.facts(user="ana")}
     assert {"Likes hiking on weekends", "Loves sushi", "喜欢周末去爬山", "喜欢吃苹果，香蕉和橙子"} <= learned
     assert not any("Yosemite" in c or "Nobu" in c or "黄山" in c for c in learned)
+
+
+def test_i_meant_corrects_what_was_said_as_the_same_kind_of_fact(tmp_path):
+    """"Oops, I meant I'm a pilot" after "I'm a teacher" learned "Meant they're a pilot" beside
+    the teacher; it is a correction of the job, as "Actually I'm a pilot" is."""
+    with Memory(tmp_path / "home", background=False) as mem:
+        mem.add([{"role": "user", "content": "I'm a teacher."}], user="ana", at="2026-11-20T10:00:00Z")
+        mem.flush()
+        mem.add([{"role": "user", "content": "Oops, I meant I'm a pilot."}], user="ana", at="2026-11-20T10:01:00Z")
+        mem.flush()
+        live = {f.content for f in mem.facts(user="ana")}
+        archived = {f.content for f in mem.facts(user="ana", status="archived")}
+    assert "Is a pilot" in live and not any("Meant" in c for c in live)
+    assert "Is a teacher" in archived and "Is a teacher" not in live

@@ -795,9 +795,10 @@ PAST_LEAD_ZH = re.compile(rf"^(?:{_NOT_NOW_ZH})[^了过，,。]{{0,3}}$")
 
 # "Actually I'm a nurse", "Sorry, my sister is called Mila", "Oops, my bad, I work at Globex": a
 # sentence said as a correction of the user's own words, before what it says anew
-CORRECTING_LEAD_OPENS = frozenset("ac so oo oh my no wa we wr hm co ra ah sc in".split())  # its first two letters
+CORRECTING_LEAD_OPENS = frozenset("ac so oo oh my no wa we wr hm co ra ah sc in".split()) | {"i "}  # its first two letters
 CORRECTING_LEAD_EN = re.compile(r"^(?:(?:no|nope|oh|oops|wait|ah|well|hmm+|my bad|not quite|wrong|sorry)\b[,.!]*\s*)*"
-                                r"(?:actually|in fact|rather|correction|sorry|oops|my bad|scratch that)\b[,.:!]*\s*"
+                                r"(?:actually|in fact|rather|correction|sorry|oops|my bad|scratch that"
+                                r"|i meant(?:\s+to\s+say)?(?:\s+that)?)\b[,.:!]*\s*"
                                 r"(?=(?:i|i'm|i've|my|we|we're|our)\b)", re.IGNORECASE)
 
 # ... and in Chinese: "其实我是护士", "不对，我是护士", "抱歉，我妹妹叫米拉"
