@@ -566,3 +566,15 @@ def test_i_meant_corrects_what_was_said_as_the_same_kind_of_fact(tmp_path):
         archived = {f.content for f in mem.facts(user="ana", status="archived")}
     assert "Is a pilot" in live and not any("Meant" in c for c in live)
     assert "Is a teacher" in archived and "Is a teacher" not in live
+
+
+def test_too_and_as_well_are_no_part_of_what_is_learned(tmp_path):
+    """"I'm a nurse too" learned "Is a nurse too", "I like jazz as well" "Likes jazz as well":
+    the word ties the line to what was said before it, and the fact is the rest."""
+    with Memory(tmp_path / "home", background=False) as mem:
+        for i, text in enumerate(["I'm a teacher.", "I'm a nurse too.", "I like jazz as well.", "I have a dog too."]):
+            mem.add([{"role": "user", "content": text}], user="ana", thread=f"t{i}", at="2026-11-20T10:00:00Z")
+        mem.flush()
+        live = {f.content for f in mem.facts(user="ana")}
+    assert {"Is a teacher", "Is a nurse", "Likes jazz", "Has a dog"} <= live  # a second job said so is one more
+    assert not any(c.endswith((" too", " as well")) for c in live)

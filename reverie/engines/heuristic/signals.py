@@ -115,8 +115,15 @@ def _cognitive(clause: Clause) -> Signal | None:
     return Signal(clip_line(content), "cognitive", 0.9, "cognitiveStyle", canon=canon)
 
 
+# "I'm a nurse too", "I like jazz as well": what the line says without the word that ties it to
+# what someone said before it
+_ALSO_END = re.compile(r",?\s+(?:too|as well)\s*$", re.IGNORECASE)
+
+
 def _render(rule: lx.Rule, m: re.Match[str], cjk: bool) -> str | None:
     raw = clip_object(m["x"], cjk)
+    if not cjk:
+        raw = _ALSO_END.sub("", raw)
     if not raw or not (rule.value or rule.timed or has_content(raw) or lx.TIMES_LIKED.fullmatch(raw)):
         return None
     if not cjk and rule.category in ("preference", "behavior") and _VAGUE_OBJECT.match(raw):
