@@ -42,6 +42,7 @@ from reverie.inputs import normalize_category
 from reverie.journal import Journal
 from reverie.memory_md import (
     MovedLine,
+    RefusedLine,
     Snapshot,
     SyncReport,
     follow,
@@ -544,7 +545,7 @@ def _took_in(report: DreamReport, synced: SyncReport) -> None:
     report.hand_edits += [DreamEntry(content=p.label, reason=f"profile line {p.change}", replaced=[p.before] if
                                      p.before else []) for p in synced.profile_lines]
     # a refused line is kept as written nowhere else: held to a fact's length, and redacted
-    report.refused += [DreamEntry(content=clip_learned(redact(r.content)), reason=r.reason) for r in synced.refused]
+    report.refused += [DreamEntry(content=kept.content, reason=kept.reason) for kept in map(RefusedLine.kept, synced.refused)]
 
 
 def _moved(what: str, moved: MovedLine | None) -> str:

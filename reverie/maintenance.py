@@ -797,22 +797,24 @@ def _dream_advice(r: HealthReport, user: str) -> list[str]:
         said.append(f"told {plural(r.dream_left, 'entry', 'entries')} that left MEMORY.md since it was last "
                     "written (forgotten, replaced by a newer fact, below the list)")
     if r.dream_refused:
-        lines = "; ".join(f"“{clip_line(x.content, 80)}” ({x.reason.split(':')[0]})" for x in r.dream_refused[:3])
-        more = f"; and {len(r.dream_refused) - 3} more" if len(r.dream_refused) > 3 else ""
-        said.append(f"could not take in {plural(len(r.dream_refused), 'line')} written in MEMORY.md by hand, so "
-                    f"{'it is' if len(r.dream_refused) == 1 else 'they are'} no longer there: {lines}{more}")
+        said.append(f"could not take in {_not_taken_in(r.dream_refused)}")
     advice = []
     if said:
         where = " and ".join(f"`reverie diary --user {shlex.quote(user)} --date {d}`" for d in r.dream_diaries)
         advice.append((f"the last dream ({r.last_dream}) " if r.last_dream else "a dream run ") + ", ".join(said)
                       + (f": {where} tells each with why" if where else ""))
     if r.sync_refused:
-        lines = "; ".join(f"“{clip_line(x.content, 80)}” ({x.reason.split(':')[0]})" for x in r.sync_refused[:3])
-        more = f"; and {len(r.sync_refused) - 3} more" if len(r.sync_refused) > 3 else ""
-        advice.append(f"since the last dream, sync could not take in {plural(len(r.sync_refused), 'line')} written "
-                      f"in MEMORY.md by hand, so {'it is' if len(r.sync_refused) == 1 else 'they are'} no longer "
-                      f"there: {lines}{more} (the next dream's diary tells them too)")
+        advice.append(f"since the last dream, sync could not take in {_not_taken_in(r.sync_refused)} "
+                      "(the next dream's diary tells them too)")
     return advice
+
+
+def _not_taken_in(refused: list[RefusedLine]) -> str:
+    """Lines written in MEMORY.md by hand that were not taken in, said: how many, and the first three."""
+    lines = "; ".join(f"“{clip_line(x.content, 80)}” ({x.reason.split(':')[0]})" for x in refused[:3])
+    more = f"; and {len(refused) - 3} more" if len(refused) > 3 else ""
+    return (f"{plural(len(refused), 'line')} written in MEMORY.md by hand, so "
+            f"{'it is' if len(refused) == 1 else 'they are'} no longer there: {lines}{more}")
 
 
 def _verdict(r: HealthReport) -> list[str]:

@@ -19,7 +19,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import Field
 
@@ -109,6 +109,11 @@ class RefusedLine(Model):
     content: str
     reason: str
 
+    def kept(self) -> RefusedLine:
+        """As a line written nowhere else is kept (a report, a snapshot): redacted, held to a
+        fact's length."""
+        return RefusedLine(content=clip_learned(redact(self.content)), reason=self.reason)
+
 
 class Snapshot(Model):
     """What reverie last wrote to MEMORY.md: the base that a person's edits are read against."""
@@ -186,9 +191,8 @@ def publish_memory_md(
         uses={f.id: f.uses for f in facts},
         profile={k: s.summary for k, s in profile.sections().items() if s.summary},
         dropped=dict(list(dropped.items())[-DROPPED_KEPT:]),
-        refused=[*([] if dream or previous is None else previous.refused), *(
-            RefusedLine(content=clip_learned(redact(r.content)), reason=r.reason) for r in refused or []
-            if r.content)][-REFUSED_KEPT:],
+        refused=[*([] if dream or previous is None else previous.refused),
+                 *(r.kept() for r in refused or [] if r.content)][-REFUSED_KEPT:],
     )
     ctx.store.set_meta(SNAPSHOT.format(user=user), snapshot.model_dump_json())
     return path
@@ -682,8 +686,7 @@ def merge_withdrawn(store: Store, user: str, entries: list[dict[str, str]]) -> N
         if known is None or _at(entry) >= _at(known):
             forgotten = known is not None and not known.get("content")
             merged[entry["key"]] = {**entry, "content": "" if forgotten else entry.get("content", "")}
-    kept = sorted(merged.values(), key=_at)
-    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept[-WITHDRAWN_KEPT:], ensure_ascii=False))
+    _save_withdrawn(store, user, merged.values())
 
 
 def unwithdraw(store: Store, user: str, fact: Fact, journal: Journal) -> None:
@@ -697,7 +700,7 @@ def unwithdraw(store: Store, user: str, fact: Fact, journal: Journal) -> None:
         return
     journal.withdrawn.append({"fact": fact.id, "key": key, "at": entry["at"], "before": entry, "removed": True})
     del record[key]
-    store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(sorted(record.values(), key=_at), ensure_ascii=False))
+    _save_withdrawn(store, user, record.values())
 
 
 def restore_withdrawn(store: Store, user: str, undone: list[dict[str, Any]]) -> None:
@@ -721,7 +724,12 @@ def restore_withdrawn(store: Store, user: str, undone: list[dict[str, Any]]) -> 
             record[entry["key"]] = earlier
         else:
             del record[entry["key"]]
-    kept = sorted(record.values(), key=_at)
+    _save_withdrawn(store, user, record.values())
+
+
+def _save_withdrawn(store: Store, user: str, entries: Iterable[dict[str, str]]) -> None:
+    """Write the record of deleted lines: oldest first, the newest WITHDRAWN_KEPT."""
+    kept = sorted(entries, key=_at)[-WITHDRAWN_KEPT:]
     store.set_meta(WITHDRAWN_META.format(user=user), json.dumps(kept, ensure_ascii=False))
 
 

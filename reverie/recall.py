@@ -500,7 +500,7 @@ class Recaller:
         # a small budget's share holds one or two lines
         facts.sort(key=lambda f: BACKGROUND_CATEGORIES.index(f.category))
         return [_Scored("fact", f, 0.0, {"background": 1.0, "confidence": f.confidence}, [])
-                for f in facts if f.id not in seen and (f.status != "pending" or not _SOMEONE_SAID.match(f.content))]
+                for f in facts if f.status != "pending" or not _SOMEONE_SAID.match(f.content)]
 
     def _superseded(
         self, user: str, scored: list[_Scored[Item]], background: list[_Scored[Fact]], searched: list[str],

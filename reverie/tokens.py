@@ -76,6 +76,8 @@ _RANDOM_CASE_PER_LETTER = 0.75  # measured 0.72 on random letters and digits of 
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _NOT_A_WORD = re.compile(r"[^aeiouy]{5,}|(.)\1\1", re.IGNORECASE)
 _REPEATED = re.compile(r"(.{1,3}?)\1+.{0,2}")
+_PUNCTUATION_PER_MARK = 0.45  # a run of three or more, past its first mark ("|---|---|")
+_ONE_MARK_RUN = 64  # characters a token of one mark repeated ("-------") holds
 _INDENT_RE = re.compile(r"[ \t]{2,}")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _CJK_TOKENS_PER_CHAR = 1.35  # measured 1.3-1.4 for Chinese prose
@@ -133,7 +135,7 @@ def _estimate(text: str) -> int:
     if long_words:
         tokens += sum(map(_letter_run, long_words)) - len(long_words)
     for run in filter(None, pieces):
-        tokens += len(run) / 64 if run.count(run[0]) == len(run) else 0.45 * (len(run) - 1)
+        tokens += len(run) / _ONE_MARK_RUN if run.count(run[0]) == len(run) else _PUNCTUATION_PER_MARK * (len(run) - 1)
     if "  " in text or "\t" in text:
         tokens += len(_INDENT_RE.findall(text))
     if not text.isascii():
